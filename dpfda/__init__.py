@@ -1,0 +1,80 @@
+"""dpfda — differentially private functional mean estimation, FTP versus PTF.
+
+A small, exact companion package to the paper *Fit-Then-Protect versus
+Protect-Then-Fit* (Chen, Chen, Song and Awan), under Gaussian differential
+privacy.  Modules, each readable beside the chapter that introduces it:
+
+=============  ==============================================================
+``spaces``     ``LegendreSpace``, ``KernelSpace``, kernels, ``uniform_grid``
+``fitting``    ball-constrained weighted least squares (secular equation)
+``privacy``    G_μ, composition, Gaussian calibration, GDP ↔ (ε, δ), Laplace
+``pipelines``  ``ftp`` (Algorithm 1), ``ptf`` (Algorithm 2), ``Release``
+``theory``     the bounds and limits of Theorems 10–15
+``data``       the paper's generative models
+=============  ==============================================================
+"""
+
+from ._validation import AssumptionError
+from .data import KernelCurves, PolynomialCurves, observe, polynomial_curves, rkhs_curves, uniform_ball
+from .fitting import BallFit, BallLeastSquares, fit_ball
+from .pipelines import Release, ftp, ftp_sigma, ptf, ptf_sigmas
+from .privacy import (
+    compose,
+    delta_from_mu,
+    epsilon_from_mu,
+    gaussian_sigma,
+    laplace_mechanism,
+    laplace_scale,
+    mu_from_epsilon_delta,
+    tradeoff,
+)
+from .spaces import (
+    BrownianKernel,
+    GaussianKernel,
+    GridGeometry,
+    Kernel,
+    KernelSpace,
+    LegendreSpace,
+    brownian_kernel,
+    gaussian_kernel,
+    uniform_grid,
+)
+from . import theory
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AssumptionError",
+    "BallFit",
+    "BallLeastSquares",
+    "BrownianKernel",
+    "GaussianKernel",
+    "GridGeometry",
+    "Kernel",
+    "KernelCurves",
+    "KernelSpace",
+    "LegendreSpace",
+    "PolynomialCurves",
+    "Release",
+    "brownian_kernel",
+    "compose",
+    "delta_from_mu",
+    "epsilon_from_mu",
+    "fit_ball",
+    "ftp",
+    "ftp_sigma",
+    "gaussian_kernel",
+    "gaussian_sigma",
+    "laplace_mechanism",
+    "laplace_scale",
+    "mu_from_epsilon_delta",
+    "observe",
+    "polynomial_curves",
+    "ptf",
+    "ptf_sigmas",
+    "rkhs_curves",
+    "theory",
+    "tradeoff",
+    "uniform_ball",
+    "uniform_grid",
+]

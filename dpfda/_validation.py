@@ -1,0 +1,138 @@
+"""Argument checks shared by every module.
+
+Each helper raises ``TypeError`` or ``ValueError`` with a message that names
+the argument and the rule it broke, so a mistake is caught where it is made
+rather than surfacing later as a NaN or a silently broadcast array.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "AssumptionError",
+    "check_positive",
+    "check_nonnegative",
+    "check_int",
+    "check_rng",
+    "check_grid",
+    "check_data",
+    "check_points",
+]
+
+
+class AssumptionError(ValueError):
+    """A modelling assumption of the paper (A.3 or A.4) fails on the given grid."""
+
+
+def _is_real_scalar(x) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) or (
+        isinstance(x, np.ndarray) and x.ndim == 0 and np.issubdtype(x.dtype, np.number)
+        and not np.issubdtype(x.dtype, np.bool_) and not np.iscomplexobj(x)
+    )
+
+
+def check_positive(value, name: str) -> float:
+    """Return ``value`` as a float after checking it is a finite number > 0."""
+    if not _is_real_scalar(value):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return value
+
+
+def check_nonnegative(value, name: str) -> float:
+    """Return ``value`` as a float after checking it is a finite number >= 0."""
+    if not _is_real_scalar(value):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return value
+
+
+def check_int(value, name: str, minimum: int) -> int:
+    """Return ``value`` as an int after checking it is an integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    return value
+
+
+def check_rng(rng, name: str = "rng") -> np.random.Generator:
+    """Insist on an explicit :class:`numpy.random.Generator` (no global state)."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"{name} must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), "
+            f"got {type(rng).__name__}"
+        )
+    return rng
+
+
+def _as_float_array(x, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(x)
+    except Exception as exc:  # pragma: no cover - exotic inputs
+        raise TypeError(f"{name} must be array-like of real numbers") from exc
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise TypeError(f"{name} must be array-like of real numbers, got dtype {arr.dtype}")
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name} must be real, got a complex array")
+    return arr.astype(float, copy=False)
+
+
+def check_grid(grid, name: str = "grid") -> np.ndarray:
+    """A one-dimensional, strictly increasing grid of points in [0, 1]."""
+    arr = _as_float_array(grid, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if arr.size < 1:
+        raise ValueError(f"{name} must hold at least one point")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must hold finite values (found NaN or inf)")
+    if arr[0] < 0 or arr[-1] > 1 or np.any(arr < 0) or np.any(arr > 1):
+        raise ValueError(f"{name} must lie in [0, 1], got values in [{arr.min()}, {arr.max()}]")
+    if arr.size > 1 and np.any(np.diff(arr) <= 0):
+        raise ValueError(f"{name} must be strictly increasing")
+    return arr
+
+
+def check_points(t, name: str = "t") -> np.ndarray:
+    """Evaluation points: finite values in [0, 1] (any order, repeats allowed)."""
+    arr = _as_float_array(t, name)
+    if arr.ndim > 1:
+        raise ValueError(f"{name} must be a scalar or one-dimensional, got shape {arr.shape}")
+    arr = np.atleast_1d(arr)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must hold finite values (found NaN or inf)")
+    if np.any(arr < 0) or np.any(arr > 1):
+        raise ValueError(f"{name} must lie in [0, 1]")
+    return arr
+
+
+def check_data(X, T: int, name: str = "X") -> np.ndarray:
+    """Observed curves: shape (n, T) for one dataset or (reps, n, T) for a batch.
+
+    The last axis must match the grid exactly; nothing is broadcast.
+    """
+    arr = _as_float_array(X, name)
+    if arr.ndim not in (2, 3):
+        raise ValueError(
+            f"{name} must be 2-D (n, T) or 3-D (reps, n, T) with curves along the "
+            f"second-to-last axis, got {arr.ndim}-D shape {arr.shape}"
+        )
+    if arr.shape[-1] != T:
+        raise ValueError(
+            f"{name}'s last axis has length {arr.shape[-1]} but the grid has {T} points; "
+            "curves must run along the last axis (samples x grid points, as in scikit-fda)"
+        )
+    if arr.shape[-2] < 1:
+        raise ValueError(f"{name} must hold at least one curve")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf; remove or impute those values first")
+    return arr

@@ -1,0 +1,433 @@
+"""Function spaces of the paper: the Legendre space H_m and kernel spaces H_K.
+
+Both pipelines see a space only through its *grid geometry* (``space.at(grid)``):
+
+* ``Phi`` — a design matrix (T, d) taking Cameron–Martin coordinates to grid
+  values.  For ``LegendreSpace`` these are the orthonormal coefficients θ
+  (Example 1, d = m); for ``KernelSpace`` they are β = K_T^{-1/2} f on the
+  span of the kernel sections K(t_j, ·) (proof of Theorem 13, eqs. 37 and 41),
+  with Phi = K_T^{1/2} and d = T.  In both cases the Cameron–Martin norm of
+  the function is the Euclidean norm of its coordinates.
+* ``scale`` — a_j = ||φ(t_j)||_2 or sqrt(K(t_j, t_j)), the pointwise bound
+  used for PTF's default clipping c_j = B' a_j and weights W = diag(a_j^{-2})
+  (Theorems 11 and 14).
+* ``evaluate(coef, t)`` — the function with those coordinates, anywhere on [0, 1].
+* ``error(coef, target)`` — the paper's utility criterion: IMSE (eq. 7) for
+  H_m, computed exactly through the coefficients, and grid MSE (eq. 8) for H_K.
+
+Shapes follow the project convention: coefficients (..., d), grid values (..., T).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from numpy.polynomial import legendre as _leg
+
+from ._validation import (
+    AssumptionError,
+    check_grid,
+    check_int,
+    check_points,
+    check_positive,
+    check_rng,
+)
+
+__all__ = [
+    "uniform_grid",
+    "LegendreSpace",
+    "Kernel",
+    "GaussianKernel",
+    "BrownianKernel",
+    "gaussian_kernel",
+    "brownian_kernel",
+    "KernelSpace",
+    "GridGeometry",
+]
+
+EIGEN_FLOOR = 1e-8
+"""The eigenvalue floor for K_T used by the paper's implementation (§5)."""
+
+
+def uniform_grid(T: int) -> np.ndarray:
+    """The equally spaced grid t_j = (j - 1) / (T - 1), j = 1, ..., T (§5).
+
+    Parameters
+    ----------
+    T : int
+        Number of grid points, at least 2.
+    """
+    T = check_int(T, "T", 2)
+    return np.linspace(0.0, 1.0, T)
+
+
+# ---------------------------------------------------------------------------
+# Geometry on a grid
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class GridGeometry:
+    """Everything the pipelines need to know about a space on a fixed grid."""
+
+    space: object
+    grid: np.ndarray
+    Phi: np.ndarray  # (T, d): coordinates -> grid values
+    scale: np.ndarray  # (T,): a_j
+    metric: str  # "IMSE" or "MSE"
+    extras: dict = field(default_factory=dict)
+
+    @property
+    def T(self) -> int:
+        return self.grid.size
+
+    @property
+    def dim(self) -> int:
+        return self.Phi.shape[1]
+
+    def values(self, coef) -> np.ndarray:
+        """Grid values Phi @ coef, shape (..., T)."""
+        return np.asarray(coef) @ self.Phi.T
+
+    def evaluate(self, coef, t) -> np.ndarray:
+        """Evaluate the function(s) with coordinates ``coef`` at points ``t``."""
+        return self.space._evaluate(self, np.asarray(coef, dtype=float), check_points(t))
+
+    def coef_from_values(self, values) -> np.ndarray:
+        """Coordinates of the function that best matches ``values`` on the grid.
+
+        For ``KernelSpace`` this is the minimum-norm interpolant (β = K_T^{-1/2} f);
+        for ``LegendreSpace`` the least-squares fit (exact when f ∈ H_m).
+        """
+        values = np.asarray(values, dtype=float)
+        return np.linalg.lstsq(self.Phi, values.reshape(-1, self.T).T, rcond=None)[0].T.reshape(
+            values.shape[:-1] + (self.dim,)
+        )
+
+    def error(self, coef, target) -> np.ndarray:
+        """Squared error of coordinates ``coef`` against ``target`` (..., d).
+
+        IMSE (eq. 7) for H_m — by orthonormality, ∫(f̃ - f̄)² = ||θ̃ - θ̄||²;
+        grid MSE (eq. 8) for H_K — (1/T) Σ_j (f̃(t_j) - f̄(t_j))².
+        """
+        diff = np.asarray(coef, dtype=float) - np.asarray(target, dtype=float)
+        if self.metric == "IMSE":
+            return np.sum(diff**2, axis=-1)
+        return np.mean((diff @ self.Phi.T) ** 2, axis=-1)
+
+
+# ---------------------------------------------------------------------------
+# Finite-dimensional Hilbert space of Legendre polynomials (Example 1)
+# ---------------------------------------------------------------------------
+
+
+class LegendreSpace:
+    """H_m spanned by the L²[0,1]-orthonormal shifted Legendre polynomials.
+
+    φ_k(t) = sqrt(2k - 1) P_{k-1}(2t - 1), k = 1, ..., m, has degree k - 1
+    (appendix, polynomial setup); m = 2 gives (1, sqrt(12)(t - 1/2)).  The
+    Cameron–Martin space of Z_m = Σ ξ_k φ_k is H_m itself and the norm of
+    θᵀφ is ||θ||_2 (Example 1, Corollary 7).
+
+    Parameters
+    ----------
+    m : int
+        Dimension of the space (number of basis functions), at least 1.
+    """
+
+    metric = "IMSE"
+
+    def __init__(self, m: int):
+        self.m = check_int(m, "m", 1)
+
+    def __repr__(self) -> str:
+        return f"LegendreSpace(m={self.m})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, LegendreSpace) and other.m == self.m
+
+    def __hash__(self) -> int:
+        return hash(("LegendreSpace", self.m))
+
+    @property
+    def dim(self) -> int:
+        return self.m
+
+    def basis(self, t) -> np.ndarray:
+        """φ(t) for each point: shape (len(t), m)."""
+        t = check_points(t)
+        V = _leg.legvander(2.0 * t - 1.0, self.m - 1)
+        return V * np.sqrt(2.0 * np.arange(1, self.m + 1) - 1.0)
+
+    def design(self, grid) -> np.ndarray:
+        """Design matrix Φ = [φ_k(t_j)] of shape (T, m) (§4.2.1)."""
+        return self.at(grid).Phi
+
+    def at(self, grid) -> GridGeometry:
+        """Geometry on ``grid``; checks Assumption A.3."""
+        grid = check_grid(grid)
+        return _legendre_geometry(self.m, tuple(grid.tolist()))
+
+    def norm(self, coef) -> np.ndarray:
+        """Cameron–Martin (= L²[0,1]) norm of θᵀφ: ||θ||_2."""
+        return np.linalg.norm(np.asarray(coef, dtype=float), axis=-1)
+
+    def evaluate(self, coef, t) -> np.ndarray:
+        """(..., m) coefficients -> (..., len(t)) function values."""
+        coef = np.asarray(coef, dtype=float)
+        if coef.shape[-1] != self.m:
+            raise ValueError(f"coef's last axis must have length m={self.m}, got {coef.shape[-1]}")
+        return coef @ self.basis(t).T
+
+    def _evaluate(self, geom, coef, t):
+        return self.evaluate(coef, t)
+
+    def project(self, func, *, nodes: int | None = None) -> np.ndarray:
+        """Coefficients θ_k = ∫ f φ_k of a callable by Gauss–Legendre quadrature.
+
+        Exact for polynomials of degree < 2·nodes - m + 1; the default uses
+        ``max(2m, 32)`` nodes.
+        """
+        if not callable(func):
+            raise TypeError("func must be callable, e.g. a Release or lambda t: ...")
+        k = max(2 * self.m, 32) if nodes is None else check_int(nodes, "nodes", 1)
+        x, w = _leg.leggauss(k)
+        t = (x + 1.0) / 2.0
+        vals = np.asarray(func(t), dtype=float)
+        return (vals * (w / 2.0)) @ self.basis(t)
+
+    def sample_gaussian(self, rng, size=()) -> np.ndarray:
+        """Coefficients ξ ~ N(0, I_m) of Z_m = Σ ξ_k φ_k (Example 1): shape size + (m,)."""
+        rng = check_rng(rng)
+        size = (size,) if np.isscalar(size) else tuple(size)
+        return rng.standard_normal(size + (self.m,))
+
+
+@lru_cache(maxsize=256)
+def _legendre_geometry(m: int, grid: tuple) -> GridGeometry:
+    grid_arr = np.array(grid)
+    space = LegendreSpace(m)
+    T = grid_arr.size
+    if T < m:
+        raise AssumptionError(
+            f"A.3 fails: M = ΦᵀΦ cannot be positive definite with T={T} grid points "
+            f"for m={m} basis functions (need T >= m distinct points)"
+        )
+    Phi = space.basis(grid_arr)
+    Phi.setflags(write=False)
+    M = Phi.T @ Phi
+    lam = np.linalg.eigvalsh(M)
+    if lam[0] <= 1e-12 * max(lam[-1], 1.0):
+        raise AssumptionError(
+            f"A.3 fails: M = ΦᵀΦ is singular on this grid (smallest eigenvalue {lam[0]:.3g})"
+        )
+    scale = np.linalg.norm(Phi, axis=1)
+    if np.any(scale <= 0):
+        raise AssumptionError("A.3 fails: ||φ(t_j)||_2 = 0 at some grid point")
+    scale.setflags(write=False)
+    return GridGeometry(space=space, grid=grid_arr, Phi=Phi, scale=scale, metric="IMSE",
+                        extras={"M": M})
+
+
+# ---------------------------------------------------------------------------
+# Kernels and reproducing kernel Hilbert spaces (Definition 1, Example 2)
+# ---------------------------------------------------------------------------
+
+
+class Kernel:
+    """A symmetric positive semidefinite kernel on [0, 1]² (broadcasting call)."""
+
+    name = "kernel"
+
+    def __call__(self, s, t) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def diag(self, t) -> np.ndarray:
+        t = np.asarray(t, dtype=float)
+        return self(t, t)
+
+    def gram(self, points) -> np.ndarray:
+        points = np.asarray(points, dtype=float)
+        return self(points[:, None], points[None, :])
+
+
+class GaussianKernel(Kernel):
+    """K(s, t) = exp(-(s - t)² / (2ρ²)) (eq. 1); the paper uses ρ = 0.2."""
+
+    name = "gaussian"
+
+    def __init__(self, rho: float):
+        self.rho = check_positive(rho, "rho")
+
+    def __call__(self, s, t):
+        s = np.asarray(s, dtype=float)
+        t = np.asarray(t, dtype=float)
+        return np.exp(-((s - t) ** 2) / (2.0 * self.rho**2))
+
+    def diag(self, t):
+        return np.ones_like(np.asarray(t, dtype=float))
+
+    def __repr__(self):
+        return f"gaussian_kernel(rho={self.rho!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, GaussianKernel) and other.rho == self.rho
+
+    def __hash__(self):
+        return hash(("gaussian", self.rho))
+
+
+class BrownianKernel(Kernel):
+    """K(s, t) = min(s, t), the covariance of Brownian motion (Example 2).
+
+    K(0, 0) = 0, so a grid containing t = 0 violates Assumption A.4.
+    """
+
+    name = "brownian"
+
+    def __call__(self, s, t):
+        return np.minimum(np.asarray(s, dtype=float), np.asarray(t, dtype=float))
+
+    def diag(self, t):
+        return np.asarray(t, dtype=float).copy()
+
+    def __repr__(self):
+        return "brownian_kernel()"
+
+    def __eq__(self, other):
+        return isinstance(other, BrownianKernel)
+
+    def __hash__(self):
+        return hash("brownian")
+
+
+def gaussian_kernel(rho: float = 0.2) -> GaussianKernel:
+    """The Gaussian kernel of eq. (1) with bandwidth ``rho`` > 0."""
+    return GaussianKernel(rho)
+
+
+def brownian_kernel() -> BrownianKernel:
+    """The Brownian-motion kernel min(s, t)."""
+    return BrownianKernel()
+
+
+class KernelSpace:
+    """The RKHS H_K of a kernel, fitted through the span of K(t_j, ·) on a grid.
+
+    By the representer theorem, every fit in the paper lies in
+    span{K(t_1, ·), ..., K(t_T, ·)} (the minimum-norm choice, eq. 40); with
+    β = K_T^{1/2} α the RKHS norm is ||β||_2 and grid values are K_T^{1/2} β
+    (eq. 41).  ``K_T^{1/2}`` is computed by an eigendecomposition.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        E.g. ``gaussian_kernel(0.2)`` or ``brownian_kernel()``.
+    floor : float
+        Eigenvalue floor (the paper's 1e-8, §5).  Assumption A.4 asks K_T to be
+        positive definite; numerically, an eigenvalue below ``floor`` means K_T
+        is singular at the resolution the computation can trust.
+    regularize : bool
+        What to do when an eigenvalue falls below ``floor``: ``False`` (default)
+        raises an ``AssumptionError`` naming A.4; ``True`` lifts such eigenvalues
+        to ``floor``, as the paper's implementation does, and records it in
+        ``geometry.extras["floored"]``.
+    """
+
+    metric = "MSE"
+
+    def __init__(self, kernel: Kernel, *, floor: float = EIGEN_FLOOR, regularize: bool = False):
+        if not isinstance(kernel, Kernel):
+            raise TypeError(
+                f"kernel must be a dpfda Kernel (gaussian_kernel(rho) or brownian_kernel()), "
+                f"got {type(kernel).__name__}"
+            )
+        self.kernel = kernel
+        self.floor = check_positive(floor, "floor")
+        if not isinstance(regularize, bool):
+            raise TypeError("regularize must be True or False")
+        self.regularize = regularize
+
+    def __repr__(self):
+        return f"KernelSpace({self.kernel!r})"
+
+    def __eq__(self, other):
+        return (isinstance(other, KernelSpace) and other.kernel == self.kernel
+                and other.floor == self.floor and other.regularize == self.regularize)
+
+    def __hash__(self):
+        return hash(("KernelSpace", self.kernel, self.floor, self.regularize))
+
+    def gram(self, grid) -> np.ndarray:
+        """K_T = [K(t_j, t_k)] on a grid."""
+        return self.kernel.gram(check_grid(grid))
+
+    def sqrt_gram(self, grid) -> np.ndarray:
+        """K_T^{1/2} (symmetric square root by eigendecomposition)."""
+        return self.at(grid).Phi
+
+    def at(self, grid) -> GridGeometry:
+        """Geometry on ``grid``; checks Assumption A.4."""
+        grid = check_grid(grid)
+        return _kernel_geometry(self, tuple(grid.tolist()))
+
+    def rkhs_norm(self, alpha, points) -> np.ndarray:
+        """||Σ α_j K(p_j, ·)||_H = sqrt(αᵀ K α) for kernel sections at ``points``."""
+        alpha = np.asarray(alpha, dtype=float)
+        K = self.kernel.gram(np.asarray(points, dtype=float))
+        q = np.einsum("...i,ij,...j->...", alpha, K, alpha)
+        return np.sqrt(np.maximum(q, 0.0))
+
+    def _evaluate(self, geom, coef, t):
+        if coef.shape[-1] != geom.T:
+            raise ValueError(f"coef's last axis must have length T={geom.T}, got {coef.shape[-1]}")
+        alpha = coef @ geom.extras["Phi_inv"]  # K_T^{-1/2} β (symmetric)
+        return alpha @ self.kernel(geom.grid[:, None], t[None, :])
+
+    def sample_gaussian(self, rng, t, size=()) -> np.ndarray:
+        """Draw Z_K ~ GP(0, K) at points ``t``: shape size + (len(t),) (Example 2)."""
+        rng = check_rng(rng)
+        t = check_points(t)
+        size = (size,) if np.isscalar(size) else tuple(size)
+        root = _psd_sqrt(self.kernel.gram(t))
+        return rng.standard_normal(size + (t.size,)) @ root.T
+
+
+def _psd_sqrt(C: np.ndarray) -> np.ndarray:
+    """A symmetric square root of a PSD matrix, negative rounding clipped to 0."""
+    lam, V = np.linalg.eigh((C + C.T) / 2.0)
+    return (V * np.sqrt(np.clip(lam, 0.0, None))) @ V.T
+
+
+@lru_cache(maxsize=256)
+def _kernel_geometry(space: KernelSpace, grid: tuple) -> GridGeometry:
+    grid_arr = np.array(grid)
+    diag = space.kernel.diag(grid_arr)
+    if np.any(diag <= 0):
+        bad = grid_arr[diag <= 0]
+        raise AssumptionError(
+            f"A.4 fails: K(t_j, t_j) must be > 0 at every grid point; it is {diag[diag <= 0][0]:.3g} "
+            f"at t = {bad[0]:.3g} (for the Brownian kernel, leave t = 0 out of the grid)"
+        )
+    K = space.kernel.gram(grid_arr)
+    lam, V = np.linalg.eigh((K + K.T) / 2.0)
+    floored = bool(lam[0] < space.floor)
+    if floored and not space.regularize:
+        raise AssumptionError(
+            f"A.4 fails numerically: K_T has smallest eigenvalue {lam[0]:.3g}, below the floor "
+            f"{space.floor:g}; K_T is singular at that floor. Use fewer or more widely spaced "
+            "grid points, a wider kernel, or KernelSpace(..., regularize=True)"
+        )
+    lam = np.maximum(lam, space.floor)
+    root = np.sqrt(lam)
+    Phi = (V * root) @ V.T
+    Phi_inv = (V / root) @ V.T
+    for a in (Phi, Phi_inv, K):
+        a.setflags(write=False)
+    scale = np.sqrt(diag)
+    scale.setflags(write=False)
+    return GridGeometry(space=space, grid=grid_arr, Phi=Phi, scale=scale, metric="MSE",
+                        extras={"K": K, "Phi_inv": Phi_inv, "eigenvalues": lam,
+                                "floored": floored})

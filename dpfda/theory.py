@@ -1,0 +1,219 @@
+"""The error bounds and limits of §4.2 (Theorems 10–11, 13–14, Corollaries 12, 15).
+
+Every bound takes the grid geometry of a space (``space.at(grid)``) and
+returns a :class:`Bound`: its value, whether the theorem's condition on B'
+holds, and the condition in words.  A bound whose condition fails is still
+computed (it is a formula) but says so in ``holds`` and ``condition``; use
+``bound.require()`` to turn a failed condition into a ``ValueError``.
+
+Note on Theorem 10.  The displayed statement (9) writes the constraint term as
+(1 - 1/n)·sqrt(3κ(M)σ₀² tr M⁻¹)·exp(…), while its proof (eqs. 24–32) derives
+(1 - 1/n)·κ(M)·√3·σ₀²·tr(M⁻¹)·exp(…).  The proof's form is the one that
+follows from the argument (and has the units of an IMSE), so we implement it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validation import check_int, check_nonnegative, check_positive
+from .spaces import GridGeometry, LegendreSpace
+
+__all__ = [
+    "Bound",
+    "tau",
+    "ftp_noiseless_error",
+    "ptf_unconstrained_error",
+    "ftp_imse_bound",
+    "ptf_imse_lower_bound",
+    "ftp_mse_bound",
+    "ptf_mse_lower_bound",
+    "ratio_limit",
+    "ratio_limit_upper",
+    "ptf_A",
+    "chi2_tail_bound",
+]
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A bound of the paper with the status of its condition."""
+
+    value: float
+    holds: bool
+    condition: str
+    theorem: str
+
+    def require(self) -> "Bound":
+        if not self.holds:
+            raise ValueError(f"{self.theorem}: condition fails: {self.condition}")
+        return self
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+def _common(geometry, radius, n, mu):
+    if not isinstance(geometry, GridGeometry):
+        raise TypeError("geometry must be a GridGeometry (use space.at(grid))")
+    return (check_positive(radius, "radius"), check_int(n, "n", 1), check_positive(mu, "mu"))
+
+
+def tau(radius: float, T: int, n: int, mu: float) -> float:
+    """τ = 2B'·sqrt(T)/(nμ), the PTF noise level of Theorems 11 and 14."""
+    return 2.0 * check_positive(radius, "radius") * np.sqrt(check_int(T, "T", 1)) / (
+        check_int(n, "n", 1) * check_positive(mu, "mu"))
+
+
+def ptf_A(geometry: GridGeometry, weights=None) -> np.ndarray:
+    """A = ΦᵀWΦ with the default W = diag(a_j^{-2}) (Theorems 11, 14)."""
+    w = geometry.scale**-2.0 if weights is None else np.asarray(weights, dtype=float)
+    return geometry.Phi.T @ (w[:, None] * geometry.Phi)
+
+
+def ftp_noiseless_error(geometry: GridGeometry, radius, n, mu) -> float:
+    """Exact noiseless FTP error for B' >= B.
+
+    H_m: IMSE = 4mB'²/(n²μ²) (Theorem 10).  H_K: MSE = 4B'² tr(K_T)/(n²μ²T) (Theorem 13).
+    """
+    radius, n, mu = _common(geometry, radius, n, mu)
+    s2 = (2.0 * radius / (n * mu)) ** 2
+    if geometry.metric == "IMSE":
+        return s2 * geometry.dim
+    return s2 * np.trace(geometry.Phi @ geometry.Phi.T) / geometry.T
+
+
+def ptf_unconstrained_error(geometry: GridGeometry, radius, n, mu) -> float:
+    """PTF error when neither clipping nor the ball binds (σ₀ = 0).
+
+    H_m: τ² tr(A⁻¹) (eq. 33).  H_K: τ² tr(W⁻¹)/T (eq. 60–61).
+    """
+    radius, n, mu = _common(geometry, radius, n, mu)
+    t2 = tau(radius, geometry.T, n, mu) ** 2
+    if geometry.metric == "IMSE":
+        return t2 * np.trace(np.linalg.inv(ptf_A(geometry)))
+    return t2 * np.sum(geometry.scale**2) / geometry.T
+
+
+def chi2_tail_bound(m: int, x) -> np.ndarray:
+    """Laurent–Massart: P(χ²_m >= m + 2 sqrt(m x) + 2x) <= exp(-x) (eq. 27).
+
+    Returns the pair (threshold, bound) for each x >= 0.
+    """
+    m = check_int(m, "m", 1)
+    x = np.asarray(x, dtype=float)
+    if np.any(x < 0) or not np.all(np.isfinite(x)):
+        raise ValueError("x must be finite and >= 0")
+    return m + 2.0 * np.sqrt(m * x) + 2.0 * x, np.exp(-x)
+
+
+def _remainder(delta_scaled: float, root_dim: float) -> float:
+    return float(np.exp(-0.25 * (delta_scaled - root_dim) ** 2))
+
+
+def ftp_imse_bound(geometry: GridGeometry, B, radius, n, mu, sigma0) -> Bound:
+    """Theorem 10: upper bound on IMSE_FTP in H_m (exact when σ₀ = 0).
+
+    σ₀ > 0 requires B' >= B + sqrt(m)σ₀/sqrt(λ_min(M)); σ₀ = 0 requires B' >= B.
+    """
+    radius, n, mu = _common(geometry, radius, n, mu)
+    B = check_positive(B, "B")
+    sigma0 = check_nonnegative(sigma0, "sigma0")
+    if not isinstance(geometry.space, LegendreSpace):
+        raise TypeError("Theorem 10 concerns a LegendreSpace geometry")
+    m = geometry.dim
+    privacy = ftp_noiseless_error(geometry, radius, n, mu)
+    if sigma0 == 0.0:
+        return Bound(privacy, radius >= B, f"B' = {radius:g} >= B = {B:g}", "Theorem 10")
+    M = geometry.Phi.T @ geometry.Phi
+    lam = np.linalg.eigvalsh(M)
+    kappa = lam[-1] / lam[0]
+    trMinv = np.trace(np.linalg.inv(M))
+    need = B + np.sqrt(m) * sigma0 / np.sqrt(lam[0])
+    value = (privacy + kappa * sigma0**2 * trMinv / n
+             + (1 - 1 / n) * kappa * np.sqrt(3) * sigma0**2 * trMinv
+             * _remainder((radius - B) * np.sqrt(lam[0]) / sigma0, np.sqrt(m)))
+    return Bound(float(value), radius >= need,
+                 f"B' = {radius:g} >= B + sqrt(m)σ₀/sqrt(λ_min(M)) = {need:g}", "Theorem 10")
+
+
+def ptf_imse_lower_bound(geometry: GridGeometry, B, radius, n, mu) -> Bound:
+    """Theorem 11 (eq. 10): lower bound on IMSE_PTF in H_m, σ₀ = 0.
+
+    Requires B' >= B + τ sqrt(m)/sqrt(λ_min(A)).
+    """
+    radius, n, mu = _common(geometry, radius, n, mu)
+    B = check_positive(B, "B")
+    if not isinstance(geometry.space, LegendreSpace):
+        raise TypeError("Theorem 11 concerns a LegendreSpace geometry")
+    m = geometry.dim
+    A = ptf_A(geometry)
+    lam = np.linalg.eigvalsh(A)
+    t = tau(radius, geometry.T, n, mu)
+    need = B + t * np.sqrt(m) / np.sqrt(lam[0])
+    base = t**2 * np.trace(np.linalg.inv(A))
+    value = base * (1 - np.sqrt(3) * _remainder((radius - B) * np.sqrt(lam[0]) / t, np.sqrt(m)))
+    return Bound(float(value), radius >= need,
+                 f"B' = {radius:g} >= B + τ sqrt(m)/sqrt(λ_min(A)) = {need:g}", "Theorem 11")
+
+
+def ftp_mse_bound(geometry: GridGeometry, B, radius, n, mu, sigma0) -> Bound:
+    """Theorem 13 (eq. 58): upper bound on MSE_FTP in H_K (exact when σ₀ = 0).
+
+    σ₀ > 0 requires B' >= B + σ₀ sqrt(T)/sqrt(λ_min(K_T)); σ₀ = 0 requires B' >= B.
+    """
+    radius, n, mu = _common(geometry, radius, n, mu)
+    B = check_positive(B, "B")
+    sigma0 = check_nonnegative(sigma0, "sigma0")
+    if geometry.metric != "MSE":
+        raise TypeError("Theorem 13 concerns a KernelSpace geometry")
+    T = geometry.T
+    privacy = ftp_noiseless_error(geometry, radius, n, mu)
+    if sigma0 == 0.0:
+        return Bound(privacy, radius >= B, f"B' = {radius:g} >= B = {B:g}", "Theorem 13")
+    lam_min = float(geometry.extras["eigenvalues"][0])
+    need = B + sigma0 * np.sqrt(T) / np.sqrt(lam_min)
+    value = (privacy + sigma0**2 / n
+             + (1 - 1 / n) * sigma0**2 * np.sqrt((T + 2) / T)
+             * _remainder((radius - B) * np.sqrt(lam_min) / sigma0, np.sqrt(T)))
+    return Bound(float(value), radius >= need,
+                 f"B' = {radius:g} >= B + σ₀ sqrt(T)/sqrt(λ_min(K_T)) = {need:g}", "Theorem 13")
+
+
+def ptf_mse_lower_bound(geometry: GridGeometry, B, radius, n, mu) -> Bound:
+    """Theorem 14 (eq. 12): lower bound on MSE_PTF in H_K, σ₀ = 0.
+
+    Requires B' >= B + τ sqrt(T)/sqrt(λ_min(A)), A = K_T^{1/2} W K_T^{1/2}.
+    """
+    radius, n, mu = _common(geometry, radius, n, mu)
+    B = check_positive(B, "B")
+    if geometry.metric != "MSE":
+        raise TypeError("Theorem 14 concerns a KernelSpace geometry")
+    T = geometry.T
+    A = ptf_A(geometry)
+    lam = np.linalg.eigvalsh(A)
+    t = tau(radius, T, n, mu)
+    need = B + t * np.sqrt(T) / np.sqrt(lam[0])
+    base = t**2 * np.sum(geometry.scale**2) / T
+    value = base * (1 - np.sqrt(3) * _remainder((radius - B) * np.sqrt(lam[0]) / t, np.sqrt(T)))
+    return Bound(float(value), radius >= need,
+                 f"B' = {radius:g} >= B + τ sqrt(T)/sqrt(λ_min(A)) = {need:g}", "Theorem 14")
+
+
+def ratio_limit(geometry: GridGeometry) -> float:
+    """The noiseless limit bound on FTP/PTF error as n → ∞.
+
+    H_m: m/(T tr A⁻¹) (Corollary 12).  H_K: tr(K_T)/(T tr W⁻¹) = 1/T (Corollary 15).
+    """
+    T = geometry.T
+    if geometry.metric == "IMSE":
+        return geometry.dim / (T * np.trace(np.linalg.inv(ptf_A(geometry))))
+    trK = np.trace(geometry.Phi @ geometry.Phi.T)
+    return trK / (T * np.sum(geometry.scale**2))
+
+
+def ratio_limit_upper(geometry: GridGeometry) -> float:
+    """The dimension-only bound: 1/m (Corollary 12) or 1/T (Corollary 15)."""
+    return 1.0 / (geometry.dim if geometry.metric == "IMSE" else geometry.T)
