@@ -59,7 +59,7 @@ student: venv mathjax
 # Unit and property tests. pytest exits 5 when it collects nothing: accepted only when
 # tests/ holds no test files at all.
 test-unit: venv
-	@if ls tests/test_*.py tests/*_test.py >/dev/null 2>&1; then \
+	@if [ -n "$$(find tests \( -name 'test_*.py' -o -name '*_test.py' \) -print -quit 2>/dev/null)" ]; then \
 	  $(RUN) pytest tests/; \
 	else \
 	  echo "tests/: no test files yet"; \
