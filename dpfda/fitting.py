@@ -14,10 +14,11 @@ is feasible, and otherwise ν > 0 is the unique root of the secular equation
 eqs. 15–16 and 39–42).  We solve it to machine precision by Newton's method on
 ψ(ν) = 1/B' - 1/||θ(ν)||, kept inside a shrinking bracket and falling back to
 bisection whenever a Newton step would leave it (the safeguarded scheme of
-Moré and Sorensen for trust-region steps).  The eigendecomposition of A is
-done once per design; each batch costs one matrix product plus a few
-vectorised Newton sweeps over the active problems — there is no Python loop
-over curves or repetitions.
+Moré and Sorensen for trust-region steps), in variables rescaled by max|g|
+so that no square over- or underflows at any magnitude of x and B'.  The
+eigendecomposition of A is done once per design; each batch costs one matrix
+product plus a few vectorised Newton sweeps over the active problems — there
+is no Python loop over curves or repetitions.
 """
 
 from __future__ import annotations
@@ -113,60 +114,81 @@ class BallLeastSquares:
         if X.shape[-1] != self.T:
             raise ValueError(f"X's last axis has length {X.shape[-1]}, expected T={self.T}")
         g = X @ self._P  # (..., d) in the eigenbasis of A
+        if not np.all(np.isfinite(g)):
+            raise ValueError("X contains NaN or inf (or values too large for floating point)")
         lam = self.eigenvalues
         z = g / lam
-        norm2 = np.einsum("...k,...k->...", z, z)
-        active = norm2 > radius * radius
-        nu = np.zeros(norm2.shape)
+        active = _scaled_norm(z) > radius
+        nu = np.zeros(active.shape)
         if np.any(active):
-            nu_act = _secular_root(g[active], lam, radius)
-            nu[active] = nu_act
-            z[active] = g[active] / (lam + nu_act[:, None])
+            ga = g[active]
+            # The secular equation is homogeneous: with u = g/max|g| and ρ = B'/max|g| it
+            # reads Σ u²/(ρλ + ω)² = 1 in ω = ρν, whose terms are O(1) whatever the
+            # magnitudes of x and B' (no overflow or underflow from squaring them).
+            gmax = np.max(np.abs(ga), axis=-1)
+            u = ga / gmax[:, None]
+            rho = radius / gmax
+            lam_rows = rho[:, None] * lam
+            omega = _secular_root(u, lam_rows)
+            zt = u / (lam_rows + omega[:, None])  # θ/B' in the eigenbasis of A
             # Remove the last rounding error so the solution is exactly feasible.
-            zn = np.linalg.norm(z[active], axis=-1)
-            z[active] *= np.minimum(1.0, radius / zn)[:, None]
+            zt *= np.minimum(1.0, 1.0 / _scaled_norm(zt))[:, None]
+            z[active] = radius * zt
+            with np.errstate(over="ignore", divide="ignore"):
+                nu[active] = omega / rho  # ν = ω/ρ (inf only beyond the float range)
         coef = z @ self.eigenvectors.T
         return BallFit(coef=coef, active=active, multiplier=nu)
 
 
-def _secular_root(g: np.ndarray, lam: np.ndarray, radius: float) -> np.ndarray:
-    """Root ν > 0 of Σ g²/(λ+ν)² = radius² for each row of g (all rows active)."""
-    g2 = g * g
-    gnorm = np.sqrt(g2.sum(axis=-1))
-    # ||θ(ν)|| lies between ||g||/(λ_max+ν) and ||g||/(λ_min+ν), which brackets the root.
-    lo = np.maximum(gnorm / radius - lam[-1], 0.0)
-    hi = np.maximum(gnorm / radius - lam[0], lo)
-    nu = lo.copy()
-    inv_r = 1.0 / radius
-    todo = np.ones(nu.shape, dtype=bool)
+def _scaled_norm(v: np.ndarray) -> np.ndarray:
+    """Euclidean norm over the last axis, without overflow or underflow in the squares."""
+    vmax = np.max(np.abs(v), axis=-1)
+    safe = np.where(vmax > 0, vmax, 1.0)
+    w = v / safe[..., None]
+    return vmax * np.sqrt(np.einsum("...k,...k->...", w, w))
+
+
+def _secular_root(u: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """Root ω >= 0 of Σ_k u_k²/(λ_k + ω)² = 1 for each row (all rows active).
+
+    Row-wise inputs: ``u`` (k, d) with max |u| = 1, and ``lam`` (k, d) the row's
+    scaled eigenvalues ρλ in increasing order, so every quantity below is O(1).
+    """
+    u2 = u * u
+    unorm = np.sqrt(u2.sum(axis=-1))
+    # ||θ(ω)|| lies between ||u||/(λ_max+ω) and ||u||/(λ_min+ω), which brackets the root.
+    lo = np.maximum(unorm - lam[:, -1], 0.0)
+    hi = np.maximum(unorm - lam[:, 0], lo)
+    om = lo.copy()
+    todo = np.ones(om.shape, dtype=bool)
     for _ in range(_MAX_ITER):
         idx = np.nonzero(todo)[0]
         if idx.size == 0:
             break
-        v = nu[idx]
-        den = lam + v[:, None]
-        q = g2[idx] / den**2
-        h = q.sum(axis=-1)  # ||θ(ν)||²
+        v = om[idx]
+        den = lam[idx] + v[:, None]
+        q = u2[idx] / den**2
+        h = q.sum(axis=-1)  # ||θ(ω)||²
         s = np.sqrt(h)
-        psi = inv_r - 1.0 / s  # > 0 left of the root (norm too large), < 0 right of it
+        psi = 1.0 - 1.0 / s  # > 0 left of the root (norm too large), < 0 right of it
         # Tighten the bracket with the sign of ψ.
         left = psi > 0
         lo_i = np.where(left, v, lo[idx])
         hi_i = np.where(left, hi[idx], v)
-        # Newton step: ψ'(ν) = -(Σ g²/(λ+ν)³) / ||θ||³.
+        # Newton step: ψ'(ω) = -(Σ u²/(λ+ω)³) / ||θ||³.
         dpsi = -(q / den).sum(axis=-1) / (h * s)
         with np.errstate(divide="ignore", invalid="ignore"):
             step = -psi / dpsi
         cand = v + step
         bad = ~np.isfinite(cand) | (cand <= lo_i) | (cand >= hi_i)
         cand = np.where(bad, 0.5 * (lo_i + hi_i), cand)
-        converged = (np.abs(s - radius) <= 4 * np.finfo(float).eps * radius) | (
+        converged = (np.abs(s - 1.0) <= 4 * np.finfo(float).eps) | (
             hi_i - lo_i <= 4 * np.finfo(float).eps * np.maximum(hi_i, 1e-300)
         )
         lo[idx], hi[idx] = lo_i, hi_i
-        nu[idx] = np.where(converged, v, cand)
+        om[idx] = np.where(converged, v, cand)
         todo[idx] = ~converged
-    return nu
+    return om
 
 
 def fit_ball(X, Phi, radius, weights=None) -> BallFit:
