@@ -73,16 +73,27 @@ def gaussian_sigma(sensitivity, mu) -> float:
     return check_positive(sensitivity, "sensitivity") / check_positive(mu, "mu")
 
 
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(12)
+
+
 def _log_delta(mu, eps):
-    """log δ(ε) for μ-GDP, stable for large ε (both terms in log space)."""
+    """log δ(ε) for μ-GDP, stable for large ε (both terms in log space) and small μ."""
+    mu, eps = np.broadcast_arrays(np.asarray(mu, dtype=float), np.asarray(eps, dtype=float))
     a = -eps / mu + mu / 2.0
     b = -eps / mu - mu / 2.0
     la = special.log_ndtr(a)
-    lb = eps + special.log_ndtr(b)
-    # δ = e^{la} - e^{lb} = e^{la} (1 - e^{lb - la}), with lb < la always.
-    diff = np.minimum(lb - la, 0.0)
-    with np.errstate(divide="ignore"):
-        return la + np.log(-np.expm1(diff))
+    # δ = e^{la} - e^{lb} = e^{la} (1 - e^{lb - la}), with lb - la = ε + log Φ(b) - log Φ(a) < 0.
+    # For μ < 1 the two logarithms nearly cancel, so log Φ(a) - log Φ(b) = ∫_b^a φ/Φ is
+    # taken by Gauss–Legendre quadrature (smooth integrand on an interval of length μ).
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        x = (-eps / mu)[..., None] + 0.5 * mu[..., None] * _GL_NODES
+        mills = np.exp(-0.5 * x * x - 0.5 * np.log(2.0 * np.pi) - special.log_ndtr(x))
+        diff_small = eps - 0.5 * mu * (mills @ _GL_WEIGHTS)
+        diff_large = eps + special.log_ndtr(b) - la
+        diff = np.minimum(np.where(mu < 1.0, diff_small, diff_large), 0.0)
+        out = la + np.log(-np.expm1(diff))
+    # Where Φ(a) itself underflows in log space, δ is 0 (not NaN from inf - inf).
+    return np.where(la == -np.inf, -np.inf, out)
 
 
 def delta_from_mu(mu, eps):
@@ -105,7 +116,7 @@ def epsilon_from_mu(mu, delta):
     for idx in np.ndindex(m.shape):
         mu_i, d_i = float(m[idx]), float(d[idx])
         ld = np.log(d_i)
-        if ld >= _log_delta(mu_i, 0.0):
+        if d_i >= np.exp(_log_delta(mu_i, 0.0)):  # δ >= δ(0), compared as delta_from_mu does
             continue
         f = lambda e: _log_delta(mu_i, e) - ld  # decreasing in e
         hi = 1.0
@@ -128,9 +139,14 @@ def mu_from_epsilon_delta(eps, delta):
         while f(hi) < 0:
             hi *= 2.0
         lo = hi / 2.0
-        while not f(lo) < 0:  # also steps past -inf/NaN from underflow
-            lo /= 2.0
-        out[idx] = optimize.brentq(f, lo, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps)
+        while not f(lo) < 0:
+            hi, lo = lo, lo / 2.0  # keep the bracket [lo, 2 lo] narrow
+            if lo < 1e-300:
+                raise ValueError(
+                    f"delta={float(d[idx])!r} is too small: the largest mu for eps={e_i!r} is below 1e-300"
+                )
+        # Relative tolerance: μ may be tiny (ε = 0 and small δ give μ ≈ 2.5 δ).
+        out[idx] = optimize.brentq(f, lo, hi, xtol=lo * 1e-15, rtol=4 * np.finfo(float).eps)
     return _scalar_or_array(out)
 
 
