@@ -1,0 +1,591 @@
+"""Empirical audits of the GDP guarantee of both pipelines (Theorem 6, Proposition 9).
+
+μ-GDP (Definition 2) is a statement about hypothesis tests: for neighbouring
+datasets X0 ~ X1, every test of "the release came from X0" against "from X1"
+has type II error at least G_μ(type I error).  For a threshold test on a score
+with false-positive rate FPR and false-negative rate FNR that reads
+
+    Φ⁻¹(1 - FPR) - Φ⁻¹(FNR) <= μ.
+
+An audit draws many releases from each dataset, scores them, counts errors at a
+set of thresholds and turns the counts into Clopper–Pearson upper bounds
+FPR_ub, FNR_ub.  Because Φ⁻¹(1 - a) - Φ⁻¹(b) decreases in both a and b,
+
+    μ_lb = max over thresholds of Φ⁻¹(1 - FPR_ub) - Φ⁻¹(FNR_ub)
+
+is below the mechanism's true μ whenever every upper bound holds.  Each bound
+is taken at level α/(2k) for k thresholds (Bonferroni), so μ_lb <= μ_true with
+probability at least 1 - α.  The thresholds are quantiles of scores from one
+half of the draws; the counts come from the other half, so the thresholds are
+fixed before the evaluation data are seen (the construction of jax_privacy's
+``CanaryScoreAuditor`` and of tight auditing, Nasr et al. 2023).
+
+Two scores:
+
+* ``"lr"`` — the Neyman–Pearson statistic of the proof of Theorem 6: with
+  summaries S0 = S(X0), S1 = S(X1), d = S1 - S0 and noise N(0, diag(σ²)) in the
+  audited coordinates, U = ⟨y - S0, d/σ²⟩ / ||d/σ||, which is N(0, 1) under X0
+  and N(||d/σ||, 1) under X1.  FTP is audited in its Cameron–Martin coordinates
+  (coefficients for H_m, β-coordinates for an RKHS); PTF in the coordinates of
+  the noisy means x̃ (Proposition 9 composes T coordinate releases and the fit
+  is post-processing, so x̃ is where the guarantee is tight).
+* ``"blackbox"`` — knows neither the noise law nor the summaries: it sees only
+  the released function on the grid, learns a linear discriminant (difference
+  of means, whitened by the pooled covariance) from the calibration half and
+  projects the evaluation half on it.
+
+Worst-case neighbours (:func:`worst_case_pair`) attain the sensitivities of
+both pipelines, and four mechanisms *broken on purpose* (:func:`broken_ptf_no_sqrt_T`,
+:func:`broken_ftp_grid_norm`, :func:`broken_ftp_no_radius`) show that the audit
+catches miscalibration.  They exist for the audit only; never release data with them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import numpy as np
+from scipy import special, stats
+
+from ._validation import _as_float_array, check_int, check_positive, check_rng
+from .pipelines import (
+    Release,
+    _child_rng,
+    fitter,
+    ftp,
+    ftp_fit_mean,
+    ftp_sigma,
+    ptf,
+    ptf_clipped_mean,
+    ptf_default_clip,
+    ptf_sigmas,
+)
+from .spaces import KernelSpace, LegendreSpace
+
+__all__ = [
+    "AuditResult",
+    "Mechanism",
+    "audit",
+    "broken_ftp_grid_norm",
+    "broken_ftp_no_radius",
+    "broken_ptf_no_sqrt_T",
+    "clopper_pearson",
+    "empirical_tradeoff",
+    "ftp_mechanism",
+    "grid_norm_factor",
+    "mu_lower_bound",
+    "pair_mu",
+    "ptf_mechanism",
+    "worst_case_pair",
+]
+
+
+# ---------------------------------------------------------------------------
+# Confidence bounds and the μ lower bound
+# ---------------------------------------------------------------------------
+
+
+def clopper_pearson(k, n, alpha):
+    """One-sided Clopper–Pearson bounds (lower, upper) for a binomial proportion.
+
+    Each bound alone holds with probability at least 1 - ``alpha``:
+    P(p >= lower) >= 1 - alpha and P(p <= upper) >= 1 - alpha.
+    """
+    k = np.asarray(k)
+    n = check_int(n, "n", 1)
+    alpha = check_positive(alpha, "alpha")
+    if alpha >= 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if np.any(k < 0) or np.any(k > n):
+        raise ValueError("counts k must lie in [0, n]")
+    with np.errstate(invalid="ignore"):
+        lower = np.where(k > 0, special.betaincinv(k, n - k + 1, alpha), 0.0)
+        upper = np.where(k < n, special.betaincinv(k + 1, n - k, 1.0 - alpha), 1.0)
+    return lower, upper
+
+
+def empirical_tradeoff(scores0, scores1):
+    """The empirical trade-off curve of threshold tests "score > t ⇒ X1".
+
+    Returns ``(fpr, fnr)`` over every distinct threshold (plus ±∞), with fpr
+    decreasing; plot ``fnr`` against ``fpr`` beside ``dpfda.tradeoff(fpr, mu)``.
+    """
+    s0 = np.sort(_scores(scores0, "scores0"))
+    s1 = np.sort(_scores(scores1, "scores1"))
+    t = np.concatenate([[-np.inf], np.unique(np.concatenate([s0, s1]))])
+    fpr = 1.0 - np.searchsorted(s0, t, side="right") / s0.size
+    fnr = np.searchsorted(s1, t, side="right") / s1.size
+    return fpr, fnr
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """Counts, confidence bounds and the μ lower bound of an audit.
+
+    Per-threshold arrays (length k) describe the tests "score > threshold ⇒ X1"
+    on the evaluation draws; ``fpr_upper``/``fnr_upper`` (and the ``_lower``
+    bounds, for plotting) are Clopper–Pearson bounds at level α/(2k), so all of
+    them hold together with probability at least 1 - α.
+    """
+
+    thresholds: np.ndarray
+    fpr: np.ndarray
+    fnr: np.ndarray
+    fpr_lower: np.ndarray
+    fpr_upper: np.ndarray
+    fnr_lower: np.ndarray
+    fnr_upper: np.ndarray
+    mu_lower: float
+    mu_point: float
+    best: int
+    alpha: float
+    scores0: np.ndarray = field(repr=False)
+    scores1: np.ndarray = field(repr=False)
+    draws: int | None = None
+    statistic: str | None = None
+    mechanism: str | None = None
+    mu_claimed: float | None = None
+    mu_pair: float | None = None
+
+    @property
+    def violation(self) -> bool:
+        """Whether the audit refutes the claimed μ (μ_lb > μ) at confidence 1 - α."""
+        if self.mu_claimed is None:
+            raise ValueError("this result has no claimed mu to compare with")
+        return bool(self.mu_lower > self.mu_claimed)
+
+    def curve(self):
+        """(fpr, fnr) of every threshold on the evaluation scores (for plots)."""
+        return empirical_tradeoff(self.scores0, self.scores1)
+
+
+def _scores(s, name):
+    arr = _as_float_array(s, name)
+    if arr.ndim != 1 or arr.size < 1:
+        raise ValueError(f"{name} must be a non-empty one-dimensional array of scores")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return arr
+
+
+def mu_lower_bound(scores0, scores1, thresholds, *, alpha: float = 0.05) -> AuditResult:
+    """μ lower bound from scores of releases on X0 and X1 at fixed thresholds.
+
+    The thresholds must not depend on these scores (choose them on other draws,
+    or fix them in advance).  With k thresholds every Clopper–Pearson bound is
+    taken at level α/(2k), so μ_lb = max_t Φ⁻¹(1 - FPR_ub) - Φ⁻¹(FNR_ub) (floored
+    at 0) is a (1 - α) lower confidence bound on the μ of any GDP guarantee the
+    mechanism satisfies.  ``mu_point`` is the plug-in value at the maximising
+    threshold.
+    """
+    s0 = _scores(scores0, "scores0")
+    s1 = _scores(scores1, "scores1")
+    t = _as_float_array(thresholds, "thresholds")
+    if t.ndim != 1 or t.size < 1 or not np.all(np.isfinite(t)):
+        raise ValueError("thresholds must be a non-empty one-dimensional array of finite numbers")
+    alpha = check_positive(alpha, "alpha")
+    if alpha >= 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    t = np.unique(t)
+    level = alpha / (2 * t.size)
+    fp = s0.size - np.searchsorted(np.sort(s0), t, side="right")  # s0 > t
+    fn = np.searchsorted(np.sort(s1), t, side="right")  # s1 <= t
+    fpr_lo, fpr_up = clopper_pearson(fp, s0.size, level)
+    fnr_lo, fnr_up = clopper_pearson(fn, s1.size, level)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bound = special.ndtri(1.0 - fpr_up) - special.ndtri(fnr_up)
+    bound = np.where(np.isnan(bound), -np.inf, bound)
+    best = int(np.argmax(bound))
+    fpr, fnr = fp / s0.size, fn / s1.size
+    with np.errstate(divide="ignore"):
+        point = float(special.ndtri(1.0 - fpr[best]) - special.ndtri(fnr[best]))
+    return AuditResult(thresholds=t, fpr=fpr, fnr=fnr, fpr_lower=fpr_lo, fpr_upper=fpr_up,
+                       fnr_lower=fnr_lo, fnr_upper=fnr_up,
+                       mu_lower=float(max(bound[best], 0.0)), mu_point=point, best=best,
+                       alpha=alpha, scores0=s0, scores1=s1)
+
+
+# ---------------------------------------------------------------------------
+# Mechanisms as the auditor sees them
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """A release mechanism with the Gaussian noise law the likelihood-ratio test needs.
+
+    Attributes
+    ----------
+    name : str
+    release : callable (X, rng) -> Release
+        X is (n, T) or (reps, n, T), as for :func:`dpfda.ftp`.
+    summary : callable X -> array (..., k)
+        The non-private centre of the audited coordinates (e.g. θ̂ for FTP,
+        x̄^(clip) for PTF).
+    coordinates : callable Release -> array (..., k)
+        The audited coordinates of a release (``coef`` or ``noisy_means``).
+    noise_scale : float or array (k,)
+        Standard deviation of the independent Gaussian noise on each coordinate.
+    mu : float
+        The budget the mechanism claims.
+    n : int
+        The number of curves ``noise_scale`` was calibrated for.
+    """
+
+    name: str
+    release: Callable
+    summary: Callable
+    coordinates: Callable
+    noise_scale: object
+    mu: float
+    n: int
+
+    def __call__(self, X, rng) -> Release:
+        return self.release(X, rng)
+
+
+def _geometry(space, grid):
+    if not isinstance(space, (LegendreSpace, KernelSpace)):
+        raise TypeError(f"space must be a LegendreSpace or KernelSpace, got {type(space).__name__}")
+    return space.at(grid)
+
+
+def ftp_mechanism(grid, space, radius, mu, *, n, secure=False) -> Mechanism:
+    """FTP (Algorithm 1) on ``n`` curves, audited in Cameron–Martin coordinates (Theorem 6)."""
+    geom = _geometry(space, grid)
+    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
+    n = check_int(n, "n", 1)
+    return Mechanism(
+        name="FTP" + (" (OpenDP)" if secure else ""),
+        release=lambda X, rng: ftp(X, grid, space, radius, mu, rng, secure=secure),
+        summary=lambda X: ftp_fit_mean(X, geom, radius)[0],
+        coordinates=lambda rel: rel.coef,
+        noise_scale=ftp_sigma(n, radius, mu),
+        mu=mu,
+        n=n,
+    )
+
+
+def ptf_mechanism(grid, space, radius, mu, *, n, clip=None, weights=None, secure=False) -> Mechanism:
+    """PTF (Algorithm 2) on ``n`` curves, audited on the noisy means x̃ (Proposition 9)."""
+    geom = _geometry(space, grid)
+    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
+    n = check_int(n, "n", 1)
+    c = ptf_default_clip(geom, radius) if clip is None else np.broadcast_to(
+        np.asarray(clip, dtype=float), (geom.T,)).copy()
+    return Mechanism(
+        name="PTF" + (" (OpenDP)" if secure else ""),
+        release=lambda X, rng: ptf(X, grid, space, radius, mu, rng, clip=c, weights=weights,
+                                   secure=secure),
+        summary=lambda X: ptf_clipped_mean(np.asarray(X, dtype=float), c),
+        coordinates=lambda rel: rel.noisy_means,
+        noise_scale=ptf_sigmas(n, c, mu),
+        mu=mu,
+        n=n,
+    )
+
+
+def _noisy_release(method, geom, centre, sigma, rng, *, mu, radius, n, active, **extra):
+    noisy = centre + sigma * rng.standard_normal(centre.shape)
+    return Release(method=method, geometry=geom, coef=noisy, mu=mu, radius=radius, n=n,
+                   noise_scale=sigma, active=active, **extra)
+
+
+def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
+    """BROKEN ON PURPOSE: PTF with σ_j = 2c_j/(nμ), forgetting the √T of composition.
+
+    Each coordinate is then μ-GDP, and the T of them together only √T·μ-GDP.
+    """
+    geom = _geometry(space, grid)
+    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
+    n = check_int(n, "n", 1)
+    c = ptf_default_clip(geom, radius) if clip is None else np.broadcast_to(
+        np.asarray(clip, dtype=float), (geom.T,)).copy()
+    sig = 2.0 * c / (n * mu)  # should be 2c_j√T/(nμ)
+    w = geom.scale**-2.0
+
+    def release(X, rng):
+        X = np.asarray(X, dtype=float)
+        rng = check_rng(rng)
+        xtilde = ptf_clipped_mean(X, c) + sig * rng.standard_normal(X.shape[:-2] + (geom.T,))
+        fit = fitter(geom, w).solve(xtilde, radius)
+        return Release(method="ptf", geometry=geom, coef=fit.coef, mu=mu, radius=radius,
+                       n=X.shape[-2], noise_scale=sig, active=fit.active, clip=c, weights=w,
+                       noisy_means=xtilde)
+
+    return Mechanism(name="PTF without √T (broken)", release=release,
+                     summary=lambda X: ptf_clipped_mean(np.asarray(X, dtype=float), c),
+                     coordinates=lambda rel: rel.noisy_means, noise_scale=sig, mu=mu, n=n)
+
+
+def grid_norm_factor(geometry, norm: str) -> float:
+    """sup ||f||_norm over the Cameron–Martin unit ball, for a norm of grid values.
+
+    ``"sup"``: max_j |f(t_j)| <= ||f||·a_j, so the factor is max_j a_j.
+    ``"l2"``: the grid version of the L²[0,1] norm, sqrt(Σ_j f(t_j)²/T); the
+    factor is sqrt(λ_max(ΦᵀΦ)/T).  ``"cm"``: 1.
+    """
+    if norm == "sup":
+        return float(np.max(geometry.scale))
+    if norm == "l2":
+        return float(np.sqrt(np.linalg.eigvalsh(geometry.Phi.T @ geometry.Phi)[-1] / geometry.T))
+    if norm == "cm":
+        return 1.0
+    raise ValueError(f"norm must be 'sup', 'l2' or 'cm', got {norm!r}")
+
+
+def broken_ftp_grid_norm(grid, space, radius, mu, *, n, norm: str) -> Mechanism:
+    """BROKEN ON PURPOSE (when the factor is < 1): FTP with σ calibrated to a grid norm.
+
+    The summary and the noise σZ are those of Algorithm 1, but σ = Δ_norm/μ,
+    where Δ_norm = (2B'/n)·:func:`grid_norm_factor` is the (correct) sensitivity of
+    the fitted mean in the sup-norm or the L² norm on the grid.  Theorem 6 asks
+    for the Cameron–Martin sensitivity 2B'/n: the pair's true μ is μ/factor.
+    """
+    geom = _geometry(space, grid)
+    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
+    n = check_int(n, "n", 1)
+    factor = grid_norm_factor(geom, norm)
+    sigma = factor * ftp_sigma(n, radius, mu)
+
+    def release(X, rng):
+        X = np.asarray(X, dtype=float)
+        mean_coef, active = ftp_fit_mean(X, geom, radius)
+        return _noisy_release("ftp", geom, mean_coef, sigma, check_rng(rng), mu=mu,
+                              radius=radius, n=X.shape[-2], active=active)
+
+    name = f"FTP calibrated to the grid {norm}-norm" + (" (broken)" if factor < 1 else "")
+    return Mechanism(name=name, release=release,
+                     summary=lambda X: ftp_fit_mean(X, geom, radius)[0],
+                     coordinates=lambda rel: rel.coef, noise_scale=sigma, mu=mu, n=n)
+
+
+def broken_ftp_no_radius(grid, space, radius, mu, *, n) -> Mechanism:
+    """BROKEN ON PURPOSE: FTP that fits without the ball constraint, still σ = 2B'/(nμ).
+
+    An unconstrained fit can have any norm, so the sensitivity is unbounded.
+    """
+    geom = _geometry(space, grid)
+    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
+    n = check_int(n, "n", 1)
+    sigma = ftp_sigma(n, radius, mu)
+    solver = fitter(geom)
+
+    def summary(X):
+        return solver.unconstrained(np.asarray(X, dtype=float)).mean(axis=-2)
+
+    def release(X, rng):
+        X = np.asarray(X, dtype=float)
+        return _noisy_release("ftp", geom, summary(X), sigma, check_rng(rng), mu=mu,
+                              radius=radius, n=X.shape[-2],
+                              active=np.zeros(X.shape[:-1], dtype=bool))
+
+    return Mechanism(name="FTP without the radius constraint (broken)", release=release,
+                     summary=summary, coordinates=lambda rel: rel.coef, noise_scale=sigma, mu=mu, n=n)
+
+
+def _check_n(mechanism: Mechanism, X) -> None:
+    if X.shape[-2] != mechanism.n:
+        raise ValueError(
+            f"the datasets hold n={X.shape[-2]} curves but {mechanism.name} was calibrated for "
+            f"n={mechanism.n}"
+        )
+
+
+def _as_mechanism(mechanism, X, rng) -> Mechanism:
+    """Wrap a plain callable (X, rng) -> Release from ``dpfda.ftp``/``dpfda.ptf``."""
+    if isinstance(mechanism, Mechanism):
+        return mechanism
+    if not callable(mechanism):
+        raise TypeError("mechanism must be a Mechanism or a callable (X, rng) -> Release")
+    probe = mechanism(X, _child_rng(rng))  # only its metadata is used
+    if not isinstance(probe, Release):
+        raise TypeError(f"mechanism must return a dpfda Release, got {type(probe).__name__}")
+    geom, radius = probe.geometry, probe.radius
+    if probe.method == "ftp":
+        return Mechanism(name="FTP", release=mechanism,
+                         summary=lambda Y: ftp_fit_mean(Y, geom, radius)[0],
+                         coordinates=lambda rel: rel.coef, noise_scale=probe.noise_scale,
+                         mu=probe.mu, n=probe.n)
+    c = probe.clip
+    return Mechanism(name="PTF", release=mechanism,
+                     summary=lambda Y: ptf_clipped_mean(np.asarray(Y, dtype=float), c),
+                     coordinates=lambda rel: rel.noisy_means, noise_scale=probe.noise_scale,
+                     mu=probe.mu, n=probe.n)
+
+
+def pair_mu(mechanism: Mechanism, X0, X1) -> float:
+    """The exact μ of a Gaussian mechanism on one pair: ||(S(X1) - S(X0))/σ||.
+
+    By the proof of Theorem 6 the two release laws are then exactly as hard to
+    tell apart as N(0, 1) and N(pair_mu, 1).
+    """
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError("mechanism must be a Mechanism (e.g. ftp_mechanism(...))")
+    X0, X1 = _as_float_array(X0, "X0"), _as_float_array(X1, "X1")
+    _check_n(mechanism, X0)
+    d = np.asarray(mechanism.summary(X1)) - np.asarray(mechanism.summary(X0))
+    return float(np.sqrt(np.sum((d / mechanism.noise_scale) ** 2)))
+
+
+# ---------------------------------------------------------------------------
+# Worst-case neighbours
+# ---------------------------------------------------------------------------
+
+
+def worst_case_pair(space, grid, radius, n, *, pipeline="ftp", direction=None, factor=1.0,
+                    clip=None):
+    """Neighbouring datasets (X0, X1) of n curves that attain a pipeline's sensitivity.
+
+    ``pipeline="ftp"``: every curve of X0 is the function with Cameron–Martin
+    coordinates θ = factor·B'·u (u = ``direction``/||direction||, default
+    (1, …, 1)/√d), observed without noise; X1 replaces the first curve by -θ.
+    With factor >= 1 the ball-constrained fits are ±B'·u, so the fitted means
+    differ by exactly 2B'/n in the Cameron–Martin norm (Theorem 6, Corollaries 7–8).
+
+    ``pipeline="ptf"``: the first curve of X0 is factor·c_j at every grid point,
+    of X1 -factor·c_j, all other curves 0; with factor >= 1 every clipped mean
+    moves by 2c_j/n (Algorithm 2).  ``clip`` defaults to B'·a_j.
+
+    Returns arrays of shape (n, T).
+    """
+    geom = _geometry(space, grid)
+    radius = check_positive(radius, "radius")
+    n = check_int(n, "n", 1)
+    factor = check_positive(factor, "factor")
+    if pipeline == "ftp":
+        u = np.ones(geom.dim) if direction is None else _as_float_array(direction, "direction")
+        if u.shape != (geom.dim,):
+            raise ValueError(f"direction must have length d={geom.dim}, got shape {u.shape}")
+        norm = np.linalg.norm(u)
+        if not np.isfinite(norm) or norm == 0:
+            raise ValueError("direction must be finite and non-zero")
+        curve = geom.values(factor * radius * u / norm)
+        X0 = np.tile(curve, (n, 1))
+    elif pipeline == "ptf":
+        if direction is not None:
+            raise ValueError("direction applies to pipeline='ftp' only")
+        c = ptf_default_clip(geom, radius) if clip is None else np.broadcast_to(
+            np.asarray(clip, dtype=float), (geom.T,)).copy()
+        X0 = np.zeros((n, geom.T))
+        X0[0] = factor * c
+        curve = X0[0]
+    else:
+        raise ValueError(f"pipeline must be 'ftp' or 'ptf', got {pipeline!r}")
+    X1 = X0.copy()
+    X1[0] = -curve
+    return X0, X1
+
+
+# ---------------------------------------------------------------------------
+# The audit
+# ---------------------------------------------------------------------------
+
+
+def _lda_direction(V0, V1):
+    """Difference of means whitened by the pooled covariance (pseudo-inverse)."""
+    m0, m1 = V0.mean(axis=0), V1.mean(axis=0)
+    C = 0.5 * (np.cov(V0, rowvar=False) + np.cov(V1, rowvar=False))
+    lam, U = np.linalg.eigh(np.atleast_2d(C))
+    keep = lam > 1e-10 * max(lam[-1], 1e-300)
+    w = (U[:, keep] / lam[keep]) @ (U[:, keep].T @ (m1 - m0))
+    return w, 0.5 * (m0 + m1)
+
+
+def _draw(mechanism, X, draws, chunk, rng, view):
+    parts = []
+    for start in range(0, draws, chunk):
+        size = min(chunk, draws - start)
+        rel = mechanism.release(np.broadcast_to(X, (size,) + X.shape), rng)
+        parts.append(np.asarray(view(rel), dtype=float).reshape(size, -1))
+    return np.concatenate(parts, axis=0)
+
+
+def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, thresholds=None,
+          n_thresholds=32, split=0.5, chunk=20000) -> AuditResult:
+    """Audit a mechanism on neighbouring datasets: empirical trade-off and μ lower bound.
+
+    Parameters
+    ----------
+    mechanism : Mechanism or callable (X, rng) -> Release
+        E.g. :func:`ftp_mechanism`, or ``lambda X, rng: dpfda.ftp(X, grid, space, B, mu, rng)``.
+        It is called on a batch (size, n, T) of identical copies, so many
+        releases cost one vectorised call per ``chunk``.
+    X0, X1 : arrays (n, T)
+        Neighbouring datasets (they may differ in one curve only).
+    draws : int
+        Releases drawn from each dataset.
+    rng : numpy.random.Generator
+    statistic : "lr", "blackbox" or callable Release -> scores (size,)
+        The score; larger should mean "X1".  ``"lr"`` is the Neyman–Pearson
+        statistic (module docstring); ``"blackbox"`` learns a linear
+        discriminant of the released grid values from the calibration draws.
+    alpha : float
+        μ_lower is a (1 - alpha) lower confidence bound.
+    thresholds : array, optional
+        Fixed thresholds, chosen without looking at these draws; then all draws
+        are evaluation draws (except those the black-box score learns from).
+        By default ``n_thresholds`` quantiles of the calibration scores.
+    split : float
+        Fraction of each side's draws used for calibration (threshold choice,
+        black-box direction).
+    chunk : int
+        Releases per call of the mechanism (memory).
+
+    Returns
+    -------
+    AuditResult
+    """
+    rng = check_rng(rng)
+    draws = check_int(draws, "draws", 4)
+    chunk = check_int(chunk, "chunk", 1)
+    n_thresholds = check_int(n_thresholds, "n_thresholds", 1)
+    split = check_positive(split, "split")
+    if split >= 1:
+        raise ValueError(f"split must be in (0, 1), got {split}")
+    X0 = _as_float_array(X0, "X0")
+    X1 = _as_float_array(X1, "X1")
+    if X0.ndim != 2 or X0.shape != X1.shape:
+        raise ValueError(f"X0 and X1 must both be (n, T) arrays of one shape, got {X0.shape} and {X1.shape}")
+    if not (np.all(np.isfinite(X0)) and np.all(np.isfinite(X1))):
+        raise ValueError("X0 and X1 must be finite")
+    changed = int(np.sum(np.any(X0 != X1, axis=1)))
+    if changed > 1:
+        raise ValueError(f"X0 and X1 must be neighbours (differ in at most one curve); they differ in {changed}")
+    mech = _as_mechanism(mechanism, X0, rng)
+    _check_n(mech, X0)
+
+    if isinstance(statistic, str) and statistic == "lr":
+        s0, s1 = np.asarray(mech.summary(X0)), np.asarray(mech.summary(X1))
+        sig = np.broadcast_to(np.asarray(mech.noise_scale, dtype=float), s0.shape)
+        d = s1 - s0
+        dist = float(np.sqrt(np.sum((d / sig) ** 2)))
+        w = d / sig**2 / dist if dist > 0 else np.zeros_like(d)
+        view = mech.coordinates
+        score = lambda Y: (Y - s0) @ w  # noqa: E731
+        mu_pair, learn, name = dist, False, "lr"
+    elif isinstance(statistic, str) and statistic == "blackbox":
+        view, score, mu_pair, learn, name = (lambda rel: rel.values), None, None, True, "blackbox"
+    elif callable(statistic):
+        view, score, mu_pair, learn = statistic, (lambda Y: Y[:, 0]), None, False
+        name = getattr(statistic, "__name__", "custom")
+    else:
+        raise ValueError("statistic must be 'lr', 'blackbox' or a callable Release -> scores")
+
+    Y0 = _draw(mech, X0, draws, chunk, rng, view)
+    Y1 = _draw(mech, X1, draws, chunk, rng, view)
+    ncal = int(round(split * draws)) if (learn or thresholds is None) else 0
+    if (learn or thresholds is None) and not 2 <= ncal <= draws - 2:
+        raise ValueError("split leaves too few calibration or evaluation draws; raise draws")
+    if learn:
+        w, centre = _lda_direction(Y0[:ncal], Y1[:ncal])
+        score = lambda Y: (Y - centre) @ w  # noqa: E731
+    c0, c1 = score(Y0[:ncal]), score(Y1[:ncal])
+    e0, e1 = score(Y0[ncal:]), score(Y1[ncal:])
+    if thresholds is None:
+        levels = (np.arange(n_thresholds) + 0.5) / n_thresholds
+        thresholds = np.quantile(np.concatenate([c0, c1]), levels)
+    res = mu_lower_bound(e0, e1, thresholds, alpha=alpha)
+    return replace(res, draws=draws, statistic=name, mechanism=mech.name, mu_claimed=mech.mu,
+                   mu_pair=mu_pair)
