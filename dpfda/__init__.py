@@ -11,6 +11,8 @@ privacy.  Modules, each readable beside the chapter that introduces it:
 ``pipelines``  ``ftp`` (Algorithm 1), ``ptf`` (Algorithm 2), ``Release``
 ``theory``     the bounds and limits of Theorems 10–15
 ``data``       the paper's generative models
+``audit``      empirical μ-GDP audits, worst-case neighbours (Theorem 6, Prop. 9)
+``secure``     release noise from OpenDP's vetted samplers (``secure=True``)
 =============  ==============================================================
 """
 
@@ -39,7 +41,7 @@ from .spaces import (
     gaussian_kernel,
     uniform_grid,
 )
-from . import theory
+from . import audit, secure, theory
 
 __version__ = "0.1.0"
 
@@ -73,6 +75,8 @@ __all__ = [
     "ptf",
     "ptf_sigmas",
     "rkhs_curves",
+    "audit",
+    "secure",
     "theory",
     "tradeoff",
     "uniform_ball",

@@ -235,6 +235,12 @@ def _child_rng(rng: np.random.Generator) -> np.random.Generator:
         return np.random.default_rng(rng.integers(0, 2**63))
 
 
+def _check_secure(secure) -> bool:
+    if not isinstance(secure, (bool, np.bool_)):
+        raise TypeError(f"secure must be True or False, got {type(secure).__name__}")
+    return bool(secure)
+
+
 def _setup(X, grid, space, radius, mu, rng):
     if not isinstance(space, (LegendreSpace, KernelSpace)):
         raise TypeError(
@@ -248,7 +254,7 @@ def _setup(X, grid, space, radius, mu, rng):
     return X, geometry, radius, mu, rng
 
 
-def ftp(X, grid, space, radius, mu, rng) -> Release:
+def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
     """Fit-Then-Protect (Algorithm 1), μ-GDP by Theorem 6 and Corollaries 7–8.
 
     Each curve is fitted by least squares (W = I) inside the ball of radius B'
@@ -268,16 +274,35 @@ def ftp(X, grid, space, radius, mu, rng) -> Release:
     mu : float
         Privacy budget μ > 0.
     rng : numpy.random.Generator
-        Source of the privacy noise.
+        Source of the privacy noise (with ``secure=True``: only of the
+        data-independent part of an RKHS release off the grid).
+    secure : bool, default False
+        Draw the privacy noise with OpenDP's vector Gaussian mechanism
+        (:mod:`dpfda.secure`) instead of numpy: on the coefficients for H_m, on
+        the β-coordinates for an RKHS.  Such a release cannot be reproduced
+        from a seed, and it keeps no non-private value.  Needs ``opendp``.
 
     Returns
     -------
     Release
     """
     X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
+    secure = _check_secure(secure)
     n = X.shape[-2]
     mean_coef, active = ftp_fit_mean(X, geometry, radius)
     sigma = ftp_sigma(n, radius, mu)
+    if secure:
+        from .secure import gaussian_release
+
+        child = _child_rng(rng) if isinstance(space, KernelSpace) else None
+        coef = gaussian_release(mean_coef, sigma, sensitivity=2.0 * radius / n, mu=mu)
+        # Off the grid, an RKHS release is evaluate(coef, t) plus the GP residual given
+        # the grid (zero on the grid, independent of the data): conditioning on zero
+        # grid noise around the released coefficients gives exactly that.
+        fit_coef, noise_coef = (coef, np.zeros_like(coef)) if child is not None else (None, None)
+        return Release(method="ftp", geometry=geometry, coef=coef, mu=mu, radius=radius, n=n,
+                       noise_scale=sigma, active=active, fit_coef=fit_coef,
+                       noise_coef=noise_coef, rng=child)
     xi = rng.standard_normal(mean_coef.shape)
     noise = sigma * xi
     child = _child_rng(rng) if isinstance(space, KernelSpace) else None
@@ -286,7 +311,7 @@ def ftp(X, grid, space, radius, mu, rng) -> Release:
                    fit_coef=mean_coef, noise_coef=noise, rng=child)
 
 
-def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None) -> Release:
+def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=False) -> Release:
     """Protect-Then-Fit (Algorithm 2), μ-GDP by Proposition 9.
 
     Coordinate j is clipped to [-c_j, c_j], averaged over curves, and released
@@ -303,12 +328,18 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None) -> Release:
     weights : array (T,), optional
         Diagonal of W, all > 0.  Default W = diag(||φ(t_j)||_2^{-2}) or
         diag(K(t_j,t_j)^{-1}).
+    secure : bool, default False
+        Draw the noise with OpenDP's vector Gaussian mechanism: the clipped
+        means are divided by c_j (common sensitivity 2/n per coordinate, 2√T/n
+        in ℓ₂), noised with scale 2√T/(nμ) and multiplied back by c_j
+        (:mod:`dpfda.secure`).  Not reproducible from a seed.  Needs ``opendp``.
 
     Returns
     -------
     Release
     """
     X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
+    secure = _check_secure(secure)
     n, T = X.shape[-2], geometry.T
     if clip is None:
         c = ptf_default_clip(geometry, radius)
@@ -330,7 +361,13 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None) -> Release:
             raise ValueError("weights must be finite and > 0 at every grid point")
     xbar = ptf_clipped_mean(X, c)
     sig = ptf_sigmas(n, c, mu)
-    xtilde = xbar + sig * rng.standard_normal(xbar.shape)
+    if secure:
+        from .secure import gaussian_release
+
+        common = 2.0 * np.sqrt(T) / (n * mu)  # = σ_j / c_j for every j
+        xtilde = c * gaussian_release(xbar / c, common, sensitivity=2.0 * np.sqrt(T) / n, mu=mu)
+    else:
+        xtilde = xbar + sig * rng.standard_normal(xbar.shape)
     fit = fitter(geometry, w).solve(xtilde, radius)
     return Release(method="ptf", geometry=geometry, coef=fit.coef, mu=mu, radius=radius, n=n,
                    noise_scale=sig, active=fit.active, clip=c, weights=w, noisy_means=xtilde)

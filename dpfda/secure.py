@@ -1,0 +1,112 @@
+"""Release noise drawn by OpenDP's vetted samplers (``ftp(..., secure=True)``, ``ptf(..., secure=True)``).
+
+``numpy.random.Generator.standard_normal`` is fine for simulation, but a release
+that leaves the building should not rely on it: textbook floating-point noise
+samplers leak information through the low-order bits of their output (Mironov,
+2012).  OpenDP's Gaussian mechanism rounds the input to a lattice 2^k·ℤ,
+adds *exactly sampled* discrete Gaussian noise on that lattice from a
+cryptographically secure random source, and rounds the result to a float; its
+privacy map is proved for that implementation, not for idealised reals.
+
+Both pipelines release a Gaussian mechanism on a vector with known ℓ₂
+sensitivity Δ (Proposition 4, Theorem 6):
+
+* FTP on H_m — the coefficient vector θ̂, Δ = 2B'/n (Corollary 7);
+* FTP on an RKHS — the β-coordinates of the fit, Δ = 2B'/n; the grid values
+  K_T^{1/2}(β̂ + σξ) are post-processing (Corollary 8);
+* PTF — the clipped means divided by c_j, so every coordinate has
+  sensitivity 2/n and the vector Δ = 2√T/n; the noisy vector is multiplied
+  back by c_j (post-processing), which gives σ_j = c_j·2√T/(nμ) (Proposition 9).
+
+With noise scale σ = Δ/μ, OpenDP's map sends Δ to ρ = Δ²/(2σ²) = μ²/2 in
+zero-concentrated DP, and a Gaussian mechanism with ρ = μ²/2 is exactly μ-GDP.
+:func:`gaussian_release` checks that map before drawing anything.
+
+The draws come from OpenDP's own secure random source: they cannot be seeded
+and are not reproducible from a ``numpy.random.Generator`` — that is the point.
+OpenDP is an optional dependency (``pip install dpfda[secure]``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import check_positive
+
+__all__ = ["opendp_available", "gaussian_measurement", "gaussian_release"]
+
+
+def _opendp():
+    try:
+        import opendp.prelude as dp
+    except ImportError as exc:  # pragma: no cover - exercised only without opendp
+        raise ImportError(
+            "secure=True draws the release noise with OpenDP, which is not installed; "
+            "install it with `pip install 'opendp>=0.16,<0.17'` (or `pip install dpfda[secure]`)"
+        ) from exc
+    # make_gaussian is in OpenDP's "contrib" tier (proved, not yet vetted by the
+    # OpenDP committee); enabling it is OpenDP's documented way to use it.
+    dp.enable_features("contrib")
+    return dp
+
+
+def opendp_available() -> bool:
+    """Whether OpenDP can be imported (``secure=True`` needs it)."""
+    try:
+        _opendp()
+    except ImportError:
+        return False
+    return True
+
+
+def gaussian_measurement(scale: float):
+    """OpenDP's vector Gaussian mechanism with standard deviation ``scale``.
+
+    The input space is float vectors without NaN under the ℓ₂ distance
+    (``vector_domain(atom_domain(T=float, nan=False))``, ``l2_distance(T=float)``);
+    the privacy measure is zero-concentrated DP, so ``meas.map(Δ)`` is
+    ρ = Δ²/(2·scale²).
+    """
+    dp = _opendp()
+    scale = check_positive(scale, "scale")
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float)
+    return space >> dp.m.then_gaussian(scale=scale)
+
+
+def gaussian_release(values, scale: float, sensitivity: float, mu: float) -> np.ndarray:
+    """``values`` + N(0, scale²) noise in every coordinate, drawn by OpenDP.
+
+    Parameters
+    ----------
+    values : array (..., k)
+        The non-private vector(s); leading axes are independent repetitions
+        (each gets fresh noise — one OpenDP call on the flattened batch).
+    scale : float
+        Noise standard deviation σ.
+    sensitivity : float
+        ℓ₂ sensitivity Δ of one vector (the last axis).
+    mu : float
+        The GDP budget the caller promises; OpenDP's zCDP map of Δ must not
+        exceed μ²/2 (up to rounding), otherwise ``ValueError``.
+
+    Returns
+    -------
+    ndarray, same shape as ``values``.
+    """
+    scale = check_positive(scale, "scale")
+    sensitivity = check_positive(sensitivity, "sensitivity")
+    mu = check_positive(mu, "mu")
+    values = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(values)):
+        raise ValueError("values must be finite before noise is added")
+    meas = gaussian_measurement(scale)
+    rho = float(meas.map(sensitivity))
+    if rho > 0.5 * mu * mu * (1.0 + 1e-9):
+        raise ValueError(
+            f"OpenDP's privacy map gives rho = {rho:.6g} > mu^2/2 = {0.5 * mu * mu:.6g}: "
+            f"scale={scale:.6g} is too small for sensitivity={sensitivity:.6g} at mu={mu:.6g}"
+        )
+    if values.size == 0:
+        return values.copy()
+    noisy = np.asarray(meas(values.ravel()), dtype=float)
+    return noisy.reshape(values.shape)
