@@ -12,13 +12,16 @@ is feasible, and otherwise ν > 0 is the unique root of the secular equation
 
 (the Lagrange multiplier of the norm constraint; proofs of Theorems 10 and 13,
 eqs. 15–16 and 39–42).  We solve it to machine precision by Newton's method on
-ψ(ν) = 1/B' - 1/||θ(ν)||, kept inside a shrinking bracket and falling back to
-bisection whenever a Newton step would leave it (the safeguarded scheme of
-Moré and Sorensen for trust-region steps), in variables rescaled by max|g|
-so that no square over- or underflows at any magnitude of x and B'.  The
-eigendecomposition of A is done once per design; each batch costs one matrix
-product plus a few vectorised Newton sweeps over the active problems — there
-is no Python loop over curves or repetitions.
+ψ(ν) = 1/B' - 1/||θ(ν)|| (the scheme of Moré and Sorensen for trust-region
+steps): ψ is convex and decreasing, so Newton iterates started at a lower
+bound of the root rise monotonically to it, capped by an upper bound against
+rounding.  The variables are rescaled by max|g| so that no square over- or
+underflows at any magnitude of x and B'.  The eigendecomposition of A is done
+once per design; each batch costs one matrix product plus a few vectorised
+Newton sweeps over the active problems (laid out so that every sweep is a
+handful of elementwise operations on contiguous arrays) — there is no Python
+loop over curves or repetitions, and a curve's result does not depend on the
+other curves in its batch.
 """
 
 from __future__ import annotations
@@ -114,80 +117,121 @@ class BallLeastSquares:
         if X.shape[-1] != self.T:
             raise ValueError(f"X's last axis has length {X.shape[-1]}, expected T={self.T}")
         g = X @ self._P  # (..., d) in the eigenbasis of A
-        if not np.all(np.isfinite(g)):
-            raise ValueError("X contains NaN or inf (or values too large for floating point)")
         lam = self.eigenvalues
         z = g / lam
-        active = _scaled_norm(z) > radius
+        norm = _norm_rows(z)
+        if not np.all(np.isfinite(norm)):  # NaN or inf in X (finite g always has a finite norm)
+            raise ValueError("X contains NaN or inf (or values too large for floating point)")
+        active = norm > radius
         nu = np.zeros(active.shape)
         if np.any(active):
-            ga = g[active]
+            # Active rows, transposed to (d, k) so that every step below is an
+            # elementwise operation on contiguous length-k rows.
+            G = np.ascontiguousarray(g[active].T)
             # The secular equation is homogeneous: with u = g/max|g| and ρ = B'/max|g| it
             # reads Σ u²/(ρλ + ω)² = 1 in ω = ρν, whose terms are O(1) whatever the
             # magnitudes of x and B' (no overflow or underflow from squaring them).
-            gmax = np.max(np.abs(ga), axis=-1)
-            u = ga / gmax[:, None]
+            gmax = np.abs(G[0])
+            for row in G[1:]:
+                np.maximum(gmax, np.abs(row), out=gmax)
+            u = G / gmax
             rho = radius / gmax
-            lam_rows = rho[:, None] * lam
-            omega = _secular_root(u, lam_rows)
-            zt = u / (lam_rows + omega[:, None])  # θ/B' in the eigenbasis of A
+            L = lam[:, None] * rho
+            omega = _secular_root(u, L)
+            zt = u / (L + omega)  # θ/B' in the eigenbasis of A, norm 1 up to rounding
             # Remove the last rounding error so the solution is exactly feasible.
-            zt *= np.minimum(1.0, 1.0 / _scaled_norm(zt))[:, None]
-            z[active] = radius * zt
+            zt *= np.minimum(1.0, 1.0 / np.sqrt(_sum_rows(zt * zt)))
+            zt *= radius
+            z[active] = zt.T
             with np.errstate(over="ignore", divide="ignore"):
                 nu[active] = omega / rho  # ν = ω/ρ (inf only beyond the float range)
         coef = z @ self.eigenvectors.T
         return BallFit(coef=coef, active=active, multiplier=nu)
 
 
-def _scaled_norm(v: np.ndarray) -> np.ndarray:
-    """Euclidean norm over the last axis, without overflow or underflow in the squares."""
-    vmax = np.max(np.abs(v), axis=-1)
-    safe = np.where(vmax > 0, vmax, 1.0)
-    w = v / safe[..., None]
-    return vmax * np.sqrt(np.einsum("...k,...k->...", w, w))
+def _sum_rows(a: np.ndarray) -> np.ndarray:
+    """Σ over the first axis of a (d, k) array, added in a fixed order.
+
+    An explicit loop rather than ``a.sum(axis=0)``: numpy may switch to pairwise
+    summation when k = 1, and a row's result must not depend on how many rows
+    are solved together (``batch = row by row``, bit for bit).
+    """
+    out = a[0].copy()
+    for row in a[1:]:
+        out += row
+    return out
 
 
-def _secular_root(u: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """Root ω >= 0 of Σ_k u_k²/(λ_k + ω)² = 1 for each row (all rows active).
+def _norm_rows(v: np.ndarray) -> np.ndarray:
+    """Euclidean norm over the last axis, without overflow or underflow in the squares.
 
-    Row-wise inputs: ``u`` (k, d) with max |u| = 1, and ``lam`` (k, d) the row's
-    scaled eigenvalues ρλ in increasing order, so every quantity below is O(1).
+    The plain sqrt(Σv²) is exact to rounding whenever Σv² is a normal number far
+    from the overflow threshold; the other rows are rescaled by their largest
+    entry first.  NaN or inf in ``v`` give a non-finite norm.
+    """
+    ss = np.asarray(np.einsum("...k,...k->...", v, v))
+    norm = np.sqrt(ss, out=np.empty(ss.shape))
+    odd = np.asarray(~((ss > _SS_LOW) & (ss < _SS_HIGH)))  # under/overflow risk, zero, NaN or inf
+    if np.any(odd):
+        w = v[odd]
+        vmax = np.max(np.abs(w), axis=-1)
+        safe = np.where(vmax > 0, vmax, 1.0)
+        w = w / safe[..., None]
+        norm[odd] = vmax * np.sqrt(np.einsum("...k,...k->...", w, w))
+    return norm
+
+
+_SS_LOW = 1e-280  # above the subnormal range with margin: no precision lost in the squares
+_SS_HIGH = 1e280  # far below overflow
+
+
+def _secular_root(u: np.ndarray, L: np.ndarray) -> np.ndarray:
+    """Root ω >= 0 of Σ_k u_k²/(L_k + ω)² = 1 for each column (all active).
+
+    Column-wise inputs, transposed for speed: ``u`` (d, k) with max |u| = 1 in
+    each column, and ``L`` (d, k) the column's scaled eigenvalues ρλ in
+    increasing order, so every quantity below is O(1).
+
+    ψ(ω) = 1 - 1/||θ(ω)|| is convex and decreasing (1/||θ(ω)|| is concave,
+    Moré and Sorensen 1983), so Newton's method started left of the root
+    increases monotonically to it and never overshoots.  The start is the lower
+    bound ω₀ = ||u|| - Σ_k p_k L_k with p_k = u_k²/||u||², from Jensen's
+    inequality Σ p_k (L_k + ω)⁻² >= (Σ p_k (L_k + ω))⁻²; ω <= ||u|| - L_min
+    caps the iterates against rounding.  A column stops when its Newton step
+    no longer moves it; once a step is below 1e-9 of ω, quadratic convergence
+    puts the next iterate within rounding of the root and the column stops
+    after taking it.
     """
     u2 = u * u
-    unorm = np.sqrt(u2.sum(axis=-1))
-    # ||θ(ω)|| lies between ||u||/(λ_max+ω) and ||u||/(λ_min+ω), which brackets the root.
-    lo = np.maximum(unorm - lam[:, -1], 0.0)
-    hi = np.maximum(unorm - lam[:, 0], lo)
-    om = lo.copy()
-    todo = np.ones(om.shape, dtype=bool)
+    unorm2 = _sum_rows(u2)
+    unorm = np.sqrt(unorm2)
+    lbar = _sum_rows(u2 * L) / unorm2
+    om = np.maximum(unorm - lbar, 0.0)
+    hi = np.maximum(unorm - L[0], om)
+    idx = np.arange(om.size)
+    live = np.ones(om.size, dtype=bool)
+    uw, Lw, w, hw = u2, L, om.copy(), hi
+    eps4 = 4 * np.finfo(float).eps
     for _ in range(_MAX_ITER):
-        idx = np.nonzero(todo)[0]
-        if idx.size == 0:
+        inv = Lw + w
+        np.reciprocal(inv, out=inv)
+        q = uw * inv
+        q *= inv
+        h = _sum_rows(q)  # ||θ(ω)||²
+        q *= inv
+        h3 = _sum_rows(q)  # Σ u²/(L + ω)³ = -ψ'(ω)·||θ||³
+        step = (np.sqrt(h) - 1.0) * h / h3  # the Newton step -ψ/ψ'
+        new = np.minimum(w + step, hw)
+        moved = live & (step > eps4 * new)  # False for NaN: nothing left to gain
+        w = np.where(moved, new, w)
+        om[idx] = w
+        live = moved & (step > 1e-9 * new)
+        n_live = np.count_nonzero(live)
+        if n_live == 0:
             break
-        v = om[idx]
-        den = lam[idx] + v[:, None]
-        q = u2[idx] / den**2
-        h = q.sum(axis=-1)  # ||θ(ω)||²
-        s = np.sqrt(h)
-        psi = 1.0 - 1.0 / s  # > 0 left of the root (norm too large), < 0 right of it
-        # Tighten the bracket with the sign of ψ.
-        left = psi > 0
-        lo_i = np.where(left, v, lo[idx])
-        hi_i = np.where(left, hi[idx], v)
-        # Newton step: ψ'(ω) = -(Σ u²/(λ+ω)³) / ||θ||³.
-        dpsi = -(q / den).sum(axis=-1) / (h * s)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = -psi / dpsi
-        cand = v + step
-        bad = ~np.isfinite(cand) | (cand <= lo_i) | (cand >= hi_i)
-        cand = np.where(bad, 0.5 * (lo_i + hi_i), cand)
-        converged = (np.abs(s - 1.0) <= 4 * np.finfo(float).eps) | (
-            hi_i - lo_i <= 4 * np.finfo(float).eps * np.maximum(hi_i, 1e-300)
-        )
-        lo[idx], hi[idx] = lo_i, hi_i
-        om[idx] = np.where(converged, v, cand)
-        todo[idx] = ~converged
+        if n_live < 0.75 * live.size:  # drop finished columns from the work arrays
+            keep = np.nonzero(live)[0]
+            idx, uw, Lw, w, hw, live = idx[keep], uw[:, keep], Lw[:, keep], w[keep], hw[keep], live[keep]
     return om
 
 
