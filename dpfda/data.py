@@ -108,6 +108,7 @@ class KernelCurves:
 def polynomial_curves(n: int, m: int, rng, *, B: float = 1.0) -> PolynomialCurves:
     """θ_i i.i.d. uniform in the m-ball of radius B (appendix, polynomial setup)."""
     space = LegendreSpace(m)
+    B = check_positive(B, "B")
     return PolynomialCurves(space=space, theta=uniform_ball(n, space.m, B, rng))
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_data, check_points, check_positive, check_rng
+from ._validation import check_data, check_int, check_points, check_positive, check_rng
 from .fitting import BallLeastSquares
 from .spaces import GridGeometry, KernelSpace, LegendreSpace
 
@@ -46,17 +46,17 @@ __all__ = [
 
 def ftp_sigma(n: int, radius: float, mu: float) -> float:
     """FTP noise scale σ = Δ/μ with Cameron–Martin sensitivity Δ = 2B'/n (Algorithm 1)."""
-    if int(n) < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    return 2.0 * check_positive(radius, "radius") / (int(n) * check_positive(mu, "mu"))
+    n = check_int(n, "n", 1)
+    return 2.0 * check_positive(radius, "radius") / (n * check_positive(mu, "mu"))
 
 
 def ptf_sigmas(n: int, clip, mu: float) -> np.ndarray:
     """PTF noise scales σ_j = (2c_j/n)·sqrt(T)/μ (Algorithm 2; T = len(clip))."""
+    n = check_int(n, "n", 1)
     c = np.asarray(clip, dtype=float)
-    if int(n) < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    return 2.0 * c / int(n) * np.sqrt(c.size) / check_positive(mu, "mu")
+    if c.ndim != 1 or c.size < 1 or not np.all(np.isfinite(c)) or np.any(c <= 0):
+        raise ValueError("clip must be a vector of finite bounds c_j > 0, one per grid point")
+    return 2.0 * c / n * np.sqrt(c.size) / check_positive(mu, "mu")
 
 
 def ptf_default_clip(geometry: GridGeometry, radius: float) -> np.ndarray:
