@@ -1,0 +1,497 @@
+"""The two pipelines: FTP (Algorithm 1) and PTF (Algorithm 2), and the Release object.
+
+Deterministic checks: shapes, batch = loop over repetitions with the same noise,
+noise scales, default clipping and weights (Theorems 11 and 14), evaluation of
+releases.  Seeded Monte Carlo checks (marked slow) compare the errors with the
+exact values of Theorems 10 and 13 (noiseless FTP) and with the unconstrained
+PTF error (eqs. 33 and 60-61), and the off-grid noise of an RKHS FTP release
+with the conditional law of the Gaussian process (Corollary 8).  Tolerances
+are 4 standard errors of the Monte Carlo mean.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import special
+
+from dpfda import (
+    KernelSpace,
+    LegendreSpace,
+    brownian_kernel,
+    fit_ball,
+    ftp,
+    ftp_sigma,
+    gaussian_kernel,
+    observe,
+    polynomial_curves,
+    ptf,
+    ptf_sigmas,
+    rkhs_curves,
+    theory,
+    uniform_grid,
+)
+from dpfda.pipelines import (
+    ftp_fit_mean,
+    ptf_clipped_mean,
+    ptf_default_clip,
+    ptf_default_weights,
+)
+
+from _support import assert_mc_close, bonferroni_z, reps
+
+GAUSS = KernelSpace(gaussian_kernel(0.2))
+BROWN = KernelSpace(brownian_kernel())
+
+
+def phi_ref(m, t):
+    """Orthonormal shifted Legendre basis from scipy: (len(t), m)."""
+    t = np.atleast_1d(t)
+    return np.stack([np.sqrt(2 * k - 1) * special.eval_sh_legendre(k - 1, t)
+                     for k in range(1, m + 1)], axis=1)
+
+
+def gauss_k(s, t, rho=0.2):
+    return np.exp(-(np.subtract.outer(s, t) ** 2) / (2 * rho**2))
+
+
+def brown_k(s, t):
+    return np.minimum.outer(s, t)
+
+
+def kernel_ref(space, s, t):
+    return brown_k(s, t) if space is BROWN else gauss_k(s, t)
+
+
+# (space, grid) pairs used throughout; the Brownian grid leaves out t = 0 (A.4).
+CASES = {
+    "legendre": (LegendreSpace(4), uniform_grid(20)),
+    "gaussian": (GAUSS, uniform_grid(8)),
+    "brownian": (BROWN, np.arange(1, 9) / 8),
+}
+
+
+def make_data(name, n, rng, *, B=1.0, sigma0=0.0, R=None):
+    """Curves of the paper's models on the case's grid; returns (X, target_coef)."""
+    space, grid = CASES[name]
+    geom = space.at(grid)
+    if name == "legendre":
+        curves = polynomial_curves(n, space.m, rng, B=B)
+        target = curves.mean_coef
+    else:
+        curves = rkhs_curves(n, rng, kernel=space.kernel, B=B)
+        target = geom.coef_from_values(curves.mean_values(grid))
+    X = observe(curves.values(grid), sigma0, rng, reps=R)
+    return X, target
+
+
+# ---------------------------------------------------------------------------
+# Shapes and attributes
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("method", [ftp, ptf])
+def test_shapes(name, method):
+    space, grid = CASES[name]
+    rng = np.random.default_rng(0)
+    T, d = grid.size, space.at(grid).dim
+    X2, _ = make_data(name, 15, rng, sigma0=0.1)
+    X3, _ = make_data(name, 15, rng, sigma0=0.1, R=6)
+    t = np.array([0.0, 0.33, 0.5, 1.0, 0.5])
+    for X, lead in [(X2, ()), (X3, (6,))]:
+        rel = method(X, grid, space, 1.5, 0.7, rng)
+        assert rel.coef.shape == lead + (d,)
+        assert rel.values.shape == lead + (T,)
+        assert rel.shape == lead
+        assert rel(t).shape == lead + (5,)
+        assert rel(0.25).shape == lead + (1,)
+        assert rel.mu == 0.7 and rel.radius == 1.5 and rel.n == 15
+        assert rel.space == space and np.array_equal(rel.grid, grid)
+        if method is ftp:
+            assert rel.method == "ftp" and rel.active.shape == lead + (15,)
+            assert np.ndim(rel.noise_scale) == 0 and rel.clip is None and rel.weights is None
+        else:
+            assert rel.method == "ptf" and rel.active.shape == lead
+            assert rel.noise_scale.shape == (T,) and rel.clip.shape == (T,)
+            assert rel.weights.shape == (T,) and rel.noisy_means.shape == lead + (T,)
+        assert np.all(np.isfinite(rel.coef))
+        assert "Release" in repr(rel)
+
+
+def test_inputs_are_not_modified_and_runs_are_reproducible():
+    space, grid = CASES["legendre"]
+    X, _ = make_data("legendre", 20, np.random.default_rng(1), sigma0=5.0, R=3)
+    X0 = X.copy()
+    for method in (ftp, ptf):
+        a = method(X, grid, space, 1.0, 1.0, np.random.default_rng(7))
+        b = method(X, grid, space, 1.0, 1.0, np.random.default_rng(7))
+        c = method(X, grid, space, 1.0, 1.0, np.random.default_rng(8))
+        np.testing.assert_array_equal(a.coef, b.coef)
+        assert not np.array_equal(a.coef, c.coef)
+        np.testing.assert_array_equal(X, X0)
+
+
+# ---------------------------------------------------------------------------
+# Batch = loop over repetitions, with the same noise
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_ftp_fit_part_batch_equals_per_repetition_exactly(name):
+    space, grid = CASES[name]
+    geom = space.at(grid)
+    X, _ = make_data(name, 40, np.random.default_rng(2), sigma0=0.03, R=5)
+    radius = 0.8
+    mean_coef, active = ftp_fit_mean(X, geom, radius)
+    assert 0 < active.mean() < 1  # both regimes occur
+    for r in range(X.shape[0]):
+        fit = fit_ball(X[r], geom.Phi, radius)
+        np.testing.assert_array_equal(active[r], fit.active)
+        np.testing.assert_array_equal(mean_coef[r], fit.coef.mean(axis=0))
+
+
+def ftp_loop(X, grid, space, radius, mu, rng):
+    """Algorithm 1 written as plain loops: fit each curve alone, average, add σξ."""
+    geom = space.at(grid)
+    out = []
+    for Xr in X:
+        fits = [fit_ball(x, geom.Phi, radius).coef for x in Xr]
+        mean = np.mean(fits, axis=0)
+        sigma = 2 * radius / (Xr.shape[0] * mu)
+        out.append(mean + sigma * rng.standard_normal(geom.dim))
+    return np.array(out)
+
+
+def ptf_loop(X, grid, space, radius, mu, rng):
+    """Algorithm 2 as plain loops, with the default clip and weights of Theorems 11/14."""
+    geom = space.at(grid)
+    if isinstance(space, LegendreSpace):
+        a = np.linalg.norm(phi_ref(space.m, grid), axis=1)
+    else:
+        a = np.sqrt(np.diag(kernel_ref(space, grid, grid)))
+    c, w = radius * a, a**-2.0
+    n, T = X.shape[1], X.shape[2]
+    out, xt = [], []
+    for Xr in X:
+        total = np.zeros(T)
+        for x in Xr:
+            total += np.clip(x, -c, c)
+        sig = 2 * c / n * np.sqrt(T) / mu
+        x_tilde = total / n + sig * rng.standard_normal(T)
+        xt.append(x_tilde)
+        out.append(fit_ball(x_tilde, geom.Phi, radius, w).coef)
+    return np.array(out), np.array(xt)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_ftp_batch_equals_loop_with_same_noise(name):
+    space, grid = CASES[name]
+    X, _ = make_data(name, 25, np.random.default_rng(3), sigma0=0.3, R=4)
+    rel = ftp(X, grid, space, 0.8, 0.5, np.random.default_rng(99))
+    ref = ftp_loop(X, grid, space, 0.8, 0.5, np.random.default_rng(99))
+    np.testing.assert_allclose(rel.coef, ref, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_ptf_batch_equals_loop_with_same_noise(name):
+    space, grid = CASES[name]
+    X, _ = make_data(name, 25, np.random.default_rng(4), sigma0=0.3, R=4)
+    rel = ptf(X, grid, space, 0.8, 0.5, np.random.default_rng(98))
+    ref, xt = ptf_loop(X, grid, space, 0.8, 0.5, np.random.default_rng(98))
+    np.testing.assert_allclose(rel.noisy_means, xt, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(rel.coef, ref, rtol=1e-11, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# Calibration, clipping, weights
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_noise_scales(name):
+    space, grid = CASES[name]
+    X, _ = make_data(name, 30, np.random.default_rng(5))
+    T = grid.size
+    for radius, mu in [(1.0, 1.0), (1.1, 0.1), (7.0, 3.0)]:
+        rel = ftp(X, grid, space, radius, mu, np.random.default_rng(0))
+        assert rel.noise_scale == pytest.approx(2 * radius / (30 * mu), rel=1e-15)
+        assert ftp_sigma(30, radius, mu) == pytest.approx(2 * radius / (30 * mu), rel=1e-15)
+        rel = ptf(X, grid, space, radius, mu, np.random.default_rng(0))
+        np.testing.assert_allclose(rel.noise_scale, 2 * rel.clip / 30 * np.sqrt(T) / mu, rtol=1e-15)
+        c = np.linspace(0.5, 2.0, T)
+        rel = ptf(X, grid, space, radius, mu, np.random.default_rng(0), clip=c)
+        np.testing.assert_allclose(rel.noise_scale, 2 * c / 30 * np.sqrt(T) / mu, rtol=1e-15)
+        np.testing.assert_allclose(ptf_sigmas(30, c, mu), 2 * c / 30 * np.sqrt(T) / mu, rtol=1e-15)
+
+
+def test_default_clip_and_weights_follow_theorems_11_and_14():
+    radius = 1.3
+    # H_m: c_j = B'||φ(t_j)||, W = diag(||φ(t_j)||^{-2}).
+    space, grid = CASES["legendre"]
+    a = np.linalg.norm(phi_ref(4, grid), axis=1)
+    geom = space.at(grid)
+    np.testing.assert_allclose(ptf_default_clip(geom, radius), radius * a, rtol=1e-13)
+    np.testing.assert_allclose(ptf_default_weights(geom), a**-2, rtol=1e-13)
+    # Gaussian kernel: K(t, t) = 1, so c_j = B' and W = I.
+    geom = GAUSS.at(CASES["gaussian"][1])
+    np.testing.assert_allclose(ptf_default_clip(geom, radius), radius, rtol=1e-15)
+    np.testing.assert_allclose(ptf_default_weights(geom), 1.0, rtol=1e-15)
+    # Brownian kernel: K(t, t) = t.
+    g = CASES["brownian"][1]
+    geom = BROWN.at(g)
+    np.testing.assert_allclose(ptf_default_clip(geom, radius), radius * np.sqrt(g), rtol=1e-15)
+    np.testing.assert_allclose(ptf_default_weights(geom), 1 / g, rtol=1e-13)
+    # ptf uses them by default.
+    X, _ = make_data("brownian", 10, np.random.default_rng(6))
+    rel = ptf(X, g, BROWN, radius, 1.0, np.random.default_rng(0))
+    np.testing.assert_allclose(rel.clip, radius * np.sqrt(g), rtol=1e-15)
+    np.testing.assert_allclose(rel.weights, 1 / g, rtol=1e-13)
+    # A scalar clip is the same bound at every point.
+    rel = ptf(X, g, BROWN, radius, 1.0, np.random.default_rng(0), clip=0.4)
+    np.testing.assert_array_equal(rel.clip, np.full(g.size, 0.4))
+
+
+def test_ptf_clips_before_averaging():
+    space, grid = CASES["gaussian"]
+    rng = np.random.default_rng(7)
+    X, _ = make_data("gaussian", 50, rng)
+    X[3] += 100.0  # an outlier far outside the clipping band
+    X[7] -= 55.0
+    c = np.full(grid.size, 0.9)
+    manual = np.mean([np.minimum(np.maximum(x, -c), c) for x in X], axis=0)
+    np.testing.assert_allclose(ptf_clipped_mean(X, c), manual, rtol=1e-15)
+    rel = ptf(X, grid, space, 1.0, 2.0, np.random.default_rng(3), clip=c)
+    z = np.random.default_rng(3).standard_normal(grid.size)
+    np.testing.assert_allclose(rel.noisy_means, manual + rel.noise_scale * z, rtol=1e-13)
+
+
+# ---------------------------------------------------------------------------
+# Evaluating releases
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", [ftp, ptf])
+def test_legendre_release_is_coefficients_times_basis(method):
+    space, grid = CASES["legendre"]
+    X, target = make_data("legendre", 30, np.random.default_rng(8), sigma0=0.2, R=3)
+    rel = method(X, grid, space, 1.0, 1.0, np.random.default_rng(0))
+    t = np.random.default_rng(1).random(17)
+    np.testing.assert_allclose(rel(t), rel.coef @ phi_ref(4, t).T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(rel.values, rel.coef @ phi_ref(4, grid).T, rtol=1e-12, atol=1e-12)
+    # error() is the IMSE ∫(f̃ - f̄)² (eq. 7), checked by Gauss–Legendre quadrature.
+    x, w = np.polynomial.legendre.leggauss(20)
+    tq, wq = (x + 1) / 2, w / 2
+    imse = ((rel(tq) - target @ phi_ref(4, tq).T) ** 2) @ wq
+    np.testing.assert_allclose(rel.error(target), imse, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["gaussian", "brownian"])
+def test_kernel_ftp_release_is_one_consistent_function(name):
+    space, grid = CASES[name]
+    X, target = make_data(name, 20, np.random.default_rng(9), R=3)
+    rel = ftp(X, grid, space, 1.2, 1.0, np.random.default_rng(10))
+    # On the grid, the release equals its grid values (Corollary 8's grid marginal).
+    np.testing.assert_allclose(rel(grid), rel.values, atol=1e-9)
+    t = np.array([0.07, 0.3, 0.61, 0.99])
+    first = rel(t)
+    np.testing.assert_array_equal(rel(t), first)  # repeated calls: the same values
+    # Other point sets agree where they overlap.  The noise path is stored exactly; the
+    # fitted part is re-evaluated as one matrix product, hence agreement to rounding.
+    mixed = np.array([0.61, grid[2], 0.07, 0.07, 0.45])
+    out = rel(mixed)
+    close = dict(rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(out[..., 0], first[..., 2], **close)
+    np.testing.assert_allclose(out[..., 2], first[..., 0], **close)
+    np.testing.assert_array_equal(out[..., 3], out[..., 2])
+    np.testing.assert_allclose(out[..., 1], rel.values[..., 2], atol=1e-9)
+    np.testing.assert_allclose(rel([0.45]), out[..., 4:5], **close)
+    # Grid MSE (eq. 8).
+    np.testing.assert_allclose(rel.error(target),
+                               np.mean((rel.values - target @ space.at(grid).Phi) ** 2, axis=-1),
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["gaussian", "brownian"])
+def test_kernel_ptf_release_is_a_kernel_interpolant(name):
+    """f̃_PTF = Σ_j α_j K(t_j, ·) with K_T α = f̃(t): evaluation anywhere on [0, 1]."""
+    space, grid = CASES[name]
+    X, _ = make_data(name, 20, np.random.default_rng(11), sigma0=0.1, R=3)
+    rel = ptf(X, grid, space, 1.2, 1.0, np.random.default_rng(12))
+    alpha = np.linalg.solve(kernel_ref(space, grid, grid), rel.values.T).T
+    t = np.linspace(0, 1, 23)
+    np.testing.assert_allclose(rel(t), alpha @ kernel_ref(space, grid, t), rtol=1e-8, atol=1e-9)
+    np.testing.assert_array_equal(rel(t), rel(t))
+
+
+# ---------------------------------------------------------------------------
+# Monte Carlo: errors equal the paper's exact values
+# ---------------------------------------------------------------------------
+
+
+def chunked(method, X_one, R, chunk, grid, space, radius, mu, seed):
+    """Run ``method`` on R repetitions of the fixed dataset X_one, in chunks (memory)."""
+    out = []
+    for i, ss in enumerate(np.random.SeedSequence(seed).spawn(-(-R // chunk))):
+        k = min(chunk, R - i * chunk)
+        X = np.broadcast_to(X_one, (k,) + X_one.shape)
+        out.append(method(X, grid, space, radius, mu, np.random.default_rng(ss)))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mu", [1.0, 0.1])
+def test_noiseless_ftp_legendre_error_is_theorem_10(mu):
+    space, grid = CASES["legendre"]
+    m, n, B, radius = 4, 50, 1.0, 1.1
+    X, target = make_data("legendre", n, np.random.default_rng(20), B=B)
+    R = reps(20_000, 4_000)
+    rels = chunked(ftp, X, R, 2000, grid, space, radius, mu, seed=21)
+    # Every curve lies in the ball, so no fit is constrained and θ̂ = θ̄ exactly.
+    assert not any(r.active.any() for r in rels)
+    mean_coef, _ = ftp_fit_mean(X, space.at(grid), radius)
+    np.testing.assert_allclose(mean_coef, target, atol=1e-13)
+    err = np.concatenate([r.error(target) for r in rels])
+    exact = 4 * m * radius**2 / (n**2 * mu**2)  # Theorem 10, σ₀ = 0
+    assert theory.ftp_noiseless_error(space.at(grid), radius, n, mu) == pytest.approx(exact, rel=1e-14)
+    assert_mc_close(err, exact, what="IMSE_FTP")
+    # Noise on the coefficients is N(0, σ² I_m) coordinate by coordinate.
+    noise = np.concatenate([r.coef for r in rels]) - target
+    assert_mc_close(noise**2, np.full(m, (2 * radius / (n * mu)) ** 2), z=bonferroni_z(m),
+                    what="coefficient noise variance")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["gaussian", "brownian"])
+def test_noiseless_ftp_kernel_error_is_theorem_13(name):
+    space, grid = CASES[name]
+    n, B, radius, mu = 40, 1.0, 1.2, 1.0
+    X, target = make_data(name, n, np.random.default_rng(22), B=B)
+    R = reps(20_000, 4_000)
+    rels = chunked(ftp, X, R, 2000, grid, space, radius, mu, seed=23)
+    assert not any(r.active.any() for r in rels)
+    err = np.concatenate([r.error(target) for r in rels])
+    # Theorem 13: MSE = 4B'² tr(K_T)/(n²μ²T), tr(K_T) from the kernel formula.
+    exact = 4 * radius**2 * np.trace(kernel_ref(space, grid, grid)) / (n**2 * mu**2 * grid.size)
+    if name == "gaussian":
+        assert exact == pytest.approx(4 * radius**2 / (n**2 * mu**2))  # tr(K_T) = T
+    assert theory.ftp_noiseless_error(space.at(grid), radius, n, mu) == pytest.approx(exact, rel=1e-12)
+    assert_mc_close(err, exact, what="MSE_FTP")
+
+
+def ptf_unconstrained_check(name, space, grid, target, X, radius, mu, n, R, seed):
+    geom = space.at(grid)
+    rels = chunked(ptf, X, R, 2000, grid, space, radius, mu, seed=seed)
+    # Neither the clipping nor the ball ever binds in this setting.
+    assert np.all(np.abs(X) < rels[0].clip)
+    active = np.concatenate([np.atleast_1d(r.active) for r in rels])
+    assert active.size == R and active.mean() == 0.0
+    max_norm = max(np.linalg.norm(r.coef, axis=-1).max() for r in rels)
+    assert max_norm < 0.8 * radius  # with room to spare
+    return np.concatenate([r.error(target) for r in rels]), geom
+
+
+@pytest.mark.slow
+def test_unconstrained_ptf_legendre_error_is_tau2_trace_Ainv():
+    space, grid = CASES["legendre"]
+    n, B, radius, mu = 50, 1.0, 2.0, 4.0
+    X, target = make_data("legendre", n, np.random.default_rng(24), B=B)
+    R = reps(20_000, 4_000)
+    err, geom = ptf_unconstrained_check("legendre", space, grid, target, X, radius, mu, n, R, 25)
+    Phi = phi_ref(4, grid)
+    W = 1 / np.sum(Phi**2, axis=1)
+    A = Phi.T @ (W[:, None] * Phi)
+    tau = 2 * radius * np.sqrt(grid.size) / (n * mu)
+    exact = tau**2 * np.trace(np.linalg.inv(A))  # eq. (33)
+    assert theory.ptf_unconstrained_error(geom, radius, n, mu) == pytest.approx(exact, rel=1e-12)
+    assert_mc_close(err, exact, what="IMSE_PTF (unconstrained)")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, T", [("gaussian", 6), ("brownian", 6)])
+def test_unconstrained_ptf_kernel_error_is_tau2_trace_Winv_over_T(name, T):
+    space = CASES[name][0]
+    grid = uniform_grid(T) if name == "gaussian" else np.arange(1, T + 1) / T
+    n, B, radius, mu = 50, 1.0, 2.0, 4.0
+    rng = np.random.default_rng(26)
+    curves = rkhs_curves(n, rng, kernel=space.kernel, B=B)
+    X = curves.values(grid)
+    target = space.at(grid).coef_from_values(curves.mean_values(grid))
+    R = reps(20_000, 4_000)
+    err, geom = ptf_unconstrained_check(name, space, grid, target, X, radius, mu, n, R, 27)
+    tau = 2 * radius * np.sqrt(T) / (n * mu)
+    exact = tau**2 * np.trace(kernel_ref(space, grid, grid)) / T  # tr(W⁻¹) = Σ K(t_j, t_j)
+    assert theory.ptf_unconstrained_error(geom, radius, n, mu) == pytest.approx(exact, rel=1e-12)
+    assert_mc_close(err, exact, what="MSE_PTF (unconstrained)")
+
+
+# ---------------------------------------------------------------------------
+# Monte Carlo: the off-grid noise of an RKHS FTP release (Corollary 8)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_brownian_ftp_off_grid_noise_is_the_brownian_bridge():
+    """Off the grid, rel(t) - E[rel(t) | grid values] has the conditional variance of σZ_K.
+
+    For Brownian motion the conditional law is explicit: linear interpolation between
+    neighbouring grid values (from Z(0) = 0 on the left, flat beyond the last point)
+    plus a bridge with variance (t - t_j)(t_{j+1} - t)/(t_{j+1} - t_j), or t(t_1 - t)/t_1
+    left of the grid, or t - t_T right of it.  The fitted part cancels exactly in this
+    residual, since it is itself a Brownian-kernel interpolant of its grid values.
+    """
+    grid = np.array([0.2, 0.4, 0.6, 0.8])
+    n, radius, mu = 10, 1.0, 1.0
+    sigma = 2 * radius / (n * mu)
+    curves = rkhs_curves(n, np.random.default_rng(30), kernel=brownian_kernel())
+    X = curves.values(grid)
+    R = reps(20_000, 5_000)
+    rel = ftp(np.broadcast_to(X, (R, n, grid.size)), grid, BROWN, radius, mu,
+              np.random.default_rng(31))
+    G = rel(grid)
+    t = np.array([0.05, 0.3, 0.5, 0.9])
+    V = rel(t)
+    later = rel([0.35])[:, 0]  # drawn in a second call: must condition on the first draws
+    resid = V - np.stack(interp_rows(t, grid, G), axis=1)
+    var = np.array([0.05 * 0.15 / 0.2, 0.1 * 0.1 / 0.2, 0.1 * 0.1 / 0.2, 0.1]) * sigma**2
+    z = bonferroni_z(2 * t.size + 2)
+    assert_mc_close(resid, np.zeros(t.size), z=z, what="bridge residual mean")
+    assert_mc_close(resid**2, var, z=z, what="bridge residual variance")
+    # t = 0.35 given the grid and Z(0.3): bridge between 0.3 and 0.4.
+    r35 = later - (V[:, 1] * (0.4 - 0.35) / 0.1 + G[:, 1] * (0.35 - 0.3) / 0.1)
+    assert_mc_close(r35**2, sigma**2 * 0.05 * 0.05 / 0.1, z=z, what="sequential bridge variance")
+    assert_mc_close(r35 * resid[:, 1], 0.0, z=z, what="independent bridge increments")
+
+
+def interp_rows(t, grid, G):
+    """For each t: E[Z(t) | Z(grid) = G] for Brownian motion, as a (reps,) array."""
+    out = []
+    for tt in t:
+        if tt <= grid[0]:
+            out.append(G[:, 0] * tt / grid[0])
+        elif tt >= grid[-1]:
+            out.append(G[:, -1])
+        else:
+            j = np.searchsorted(grid, tt) - 1
+            lam = (tt - grid[j]) / (grid[j + 1] - grid[j])
+            out.append((1 - lam) * G[:, j] + lam * G[:, j + 1])
+    return out
+
+
+@pytest.mark.slow
+def test_gaussian_ftp_off_grid_covariance_is_sigma2_K():
+    """With fixed data, Cov over releases of (rel(s), rel(t)) is σ²K(s, t), on or off the grid."""
+    space, grid = GAUSS, uniform_grid(5)
+    n, radius, mu = 10, 1.0, 1.0
+    sigma = 2 * radius / (n * mu)
+    curves = rkhs_curves(n, np.random.default_rng(32))
+    X = curves.values(grid)
+    R = reps(20_000, 5_000)
+    rel = ftp(np.broadcast_to(X, (R, n, grid.size)), grid, space, radius, mu,
+              np.random.default_rng(33))
+    pts = np.array([0.1, 0.25, 0.6, 0.93])  # 0.25 is a grid point
+    V = rel(pts)
+    centred = V - V.mean(axis=0)  # the fitted part is the same in every repetition
+    prods = (centred[:, :, None] * centred[:, None, :]).reshape(R, -1)
+    expect = (sigma**2 * gauss_k(pts, pts)).ravel() * (R - 1) / R
+    assert_mc_close(prods, expect, z=bonferroni_z(16), what="off-grid covariance")

@@ -1,0 +1,245 @@
+"""The bounds and limits of §4.2 (Theorems 10-11, 13-14, Corollaries 12 and 15).
+
+Formulas are recomputed here from the paper's statements with matrices built
+independently (scipy Legendre polynomials, kernel formulas), and the
+conditions on B' are probed on both sides of their thresholds.  Two seeded
+Monte Carlo checks confirm that the σ₀ > 0 bound of Theorem 10 and the lower
+bound of Theorem 11 hold in settings where their conditions are met.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import special, stats
+
+from dpfda import (
+    KernelSpace,
+    LegendreSpace,
+    brownian_kernel,
+    ftp,
+    gaussian_kernel,
+    observe,
+    polynomial_curves,
+    ptf,
+    theory,
+    uniform_grid,
+)
+
+from _support import mc_mean_se, reps
+
+
+def phi_ref(m, t):
+    return np.stack([np.sqrt(2 * k - 1) * special.eval_sh_legendre(k - 1, t)
+                     for k in range(1, m + 1)], axis=1)
+
+
+def A_ref(m, grid):
+    Phi = phi_ref(m, grid)
+    W = 1.0 / np.sum(Phi**2, axis=1)
+    return Phi.T @ (W[:, None] * Phi)
+
+
+# ---------------------------------------------------------------------------
+# Corollaries 12 and 15: the limiting ratio
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 6, 8])
+@pytest.mark.parametrize("T", [8, 20, 50])
+def test_legendre_ratio_limit(m, T):
+    grid = uniform_grid(T)
+    geom = LegendreSpace(m).at(grid)
+    A = A_ref(m, grid)
+    limit = theory.ratio_limit(geom)
+    assert limit == pytest.approx(m / (T * np.trace(np.linalg.inv(A))), rel=1e-12)
+    assert theory.ratio_limit_upper(geom) == pytest.approx(1.0 / m)
+    # tr A = T (each row of Φ weighted by its own squared norm), so by AM-HM
+    # m/(T tr A⁻¹) <= 1/m, with equality exactly when all eigenvalues of A are equal.
+    lam = np.linalg.eigvalsh(A)
+    assert np.sum(lam) == pytest.approx(T, rel=1e-12)
+    spread = (lam[-1] - lam[0]) / lam[-1]
+    if spread < 1e-12:
+        assert limit == pytest.approx(1.0 / m, rel=1e-12)
+    else:
+        assert limit < 1.0 / m * (1 - 1e-3 * spread**2)
+    # The limit is the ratio of the exact noiseless FTP error to the unconstrained PTF error.
+    ratio = (theory.ftp_noiseless_error(geom, 1.1, 100, 0.5)
+             / theory.ptf_unconstrained_error(geom, 1.1, 100, 0.5))
+    assert ratio == pytest.approx(limit, rel=1e-12)
+
+
+def test_ratio_limit_equality_case():
+    """Equal eigenvalues: m = 2 at t = 1/2 ± 1/sqrt(12), where φ₂ = ∓1 and A = I."""
+    grid = np.array([0.5 - 1 / np.sqrt(12), 0.5 + 1 / np.sqrt(12)])
+    geom = LegendreSpace(2).at(grid)
+    np.testing.assert_allclose(theory.ptf_A(geom), np.eye(2), atol=1e-14)
+    assert theory.ratio_limit(geom) == pytest.approx(0.5, rel=1e-14)
+    assert theory.ratio_limit(geom) == pytest.approx(theory.ratio_limit_upper(geom), rel=1e-14)
+    # m = 1: A is 1x1, trivially "equal eigenvalues": ratio 1 = 1/m.
+    assert theory.ratio_limit(LegendreSpace(1).at(uniform_grid(9))) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("T", [2, 4, 6, 8])
+def test_kernel_ratio_limit_is_one_over_T(T):
+    for space, grid in [(KernelSpace(gaussian_kernel(0.2)), uniform_grid(T)),
+                        (KernelSpace(brownian_kernel()), np.arange(1, T + 1) / T)]:
+        geom = space.at(grid)
+        assert theory.ratio_limit(geom) == pytest.approx(1.0 / T, rel=1e-12)
+        assert theory.ratio_limit_upper(geom) == 1.0 / T
+        ratio = (theory.ftp_noiseless_error(geom, 1.1, 100, 1.0)
+                 / theory.ptf_unconstrained_error(geom, 1.1, 100, 1.0))
+        assert ratio == pytest.approx(1.0 / T, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# Bounds: values and conditions
+# ---------------------------------------------------------------------------
+
+
+def test_tau_and_chi2_tail():
+    assert theory.tau(1.5, 20, 100, 0.5) == pytest.approx(2 * 1.5 * np.sqrt(20) / (100 * 0.5))
+    for m in (1, 4, 10):
+        x = np.array([0.0, 0.5, 2.0, 10.0])
+        thr, bound = theory.chi2_tail_bound(m, x)
+        np.testing.assert_allclose(thr, m + 2 * np.sqrt(m * x) + 2 * x)
+        np.testing.assert_allclose(bound, np.exp(-x))
+        assert np.all(stats.chi2.sf(thr, m) <= bound)  # Laurent–Massart (eq. 27)
+
+
+def test_theorem_10_bound():
+    m, T, B, n, mu = 4, 20, 1.0, 50, 1.0
+    grid = uniform_grid(T)
+    geom = LegendreSpace(m).at(grid)
+    # σ₀ = 0: exact 4mB'²/(n²μ²), condition B' >= B.
+    for radius, holds in [(1.1, True), (1.0, True), (0.9, False)]:
+        b = theory.ftp_imse_bound(geom, B, radius, n, mu, 0.0)
+        assert b.value == pytest.approx(4 * m * radius**2 / (n**2 * mu**2))
+        assert b.holds is holds and b.theorem == "Theorem 10"
+        assert float(b) == b.value
+    with pytest.raises(ValueError, match="Theorem 10"):
+        theory.ftp_imse_bound(geom, B, 0.9, n, mu, 0.0).require()
+    assert theory.ftp_imse_bound(geom, B, 1.1, n, mu, 0.0).require().holds
+    # σ₀ > 0: eq. (32) with κ(M), tr(M⁻¹), λ_min(M) from an independent M.
+    s0 = 0.2
+    M = phi_ref(m, grid).T @ phi_ref(m, grid)
+    lam = np.linalg.eigvalsh(M)
+    kappa, trMinv = lam[-1] / lam[0], np.trace(np.linalg.inv(M))
+    need = B + np.sqrt(m) * s0 / np.sqrt(lam[0])
+    for radius in [need * (1 - 1e-9), need * (1 + 1e-9), 2.0 * need]:
+        b = theory.ftp_imse_bound(geom, B, radius, n, mu, s0)
+        expo = np.exp(-0.25 * ((radius - B) * np.sqrt(lam[0]) / s0 - np.sqrt(m)) ** 2)
+        value = (4 * m * radius**2 / (n**2 * mu**2) + kappa * s0**2 * trMinv / n
+                 + (1 - 1 / n) * kappa * np.sqrt(3) * s0**2 * trMinv * expo)
+        assert b.value == pytest.approx(value, rel=1e-10)
+        assert b.holds is (radius >= need)
+        assert "B'" in b.condition
+
+
+def test_theorem_11_bound():
+    m, T, B, n, mu = 4, 20, 1.0, 200, 1.0
+    grid = uniform_grid(T)
+    geom = LegendreSpace(m).at(grid)
+    A = A_ref(m, grid)
+    lam_min = np.linalg.eigvalsh(A)[0]
+    for radius in [1.01, 1.5, 3.0]:
+        tau = 2 * radius * np.sqrt(T) / (n * mu)
+        need = B + tau * np.sqrt(m) / np.sqrt(lam_min)
+        b = theory.ptf_imse_lower_bound(geom, B, radius, n, mu)
+        expo = np.exp(-0.25 * ((radius - B) * np.sqrt(lam_min) / tau - np.sqrt(m)) ** 2)
+        assert b.value == pytest.approx(tau**2 * np.trace(np.linalg.inv(A)) * (1 - np.sqrt(3) * expo),
+                                        rel=1e-10)
+        assert b.holds is (radius >= need)
+        assert b.value <= theory.ptf_unconstrained_error(geom, radius, n, mu)
+    with pytest.raises(ValueError, match="Theorem 11"):
+        theory.ptf_imse_lower_bound(geom, B, 1.0001, 10, 0.1).require()
+
+
+def test_theorems_13_and_14_bounds():
+    T, B, n, mu = 6, 1.0, 100, 1.0
+    grid = uniform_grid(T)
+    geom = KernelSpace(gaussian_kernel(0.2)).at(grid)
+    K = np.exp(-(np.subtract.outer(grid, grid) ** 2) / (2 * 0.04))
+    lamK = np.linalg.eigvalsh(K)[0]
+    # Theorem 13, σ₀ = 0: exact 4B'² tr(K_T)/(n²μ²T), condition B' >= B.
+    b = theory.ftp_mse_bound(geom, B, 1.2, n, mu, 0.0)
+    assert b.value == pytest.approx(4 * 1.2**2 * np.trace(K) / (n**2 * mu**2 * T))
+    assert b.holds and not theory.ftp_mse_bound(geom, B, 0.8, n, mu, 0.0).holds
+    # Theorem 13, σ₀ > 0.
+    s0 = 0.05
+    need = B + s0 * np.sqrt(T) / np.sqrt(lamK)
+    for radius in [need * 0.99, need * 1.01]:
+        b = theory.ftp_mse_bound(geom, B, radius, n, mu, s0)
+        expo = np.exp(-0.25 * ((radius - B) * np.sqrt(lamK) / s0 - np.sqrt(T)) ** 2)
+        value = (4 * radius**2 * np.trace(K) / (n**2 * mu**2 * T) + s0**2 / n
+                 + (1 - 1 / n) * s0**2 * np.sqrt((T + 2) / T) * expo)
+        assert b.value == pytest.approx(value, rel=1e-8)
+        assert b.holds is (radius >= need)
+    with pytest.raises(ValueError, match="Theorem 13"):
+        theory.ftp_mse_bound(geom, B, need * 0.99, n, mu, s0).require()
+    # Theorem 14: A = K^{1/2} W K^{1/2} = K_T for the Gaussian kernel (W = I).
+    np.testing.assert_allclose(theory.ptf_A(geom), K, atol=1e-12)
+    for radius in [1.05, 2.0]:
+        tau = 2 * radius * np.sqrt(T) / (n * mu)
+        need = B + tau * np.sqrt(T) / np.sqrt(lamK)
+        b = theory.ptf_mse_lower_bound(geom, B, radius, n, mu)
+        expo = np.exp(-0.25 * ((radius - B) * np.sqrt(lamK) / tau - np.sqrt(T)) ** 2)
+        assert b.value == pytest.approx(tau**2 * (1 - np.sqrt(3) * expo), rel=1e-8)  # tr(W⁻¹) = T
+        assert b.holds is (radius >= need)
+
+
+def test_bounds_reject_the_wrong_space():
+    leg = LegendreSpace(3).at(uniform_grid(10))
+    ker = KernelSpace(gaussian_kernel(0.2)).at(uniform_grid(5))
+    with pytest.raises(TypeError):
+        theory.ftp_imse_bound(ker, 1.0, 1.1, 10, 1.0, 0.0)
+    with pytest.raises(TypeError):
+        theory.ptf_imse_lower_bound(ker, 1.0, 1.1, 10, 1.0)
+    with pytest.raises(TypeError):
+        theory.ftp_mse_bound(leg, 1.0, 1.1, 10, 1.0, 0.0)
+    with pytest.raises(TypeError):
+        theory.ptf_mse_lower_bound(leg, 1.0, 1.1, 10, 1.0)
+    with pytest.raises(TypeError, match="geometry"):
+        theory.ftp_noiseless_error(np.eye(3), 1.0, 10, 1.0)
+
+
+# ---------------------------------------------------------------------------
+# Monte Carlo: the bounds hold where their conditions do
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_theorem_10_bound_holds_with_observation_noise():
+    m, T, B, n, mu, s0 = 4, 20, 1.0, 30, 1.0, 0.3
+    grid = uniform_grid(T)
+    space = LegendreSpace(m)
+    geom = space.at(grid)
+    rng = np.random.default_rng(40)
+    curves = polynomial_curves(n, m, rng, B=B)
+    # The smallest radius that meets the condition: the constraint is active now and then.
+    M = geom.Phi.T @ geom.Phi
+    radius = B + np.sqrt(m) * s0 / np.sqrt(np.linalg.eigvalsh(M)[0])
+    bound = theory.ftp_imse_bound(geom, B, radius, n, mu, s0).require()
+    R = reps(4000, 1000)
+    X = observe(curves.values(grid), s0, rng, reps=R)
+    rel = ftp(X, grid, space, radius, mu, rng)
+    assert rel.active.any()
+    mean, se = mc_mean_se(rel.error(curves.mean_coef))
+    assert mean <= bound.value + 4 * se, (mean, se, bound.value)
+
+
+@pytest.mark.slow
+def test_theorem_11_lower_bound_holds():
+    m, T, B, n, mu = 4, 20, 1.0, 100, 1.0
+    grid = uniform_grid(T)
+    space = LegendreSpace(m)
+    geom = space.at(grid)
+    rng = np.random.default_rng(41)
+    curves = polynomial_curves(n, m, rng, B=B)
+    radius = 1.5
+    bound = theory.ptf_imse_lower_bound(geom, B, radius, n, mu).require()
+    R = reps(4000, 1000)
+    X = np.broadcast_to(curves.values(grid), (R, n, T))
+    rel = ptf(X, grid, space, radius, mu, rng)
+    mean, se = mc_mean_se(rel.error(curves.mean_coef))
+    assert mean >= bound.value - 4 * se, (mean, se, bound.value)
