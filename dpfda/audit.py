@@ -35,9 +35,12 @@ Two scores:
   projects the evaluation half on it.
 
 Worst-case neighbours (:func:`worst_case_pair`) attain the sensitivities of
-both pipelines, and four mechanisms *broken on purpose* (:func:`broken_ptf_no_sqrt_T`,
-:func:`broken_ftp_grid_norm`, :func:`broken_ftp_no_radius`) show that the audit
-catches miscalibration.  They exist for the audit only; never release data with them.
+both pipelines, and mechanisms *broken on purpose* — PTF without the √T of
+composition (:func:`broken_ptf_no_sqrt_T`), FTP calibrated to the sup or L²
+norm on the grid instead of the Cameron–Martin norm (:func:`broken_ftp_grid_norm`),
+FTP without the radius constraint (:func:`broken_ftp_no_radius`) — show that
+the audit catches miscalibration.  They exist for the audit only and are not
+exported by ``dpfda``; never release data with them.
 """
 
 from __future__ import annotations
