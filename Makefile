@@ -1,6 +1,8 @@
 # dpfda-book: build the book, run the tests.
 #   make book     full-size build of the book into _build/html
-#   make test     unit tests, notebook tests (quick mode), then the full book build
+#   make test     unit tests, notebook tests (quick mode), the full book build, the browser
+#                 test of that build, then the student edition
+#   make test-browser  the built book in headless Chromium (after `make book`)
 #   make student  the student edition (solutions hidden) into _build/student/_build/html
 #   make clean    remove build outputs (keeps .venv and _vendor)
 #   make distclean  also remove .venv and the fetched MathJax
@@ -19,7 +21,7 @@ MATHJAX_VERSION := 3.2.2
 MATHJAX_DIR     := _vendor/mathjax
 MATHJAX         := $(MATHJAX_DIR)/tex-chtml-full.js
 
-.PHONY: venv mathjax book student test test-unit test-notebooks browser-deps clean distclean
+.PHONY: venv mathjax book student test test-unit test-notebooks test-browser browser-deps clean distclean
 
 venv: $(STAMP)
 
@@ -57,10 +59,11 @@ student: venv mathjax
 	$(RUN) jupyter-book build . --config _build/_config_student.yml --path-output _build/student $(JB_FLAGS)
 
 # Unit and property tests. pytest exits 5 when it collects nothing: accepted only when
-# tests/ holds no test files at all.
+# tests/ holds no test files at all. The browser test (marker `browser`) needs the built
+# book and runs in `test-browser` instead.
 test-unit: venv
 	@if [ -n "$$(find tests \( -name 'test_*.py' -o -name '*_test.py' \) -print -quit 2>/dev/null)" ]; then \
-	  $(RUN) pytest tests/; \
+	  $(RUN) pytest -m "not browser" tests/; \
 	else \
 	  echo "tests/: no test files yet"; \
 	fi
@@ -74,14 +77,25 @@ test-notebooks: venv
 	fi
 
 # Everything: unit tests, notebooks, then the full book build (-W -n: a warning, a broken
-# reference or a failing cell fails it), then the student edition from the same cache.
+# reference or a failing cell fails it), the browser test of that build, then the student
+# edition from the same cache.
 test: venv mathjax
 	$(MAKE) test-unit
 	$(MAKE) test-notebooks
 	$(MAKE) book
+	$(MAKE) test-browser
 	$(MAKE) student
 
-# Debian's Chromium, for a browser test of the built book (not yet part of `make test`).
+# The built book in a real browser (tests/browser/test_rendering.py): _build/html served on
+# 127.0.0.1 and every page opened in headless Chromium with no other network; math must be
+# typeset by the book's own MathJax, theorem boxes and figures shown, nothing fetched from
+# elsewhere. Screenshots go to _build/test-artifacts/. Run after `make book`: it fails
+# (does not skip) when the build or Chromium is missing. DPFDA_HTML=<folder> tests another
+# build, e.g. DPFDA_HTML=_build/student/_build/html after `make student`.
+test-browser: venv browser-deps
+	$(RUN) pytest -m browser -rA tests/browser
+
+# Debian's Chromium, for the browser test of the built book (`make test-browser`).
 browser-deps:
 	@if command -v chromium >/dev/null; then \
 	  echo "chromium already installed: $$(command -v chromium)"; \

@@ -1,0 +1,448 @@
+"""Reading the built book in a real browser (issue #4, item 5).
+
+The built HTML (``_build/html``, from ``make book``) is served on 127.0.0.1 and every
+content page is opened in headless Chromium with no network besides loopback (see
+``_browser.py``). For each page the test waits until MathJax has finished typesetting and
+the fonts are in, then checks what a reader would see:
+
+* math is typeset: every ``.math`` element holds MathJax output (``mjx-container``), no
+  TeX error (MathJax's red ``merror`` or unknown-macro text), and no raw ``$...$``, ``$$``,
+  ``\\(``, ``\\[`` or ``\\begin{`` left in the visible text outside code;
+* MathJax (version 3) comes from the book itself: its ``<script src>`` is relative and was
+  answered by our server;
+* theorem/definition boxes (sphinx-proof: ``div.proof.<kind>``) are laid out, titled
+  ("Theorem 1.2 ..."), framed, and sphinx-proof's ``proof.css`` is applied;
+* every figure (``<img>`` under ``_images/``) is served (HTTP 200, non-empty) and decoded
+  by the browser (natural size > 0);
+* the page requested nothing outside 127.0.0.1, no request failed or got an HTTP error,
+  no JavaScript exception was thrown and nothing but one known theme message was logged as
+  an error.
+
+A screenshot of each page (1280x2000 viewport, top of the page) is saved under
+``_build/test-artifacts/`` and checked to be a real picture, not a blank one. At least one
+page must have all three of a theorem-like box, a figure and math; for those pages two more
+screenshots show the first box and the first figure.
+
+Not part of the unit tests (marker ``browser``; ``tests/browser`` is also left out of
+pytest's recursion, see ``pyproject.toml``): run by ``make test-browser``, after
+``make book``. It fails, not skips, when the build or Chromium is missing.
+Environment: ``DPFDA_HTML`` tests another build folder (e.g. the student edition),
+``DPFDA_ARTIFACTS`` saves the screenshots elsewhere.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from _browser import LOOPBACK, BrowserError, Chromium, Sentinel, StaticServer
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML = Path(os.environ.get("DPFDA_HTML", ROOT / "_build" / "html")).resolve()
+ARTIFACTS = Path(os.environ.get("DPFDA_ARTIFACTS", ROOT / "_build" / "test-artifacts")).resolve()
+WIDTH, HEIGHT = 1280, 2000
+PAGE_TIMEOUT = 60.0  # seconds for one page to load and typeset
+
+# Folders and pages of a Sphinx build that are not chapters.
+NOT_CONTENT = {"_static", "_sources", "_images", "_downloads", "mathjax", "_sphinx_design_static"}
+NOT_CHAPTERS = {"genindex.html", "search.html", "index.html", "py-modindex.html"}
+
+# Static markers in the built HTML (before any script runs).
+BOX = re.compile(r'<div class="proof (?:theorem|definition|proposition|corollary|lemma|example|algorithm)\b')
+FIGURE = re.compile(r'<img[^>]+src="[^"]*_images/[^"]+"')
+MATH = re.compile(r'class="[^"]*\bmath\b')
+
+
+def content_pages() -> list[str]:
+    """HTML pages of the build other than indexes, search and static assets (sorted)."""
+    if not HTML.is_dir():
+        return []
+    pages = []
+    for path in sorted(HTML.rglob("*.html")):
+        rel = path.relative_to(HTML)
+        if rel.parts[0] in NOT_CONTENT or (len(rel.parts) == 1 and rel.name in NOT_CHAPTERS):
+            continue
+        pages.append(rel.as_posix())
+    return pages
+
+
+def showcase_pages() -> list[str]:
+    """Pages whose HTML has a theorem-like box, a figure and math, all three."""
+    found = []
+    for page in content_pages():
+        text = (HTML / page).read_text(errors="replace")
+        if BOX.search(text) and FIGURE.search(text) and MATH.search(text):
+            found.append(page)
+    return found
+
+
+# A console error that is not the book's: on a first visit (empty localStorage) the head
+# script of pydata-sphinx-theme sets an empty colour mode, and its setTheme() logs this and
+# falls back to "auto" (the book sets no default_mode).
+KNOWN_CONSOLE_ERRORS = re.compile(r"^Got invalid theme mode: \. Resetting to auto\.$")
+
+
+# Runs inside the page once it has loaded: waits for MathJax and fonts, then reports.
+COLLECT = r"""
+(async () => {
+  const sleep = ms => new Promise(r => setTimeout(r, ms));
+  const deadline = Date.now() + %(wait_ms)d;
+  const mathScripts = [...document.querySelectorAll('script[src]')]
+      .filter(s => /mathjax/i.test(s.getAttribute('src')));
+  const report = {mathjax: null, mathScripts: mathScripts.map(s => ({attr: s.getAttribute('src'), url: s.src}))};
+  if (mathScripts.length) {
+    while (!(window.MathJax && MathJax.startup && MathJax.startup.promise)) {
+      if (Date.now() > deadline) { report.mathjax = {error: 'MathJax did not start'}; break; }
+      await sleep(50);
+    }
+    if (!report.mathjax) {
+      await MathJax.startup.promise;
+      report.mathjax = {version: MathJax.version};
+    }
+  }
+  await document.fonts.ready;
+  // Images: wait until each has finished loading or failed.
+  const imgs = [...document.querySelectorAll('img')];
+  while (imgs.some(i => !i.complete) && Date.now() < deadline) await sleep(50);
+
+  const visible = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  report.mathElements = document.querySelectorAll('.math').length;
+  report.untypeset = [...document.querySelectorAll('.math')]
+      .filter(e => !e.querySelector('mjx-container') && !e.closest('mjx-container'))
+      .map(e => e.textContent.trim().slice(0, 120));
+  report.mjx = document.querySelectorAll('mjx-container').length;
+  report.mjxVisible = [...document.querySelectorAll('mjx-container')].filter(visible).length;
+  // TeX errors: MathJax typesets a parse error as <merror>, and (noundefined extension) an
+  // unknown macro as red text that starts with a backslash. Read them from the MathML.
+  report.mathErrors = [];
+  if (window.MathJax && MathJax.startup && MathJax.startup.document && MathJax.startup.toMML) {
+    for (const item of MathJax.startup.document.math) {
+      const mml = MathJax.startup.toMML(item.root);
+      if (/<merror\b/.test(mml) || /<mtext[^>]*mathcolor="red"[^>]*>\\/.test(mml))
+        report.mathErrors.push(String(item.math).slice(0, 120));
+    }
+  }
+  report.proofCss = getComputedStyle(document.documentElement).getPropertyValue('--theorem-border-color').trim();
+
+  report.boxes = [...document.querySelectorAll('div.proof')].map(b => {
+    const title = b.querySelector('.admonition-title');
+    // Framed: a border on the box or its title (algorithms have rules on the title), or a shadow.
+    const border = el => el ? Math.max(...['Top', 'Right', 'Bottom', 'Left']
+        .map(s => parseFloat(getComputedStyle(el)['border' + s + 'Width']) || 0)) : 0;
+    return {classes: b.className, id: b.id, title: title ? title.innerText.trim() : null,
+            visible: visible(b), hidden: !!b.closest('details:not([open])'),
+            framed: border(b) > 0 || border(title) > 0 || getComputedStyle(b).boxShadow !== 'none'};
+  });
+  report.images = imgs.map(i => ({attr: i.getAttribute('src'), url: i.currentSrc || i.src, complete: i.complete,
+                                  naturalWidth: i.naturalWidth, naturalHeight: i.naturalHeight,
+                                  visible: visible(i), hidden: !!i.closest('details:not([open])')}));
+
+  // Visible text outside code, scripts and MathJax output: where raw TeX would show.
+  const skip = 'script, style, noscript, template, textarea, pre, code, kbd, samp, ' +
+               'mjx-container, mjx-assistive-mml, .highlight, .cell_input';
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {
+    acceptNode: n => n.parentElement && n.parentElement.closest(skip) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+  const texts = [];
+  while (walker.nextNode()) texts.push(walker.currentNode.nodeValue);
+  report.text = texts.join(' ');
+  report.title = document.title;
+  report.height = document.documentElement.scrollHeight;
+  return report;
+})()
+"""
+
+# Raw TeX a reader should never see in prose: display dollars, \( \) \[ \] delimiters,
+# \begin{...}, or an inline $...$ that holds a TeX command, a sub- or superscript.
+RAW_TEX = [
+    re.compile(r"\$\$"),
+    re.compile(r"\\[()\[\]]"),
+    re.compile(r"\\begin\{"),
+    re.compile(r"\$[^$\n]{0,300}?(?:\\[A-Za-z]+|[_^][{\w])[^$\n]{0,300}?\$"),
+]
+
+
+
+def raw_tex(text: str) -> list[str]:
+    hits = []
+    for pattern in RAW_TEX:
+        for match in pattern.finditer(text):
+            start = max(match.start() - 40, 0)
+            hits.append(text[start:match.end() + 40].replace("\n", " "))
+    return hits
+
+
+def png_report(data: bytes) -> dict:
+    """Size and how far from blank a PNG is (decoded with Pillow, a matplotlib dependency)."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(data)).convert("RGB")
+    total = image.size[0] * image.size[1]
+    counts = image.getcolors(total)  # [(count, colour), ...], every colour
+    background = max(count for count, _ in counts)
+    return {"size": image.size, "bytes": len(data), "colours": len(counts), "ink": 1 - background / total}
+
+
+def check_png(data: bytes, label: str) -> dict:
+    info = png_report(data)
+    assert info["size"] == (WIDTH, HEIGHT), f"{label}: screenshot is {info['size']}, not {WIDTH}x{HEIGHT}"
+    assert info["bytes"] > 20_000, f"{label}: screenshot is only {info['bytes']} bytes"
+    assert info["colours"] >= 32, f"{label}: screenshot has only {info['colours']} colours: blank?"
+    assert info["ink"] > 0.01, f"{label}: {info['ink']:.2%} of the screenshot differs from the background"
+    return info
+
+
+def fetch(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:  # a 127.0.0.1 URL only
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, b""
+
+
+def artifact_name(page: str, suffix: str = "") -> Path:
+    return ARTIFACTS / (page.removesuffix(".html").replace("/", "__") + suffix + ".png")
+
+
+# --- fixtures ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def build() -> Path:
+    assert HTML.is_dir(), f"{HTML} does not exist: build the book first (make book)"
+    assert (HTML / "mathjax").is_dir(), f"{HTML}/mathjax is missing: MathJax is not served by the book"
+    return HTML
+
+
+@pytest.fixture(scope="module")
+def sentinel():
+    with Sentinel() as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="module")
+def server(build):
+    with StaticServer(build) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def browser(sentinel):
+    executable = shutil.which("chromium")
+    assert executable, "Debian's chromium is not installed: run `make browser-deps`"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with Chromium(executable, proxy_port=sentinel.port, log_path=ARTIFACTS / "chromium.log") as chromium:
+        yield chromium
+
+
+class Visit:
+    """One page opened in a fresh tab: the collected report and the page's network events."""
+
+    def __init__(self, browser: Chromium, server: StaticServer, page: str):
+        self.browser, self.page = browser, page
+        self.url = urllib.parse.urljoin(server.base, page)
+        self.session = browser.open_page(WIDTH, HEIGHT)
+        started = time.monotonic()
+        browser.navigate(self.session, self.url, timeout=PAGE_TIMEOUT)
+        self.report = browser.evaluate(self.session, COLLECT % {"wait_ms": int(PAGE_TIMEOUT * 1000)},
+                                       timeout=PAGE_TIMEOUT + 10)
+        self.seconds = time.monotonic() - started
+
+    def requests(self) -> list[str]:
+        return [e["params"]["request"]["url"] for e in self.browser.events(self.session, "Network.requestWillBeSent")]
+
+    def responses(self) -> dict[str, int]:
+        return {e["params"]["response"]["url"]: e["params"]["response"]["status"]
+                for e in self.browser.events(self.session, "Network.responseReceived")}
+
+    def failures(self) -> list[str]:
+        by_id = {e["params"]["requestId"]: e["params"]["request"]["url"]
+                 for e in self.browser.events(self.session, "Network.requestWillBeSent")}
+        return [f"{by_id.get(e['params']['requestId'], '?')}: {e['params']['errorText']}"
+                for e in self.browser.events(self.session, "Network.loadingFailed")]
+
+    def exceptions(self) -> list[str]:
+        found = []
+        for e in self.browser.events(self.session, "Runtime.exceptionThrown"):
+            details = e["params"]["exceptionDetails"]
+            found.append(details.get("exception", {}).get("description") or details.get("text", "?"))
+        return found
+
+    def console_errors(self) -> list[str]:
+        logged = [e["params"]["entry"]["text"] for e in self.browser.events(self.session, "Log.entryAdded")
+                  if e["params"]["entry"]["level"] == "error"
+                  and not e["params"]["entry"].get("url", "").endswith("/favicon.ico")]
+        called = [" ".join(str(a.get("value", a.get("description", ""))) for a in e["params"]["args"])
+                  for e in self.browser.events(self.session, "Runtime.consoleAPICalled")
+                  if e["params"]["type"] in {"error", "assert"}]
+        return logged + called
+
+    def scroll_to(self, element: str) -> bool:
+        """Scroll the element that the JavaScript expression ``element`` finds to the top."""
+        return self.browser.evaluate(self.session, f"""(async () => {{
+            const el = {element};
+            if (!el) return false;
+            el.scrollIntoView({{block: 'start'}}); window.scrollBy(0, -80);
+            await new Promise(r => setTimeout(r, 200));  // let the scroll settle before the screenshot
+            return true;
+        }})()""")
+
+    def screenshot(self, suffix: str = "") -> tuple[Path, bytes]:
+        path = artifact_name(self.page, suffix)
+        return path, self.browser.screenshot(self.session, path)
+
+    def close(self) -> None:
+        self.browser.close_page(self.session)
+
+
+@pytest.fixture
+def open_page(browser, server):
+    """Opens a page in a new tab; the tabs are closed when the test ends."""
+    opened: list[Visit] = []
+
+    def open_(page: str) -> Visit:
+        opened.append(Visit(browser, server, page))
+        return opened[-1]
+
+    yield open_
+    for visit in opened:
+        try:
+            visit.close()
+        except BrowserError:
+            pass
+
+
+# --- tests ----------------------------------------------------------------------------------------
+def test_browser_has_no_network_beyond_loopback(browser, server, sentinel, build):
+    """Off-host requests from a page fail, and they reached only our sentinel proxy on 127.0.0.1."""
+    session = browser.open_page(WIDTH, HEIGHT)
+    browser.navigate(session, server.base + "genindex.html")
+    outcome = browser.evaluate(session, """(async () => {
+        const out = {};
+        for (const url of ['http://example.com/probe', 'https://example.org/probe']) {
+          try { const r = await fetch(url, {cache: 'no-store'}); out[url] = 'status ' + r.status; }
+          catch (e) { out[url] = 'failed: ' + e.message; }
+        }
+        return out;
+    })()""")
+    assert all(v.startswith("failed") for v in outcome.values()), outcome
+    seen = " ".join(sentinel.seen)
+    assert "example.com" in seen and "example.org:443" in seen, (
+        f"off-host requests did not go to the loopback proxy: {sentinel.seen}")
+    loopback = browser.evaluate(session, "fetch(location.href).then(r => r.status)")
+    browser.close_page(session)
+    assert loopback == 200
+
+
+def test_book_has_a_chapter_with_box_figure_and_math(build):
+    pages = showcase_pages()
+    print(f"pages with a theorem-like box, a figure and math: {pages}")
+    assert pages, (f"no page of {build} has all of a sphinx-proof box, a figure under _images/ and math; "
+                   f"content pages: {content_pages()}")
+
+
+@pytest.mark.parametrize("page", content_pages() or ["<no content pages: build the book first>"])
+def test_page_renders(page, build, open_page):
+    assert (build / page).is_file(), f"{build / page} is missing"
+    source = (build / page).read_text(errors="replace")
+    visit = open_page(page)
+    report = visit.report
+    problems: list[str] = []
+
+    # Math: MathJax 3 from our server, every math element typeset, no errors, no raw TeX.
+    if MATH.search(source):
+        if not report["mathScripts"]:
+            problems.append("page has math but loads no MathJax script")
+        for script in report["mathScripts"]:
+            if re.match(r"^(?:[a-z]+:)?//", script["attr"], re.I):
+                problems.append(f"MathJax script src is not relative: {script['attr']}")
+            if urllib.parse.urlsplit(script["url"]).hostname != LOOPBACK:
+                problems.append(f"MathJax script is not loaded from {LOOPBACK}: {script['url']}")
+            if visit.responses().get(script["url"]) != 200:
+                problems.append(f"MathJax script {script['url']} was not served (responses: {visit.responses()})")
+        mathjax = report["mathjax"] or {}
+        if not str(mathjax.get("version", "")).startswith("3."):
+            problems.append(f"MathJax 3 did not run: {mathjax}")
+        if report["untypeset"]:
+            problems.append(f"{len(report['untypeset'])} math elements not typeset, e.g. {report['untypeset'][:3]}")
+        if report["mjx"] < report["mathElements"] or report["mjxVisible"] == 0:
+            problems.append(f"{report['mjx']} MathJax outputs ({report['mjxVisible']} visible) "
+                            f"for {report['mathElements']} math elements")
+        if report["mathErrors"]:
+            problems.append(f"TeX errors (MathJax shows them in red): {report['mathErrors'][:5]}")
+    raw = raw_tex(report["text"])
+    if raw:
+        problems.append(f"raw TeX in the visible text: {raw[:5]}")
+
+    # Theorem-like boxes: laid out (unless inside a closed dropdown), titled, styled.
+    if BOX.search(source) and not report["boxes"]:
+        problems.append("the HTML has sphinx-proof boxes but the browser found none")
+    for box in report["boxes"]:
+        kind = box["classes"].split()[1] if len(box["classes"].split()) > 1 else "?"
+        if not box["hidden"] and not box["visible"]:
+            problems.append(f"box #{box['id']} ({kind}) has no size on screen")
+        if not box["title"] or not box["title"].lower().startswith(kind.lower()):
+            problems.append(f"box #{box['id']} ({kind}) has title {box['title']!r}")
+        if not box["framed"]:
+            problems.append(f"box #{box['id']} ({kind}) has no border or shadow")
+    if report["boxes"] and not report["proofCss"]:
+        problems.append("sphinx-proof's proof.css is not applied (no --theorem-border-color)")
+
+    # Figures: served by our server, decoded by the browser, shown.
+    figures = [i for i in report["images"] if "_images/" in i["attr"]]
+    if FIGURE.search(source) and not figures:
+        problems.append("the HTML has figures but the browser found none")
+    for image in report["images"]:
+        if not (image["complete"] and image["naturalWidth"] > 0 and image["naturalHeight"] > 0):
+            problems.append(f"image not decoded by the browser: {image['attr']}")
+    for image in figures:
+        if not image["hidden"] and not image["visible"]:
+            problems.append(f"figure has no size on screen: {image['attr']}")
+        status, body = fetch(image["url"])
+        if status != 200 or not body:
+            problems.append(f"figure {image['url']}: HTTP {status}, {len(body)} bytes")
+
+    # The page stayed on loopback, every request succeeded, and no script failed.
+    for url in visit.requests():
+        scheme = urllib.parse.urlsplit(url).scheme
+        if scheme not in {"data", "blob", "about"} and urllib.parse.urlsplit(url).hostname != LOOPBACK:
+            problems.append(f"off-host request: {url}")
+    for url, status in visit.responses().items():
+        if status >= 400 and not url.endswith("/favicon.ico"):  # the browser asks for it by itself
+            problems.append(f"HTTP {status} for {url}")
+    problems += [f"request failed: {f}" for f in visit.failures()]
+    problems += [f"JavaScript exception: {e}" for e in visit.exceptions()]
+    problems += [f"console error: {e}" for e in visit.console_errors() if not KNOWN_CONSOLE_ERRORS.search(e)]
+
+    # Screenshot of the top of the page, kept as an artefact.
+    path, png = visit.screenshot()
+    info = check_png(png, page)
+    print(f"{page}: {report['mjx']} formulas typeset, {len(report['boxes'])} boxes, {len(figures)} figures, "
+          f"{len(visit.requests())} requests, {visit.seconds:.1f} s; screenshot {path} "
+          f"({info['bytes'] // 1024} KiB, {info['colours']} colours, {info['ink']:.0%} ink)")
+    assert not problems, f"{page} ({visit.url}):\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("page", showcase_pages() or ["<no page with a box, a figure and math>"])
+def test_showcase_screenshots(page, build, open_page):
+    """Screenshots with the first theorem-like box and the first figure in view."""
+    assert (build / page).is_file(), f"no page has a box, a figure and math (see the test above)"
+    visit = open_page(page)
+    shown = "!e.closest('details:not([open])') && e.getBoundingClientRect().height > 0"
+    shots = []
+    for suffix, selector in (("-box", "div.proof"), ("-figure", "img[src*='_images/']")):
+        found = visit.scroll_to(f"[...document.querySelectorAll({json.dumps(selector)})].find(e => {shown})")
+        assert found, f"{page}: no {selector} is shown on screen (all inside closed dropdowns?)"
+        path, png = visit.screenshot(suffix)
+        info = check_png(png, f"{page}{suffix}")
+        shots.append(f"{path} ({info['bytes'] // 1024} KiB, {info['ink']:.0%} ink)")
+    print(f"{page}: " + "; ".join(shots))
