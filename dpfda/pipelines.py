@@ -138,8 +138,7 @@ class Release:
     """
 
     def __init__(self, *, method, geometry, coef, mu, radius, n, noise_scale, active,
-                 clip=None, weights=None, noisy_means=None, fit_coef=None, noise_coef=None,
-                 rng=None):
+                 clip=None, weights=None, noisy_means=None, residual_rng=None):
         self.method = method
         self.geometry = geometry
         self.coef = coef
@@ -151,10 +150,9 @@ class Release:
         self.clip = clip
         self.weights = weights
         self.noisy_means = noisy_means
-        self._fit_coef = fit_coef
-        self._noise_coef = noise_coef
-        self._gp = None
-        self._rng = rng
+        # Only an RKHS FTP release has a random part off the grid (see __call__).
+        self._residual = None
+        self._residual_rng = residual_rng
 
     space = property(lambda self: self.geometry.space)
     grid = property(lambda self: self.geometry.grid)
@@ -180,30 +178,33 @@ class Release:
         """Evaluate the released function at points ``t`` in [0, 1].
 
         Exact for H_m and for every PTF release.  An RKHS FTP release is
-        f̂ + σZ_K with Z_K a Gaussian process path (Corollary 8): on the grid it
-        equals ``values``; off the grid, Z_K is drawn from the process conditional
-        on every value drawn so far, so repeated calls describe one consistent
-        function.
+        f̂ + σZ_K with Z_K a Gaussian process path (Corollary 8).  Given the
+        grid values, Z_K(t) is Gaussian with mean K(t, grid)K_T⁻¹Z_K(grid) and
+        the covariance of the residual process R = Z_K - E[Z_K | grid]; since f̂
+        lies in span{K(t_j, ·)}, f̂(t) + σE[Z_K(t) | grid] is the kernel
+        interpolant of the released grid values.  So the release off the grid
+        is ``evaluate(coef, t) + σR(t)``, with R drawn lazily, independently of
+        the data, and conditional on every residual value drawn so far, so that
+        repeated calls describe one consistent function.  On the grid R = 0 and
+        the release equals ``values``.  No non-private quantity is stored.
         """
         t = check_points(t)
-        if self._noise_coef is None or not isinstance(self.space, KernelSpace):
-            return self.geometry.evaluate(self.coef, t)
-        fit_part = self.geometry.evaluate(self._fit_coef, t)
-        if self._gp is None:
-            grid_noise = self.geometry.values(self._noise_coef)
-            self._gp = _ConditionalGP(self.space.kernel, self.grid, grid_noise,
-                                      self.noise_scale, self._rng)
-        return fit_part + self._gp(t)
+        base = self.geometry.evaluate(self.coef, t)
+        if self._residual_rng is None:
+            return base
+        if self._residual is None:
+            self._residual = _ResidualGP(self.space.kernel, self.grid, self.shape,
+                                         self._residual_rng)
+        return base + self.noise_scale * self._residual(t)
 
 
-class _ConditionalGP:
-    """σ·Z_K drawn lazily at new points, conditional on all points drawn so far."""
+class _ResidualGP:
+    """R = Z_K - E[Z_K | Z_K(grid)], drawn lazily at new points (zero on the grid)."""
 
-    def __init__(self, kernel, points, values, sigma, rng):
+    def __init__(self, kernel, grid, batch_shape, rng):
         self.kernel = kernel
-        self.points = np.asarray(points, dtype=float)
-        self.values = np.asarray(values, dtype=float)  # (..., k)
-        self.sigma = float(sigma)
+        self.points = np.asarray(grid, dtype=float)
+        self.values = np.zeros(tuple(batch_shape) + (self.points.size,))
         self.rng = rng
 
     def __call__(self, t):
@@ -220,7 +221,7 @@ class _ConditionalGP:
             lc, Vc = np.linalg.eigh((cov + cov.T) / 2)
             root = (Vc * np.sqrt(np.clip(lc, 0.0, None))) @ Vc.T
             z = self.rng.standard_normal(self.values.shape[:-1] + (new.size,))
-            draw = mean + self.sigma * z @ root.T
+            draw = mean + z @ root.T
             self.points = np.concatenate([P, new])
             self.values = np.concatenate([self.values, draw], axis=-1)
         order = np.argsort(self.points)
@@ -294,21 +295,13 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
     if secure:
         from .secure import gaussian_release
 
-        child = _child_rng(rng) if isinstance(space, KernelSpace) else None
         coef = gaussian_release(mean_coef, sigma, sensitivity=2.0 * radius / n, mu=mu)
-        # Off the grid, an RKHS release is evaluate(coef, t) plus the GP residual given
-        # the grid (zero on the grid, independent of the data): conditioning on zero
-        # grid noise around the released coefficients gives exactly that.
-        fit_coef, noise_coef = (coef, np.zeros_like(coef)) if child is not None else (None, None)
-        return Release(method="ftp", geometry=geometry, coef=coef, mu=mu, radius=radius, n=n,
-                       noise_scale=sigma, active=active, fit_coef=fit_coef,
-                       noise_coef=noise_coef, rng=child)
-    xi = rng.standard_normal(mean_coef.shape)
-    noise = sigma * xi
+    else:
+        coef = mean_coef + sigma * rng.standard_normal(mean_coef.shape)
+    # Off the grid an RKHS release also needs the GP residual, drawn from its own stream.
     child = _child_rng(rng) if isinstance(space, KernelSpace) else None
-    return Release(method="ftp", geometry=geometry, coef=mean_coef + noise, mu=mu,
-                   radius=radius, n=n, noise_scale=sigma, active=active,
-                   fit_coef=mean_coef, noise_coef=noise, rng=child)
+    return Release(method="ftp", geometry=geometry, coef=coef, mu=mu, radius=radius, n=n,
+                   noise_scale=sigma, active=active, residual_rng=child)
 
 
 def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=False) -> Release:
