@@ -1,0 +1,8 @@
+"""``python -m dpfda reproduce …`` — see :mod:`dpfda.cli`."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,548 @@
+"""The Monte Carlo engine: run a :class:`~dpfda.studies.Study` and tabulate it.
+
+What one repetition of a setting does (§5, "RKHS simulation setup" and the
+appendix's polynomial setup):
+
+1. the latent curves f_1, …, f_n are fixed for the setting (drawn once);
+2. fresh observation noise gives X = F + σ₀ε (eq. 2);
+3. FTP (Algorithm 1) and PTF (Algorithm 2) are both applied to *this* X,
+   each with fresh privacy noise;
+4. each release is scored against the sample mean f̄ of the latent curves:
+   IMSE ||θ̃ - θ̄||² in H_m (eq. 7), grid MSE in the RKHS (eq. 8).
+
+The errors are averaged over repetitions (conditional on the latent curves),
+and the reported ratio is the ratio of the two Monte Carlo means, as in the
+paper.
+
+Random streams
+--------------
+Every random number is drawn from a generator that depends only on
+(``seed``, the setting, the repetition):
+
+* latent curves: ``SeedSequence(seed, spawn_key=setting.latent_key())``,
+  where the latent key is ("poly", m, n, B) or ("rkhs", n, ρ, centres, B) — it
+  leaves out T, μ, σ₀ and B', so every figure uses the same latent functions
+  for the same n (and m), and the RKHS functions are evaluated on each grid;
+* repetition r: ``SeedSequence(seed, spawn_key=setting.key() + (r,))``, from
+  which the repetition draws, in this order, the n × T observation-noise
+  normals (none when σ₀ = 0), the d normals of FTP's privacy noise and the T
+  normals of PTF's — exactly what ``observe``, ``ftp`` and ``ptf`` draw when
+  called in that order with that generator.
+
+Setting keys are SHA-256 hashes of the setting's canonical description
+(never Python's salted ``hash``).  Hence the results are bit-identical for
+any number of workers, any chunk size and any joblib backend, and a setting
+shared by two studies (Figure 1 and Table 1) gets the same numbers in both.
+
+Vectorisation and memory
+------------------------
+Repetitions are processed in chunks: the observed data of a chunk form one
+array (chunk, n, T) that both pipelines' stage functions
+(:func:`~dpfda.pipelines.ftp_fit_mean`, :func:`~dpfda.pipelines.ptf_clipped_mean`,
+:func:`~dpfda.pipelines.fitter`) process at once; only the draws loop over
+repetitions.  The chunk is sized so that it holds at most
+:data:`CHUNK_BYTES` bytes.  When σ₀ = 0 the observed data are the latent
+curves in every repetition, so the per-curve FTP fits and PTF's clipped
+means are computed once and only the privacy noise varies.
+
+Uncertainty
+-----------
+With per-repetition errors F_r (FTP) and P_r (PTF), r = 1…R, the table gives
+the means, their standard errors sd/√R, and the ratio F̄/P̄ with a 95%
+confidence interval from the delta method on the log ratio,
+log(F̄/P̄) ± 1.96·sd(F_r/F̄ - P_r/P̄)/√R, which accounts for the correlation
+of the two errors (both pipelines see the same data in each repetition).
+Activation probabilities are plain proportions with binomial standard errors.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import datetime as _dt
+import math
+import numbers
+import os
+import sys
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from .data import polynomial_curves, rkhs_curves
+from .pipelines import (
+    fitter,
+    ftp_fit_mean,
+    ftp_sigma,
+    ptf_clipped_mean,
+    ptf_default_clip,
+    ptf_default_weights,
+    ptf_sigmas,
+)
+from .spaces import gaussian_kernel
+from .studies import Setting, Study
+
+__all__ = [
+    "CHUNK_BYTES",
+    "CI_METHOD",
+    "RESULT_COLUMNS",
+    "rep_generator",
+    "latent_generator",
+    "latent_curves",
+    "simulate_chunk",
+    "simulate_setting",
+    "summarize",
+    "run_study",
+    "run_studies",
+    "plan",
+    "quick_mode",
+]
+
+CHUNK_BYTES = 16 * 2**20
+"""Upper bound on the observed-data array of one chunk (chunk × n × T doubles)."""
+
+Z95 = 1.959963984540054
+
+CI_METHOD = (
+    "95% CI for the ratio of Monte Carlo means FTP/PTF by the delta method on the log ratio, "
+    "log(F/P) +- 1.96 * sd(F_r/F - P_r/P)/sqrt(R), using the paired per-repetition errors "
+    "(both pipelines see the same data in each repetition)"
+)
+
+RESULT_COLUMNS = [
+    "study", "source", "space", "T", "m", "n", "mu", "sigma0", "B", "radius_rule", "radius",
+    "rho", "centers", "reps", "seed", "metric",
+    "err_ftp", "se_ftp", "err_ptf", "se_ptf",
+    "ratio", "ratio_lo", "ratio_hi", "se_log_ratio",
+    "p_ftp_active", "se_p_ftp_active", "p_ftp_active_curves",
+    "p_ptf_active", "se_p_ptf_active",
+]
+"""Columns of the results table, in order (one row per setting)."""
+
+
+def quick_mode() -> bool:
+    """True when the environment variable ``DPFDA_QUICK`` is set to 1/true/yes."""
+    return os.environ.get("DPFDA_QUICK", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+# ---------------------------------------------------------------------------
+# Random streams
+# ---------------------------------------------------------------------------
+
+
+def _check_seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (numbers.Integral, np.integer)):
+        raise TypeError(f"seed must be a non-negative integer, got {type(seed).__name__}")
+    seed = int(seed)
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed}")
+    return seed
+
+
+def rep_generator(setting: Setting, seed: int, rep: int) -> np.random.Generator:
+    """The generator of repetition ``rep`` of ``setting`` (see the module notes)."""
+    return _generator(setting.key(), _check_seed(seed), int(rep))
+
+
+def _generator(key: tuple, seed: int, rep: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=key + (rep,))))
+
+
+def latent_generator(setting: Setting, seed: int) -> np.random.Generator:
+    """The generator of the setting's latent curves (shared by all settings with
+    the same latent key)."""
+    ss = np.random.SeedSequence(seed, spawn_key=setting.latent_key())
+    return np.random.Generator(np.random.PCG64(ss))
+
+
+def latent_curves(setting: Setting, seed: int):
+    """The fixed latent curves of a setting (``PolynomialCurves`` or ``KernelCurves``)."""
+    seed = _check_seed(seed)
+    rng = latent_generator(setting, seed)
+    if setting.space == "poly":
+        return polynomial_curves(setting.n, setting.m, rng, B=setting.B)
+    return rkhs_curves(setting.n, rng, kernel=gaussian_kernel(setting.rho),
+                       centers=setting.centers, B=setting.B)
+
+
+# ---------------------------------------------------------------------------
+# One setting, prepared once per process
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class _Prepared:
+    setting: Setting
+    geometry: object
+    F: np.ndarray  # (n, T) latent values on the grid
+    target: np.ndarray  # (d,) coordinates of f̄
+    clip: np.ndarray  # (T,)
+    weights: np.ndarray  # (T,)
+    sigma_ftp: float
+    sigma_ptf: np.ndarray  # (T,)
+    noiseless: tuple | None  # σ₀ = 0: (FTP mean coef (d,), FTP active (n,), PTF clipped mean (T,))
+
+
+@lru_cache(maxsize=32)
+def _prepare(setting: Setting, seed: int) -> _Prepared:
+    geom = setting.geometry()
+    curves = latent_curves(setting, seed)
+    grid = geom.grid
+    F = curves.values(grid)
+    if setting.space == "poly":
+        target = curves.mean_coef
+    else:
+        target = geom.coef_from_values(curves.mean_values(grid))
+    clip = ptf_default_clip(geom, setting.radius)
+    weights = ptf_default_weights(geom)
+    noiseless = None
+    if setting.sigma0 == 0.0:
+        mean_coef, active = ftp_fit_mean(F, geom, setting.radius)
+        noiseless = (mean_coef, active, ptf_clipped_mean(F, clip))
+    for a in (F, target):
+        a.setflags(write=False)
+    return _Prepared(setting=setting, geometry=geom, F=F, target=target, clip=clip,
+                     weights=weights, sigma_ftp=ftp_sigma(setting.n, setting.radius, setting.mu),
+                     sigma_ptf=ptf_sigmas(setting.n, clip, setting.mu), noiseless=noiseless)
+
+
+_MALLOC_TUNED = False
+
+
+def _tune_malloc() -> None:
+    """Keep freed chunk-sized arrays in this process's heap (glibc only).
+
+    Each chunk allocates arrays of a few MB; by default glibc hands such blocks
+    back to the kernel on free and page-faults them in again on the next
+    allocation, which costs 10-20% of the run in system time.  Raising the mmap
+    and trim thresholds lets the allocator reuse them.  Peak memory is
+    unchanged (the arrays are the same size every chunk).  Elsewhere: no-op.
+    """
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED:
+        return
+    _MALLOC_TUNED = True
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: keep up to 1 GiB of free heap
+        libc.mallopt(-3, 256 << 20)  # M_MMAP_THRESHOLD: blocks below 256 MiB come from the heap
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
+def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
+                   keep_releases: bool = False) -> dict:
+    """Repetitions ``start, …, stop - 1`` of one setting, vectorised.
+
+    Returns a dict of per-repetition arrays: ``err_ftp``, ``err_ptf`` (the
+    IMSE/MSE of each release against f̄), ``ftp_any_active`` (some curve's FTP
+    fit hit the ball), ``ftp_frac_active`` (fraction of curves whose fit did),
+    ``ptf_active`` (PTF's fit hit the ball); with ``keep_releases`` also
+    ``coef_ftp`` and ``coef_ptf`` (chunk, d), the released coordinates.
+    """
+    seed = _check_seed(seed)
+    if not isinstance(setting, Setting):
+        raise TypeError(f"setting must be a Setting, got {type(setting).__name__}")
+    start, stop = int(start), int(stop)
+    if not 0 <= start < stop:
+        raise ValueError(f"need 0 <= start < stop, got start={start}, stop={stop}")
+    _tune_malloc()
+    prep = _prepare(setting, seed)
+    geom = prep.geometry
+    n, T, d = setting.n, setting.T, geom.dim
+    c = stop - start
+    key = setting.key()
+    priv = np.empty((c, d + T))
+    if setting.sigma0 > 0.0:
+        X = np.empty((c, n, T))
+        for i, r in enumerate(range(start, stop)):
+            rng = _generator(key, seed, r)
+            rng.standard_normal(out=X[i])  # observation noise ε (eq. 2) ...
+            rng.standard_normal(out=priv[i])  # ... then FTP's d and PTF's T privacy normals
+        X *= setting.sigma0
+        X += prep.F  # X = F + σ₀ε, as dpfda.data.observe
+        mean_coef, active = ftp_fit_mean(X, geom, setting.radius)  # (c, d), (c, n)
+        xbar = ptf_clipped_mean(X, prep.clip)  # (c, T)
+        del X
+        any_active = active.any(axis=-1)
+        frac_active = active.mean(axis=-1)
+    else:
+        for i, r in enumerate(range(start, stop)):
+            _generator(key, seed, r).standard_normal(out=priv[i])
+        mean_coef, active, xbar = prep.noiseless
+        any_active = np.full(c, bool(active.any()))
+        frac_active = np.full(c, float(active.mean()))
+    # FTP (Algorithm 1): θ̂ + σZ, Z ~ N(0, I_d) in Cameron–Martin coordinates.
+    coef_ftp = mean_coef + prep.sigma_ftp * priv[:, :d]
+    # PTF (Algorithm 2): clipped means + N(0, σ_j²), then the weighted ball fit.
+    xtilde = xbar + prep.sigma_ptf * priv[:, d:]
+    # Per-repetition vectors get a singleton axis, (c, 1, ·): numpy then runs one
+    # vector-matrix product per repetition, so a repetition's rounding does not
+    # depend on how many repetitions share its chunk (a (c, T) @ (T, d) product
+    # may round differently for different c).
+    fit = fitter(geom, prep.weights).solve(xtilde[:, None, :], setting.radius)
+    coef_ptf = fit.coef[:, 0]
+    out = {
+        "err_ftp": geom.error(coef_ftp[:, None, :], prep.target)[:, 0],
+        "err_ptf": geom.error(fit.coef, prep.target)[:, 0],
+        "ftp_any_active": any_active,
+        "ftp_frac_active": frac_active,
+        "ptf_active": fit.active[:, 0],
+    }
+    if keep_releases:
+        out["coef_ftp"] = coef_ftp
+        out["coef_ptf"] = coef_ptf
+    return out
+
+
+def _concat(parts: list[dict]) -> dict:
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def simulate_setting(setting: Setting, reps: int, seed: int, *, chunk_reps: int | None = None,
+                     keep_releases: bool = False) -> dict:
+    """All repetitions of one setting in this process (per-repetition arrays)."""
+    reps = _check_reps(reps)
+    seed = _check_seed(seed)
+    size = _chunk_size(setting, chunk_reps)
+    parts = [simulate_chunk(setting, seed, a, min(a + size, reps), keep_releases=keep_releases)
+             for a in range(0, reps, size)]
+    return _concat(parts)
+
+
+# ---------------------------------------------------------------------------
+# Summaries
+# ---------------------------------------------------------------------------
+
+
+def summarize(per_rep: dict) -> dict:
+    """Monte Carlo means, standard errors, ratio CI and activation rates (module notes)."""
+    F = np.asarray(per_rep["err_ftp"], dtype=float)
+    P = np.asarray(per_rep["err_ptf"], dtype=float)
+    R = F.size
+    if R < 2:
+        raise ValueError("need at least 2 repetitions for standard errors")
+    mF, mP = F.mean(), P.mean()
+    sq = math.sqrt(R)
+    ratio = mF / mP
+    se_log = float(np.std(F / mF - P / mP, ddof=1)) / sq
+    p_any = float(np.mean(per_rep["ftp_any_active"]))
+    p_ptf = float(np.mean(per_rep["ptf_active"]))
+    return {
+        "err_ftp": float(mF),
+        "se_ftp": float(np.std(F, ddof=1)) / sq,
+        "err_ptf": float(mP),
+        "se_ptf": float(np.std(P, ddof=1)) / sq,
+        "ratio": float(ratio),
+        "ratio_lo": float(ratio * math.exp(-Z95 * se_log)),
+        "ratio_hi": float(ratio * math.exp(Z95 * se_log)),
+        "se_log_ratio": se_log,
+        "p_ftp_active": p_any,
+        "se_p_ftp_active": math.sqrt(p_any * (1 - p_any) / R),
+        "p_ftp_active_curves": float(np.mean(per_rep["ftp_frac_active"])),
+        "p_ptf_active": p_ptf,
+        "se_p_ptf_active": math.sqrt(p_ptf * (1 - p_ptf) / R),
+    }
+
+
+# ---------------------------------------------------------------------------
+# Planning and running
+# ---------------------------------------------------------------------------
+
+
+def _check_reps(reps) -> int:
+    if isinstance(reps, bool) or not isinstance(reps, (numbers.Integral, np.integer)):
+        raise TypeError(f"reps must be an integer, got {type(reps).__name__}")
+    reps = int(reps)
+    if reps < 2:
+        raise ValueError(f"reps must be at least 2 (standard errors need two repetitions), got {reps}")
+    return reps
+
+
+def _chunk_size(setting: Setting, chunk_reps) -> int:
+    if chunk_reps is not None:
+        if isinstance(chunk_reps, bool) or not isinstance(chunk_reps, (numbers.Integral, np.integer)):
+            raise TypeError(f"chunk_reps must be a positive integer or None, got {type(chunk_reps).__name__}")
+        if int(chunk_reps) < 1:
+            raise ValueError(f"chunk_reps must be a positive integer or None, got {chunk_reps}")
+        return int(chunk_reps)
+    if setting.sigma0 == 0.0:
+        per_rep = 8 * (setting.T + setting.dim) * 8  # privacy noise and a few (d or T) arrays
+    else:
+        per_rep = 8 * setting.n * setting.T
+    return max(1, CHUNK_BYTES // per_rep)
+
+
+def _cost(setting: Setting, reps: int) -> float:
+    """Rough relative cost of ``reps`` repetitions (for scheduling only)."""
+    per = 30.0 + (setting.n * setting.T * (1.0 + 0.3 * setting.dim) if setting.sigma0 > 0 else 0.0)
+    return reps * per
+
+
+def plan(studies, reps: int, chunk_reps: int | None = None):
+    """Unique settings of ``studies`` and the chunks of repetitions they split into.
+
+    Returns ``(settings, tasks)``: ``settings`` maps each setting's canonical
+    text to the Setting; ``tasks`` is a list of (canonical, start, stop),
+    largest first (a good order for load balancing).
+    """
+    reps = _check_reps(reps)
+    settings: "OrderedDict[str, Setting]" = OrderedDict()
+    for study in studies:
+        for s in study.settings:
+            settings.setdefault(s.canonical(), s)
+    tasks = []
+    for key, s in settings.items():
+        size = _chunk_size(s, chunk_reps)
+        for a in range(0, reps, size):
+            tasks.append((key, a, min(a + size, reps)))
+    tasks.sort(key=lambda t: -_cost(settings[t[0]], t[2] - t[1]))
+    return settings, tasks
+
+
+def _task(setting: Setting, seed: int, start: int, stop: int):
+    return setting.canonical(), start, simulate_chunk(setting, seed, start, stop)
+
+
+def _execute(settings, tasks, seed, n_jobs, progress, desc="settings"):
+    """Run the tasks (in parallel with joblib) and assemble per-setting arrays in rep order."""
+    from joblib import Parallel, delayed
+
+    remaining = {}
+    for key, _, _ in tasks:
+        remaining[key] = remaining.get(key, 0) + 1
+    parts: dict[str, dict[int, dict]] = {key: {} for key in settings}
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(settings), desc=desc, unit="setting", leave=True)
+    try:
+        if n_jobs == 1:
+            results = (_task(settings[k], seed, a, b) for k, a, b in tasks)
+        else:
+            results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
+                delayed(_task)(settings[k], seed, a, b) for k, a, b in tasks)
+        for key, start, arrays in results:
+            parts[key][start] = arrays
+            remaining[key] -= 1
+            if bar is not None and remaining[key] == 0:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return {key: _concat([p[a] for a in sorted(p)]) for key, p in parts.items()}
+
+
+def _check_jobs(n_jobs) -> int | None:
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (numbers.Integral, np.integer)):
+        raise TypeError(f"n_jobs must be an integer (or None), got {type(n_jobs).__name__}")
+    n_jobs = int(n_jobs)
+    if n_jobs == 0:
+        raise ValueError("n_jobs must not be 0 (use 1 for serial, k > 1 for k workers, -1 for all cores)")
+    return n_jobs
+
+
+def _frame(study: Study, per_setting: dict, reps: int, seed: int, started: str) -> pd.DataFrame:
+    rows = []
+    for s in study.settings:
+        row = {"study": study.name, "source": study.source}
+        row.update(s.params())
+        row.update({"reps": reps, "seed": seed})
+        row.update(summarize(per_setting[s.canonical()]))
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    df["m"] = df["m"].astype("Int64")
+    df["centers"] = df["centers"].astype("Int64")
+    df = df[RESULT_COLUMNS]
+    df.attrs["dpfda"] = metadata(study, reps, seed, started=started)
+    return df
+
+
+def metadata(study: Study, reps: int, seed: int, *, started: str | None = None) -> dict:
+    """What a caption or a sidecar file needs to say about a run."""
+    from . import __version__
+
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return {
+        "study": study.name,
+        "title": study.title,
+        "source": study.source,
+        "kind": study.kind,
+        "reps": int(reps),
+        "seed": int(seed),
+        "settings": len(study.settings),
+        "dpfda_version": __version__,
+        "numpy_version": np.__version__,
+        "ci_method": CI_METHOD,
+        "streams": "numpy PCG64, SeedSequence(seed, spawn_key=SHA-256(setting) + (rep,)); "
+                   "latent curves keyed by (seed, latent setting)",
+        "started": started or now,
+        "finished": now,
+    }
+
+
+def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_reps: int | None = None,
+                progress: bool = False) -> "OrderedDict[str, pd.DataFrame]":
+    """Run several studies together; a setting they share is simulated once.
+
+    Returns an ordered dict study name → results table (see :func:`run_study`).
+    """
+    studies = list(studies)
+    for st in studies:
+        if not isinstance(st, Study):
+            raise TypeError(f"studies must be Study objects, got {type(st).__name__}")
+    reps = _check_reps(reps)
+    seed = _check_seed(seed)
+    n_jobs = _check_jobs(n_jobs)
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    settings, tasks = plan(studies, reps, chunk_reps)
+    per_setting = _execute(settings, tasks, seed, n_jobs, progress)
+    return OrderedDict((st.name, _frame(st, per_setting, reps, seed, started)) for st in studies)
+
+
+def run_study(study: Study, reps: int, seed: int, n_jobs: int | None = 1, chunk_reps: int | None = None,
+              progress: bool = False) -> pd.DataFrame:
+    """Run every setting of a study with ``reps`` Monte Carlo repetitions.
+
+    Parameters
+    ----------
+    study : Study
+        E.g. ``dpfda.studies.get_study("fig1")`` or a custom ``Study.grid(...)``.
+    reps : int
+        Repetitions per setting (>= 2; the paper uses 1000).
+    seed : int
+        Non-negative master seed; every stream derives from it (module notes).
+    n_jobs : int or None
+        1 runs serially in this process; k > 1 (or -1) uses joblib with k
+        workers; None uses joblib's current configuration (e.g. inside
+        ``joblib.parallel_config(backend="dask")``).  Results do not depend on it.
+    chunk_reps : int, optional
+        Repetitions per chunk (default: as many as fit in :data:`CHUNK_BYTES`).
+        Results do not depend on it.
+    progress : bool
+        Show a tqdm progress bar over settings.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per setting with the columns :data:`RESULT_COLUMNS`: the
+        parameters; ``err_ftp``/``err_ptf`` — the Monte Carlo mean of the IMSE
+        (``metric="IMSE"``, H_m) or grid MSE (``"MSE"``, RKHS) against f̄ — with
+        standard errors ``se_ftp``/``se_ptf``; ``ratio`` = err_ftp/err_ptf with
+        the 95% delta-method interval ``ratio_lo``–``ratio_hi``
+        (:data:`CI_METHOD`); ``p_ftp_active`` (share of repetitions in which
+        some curve's FTP constraint was active), ``p_ftp_active_curves`` (mean
+        share of curves), ``p_ptf_active`` (share of repetitions in which PTF's
+        constraint was active), with binomial standard errors.
+        ``df.attrs["dpfda"]`` holds the run's metadata (:func:`metadata`).
+    """
+    if not isinstance(study, Study):
+        raise TypeError(f"study must be a Study, got {type(study).__name__}")
+    return run_studies([study], reps, seed, n_jobs=n_jobs, chunk_reps=chunk_reps,
+                       progress=progress)[study.name]

@@ -1,0 +1,542 @@
+"""The simulation studies of the paper as data (§5, §5.1–5.3 and the appendix).
+
+A :class:`Setting` is one cell of a simulation: a function space on a grid, a
+sample size, a privacy budget, an observation-noise level and a fitting
+radius B'.  A :class:`Study` is a named, ordered collection of settings plus
+the little a plot needs to know about it (which parameter colours the lines,
+which one splits the panels).  The engine (:mod:`dpfda.engine`) runs any
+study; :mod:`dpfda.plots` draws it.
+
+The paper's studies (all with B = 1 and 1000 repetitions in the paper):
+
+=========  ======================================================================
+``fig1``   RKHS (Gaussian kernel, ρ = 0.2), σ₀ = 0, B' = 1.1B, T ∈ {2,4,6,8},
+           μ ∈ {0.1, 1} — FTP/PTF MSE ratio against n (§5.1, Figure 1)
+``table1`` the settings of Figure 1, tabulated with p̂_PTF (appendix, Table 1)
+``fig2``   RKHS, σ₀ = 1, μ = 1, T = 4, B' ∈ {B, √log n, log n, √n, n^{2/3}} —
+           n × MSE of each pipeline (§5.2, Figure 2)
+``fig3``   RKHS, μ = 1, B' = log n, σ₀ ∈ {0.1, 1, 10}, T ∈ {2,4,6,8} —
+           MSE ratio against n (§5.3, Figure 3)
+``fig4``   Legendre H_m, T = 20, σ₀ = 0, B' = 1.1B, m ∈ {2,4,6,8},
+           μ ∈ {0.1, 1} — IMSE ratio (appendix, Figure 4)
+``fig5``   Legendre, T = 20, σ₀ = 1, μ = 1, m = 4, radius rules of Figure 2 —
+           n × IMSE (appendix, Figure 5)
+``fig6``   Legendre, T = 20, μ = 1, B' = √log n, σ₀ ∈ {0.1, 1, 10},
+           m ∈ {2,4,6,8} — IMSE ratio (appendix, Figure 6)
+=========  ======================================================================
+
+with n ∈ {2², 2³, …, 2¹²} throughout.
+
+A new study is built the same way, e.g.::
+
+    Study.grid("wide", space="poly", n=[64, 256], T=40, m=[3, 5], mu=[0.5, 1],
+               sigma0=0.5, radius_rule=["log_n", "1.1B"], kind="ratio",
+               panel="mu", group="m")
+
+Radius rules are named functions of (n, B) (:data:`RADIUS_RULES`); a custom
+rule is passed as a ``(name, function)`` pair, and the value it gives is
+stored in each setting, so a study can be shipped to other processes or
+machines without the function.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import numbers
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterable
+
+import numpy as np
+
+from .spaces import KernelSpace, LegendreSpace, gaussian_kernel, uniform_grid
+
+__all__ = [
+    "RADIUS_RULES",
+    "radius_rule",
+    "Setting",
+    "Study",
+    "PAPER_N",
+    "paper_studies",
+    "get_study",
+    "STUDY_NAMES",
+]
+
+PAPER_N = tuple(2**k for k in range(2, 13))
+"""n ∈ {2², …, 2¹²} (§5)."""
+
+
+# ---------------------------------------------------------------------------
+# Radius rules B' = rule(n, B)
+# ---------------------------------------------------------------------------
+
+
+def _rule_B(n: int, B: float) -> float:
+    return B
+
+
+def _rule_1_1B(n: int, B: float) -> float:
+    return 1.1 * B
+
+
+def _rule_sqrt_log_n(n: int, B: float) -> float:
+    return math.sqrt(math.log(n))
+
+
+def _rule_log_n(n: int, B: float) -> float:
+    return math.log(n)
+
+
+def _rule_sqrt_n(n: int, B: float) -> float:
+    return math.sqrt(n)
+
+
+def _rule_n_2_3(n: int, B: float) -> float:
+    return n ** (2.0 / 3.0)
+
+
+RADIUS_RULES: dict[str, Callable[[int, float], float]] = {
+    "B": _rule_B,
+    "1.1B": _rule_1_1B,
+    "sqrt_log_n": _rule_sqrt_log_n,
+    "log_n": _rule_log_n,
+    "sqrt_n": _rule_sqrt_n,
+    "n_2_3": _rule_n_2_3,
+}
+"""The fitting radii of §5: B' ∈ {B, 1.1B, √log n, log n, √n, n^{2/3}} (natural log)."""
+
+RULE_LABELS = {
+    "B": "$B$",
+    "1.1B": "$1.1B$",
+    "sqrt_log_n": r"$\sqrt{\log n}$",
+    "log_n": r"$\log n$",
+    "sqrt_n": r"$\sqrt{n}$",
+    "n_2_3": r"$n^{2/3}$",
+}
+"""Plot labels of the named radius rules."""
+
+
+def radius_rule(name: str, n: int, B: float = 1.0) -> float:
+    """The fitting radius B' given by the named rule at sample size ``n``.
+
+    >>> round(radius_rule("log_n", 4), 4)
+    1.3863
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"radius_rule name must be a string, got {type(name).__name__}")
+    try:
+        rule = RADIUS_RULES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown radius rule {name!r}; choose one of {sorted(RADIUS_RULES)} "
+            "or pass a (name, function) pair to Study.grid"
+        ) from None
+    return float(rule(n, B))
+
+
+# ---------------------------------------------------------------------------
+# One setting
+# ---------------------------------------------------------------------------
+
+_SPACES = ("rkhs", "poly")
+
+
+def _real(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return value
+
+
+def _integer(value, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One simulation setting: space, grid, n, μ, σ₀ and the fitting radius B'.
+
+    Parameters
+    ----------
+    space : {"rkhs", "poly"}
+        ``"rkhs"``: the RKHS of the Gaussian kernel with bandwidth ``rho``, latent
+        curves from :func:`dpfda.data.rkhs_curves` with ``centers`` kernel centres,
+        error = grid MSE (eq. 8).  ``"poly"``: the Legendre space H_m, latent
+        curves from :func:`dpfda.data.polynomial_curves`, error = IMSE (eq. 7).
+    n : int
+        Number of curves.
+    T : int
+        Number of equally spaced grid points t_j = (j - 1)/(T - 1).
+    mu : float
+        Privacy budget μ > 0 (μ-GDP).
+    sigma0 : float
+        Observation-noise standard deviation σ₀ >= 0 (eq. 2).
+    radius_rule : str
+        Name of the rule that gave ``radius`` (a key of :data:`RADIUS_RULES`
+        or a custom name).
+    radius : float, optional
+        B' > 0.  Computed from ``radius_rule`` when omitted.
+    m : int, optional
+        Dimension of H_m (``space="poly"`` only; T >= m, Assumption A.3).
+    B : float
+        Bound on the norm of each latent curve (Assumption A.1), default 1.
+    rho : float, optional
+        Gaussian-kernel bandwidth (``space="rkhs"`` only; default 0.2).
+    centers : int, optional
+        Number of kernel centres of the latent curves (``"rkhs"`` only; default 20).
+    """
+
+    space: str
+    n: int
+    T: int
+    mu: float
+    sigma0: float
+    radius_rule: str
+    radius: float | None = None
+    m: int | None = None
+    B: float = 1.0
+    rho: float | None = None
+    centers: int | None = None
+
+    def __post_init__(self):
+        if self.space not in _SPACES:
+            raise ValueError(f"space must be one of {_SPACES}, got {self.space!r}")
+        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
+        set_("n", _integer(self.n, "n", 1))
+        set_("T", _integer(self.T, "T", 2))
+        mu = _real(self.mu, "mu")
+        if mu <= 0:
+            raise ValueError(f"mu must be > 0, got {mu!r}")
+        set_("mu", mu)
+        s0 = _real(self.sigma0, "sigma0")
+        if s0 < 0:
+            raise ValueError(f"sigma0 must be >= 0, got {s0!r}")
+        set_("sigma0", s0)
+        B = _real(self.B, "B")
+        if B <= 0:
+            raise ValueError(f"B must be > 0, got {B!r}")
+        set_("B", B)
+        if not isinstance(self.radius_rule, str) or not self.radius_rule:
+            raise TypeError("radius_rule must be a non-empty string naming the rule")
+        if self.radius is None:
+            set_("radius", radius_rule(self.radius_rule, self.n, B))
+        r = _real(self.radius, "radius")
+        if r <= 0:
+            raise ValueError(f"radius must be > 0, got {r!r} (rule {self.radius_rule!r}, n={self.n})")
+        set_("radius", r)
+        if self.space == "poly":
+            if self.m is None:
+                raise ValueError("m (the dimension of H_m) is required when space='poly'")
+            set_("m", _integer(self.m, "m", 1))
+            if self.T < self.m:
+                raise ValueError(f"T must be >= m for H_m (Assumption A.3), got T={self.T}, m={self.m}")
+            if self.rho is not None or self.centers is not None:
+                raise ValueError("rho and centers apply only to space='rkhs'")
+        else:
+            if self.m is not None:
+                raise ValueError("m applies only to space='poly'")
+            rho = 0.2 if self.rho is None else _real(self.rho, "rho")
+            if rho <= 0:
+                raise ValueError(f"rho must be > 0, got {rho!r}")
+            set_("rho", rho)
+            set_("centers", 20 if self.centers is None else _integer(self.centers, "centers", 1))
+
+    # -- derived objects ---------------------------------------------------
+    @property
+    def metric(self) -> str:
+        """``"IMSE"`` (H_m, eq. 7) or ``"MSE"`` (RKHS grid MSE, eq. 8)."""
+        return "IMSE" if self.space == "poly" else "MSE"
+
+    @property
+    def dim(self) -> int:
+        """Dimension d of the fitted coordinates: m for H_m, T for the RKHS."""
+        return self.m if self.space == "poly" else self.T
+
+    def function_space(self):
+        """The :class:`LegendreSpace` or :class:`KernelSpace` of this setting."""
+        if self.space == "poly":
+            return LegendreSpace(self.m)
+        return KernelSpace(gaussian_kernel(self.rho))
+
+    def grid(self) -> np.ndarray:
+        return uniform_grid(self.T)
+
+    def geometry(self):
+        return self.function_space().at(self.grid())
+
+    # -- identity ------------------------------------------------------------
+    def canonical(self) -> str:
+        """A canonical text form of everything that determines the results.
+
+        The figure or study a setting belongs to is *not* part of it: two
+        studies that contain the same setting get the same numbers.
+        """
+        parts = [
+            f"space={self.space}",
+            f"n={self.n}",
+            f"T={self.T}",
+            f"m={self.m}",
+            f"mu={self.mu!r}",
+            f"sigma0={self.sigma0!r}",
+            f"radius={self.radius!r}",
+            f"B={self.B!r}",
+            f"rho={self.rho!r}",
+            f"centers={self.centers}",
+        ]
+        return "setting|" + "|".join(parts)
+
+    def latent_canonical(self) -> str:
+        """The latent-data key: what determines the latent curves f_1, …, f_n.
+
+        ``("poly", m, n, B)`` or ``("rkhs", n, ρ, centres, B)`` — independent of
+        T, μ, σ₀ and B', so every figure uses the same latent curves for the
+        same n (and m), and for the RKHS the same functions are evaluated on
+        each grid.
+        """
+        if self.space == "poly":
+            return f"latent|poly|m={self.m}|n={self.n}|B={self.B!r}"
+        return f"latent|rkhs|n={self.n}|rho={self.rho!r}|centers={self.centers}|B={self.B!r}"
+
+    def key(self) -> tuple[int, ...]:
+        """Spawn key of this setting's random streams (four 32-bit words of SHA-256)."""
+        return _words(self.canonical())
+
+    def latent_key(self) -> tuple[int, ...]:
+        return _words(self.latent_canonical())
+
+    def params(self) -> dict:
+        """The parameters as a flat dict (one row of the results table)."""
+        return {
+            "space": self.space,
+            "T": self.T,
+            "m": self.m,
+            "n": self.n,
+            "mu": self.mu,
+            "sigma0": self.sigma0,
+            "B": self.B,
+            "radius_rule": self.radius_rule,
+            "radius": self.radius,
+            "rho": self.rho,
+            "centers": self.centers,
+            "metric": self.metric,
+        }
+
+
+def _words(text: str, k: int = 4) -> tuple[int, ...]:
+    """A stable (unsalted) hash of ``text`` as k non-negative 32-bit integers."""
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return tuple(int.from_bytes(digest[4 * i: 4 * i + 4], "little") for i in range(k))
+
+
+# ---------------------------------------------------------------------------
+# A study
+# ---------------------------------------------------------------------------
+
+_KINDS = ("ratio", "scaled", "table")
+
+
+def _as_list(value) -> list:
+    """One value or many: strings and (name, function) pairs count as one."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str) and callable(value[1]):
+        return [value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Iterable):
+        return list(value)
+    return [value]
+
+
+@dataclass(frozen=True)
+class Study:
+    """A named, ordered collection of settings and how to draw it.
+
+    Parameters
+    ----------
+    name : str
+        Short identifier, e.g. ``"fig1"``; used for output file names.
+    settings : tuple of Setting
+    title : str
+        One-line description (used in captions).
+    kind : {"ratio", "scaled", "table"}
+        ``"ratio"``: FTP/PTF error ratio against n, one line per ``group``
+        value, one panel per ``panel`` value (Figures 1, 3, 4, 6).
+        ``"scaled"``: n × error against n, FTP left and PTF right, one line per
+        ``group`` value (Figures 2, 5).  ``"table"``: a table (Table 1).
+    group : str
+        The parameter that colours the lines (``"T"``, ``"m"``, ``"radius_rule"``…).
+    panel : str or None
+        The parameter that splits the panels (``"mu"``, ``"sigma0"``) or None.
+    reference : bool
+        Whether ratio plots draw the dashed 1/T (RKHS) or 1/m (H_m) lines.
+    source : str
+        Where the study comes from (e.g. "§5.1, Figure 1").
+    """
+
+    name: str
+    settings: tuple
+    title: str = ""
+    kind: str = "ratio"
+    group: str = "T"
+    panel: str | None = None
+    reference: bool = True
+    source: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ValueError(f"study name must be an identifier-like string, got {self.name!r}")
+        settings = tuple(self.settings)
+        if not settings:
+            raise ValueError("a study needs at least one setting")
+        for s in settings:
+            if not isinstance(s, Setting):
+                raise TypeError(f"settings must be Setting objects, got {type(s).__name__}")
+        seen = set()
+        for s in settings:
+            c = s.canonical() + "|" + s.radius_rule
+            if c in seen:
+                raise ValueError(f"duplicate setting in study {self.name!r}: {s}")
+            seen.add(c)
+        object.__setattr__(self, "settings", settings)
+        if self.kind not in _KINDS:
+            raise ValueError(f"kind must be one of {_KINDS}, got {self.kind!r}")
+        fields = set(Setting.__dataclass_fields__)
+        if self.group not in fields:
+            raise ValueError(f"group must be a Setting field, got {self.group!r}")
+        if self.panel is not None and self.panel not in fields:
+            raise ValueError(f"panel must be a Setting field or None, got {self.panel!r}")
+
+    def __len__(self) -> int:
+        return len(self.settings)
+
+    def __iter__(self):
+        return iter(self.settings)
+
+    @classmethod
+    def grid(cls, name: str, *, space: str, n=PAPER_N, T=None, m=None, mu=1.0, sigma0=0.0,
+             radius_rule="1.1B", B: float = 1.0, rho=None, centers=None, **study_kwargs) -> "Study":
+        """All combinations of the given parameter values, in a fixed order.
+
+        Each of ``n``, ``T``, ``m``, ``mu``, ``sigma0`` and ``radius_rule`` may be
+        a single value or a list.  A radius rule is a name from
+        :data:`RADIUS_RULES` or a ``(name, function(n, B))`` pair.  Settings are
+        ordered with ``n`` varying fastest.  ``T`` defaults to 20 for
+        ``space="poly"`` (the paper's polynomial setup).
+        """
+        if space == "poly" and T is None:
+            T = 20
+        if T is None:
+            raise ValueError("T is required for space='rkhs'")
+        rules = _as_list(radius_rule)
+        named_rules = []
+        for r in rules:
+            if isinstance(r, str):
+                radius_rule_check = RADIUS_RULES.get(r)
+                if radius_rule_check is None:
+                    raise ValueError(f"unknown radius rule {r!r}; choose one of {sorted(RADIUS_RULES)} "
+                                     "or pass a (name, function) pair")
+                named_rules.append((r, radius_rule_check))
+            elif isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], str) and callable(r[1]):
+                named_rules.append(r)
+            else:
+                raise TypeError("radius_rule entries must be rule names or (name, function) pairs")
+        settings = []
+        for sig, mu_, T_, m_, (rname, rfun), n_ in itertools.product(
+                _as_list(sigma0), _as_list(mu), _as_list(T), _as_list(m), named_rules, _as_list(n)):
+            settings.append(Setting(space=space, n=n_, T=T_, m=m_, mu=mu_, sigma0=sig,
+                                    radius_rule=rname, radius=float(rfun(int(n_), float(B))),
+                                    B=B, rho=rho, centers=centers))
+        return cls(name=name, settings=tuple(settings), **study_kwargs)
+
+    def subset(self, **criteria) -> "Study":
+        """The settings whose parameters take the given values (lists allowed).
+
+        ``study.subset(n=[4, 4096], T=8)`` keeps n ∈ {4, 4096} and T = 8.
+        """
+        keep = []
+        for s in self.settings:
+            ok = True
+            for k, v in criteria.items():
+                if k not in Setting.__dataclass_fields__:
+                    raise ValueError(f"unknown setting parameter {k!r}")
+                allowed = _as_list(v)
+                if getattr(s, k) not in allowed:
+                    ok = False
+                    break
+            if ok:
+                keep.append(s)
+        if not keep:
+            raise ValueError(f"no setting of study {self.name!r} matches {criteria}")
+        return replace(self, settings=tuple(keep))
+
+    @property
+    def n_values(self) -> tuple:
+        return tuple(sorted({s.n for s in self.settings}))
+
+
+# ---------------------------------------------------------------------------
+# The paper's studies
+# ---------------------------------------------------------------------------
+
+_PAPER_RULES_SCALED = ["B", "sqrt_log_n", "log_n", "sqrt_n", "n_2_3"]
+
+
+def paper_studies(n=PAPER_N) -> dict[str, Study]:
+    """The six figures and Table 1 of the paper, in order (``n`` may be narrowed)."""
+    return {
+        "fig1": Study.grid(
+            "fig1", space="rkhs", n=n, T=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
+            radius_rule="1.1B", kind="ratio", group="T", panel="mu",
+            title="Noiseless RKHS: MSE ratio FTP/PTF against n (B' = 1.1, Gaussian kernel, rho = 0.2)",
+            source="§5.1, Figure 1"),
+        "fig2": Study.grid(
+            "fig2", space="rkhs", n=n, T=4, mu=1.0, sigma0=1.0, radius_rule=_PAPER_RULES_SCALED,
+            kind="scaled", group="radius_rule", panel=None, reference=False,
+            title="RKHS, sigma0 = 1, mu = 1, T = 4: n x MSE under different fitting radii",
+            source="§5.2, Figure 2"),
+        "fig3": Study.grid(
+            "fig3", space="rkhs", n=n, T=[2, 4, 6, 8], mu=1.0, sigma0=[0.1, 1.0, 10.0],
+            radius_rule="log_n", kind="ratio", group="T", panel="sigma0",
+            title="RKHS with observation noise: MSE ratio FTP/PTF against n (mu = 1, B' = log n)",
+            source="§5.3, Figure 3"),
+        "fig4": Study.grid(
+            "fig4", space="poly", n=n, T=20, m=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
+            radius_rule="1.1B", kind="ratio", group="m", panel="mu",
+            title="Noiseless Legendre space (T = 20): IMSE ratio FTP/PTF against n (B' = 1.1)",
+            source="Appendix, Figure 4"),
+        "fig5": Study.grid(
+            "fig5", space="poly", n=n, T=20, m=4, mu=1.0, sigma0=1.0, radius_rule=_PAPER_RULES_SCALED,
+            kind="scaled", group="radius_rule", panel=None, reference=False,
+            title="Legendre space, sigma0 = 1, mu = 1, m = 4, T = 20: n x IMSE under different fitting radii",
+            source="Appendix, Figure 5"),
+        "fig6": Study.grid(
+            "fig6", space="poly", n=n, T=20, m=[2, 4, 6, 8], mu=1.0, sigma0=[0.1, 1.0, 10.0],
+            radius_rule="sqrt_log_n", kind="ratio", group="m", panel="sigma0",
+            title="Legendre space with observation noise: IMSE ratio FTP/PTF (mu = 1, B' = sqrt(log n))",
+            source="Appendix, Figure 6"),
+        "table1": Study.grid(
+            "table1", space="rkhs", n=n, T=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
+            radius_rule="1.1B", kind="table", group="T", panel="mu",
+            title="Noiseless RKHS (B = 1, B' = 1.1, rho = 0.2): MSEs, ratio and p_PTF",
+            source="Appendix, Table 1"),
+    }
+
+
+STUDY_NAMES = ("fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "table1")
+
+
+def get_study(name: str, n=PAPER_N) -> Study:
+    """One of the paper's studies by name (see :data:`STUDY_NAMES`)."""
+    studies = paper_studies(n)
+    if name not in studies:
+        raise ValueError(f"unknown study {name!r}; choose one of {', '.join(STUDY_NAMES)}")
+    return studies[name]

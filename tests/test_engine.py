@@ -1,0 +1,338 @@
+"""The studies (as data) and the Monte Carlo engine.
+
+* The paper's studies hold exactly the settings §5 and the appendix describe.
+* One engine repetition *is* the published algorithms: it equals calling
+  ``observe``, ``dpfda.ftp`` and ``dpfda.ptf`` on that repetition's data with a
+  generator in the same state, bit for bit, and both pipelines see the same X.
+* Results are bit-identical for any chunk size and any number of workers
+  (the Dask backend is checked in test_dask.py).
+* The summaries (standard errors, the delta-method ratio interval) are what
+  their docstrings say, and the noiseless FTP error matches Theorems 10/13.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpfda
+from dpfda import engine, theory
+from dpfda.data import observe
+from dpfda.studies import (
+    PAPER_N,
+    RADIUS_RULES,
+    STUDY_NAMES,
+    Setting,
+    Study,
+    get_study,
+    paper_studies,
+    radius_rule,
+)
+
+from _support import assert_mc_close, bonferroni_z
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ---------------------------------------------------------------------------
+# Studies as data
+# ---------------------------------------------------------------------------
+
+
+def _values(study, field):
+    return sorted({getattr(s, field) for s in study.settings}, key=lambda v: (v is None, v))
+
+
+def test_paper_studies_match_the_paper():
+    st = paper_studies()
+    assert list(st) == list(STUDY_NAMES)
+    n = list(PAPER_N)
+    assert n == [2**k for k in range(2, 13)]
+    expect = {
+        # name: (space, T values, m values, mu values, sigma0 values, rules, count)
+        "fig1": ("rkhs", [2, 4, 6, 8], [None], [0.1, 1.0], [0.0], ["1.1B"], 4 * 2 * 11),
+        "table1": ("rkhs", [2, 4, 6, 8], [None], [0.1, 1.0], [0.0], ["1.1B"], 4 * 2 * 11),
+        "fig2": ("rkhs", [4], [None], [1.0], [1.0], ["B", "log_n", "n_2_3", "sqrt_log_n", "sqrt_n"], 5 * 11),
+        "fig3": ("rkhs", [2, 4, 6, 8], [None], [1.0], [0.1, 1.0, 10.0], ["log_n"], 4 * 3 * 11),
+        "fig4": ("poly", [20], [2, 4, 6, 8], [0.1, 1.0], [0.0], ["1.1B"], 4 * 2 * 11),
+        "fig5": ("poly", [20], [4], [1.0], [1.0], ["B", "log_n", "n_2_3", "sqrt_log_n", "sqrt_n"], 5 * 11),
+        "fig6": ("poly", [20], [2, 4, 6, 8], [1.0], [0.1, 1.0, 10.0], ["sqrt_log_n"], 4 * 3 * 11),
+    }
+    for name, (space, Ts, ms, mus, s0s, rules, count) in expect.items():
+        study = st[name]
+        assert len(study) == count, name
+        assert _values(study, "space") == [space]
+        assert _values(study, "n") == n
+        assert _values(study, "T") == Ts
+        assert _values(study, "m") == ms
+        assert _values(study, "mu") == mus
+        assert _values(study, "sigma0") == s0s
+        assert sorted(_values(study, "radius_rule")) == rules
+        assert _values(study, "B") == [1.0]
+        if space == "rkhs":
+            assert _values(study, "rho") == [0.2] and _values(study, "centers") == [20]
+    # Table 1 tabulates exactly the settings of Figure 1.
+    assert [s.canonical() for s in st["table1"]] == [s.canonical() for s in st["fig1"]]
+    assert st["fig1"].panel == "mu" and st["fig3"].panel == "sigma0" and st["fig2"].kind == "scaled"
+
+
+def test_radius_rules():
+    assert set(RADIUS_RULES) == {"B", "1.1B", "sqrt_log_n", "log_n", "sqrt_n", "n_2_3"}
+    assert radius_rule("B", 64, 2.0) == 2.0
+    assert radius_rule("1.1B", 64, 2.0) == pytest.approx(2.2)
+    assert radius_rule("log_n", 4) == pytest.approx(math.log(4))  # 1.386 > B = 1 at the smallest n
+    assert radius_rule("sqrt_log_n", 4) == pytest.approx(math.sqrt(math.log(4)))
+    assert radius_rule("sqrt_n", 4096) == pytest.approx(64.0)
+    assert radius_rule("n_2_3", 4096) == pytest.approx(256.0)
+    s = Setting("rkhs", n=1024, T=4, mu=1, sigma0=1, radius_rule="log_n")
+    assert s.radius == pytest.approx(math.log(1024))
+    with pytest.raises(ValueError, match="unknown radius rule"):
+        radius_rule("log_log_n", 8)
+
+
+def test_setting_validation_names_the_argument():
+    ok = dict(space="poly", n=8, T=20, m=4, mu=1.0, sigma0=0.0, radius_rule="B")
+    Setting(**ok)
+    for change, match in [
+        ({"space": "sobolev"}, "space"),
+        ({"mu": 0.0}, "mu"),
+        ({"mu": float("nan")}, "mu"),
+        ({"sigma0": -1.0}, "sigma0"),
+        ({"n": 0}, "n"),
+        ({"T": 3}, "T must be >= m"),
+        ({"m": None}, "m .*required"),
+        ({"radius": -2.0}, "radius"),
+        ({"B": 0.0}, "B"),
+        ({"rho": 0.2}, "rho"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            Setting(**{**ok, **change})
+    with pytest.raises(TypeError, match="n must be an integer"):
+        Setting(**{**ok, "n": 8.5})
+    with pytest.raises(ValueError, match="m applies only"):
+        Setting("rkhs", n=8, T=4, m=2, mu=1, sigma0=0, radius_rule="B")
+
+
+def test_custom_study_and_subset():
+    st = Study.grid("mine", space="poly", n=[16, 64], T=12, m=[3, 5], mu=[0.5, 1.0], sigma0=0.5,
+                    radius_rule=["log_n", ("twice_B", lambda n, B: 2.0 * B)], kind="ratio",
+                    panel="mu", group="m")
+    assert len(st) == 2 * 2 * 2 * 2
+    assert {s.radius for s in st if s.radius_rule == "twice_B"} == {2.0}
+    sub = st.subset(n=64, m=[5])
+    assert {(s.n, s.m) for s in sub} == {(64, 5)} and len(sub) == 4
+    with pytest.raises(ValueError, match="no setting"):
+        st.subset(n=1000)
+    with pytest.raises(ValueError, match="kind"):
+        Study("x", st.settings, kind="pie")
+    with pytest.raises(ValueError, match="unknown study"):
+        get_study("fig7")
+
+
+def test_setting_keys_are_stable_across_interpreters():
+    """Keys come from SHA-256, not Python's salted hash: another process agrees."""
+    s = get_study("fig3").settings[17]
+    code = ("from dpfda.studies import get_study; s = get_study('fig3').settings[17]; "
+            "print(s.key(), s.latent_key())")
+    env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=ROOT, check=True).stdout.strip()
+    assert out == f"{s.key()} {s.latent_key()}"
+    assert all(0 <= w < 2**32 for w in s.key())
+
+
+def test_latent_curves_shared_across_figures():
+    """The latent key leaves out T, μ, σ₀ and B': same n (and m) → same curves."""
+    f1 = get_study("fig1").subset(n=64, T=2, mu=0.1).settings[0]
+    f3 = get_study("fig3").subset(n=64, T=8, sigma0=10.0).settings[0]
+    assert f1.latent_key() == f3.latent_key() and f1.key() != f3.key()
+    c1, c3 = engine.latent_curves(f1, 5), engine.latent_curves(f3, 5)
+    np.testing.assert_array_equal(c1.alpha, c3.alpha)
+    p4 = get_study("fig4").subset(n=64, m=6, mu=1.0).settings[0]
+    p6 = get_study("fig6").subset(n=64, m=6, sigma0=1.0).settings[0]
+    np.testing.assert_array_equal(engine.latent_curves(p4, 5).theta, engine.latent_curves(p6, 5).theta)
+    # ... and a different seed or n gives different curves.
+    assert not np.array_equal(engine.latent_curves(p4, 6).theta, engine.latent_curves(p4, 5).theta)
+
+
+# ---------------------------------------------------------------------------
+# One repetition is the published algorithms
+# ---------------------------------------------------------------------------
+
+CASES = [
+    Setting("poly", n=64, T=20, m=4, mu=1.0, sigma0=1.0, radius_rule="sqrt_log_n"),
+    Setting("poly", n=32, T=20, m=6, mu=0.1, sigma0=0.0, radius_rule="1.1B"),
+    Setting("rkhs", n=48, T=6, mu=1.0, sigma0=10.0, radius_rule="log_n"),
+    Setting("rkhs", n=16, T=8, mu=0.1, sigma0=0.0, radius_rule="1.1B"),
+    Setting("rkhs", n=40, T=4, mu=1.0, sigma0=1.0, radius_rule="B"),
+]
+
+
+@pytest.mark.parametrize("setting", CASES, ids=lambda s: f"{s.space}-T{s.T}-s{s.sigma0}")
+def test_engine_repetition_equals_public_pipelines(setting):
+    seed, reps = 11, 7
+    out = engine.simulate_chunk(setting, seed, 0, reps, keep_releases=True)
+    curves = engine.latent_curves(setting, seed)
+    grid, space = setting.grid(), setting.function_space()
+    F = curves.values(grid)
+    geom = space.at(grid)
+    target = curves.mean_coef if setting.space == "poly" else geom.coef_from_values(curves.mean_values(grid))
+    any_active = []
+    for r in range(reps):
+        rng = engine.rep_generator(setting, seed, r)
+        X = observe(F, setting.sigma0, rng)  # the repetition's data, shared by both pipelines
+        f = dpfda.ftp(X, grid, space, setting.radius, setting.mu, rng)
+        p = dpfda.ptf(X, grid, space, setting.radius, setting.mu, rng)
+        np.testing.assert_array_equal(out["coef_ftp"][r], f.coef)
+        np.testing.assert_array_equal(out["coef_ptf"][r], p.coef)
+        assert out["err_ftp"][r] == f.error(target)
+        assert out["err_ptf"][r] == p.error(target)
+        assert out["ptf_active"][r] == p.active
+        assert out["ftp_any_active"][r] == f.active.any()
+        assert out["ftp_frac_active"][r] == f.active.mean()
+        any_active.append(bool(f.active.any()) or bool(p.active))
+    if setting.sigma0 == 10.0:
+        assert all(any_active)  # the constrained branch of the fit was exercised
+
+
+def test_engine_error_is_against_the_sample_mean_of_the_latent_curves():
+    s = CASES[0]
+    curves = engine.latent_curves(s, 3)
+    assert curves.theta.shape == (s.n, s.m)
+    out = engine.simulate_chunk(s, 3, 0, 4, keep_releases=True)
+    np.testing.assert_allclose(out["err_ftp"], np.sum((out["coef_ftp"] - curves.theta.mean(0)) ** 2, -1),
+                               rtol=1e-12)
+    r = CASES[4]
+    rc = engine.latent_curves(r, 3)
+    o = engine.simulate_chunk(r, 3, 0, 4, keep_releases=True)
+    geom = r.geometry()
+    fbar = rc.values(geom.grid).mean(0)
+    np.testing.assert_allclose(o["err_ptf"], np.mean((o["coef_ptf"] @ geom.Phi.T - fbar) ** 2, -1),
+                               rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------
+# Bit-identical for any chunking and any number of workers
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("setting", CASES[::2], ids=lambda s: f"{s.space}-T{s.T}-s{s.sigma0}")
+def test_results_do_not_depend_on_chunk_size(setting):
+    ref = engine.simulate_setting(setting, 23, seed=2, keep_releases=True)
+    for chunk in (1, 2, 5, 23, 100):
+        other = engine.simulate_setting(setting, 23, seed=2, chunk_reps=chunk, keep_releases=True)
+        for k in ref:
+            np.testing.assert_array_equal(ref[k], other[k], err_msg=f"{k}, chunk_reps={chunk}")
+
+
+def _small_study():
+    fig3 = get_study("fig3").subset(n=[16, 256], T=[2, 8])
+    fig5 = get_study("fig5").subset(n=[8, 128])
+    return Study("small", fig3.settings + fig5.settings, kind="ratio", group="T")
+
+
+def test_parallel_and_chunked_runs_are_identical_to_serial():
+    study = _small_study()
+    serial = engine.run_study(study, 12, seed=9)
+    chunked = engine.run_study(study, 12, seed=9, chunk_reps=5)
+    parallel = engine.run_study(study, 12, seed=9, n_jobs=2, chunk_reps=4)
+    pd.testing.assert_frame_equal(serial, chunked, check_exact=True)
+    pd.testing.assert_frame_equal(serial, parallel, check_exact=True)
+    other_seed = engine.run_study(study, 12, seed=10)
+    assert not np.array_equal(serial["err_ftp"], other_seed["err_ftp"])
+
+
+def test_shared_settings_get_the_same_numbers_in_every_study():
+    fig1 = get_study("fig1").subset(n=[4, 32])
+    table = get_study("table1").subset(n=[4, 32])
+    res = engine.run_studies([fig1, table], 10, seed=1)
+    cols = ["err_ftp", "err_ptf", "ratio", "p_ptf_active"]
+    pd.testing.assert_frame_equal(res["fig1"][cols], res["table1"][cols], check_exact=True)
+    alone = engine.run_study(table, 10, seed=1)
+    pd.testing.assert_frame_equal(alone[cols], res["table1"][cols], check_exact=True)
+
+
+def test_chunks_respect_the_memory_budget():
+    big = get_study("fig6").subset(n=4096, m=8, sigma0=10.0).settings[0]
+    size = engine._chunk_size(big, None)
+    assert size * big.n * big.T * 8 <= engine.CHUNK_BYTES
+    settings, tasks = engine.plan([get_study("fig6")], 1000)
+    assert len(settings) == 132
+    by_setting = {}
+    for key, a, b in tasks:
+        by_setting.setdefault(key, []).append((a, b))
+    for key, spans in by_setting.items():
+        spans.sort()
+        assert spans[0][0] == 0 and spans[-1][1] == 1000
+        assert all(b1 == a2 for (_, b1), (a2, _) in zip(spans, spans[1:]))  # a partition of 0..999
+        s = settings[key]
+        assert all((b - a) * s.n * s.T * 8 <= max(engine.CHUNK_BYTES, s.n * s.T * 8) for a, b in spans)
+
+
+# ---------------------------------------------------------------------------
+# The results table
+# ---------------------------------------------------------------------------
+
+
+def test_result_table_columns_and_summaries():
+    study = get_study("fig2").subset(n=[16, 64])
+    df = engine.run_study(study, 40, seed=4)
+    assert list(df.columns) == engine.RESULT_COLUMNS
+    assert len(df) == len(study) and (df["metric"] == "MSE").all() and (df["reps"] == 40).all()
+    assert df["m"].isna().all()
+    meta = df.attrs["dpfda"]
+    assert meta["reps"] == 40 and meta["seed"] == 4 and "delta method" in meta["ci_method"]
+    # Recompute one row by hand from the per-repetition errors.
+    row = df.iloc[3]
+    s = study.settings[3]
+    per = engine.simulate_setting(s, 40, seed=4)
+    F, P = per["err_ftp"], per["err_ptf"]
+    assert row["err_ftp"] == pytest.approx(F.mean(), rel=1e-12)
+    assert row["se_ftp"] == pytest.approx(F.std(ddof=1) / math.sqrt(40), rel=1e-12)
+    assert row["se_ptf"] == pytest.approx(P.std(ddof=1) / math.sqrt(40), rel=1e-12)
+    ratio = F.mean() / P.mean()
+    # Delta method for g(a, b) = log a - log b at the sample means, with the sample covariance.
+    C = np.cov(np.vstack([F, P]), ddof=1)
+    grad = np.array([1 / F.mean(), -1 / P.mean()])
+    se_log = math.sqrt(grad @ C @ grad / 40)
+    assert row["ratio"] == pytest.approx(ratio, rel=1e-12)
+    assert row["se_log_ratio"] == pytest.approx(se_log, rel=1e-9)
+    assert row["ratio_lo"] == pytest.approx(ratio * math.exp(-1.959963984540054 * se_log), rel=1e-9)
+    assert row["ratio_hi"] == pytest.approx(ratio * math.exp(1.959963984540054 * se_log), rel=1e-9)
+    assert row["p_ptf_active"] == pytest.approx(per["ptf_active"].mean())
+    assert 0 <= row["p_ftp_active_curves"] <= row["p_ftp_active"] <= 1
+    poly = engine.run_study(get_study("fig4").subset(n=8, m=[2, 4], mu=1.0), 5, seed=1)
+    assert (poly["metric"] == "IMSE").all() and list(poly["m"]) == [2, 4]
+
+
+def test_noiseless_ftp_error_matches_theorems_10_and_13():
+    """σ₀ = 0, B' = 1.1 > B: no curve's fit is ever shrunk and E[error] = σ²·(m or tr K_T/T)."""
+    settings = [get_study("fig1").subset(n=64, T=6, mu=1.0).settings[0],
+                get_study("fig4").subset(n=128, m=8, mu=0.1).settings[0]]
+    z = bonferroni_z(len(settings))
+    for s in settings:
+        per = engine.simulate_setting(s, 400, seed=8)
+        assert not per["ftp_any_active"].any()
+        exact = theory.ftp_noiseless_error(s.geometry(), s.radius, s.n, s.mu)
+        assert_mc_close(per["err_ftp"], exact, z=z, what=f"FTP error {s.space}")
+
+
+def test_bad_arguments_are_rejected():
+    study = _small_study()
+    for reps, exc in [(1, ValueError), (0, ValueError), (-5, ValueError), (2.5, TypeError)]:
+        with pytest.raises(exc, match="reps"):
+            engine.run_study(study, reps, seed=1)
+    with pytest.raises(ValueError, match="n_jobs"):
+        engine.run_study(study, 5, seed=1, n_jobs=0)
+    with pytest.raises(ValueError, match="seed"):
+        engine.run_study(study, 5, seed=-1)
+    with pytest.raises(ValueError, match="chunk_reps"):
+        engine.run_study(study, 5, seed=1, chunk_reps=0)
+    with pytest.raises(TypeError, match="study"):
+        engine.run_study("fig1", 5, seed=1)
