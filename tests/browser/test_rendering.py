@@ -55,10 +55,6 @@ ARTIFACTS = Path(os.environ.get("DPFDA_ARTIFACTS", ROOT / "_build" / "test-artif
 WIDTH, HEIGHT = 1280, 2000
 PAGE_TIMEOUT = 60.0  # seconds for one page to load and typeset
 
-# Folders and pages of a Sphinx build that are not chapters.
-NOT_CONTENT = {"_static", "_sources", "_images", "_downloads", "mathjax", "_sphinx_design_static"}
-NOT_CHAPTERS = {"genindex.html", "search.html", "index.html", "py-modindex.html"}
-
 # Static markers in the built HTML (before any script runs).
 BOX = re.compile(r'<div class="proof (?:theorem|definition|proposition|corollary|lemma|example|algorithm)\b')
 FIGURE = re.compile(r'<img[^>]+src="[^"]*_images/[^"]+"')
@@ -66,16 +62,16 @@ MATH = re.compile(r'class="[^"]*\bmath\b')
 
 
 def content_pages() -> list[str]:
-    """HTML pages of the build other than indexes, search and static assets (sorted)."""
-    if not HTML.is_dir():
+    """The pages of the book's documents in the last build, from its search index.
+
+    Sphinx leaves the pages of documents that left the table of contents in the output
+    folder; the search index lists only the documents of the build that wrote it.
+    """
+    index = HTML / "searchindex.js"
+    if not index.is_file():
         return []
-    pages = []
-    for path in sorted(HTML.rglob("*.html")):
-        rel = path.relative_to(HTML)
-        if rel.parts[0] in NOT_CONTENT or (len(rel.parts) == 1 and rel.name in NOT_CHAPTERS):
-            continue
-        pages.append(rel.as_posix())
-    return pages
+    found = re.search(r'"docnames":\s*(\[[^\]]*\])', index.read_text(errors="replace"))
+    return sorted(f"{name}.html" for name in json.loads(found.group(1))) if found else []
 
 
 def showcase_pages() -> list[str]:
@@ -219,6 +215,7 @@ def artifact_name(page: str, suffix: str = "") -> Path:
 @pytest.fixture(scope="module")
 def build() -> Path:
     assert HTML.is_dir(), f"{HTML} does not exist: build the book first (make book)"
+    assert content_pages(), f"{HTML}/searchindex.js lists no documents: is this a finished Sphinx build?"
     assert (HTML / "mathjax").is_dir(), f"{HTML}/mathjax is missing: MathJax is not served by the book"
     return HTML
 
