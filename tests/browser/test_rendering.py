@@ -237,6 +237,8 @@ def browser(sentinel):
     executable = shutil.which("chromium")
     assert executable, "Debian's chromium is not installed: run `make browser-deps`"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for old in ARTIFACTS.glob("*.png"):  # the folder shows the last run only
+        old.unlink()
     with Chromium(executable, proxy_port=sentinel.port, log_path=ARTIFACTS / "chromium.log") as chromium:
         yield chromium
 
