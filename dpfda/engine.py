@@ -192,6 +192,7 @@ class _Prepared:
     F: np.ndarray  # (n, T) latent values on the grid
     target: np.ndarray  # (d,) coordinates of f̄
     clip: np.ndarray  # (T,)
+    clip_rows: np.ndarray  # (n, T): the same bounds repeated per curve (a faster clip, same values)
     weights: np.ndarray  # (T,)
     sigma_ftp: float
     sigma_ptf: np.ndarray  # (T,)
@@ -216,8 +217,9 @@ def _prepare(setting: Setting, seed: int) -> _Prepared:
         noiseless = (mean_coef, active, ptf_clipped_mean(F, clip))
     for a in (F, target):
         a.setflags(write=False)
+    clip_rows = np.ascontiguousarray(np.broadcast_to(clip, F.shape))
     return _Prepared(setting=setting, geometry=geom, F=F, target=target, clip=clip,
-                     weights=weights, sigma_ftp=ftp_sigma(setting.n, setting.radius, setting.mu),
+                     clip_rows=clip_rows, weights=weights, sigma_ftp=ftp_sigma(setting.n, setting.radius, setting.mu),
                      sigma_ptf=ptf_sigmas(setting.n, clip, setting.mu), noiseless=noiseless)
 
 
@@ -279,7 +281,7 @@ def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
         X *= setting.sigma0
         X += prep.F  # X = F + σ₀ε, as dpfda.data.observe
         mean_coef, active = ftp_fit_mean(X, geom, setting.radius)  # (c, d), (c, n)
-        xbar = ptf_clipped_mean(X, prep.clip)  # (c, T)
+        xbar = ptf_clipped_mean(X, prep.clip_rows)  # (c, T); clip bounds c_j for every curve
         del X
         any_active = active.any(axis=-1)
         frac_active = active.mean(axis=-1)
