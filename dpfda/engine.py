@@ -74,7 +74,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-import pandas as pd
 
 from .data import polynomial_curves, rkhs_curves
 from .pipelines import (
@@ -464,7 +463,9 @@ def _check_jobs(n_jobs) -> int | None:
     return n_jobs
 
 
-def _frame(study: Study, per_setting: dict, reps: int, seed: int, started: str) -> pd.DataFrame:
+def _frame(study: Study, per_setting: dict, reps: int, seed: int, started: str) -> "pd.DataFrame":
+    import pandas as pd  # here, not at the top: worker processes never need it
+
     rows = []
     for s in study.settings:
         row = {"study": study.name, "source": study.source}
@@ -524,7 +525,7 @@ def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_rep
 
 
 def run_study(study: Study, reps: int, seed: int, n_jobs: int | None = 1, chunk_reps: int | None = None,
-              progress: bool = False) -> pd.DataFrame:
+              progress: bool = False) -> "pd.DataFrame":
     """Run every setting of a study with ``reps`` Monte Carlo repetitions.
 
     Parameters
