@@ -176,8 +176,9 @@ def _norm_rows(v: np.ndarray) -> np.ndarray:
         w = v[odd]
         vmax = np.max(np.abs(w), axis=-1)
         safe = np.where(vmax > 0, vmax, 1.0)
-        w = w / safe[..., None]
-        norm[odd] = vmax * np.sqrt(np.einsum("...k,...k->...", w, w))
+        with np.errstate(invalid="ignore"):  # inf/inf: such rows get a NaN norm, as they should
+            w = w / safe[..., None]
+            norm[odd] = vmax * np.sqrt(np.einsum("...k,...k->...", w, w))
     return norm
 
 
