@@ -50,6 +50,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from ._validation import check_int, check_nonnegative, check_positive
 from .spaces import KernelSpace, LegendreSpace, gaussian_kernel, uniform_grid
 
 __all__ = [
@@ -142,24 +143,6 @@ def radius_rule(name: str, n: int, B: float = 1.0) -> float:
 _SPACES = ("rkhs", "poly")
 
 
-def _real(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return value
-
-
-def _integer(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    value = int(value)
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
-    return value
-
-
 @dataclass(frozen=True)
 class Setting:
     """One simulation setting: space, grid, n, μ, σ₀ and the fitting radius B'.
@@ -210,32 +193,21 @@ class Setting:
         if self.space not in _SPACES:
             raise ValueError(f"space must be one of {_SPACES}, got {self.space!r}")
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
-        set_("n", _integer(self.n, "n", 1))
-        set_("T", _integer(self.T, "T", 2))
-        mu = _real(self.mu, "mu")
-        if mu <= 0:
-            raise ValueError(f"mu must be > 0, got {mu!r}")
-        set_("mu", mu)
-        s0 = _real(self.sigma0, "sigma0")
-        if s0 < 0:
-            raise ValueError(f"sigma0 must be >= 0, got {s0!r}")
-        set_("sigma0", s0)
-        B = _real(self.B, "B")
-        if B <= 0:
-            raise ValueError(f"B must be > 0, got {B!r}")
+        set_("n", check_int(self.n, "n", 1))
+        set_("T", check_int(self.T, "T", 2))
+        set_("mu", check_positive(self.mu, "mu"))
+        set_("sigma0", check_nonnegative(self.sigma0, "sigma0"))
+        B = check_positive(self.B, "B")
         set_("B", B)
         if not isinstance(self.radius_rule, str) or not self.radius_rule:
             raise TypeError("radius_rule must be a non-empty string naming the rule")
         if self.radius is None:
             set_("radius", radius_rule(self.radius_rule, self.n, B))
-        r = _real(self.radius, "radius")
-        if r <= 0:
-            raise ValueError(f"radius must be > 0, got {r!r} (rule {self.radius_rule!r}, n={self.n})")
-        set_("radius", r)
+        set_("radius", check_positive(self.radius, "radius"))
         if self.space == "poly":
             if self.m is None:
                 raise ValueError("m (the dimension of H_m) is required when space='poly'")
-            set_("m", _integer(self.m, "m", 1))
+            set_("m", check_int(self.m, "m", 1))
             if self.T < self.m:
                 raise ValueError(f"T must be >= m for H_m (Assumption A.3), got T={self.T}, m={self.m}")
             if self.rho is not None or self.centers is not None:
@@ -243,11 +215,8 @@ class Setting:
         else:
             if self.m is not None:
                 raise ValueError("m applies only to space='poly'")
-            rho = 0.2 if self.rho is None else _real(self.rho, "rho")
-            if rho <= 0:
-                raise ValueError(f"rho must be > 0, got {rho!r}")
-            set_("rho", rho)
-            set_("centers", 20 if self.centers is None else _integer(self.centers, "centers", 1))
+            set_("rho", 0.2 if self.rho is None else check_positive(self.rho, "rho"))
+            set_("centers", 20 if self.centers is None else check_int(self.centers, "centers", 1))
 
     # -- derived objects ---------------------------------------------------
     @property
