@@ -110,43 +110,86 @@ class BallLeastSquares:
         g = np.asarray(X, dtype=float) @ self._P
         return (g / self.eigenvalues) @ self.eigenvectors.T
 
-    def solve(self, X, radius) -> BallFit:
-        """Fit every curve in ``X`` (..., T) inside the ball of radius ``radius``."""
+    def _prepare(self, X, radius):
+        """Eigenbasis coordinates g, unconstrained z = g/λ, and the active mask."""
         radius = check_positive(radius, "radius")
         X = np.asarray(X, dtype=float)
         if X.shape[-1] != self.T:
             raise ValueError(f"X's last axis has length {X.shape[-1]}, expected T={self.T}")
         g = X @ self._P  # (..., d) in the eigenbasis of A
-        lam = self.eigenvalues
-        z = g / lam
+        z = g / self.eigenvalues
         norm = _norm_rows(z)
         if not np.all(np.isfinite(norm)):  # NaN or inf in X (finite g always has a finite norm)
             raise ValueError("X contains NaN or inf (or values too large for floating point)")
-        active = norm > radius
+        return radius, g, z, norm > radius
+
+    def _active_solution(self, g_active, radius):
+        """Constrained solutions of the active rows: (z (d, k), ν (k,)), transposed."""
+        lam = self.eigenvalues
+        # Active rows, transposed to (d, k) so that every step below is an
+        # elementwise operation on contiguous length-k rows.
+        G = np.ascontiguousarray(g_active.T)
+        # The secular equation is homogeneous: with u = g/max|g| and ρ = B'/max|g| it
+        # reads Σ u²/(ρλ + ω)² = 1 in ω = ρν, whose terms are O(1) whatever the
+        # magnitudes of x and B' (no overflow or underflow from squaring them).
+        gmax = np.abs(G[0])
+        for row in G[1:]:
+            np.maximum(gmax, np.abs(row), out=gmax)
+        u = G / gmax
+        rho = radius / gmax
+        L = lam[:, None] * rho
+        omega = _secular_root(u, L)
+        zt = u / (L + omega)  # θ/B' in the eigenbasis of A, norm 1 up to rounding
+        # Remove the last rounding error so the solution is exactly feasible.
+        zt *= np.minimum(1.0, 1.0 / np.sqrt(_sum_rows(zt * zt)))
+        zt *= radius
+        with np.errstate(over="ignore", divide="ignore"):
+            nu = omega / rho  # ν = ω/ρ (inf only beyond the float range)
+        return zt, nu
+
+    def solve(self, X, radius) -> BallFit:
+        """Fit every curve in ``X`` (..., T) inside the ball of radius ``radius``."""
+        radius, g, z, active = self._prepare(X, radius)
         nu = np.zeros(active.shape)
         if np.any(active):
-            # Active rows, transposed to (d, k) so that every step below is an
-            # elementwise operation on contiguous length-k rows.
-            G = np.ascontiguousarray(g[active].T)
-            # The secular equation is homogeneous: with u = g/max|g| and ρ = B'/max|g| it
-            # reads Σ u²/(ρλ + ω)² = 1 in ω = ρν, whose terms are O(1) whatever the
-            # magnitudes of x and B' (no overflow or underflow from squaring them).
-            gmax = np.abs(G[0])
-            for row in G[1:]:
-                np.maximum(gmax, np.abs(row), out=gmax)
-            u = G / gmax
-            rho = radius / gmax
-            L = lam[:, None] * rho
-            omega = _secular_root(u, L)
-            zt = u / (L + omega)  # θ/B' in the eigenbasis of A, norm 1 up to rounding
-            # Remove the last rounding error so the solution is exactly feasible.
-            zt *= np.minimum(1.0, 1.0 / np.sqrt(_sum_rows(zt * zt)))
-            zt *= radius
+            zt, nu_act = self._active_solution(g[active], radius)
             z[active] = zt.T
-            with np.errstate(over="ignore", divide="ignore"):
-                nu[active] = omega / rho  # ν = ω/ρ (inf only beyond the float range)
+            nu[active] = nu_act
         coef = z @ self.eigenvectors.T
         return BallFit(coef=coef, active=active, multiplier=nu)
+
+    def solve_mean(self, X, radius):
+        """The average of the ball-constrained fits of the curves in ``X`` (..., n, T).
+
+        Returns ``(mean_coef (..., d), active (..., n))``: the same numbers as
+        ``solve(X, radius).coef.mean(axis=-2)`` up to rounding, computed without
+        expanding every curve's fit.  An inactive curve's fit is linear in the
+        data, so the mean is the unconstrained mean of all curves plus, for the
+        active curves only, the difference between their constrained and
+        unconstrained solutions (Algorithm 1, steps 1–2).
+        """
+        X = np.asarray(X, dtype=float)
+        if X.ndim < 2:
+            raise ValueError(f"X must hold curves along its second-to-last axis, got shape {X.shape}")
+        radius, g, z, active = self._prepare(X, radius)
+        n, d = X.shape[-2], self.dim
+        batch = z.shape[:-2]
+        total = (np.ones(n) @ z).reshape(-1, d)  # Σ_i z_i for each repetition
+        if np.any(active):
+            zt, _ = self._active_solution(g[active], radius)
+            correction = zt.T - z[active]  # (k, d), rows in C order of the batch
+            which = np.flatnonzero(active) // n  # the repetition each active row belongs to
+            for k in range(d):
+                total[:, k] += np.bincount(which, weights=correction[:, k], minlength=total.shape[0])
+        mean_z = total.reshape(batch + (d,)) / n
+        # Back to the original coordinates, summed in a fixed order so the result of a
+        # repetition does not depend on how many are processed together (a BLAS
+        # product would pick different kernels for one row and for many).
+        Vt = self.eigenvectors.T
+        coef = mean_z[..., :1] * Vt[0]
+        for k in range(1, d):
+            coef += mean_z[..., k : k + 1] * Vt[k]
+        return coef, active
 
 
 def _sum_rows(a: np.ndarray) -> np.ndarray:

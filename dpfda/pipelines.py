@@ -96,8 +96,7 @@ def ftp_fit_mean(X: np.ndarray, geometry: GridGeometry, radius: float):
 
     Returns ``(mean_coef (…, d), active (…, n))``.
     """
-    fit = fitter(geometry).solve(X, radius)
-    return fit.coef.mean(axis=-2), fit.active
+    return fitter(geometry).solve_mean(X, radius)
 
 
 def ptf_clipped_mean(X: np.ndarray, clip: np.ndarray) -> np.ndarray:
