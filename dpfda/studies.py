@@ -115,7 +115,17 @@ RULE_LABELS = {
     "sqrt_n": r"$\sqrt{n}$",
     "n_2_3": r"$n^{2/3}$",
 }
-"""Plot labels of the named radius rules."""
+"""Plot labels of the named radius rules (matplotlib mathtext)."""
+
+RULE_TEXT = {
+    "B": "B",
+    "1.1B": "1.1B",
+    "sqrt_log_n": "√(log n)",
+    "log_n": "log n",
+    "sqrt_n": "√n",
+    "n_2_3": "n^(2/3)",
+}
+"""Plain-text names of the radius rules, for tables (no TeX to typeset)."""
 
 
 def radius_rule(name: str, n: int, B: float = 1.0) -> float:
