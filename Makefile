@@ -31,20 +31,22 @@ $(STAMP): requirements.txt pyproject.toml
 	$(VENV)/bin/python -m pip install -r requirements.txt
 	touch $@
 
-# Fetch MathJax's es5 bundle (components, fonts) from the npm registry with npm's own
-# client, once; the folder is git-ignored and copied into _build/html/_static by Sphinx.
+# MathJax 3's es5 bundle (components and fonts) comes from the PyPI package
+# django-static-mathjax (a plain copy of MathJax, no Django needed), installed into .venv
+# by requirements.txt, so no tool beyond Python is needed. It is copied into the
+# git-ignored _vendor/mathjax, which Sphinx copies into _build/html/mathjax.
 mathjax: $(MATHJAX)
 
-$(MATHJAX):
-	@command -v npm >/dev/null || { echo "npm is needed to fetch MathJax (apt-get install -y npm)"; exit 1; }
-	rm -rf $(MATHJAX_DIR) _vendor/.mathjax-tmp
-	mkdir -p _vendor/.mathjax-tmp
-	cd _vendor/.mathjax-tmp && npm pack --silent mathjax@$(MATHJAX_VERSION) >/dev/null
-	tar -xzf _vendor/.mathjax-tmp/mathjax-$(MATHJAX_VERSION).tgz -C _vendor/.mathjax-tmp package/es5 package/LICENSE
-	mv _vendor/.mathjax-tmp/package/es5 $(MATHJAX_DIR)
-	mv _vendor/.mathjax-tmp/package/LICENSE $(MATHJAX_DIR)/LICENSE
-	rm -rf _vendor/.mathjax-tmp
-	test -f $@
+$(MATHJAX): $(STAMP)
+	rm -rf $(MATHJAX_DIR)
+	$(VENV)/bin/python -c "import importlib.metadata as md, pathlib, shutil, mathjax; \
+	src = pathlib.Path(mathjax.__file__).parent / 'static' / 'mathjax' / 'es5'; \
+	dist = md.distribution('django-static-mathjax'); \
+	assert dist.version.startswith('$(MATHJAX_VERSION)'), dist.version; \
+	shutil.copytree(src, '$(MATHJAX_DIR)'); \
+	lic = [f for f in dist.files if f.name == 'LICENSE']; \
+	shutil.copyfile(lic[0].locate(), '$(MATHJAX_DIR)/LICENSE')"
+	test -f $@ && touch $@
 
 book: venv mathjax
 	$(RUN) jupyter-book build . $(JB_FLAGS)
