@@ -43,7 +43,7 @@ from .spaces import (
 )
 from . import audit, secure, theory
 
-__version__ = "0.1.0"
+__version__ = "0.1.1"
 
 __all__ = [
     "AssumptionError",

@@ -20,6 +20,7 @@ __all__ = [
     "check_grid",
     "check_data",
     "check_points",
+    "check_grid_vector",
 ]
 
 
@@ -135,4 +136,21 @@ def check_data(X, T: int, name: str = "X") -> np.ndarray:
         raise ValueError(f"{name} must hold at least one curve")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or inf; remove or impute those values first")
+    return arr
+
+
+def check_grid_vector(value, name: str, T: int | None) -> np.ndarray:
+    """A vector of finite values > 0, one per grid point (clip bounds, weights).
+
+    A scalar is used at every one of the ``T`` points; ``T=None`` accepts a
+    vector of any length (at least one) and no scalar.
+    """
+    arr = _as_float_array(value, name)
+    if arr.ndim == 0 and T is not None:
+        arr = np.full(T, float(arr))
+    if arr.ndim != 1 or arr.size < 1 or (T is not None and arr.size != T):
+        want = "a vector of at least one value" if T is None else f"a scalar or a vector of length T={T}"
+        raise ValueError(f"{name} must be {want} (one value per grid point), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"{name} must be finite and > 0 at every grid point")
     return arr

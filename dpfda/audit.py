@@ -38,8 +38,10 @@ Worst-case neighbours (:func:`worst_case_pair`) attain the sensitivities of
 both pipelines, and mechanisms *broken on purpose* — PTF without the √T of
 composition (:func:`broken_ptf_no_sqrt_T`), FTP calibrated to the sup or L²
 norm on the grid instead of the Cameron–Martin norm (:func:`broken_ftp_grid_norm`),
-FTP without the radius constraint (:func:`broken_ftp_no_radius`) — show that
-the audit catches miscalibration.  They exist for the audit only and are not
+FTP without the radius constraint (:func:`broken_ftp_no_radius`), FTP whose
+mean of fits is computed by cancelling large numbers (:func:`broken_ftp_cancellation`,
+correct in exact arithmetic, leaky in floating point) — show that the audit
+catches miscalibration.  They exist for the audit only and are not
 exported by ``dpfda``; never release data with them.
 """
 
@@ -54,14 +56,14 @@ from scipy import special, stats
 from ._validation import _as_float_array, check_int, check_positive, check_rng
 from .pipelines import (
     Release,
-    _child_rng,
     fitter,
     ftp,
     ftp_fit_mean,
     ftp_sigma,
     ptf,
+    ptf_clip_bounds,
     ptf_clipped_mean,
-    ptf_default_clip,
+    ptf_default_weights,
     ptf_sigmas,
 )
 from .spaces import KernelSpace, LegendreSpace
@@ -70,6 +72,7 @@ __all__ = [
     "AuditResult",
     "Mechanism",
     "audit",
+    "broken_ftp_cancellation",
     "broken_ftp_grid_norm",
     "broken_ftp_no_radius",
     "broken_ptf_no_sqrt_T",
@@ -275,8 +278,7 @@ def ptf_mechanism(grid, space, radius, mu, *, n, clip=None, weights=None, secure
     geom = _geometry(space, grid)
     radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
     n = check_int(n, "n", 1)
-    c = ptf_default_clip(geom, radius) if clip is None else np.broadcast_to(
-        np.asarray(clip, dtype=float), (geom.T,)).copy()
+    c = ptf_clip_bounds(geom, radius, clip)
     return Mechanism(
         name="PTF" + (" (OpenDP)" if secure else ""),
         release=lambda X, rng: ptf(X, grid, space, radius, mu, rng, clip=c, weights=weights,
@@ -289,10 +291,10 @@ def ptf_mechanism(grid, space, radius, mu, *, n, clip=None, weights=None, secure
     )
 
 
-def _noisy_release(method, geom, centre, sigma, rng, *, mu, radius, n, active, **extra):
+def _noisy_release(method, geom, centre, sigma, rng, *, mu, radius, n):
     noisy = centre + sigma * rng.standard_normal(centre.shape)
     return Release(method=method, geometry=geom, coef=noisy, mu=mu, radius=radius, n=n,
-                   noise_scale=sigma, active=active, **extra)
+                   noise_scale=sigma)
 
 
 def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
@@ -303,10 +305,9 @@ def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
     geom = _geometry(space, grid)
     radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
     n = check_int(n, "n", 1)
-    c = ptf_default_clip(geom, radius) if clip is None else np.broadcast_to(
-        np.asarray(clip, dtype=float), (geom.T,)).copy()
+    c = ptf_clip_bounds(geom, radius, clip)
     sig = 2.0 * c / (n * mu)  # should be 2c_j√T/(nμ)
-    w = geom.scale**-2.0
+    w = ptf_default_weights(geom)
 
     def release(X, rng):
         X = np.asarray(X, dtype=float)
@@ -354,9 +355,9 @@ def broken_ftp_grid_norm(grid, space, radius, mu, *, n, norm: str) -> Mechanism:
 
     def release(X, rng):
         X = np.asarray(X, dtype=float)
-        mean_coef, active = ftp_fit_mean(X, geom, radius)
+        mean_coef, _ = ftp_fit_mean(X, geom, radius)
         return _noisy_release("ftp", geom, mean_coef, sigma, check_rng(rng), mu=mu,
-                              radius=radius, n=X.shape[-2], active=active)
+                              radius=radius, n=X.shape[-2])
 
     name = f"FTP calibrated to the grid {norm}-norm" + (" (broken)" if factor < 1 else "")
     return Mechanism(name=name, release=release,
@@ -381,10 +382,44 @@ def broken_ftp_no_radius(grid, space, radius, mu, *, n) -> Mechanism:
     def release(X, rng):
         X = np.asarray(X, dtype=float)
         return _noisy_release("ftp", geom, summary(X), sigma, check_rng(rng), mu=mu,
-                              radius=radius, n=X.shape[-2],
-                              active=np.zeros(X.shape[:-1], dtype=bool))
+                              radius=radius, n=X.shape[-2])
 
     return Mechanism(name="FTP without the radius constraint (broken)", release=release,
+                     summary=summary, coordinates=lambda rel: rel.coef, noise_scale=sigma, mu=mu, n=n)
+
+
+def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
+    """BROKEN ON PURPOSE (in floating point only): FTP whose mean of fits cancels large numbers.
+
+    Algorithm 1 with the right σ = 2B'/(nμ), but the mean of the constrained
+    fits is computed as the mean of the *unconstrained* fits plus, for the
+    curves outside the ball, (constrained fit − unconstrained fit)/n.  In exact
+    arithmetic that is the same number.  In floating point, a curve of size s
+    has an unconstrained fit of size ≈ s, and adding and removing it leaves an
+    error of about s·2^-52 — far more than 2B'/n once s is large, so two
+    neighbouring datasets give means that differ by much more than the
+    sensitivity (this was dpfda's own FTP before version 0.1.1).
+    """
+    geom = _geometry(space, grid)
+    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
+    n = check_int(n, "n", 1)
+    sigma = ftp_sigma(n, radius, mu)
+    solver = fitter(geom)
+
+    def summary(X):
+        X = np.asarray(X, dtype=float)
+        unconstrained = solver.unconstrained(X)  # (..., n, d), as large as the data
+        fit = solver.solve(X, radius)
+        correction = np.where(fit.active[..., None], fit.coef - unconstrained, 0.0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            return (unconstrained.sum(axis=-2) + correction.sum(axis=-2)) / X.shape[-2]
+
+    def release(X, rng):
+        X = np.asarray(X, dtype=float)
+        return _noisy_release("ftp", geom, summary(X), sigma, check_rng(rng), mu=mu,
+                              radius=radius, n=X.shape[-2])
+
+    return Mechanism(name="FTP with a cancelling mean (broken)", release=release,
                      summary=summary, coordinates=lambda rel: rel.coef, noise_scale=sigma, mu=mu, n=n)
 
 
@@ -402,7 +437,7 @@ def _as_mechanism(mechanism, X, rng) -> Mechanism:
         return mechanism
     if not callable(mechanism):
         raise TypeError("mechanism must be a Mechanism or a callable (X, rng) -> Release")
-    probe = mechanism(X, _child_rng(rng))  # only its metadata is used
+    probe = mechanism(X, np.random.default_rng(0))  # only its metadata is used
     if not isinstance(probe, Release):
         raise TypeError(f"mechanism must return a dpfda Release, got {type(probe).__name__}")
     geom, radius = probe.geometry, probe.radius
@@ -469,8 +504,7 @@ def worst_case_pair(space, grid, radius, n, *, pipeline="ftp", direction=None, f
     elif pipeline == "ptf":
         if direction is not None:
             raise ValueError("direction applies to pipeline='ftp' only")
-        c = ptf_default_clip(geom, radius) if clip is None else np.broadcast_to(
-            np.asarray(clip, dtype=float), (geom.T,)).copy()
+        c = ptf_clip_bounds(geom, radius, clip)
         X0 = np.zeros((n, geom.T))
         X0[0] = factor * c
         curve = X0[0]

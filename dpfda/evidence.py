@@ -271,7 +271,7 @@ def compare_on_curves(F, target, grid, space, *, radius: float, mu: float, sigma
         ``n``, ``reps`` and ``radius``.
     """
     from .engine import summarize
-    from .pipelines import ftp, ptf
+    from .pipelines import ftp_fit_mean, ftp_privatize, ptf
 
     F = np.asarray(F, dtype=float)
     if F.ndim != 2:
@@ -298,13 +298,16 @@ def compare_on_curves(F, target, grid, space, *, radius: float, mu: float, sigma
         c = min(size, reps - start)
         rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=key + (j,))))
         X = F + sigma0 * rng.standard_normal((c, n, T)) if sigma0 > 0 else np.broadcast_to(F, (c, n, T))
-        a = ftp(X, grid, space, radius, mu, rng)
+        # FTP as dpfda.ftp runs it, stage by stage: the per-curve activity is a
+        # simulation diagnostic that a release does not carry.
+        mean_coef, active = ftp_fit_mean(X, geom, radius)
+        a = ftp_privatize(mean_coef, geom, radius, mu, n, rng)
         b = ptf(X, grid, space, radius, mu, rng)
         parts.append({
             "err_ftp": a.error(target),
             "err_ptf": b.error(target),
-            "ftp_any_active": a.active.any(axis=-1),
-            "ftp_frac_active": a.active.mean(axis=-1),
+            "ftp_any_active": active.any(axis=-1),
+            "ftp_frac_active": active.mean(axis=-1),
             "ptf_active": b.active,
         })
     per_rep = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import AssumptionError, check_positive
+from ._validation import AssumptionError, _as_float_array, check_grid_vector, check_positive
 
 __all__ = ["BallFit", "BallLeastSquares", "fit_ball"]
 
@@ -74,16 +74,7 @@ class BallLeastSquares:
         if not np.all(np.isfinite(Phi)):
             raise ValueError("Phi contains NaN or inf")
         T, d = Phi.shape
-        if weights is None:
-            w = np.ones(T)
-        else:
-            w = np.asarray(weights, dtype=float)
-            if w.ndim != 1 or w.size != T:
-                raise ValueError(
-                    f"weights must be a vector of length T={T} (the diagonal of W), got shape {w.shape}"
-                )
-            if not np.all(np.isfinite(w)) or np.any(w <= 0):
-                raise ValueError("weights must be finite and > 0 at every grid point")
+        w, self._weight_exp = _weight_vector(weights, T)
         A = Phi.T @ (w[:, None] * Phi)
         lam, V = np.linalg.eigh((A + A.T) / 2.0)
         if lam[0] <= 1e-13 * max(lam[-1], 1e-300):
@@ -91,8 +82,12 @@ class BallLeastSquares:
                 f"A = ΦᵀWΦ is singular (smallest eigenvalue {lam[0]:.3g}); the design needs full "
                 "column rank (Assumption A.3 / A.4)"
             )
+        if not np.all(np.isfinite(A)):
+            raise ValueError(
+                "Phi and weights are too large: ΦᵀWΦ overflows floating point (rescale the design)"
+            )
         self.Phi = Phi
-        self.weights = w
+        self.weights = w * 2.0**self._weight_exp  # as given (the solver uses w, scaled by 2^-e)
         self.eigenvalues = lam
         self.eigenvectors = V
         self._P = (w[:, None] * Phi) @ V  # x @ _P = Vᵀ Φᵀ W x
@@ -111,32 +106,57 @@ class BallLeastSquares:
         return (g / self.eigenvalues) @ self.eigenvectors.T
 
     def _prepare(self, X, radius):
-        """Eigenbasis coordinates g, unconstrained z = g/λ, and the active mask."""
+        """Scaled eigenbasis coordinates of every row, and which rows are active.
+
+        Returns ``(radius, g, z, e, active)``: row i's coordinates Vᵀ ΦᵀW x_i
+        and unconstrained solution in the eigenbasis of A are ``g[i]·2**e[i]``
+        and ``z[i]·2**e[i]``.  Rows whose largest entry is
+        far from 1 are first scaled by a power of two (exact), so the product
+        with the design neither overflows nor underflows for any finite row, and
+        the comparison with B' is made in the same units.  Rows of ordinary
+        magnitude keep e = 0, so their numbers are bit for bit those of an
+        unscaled computation, and no row's result depends on the other rows.
+        """
         radius = check_positive(radius, "radius")
-        X = np.asarray(X, dtype=float)
-        if X.shape[-1] != self.T:
-            raise ValueError(f"X's last axis has length {X.shape[-1]}, expected T={self.T}")
+        X = _as_float_array(X, "X")
+        if X.shape[-1:] != (self.T,):
+            raise ValueError(f"X's last axis has length {X.shape[-1:] or 0}, expected T={self.T}")
+        e = _row_exponents(X)
+        if np.any(e):
+            X = np.ldexp(X, -e[..., None])
         g = X @ self._P  # (..., d) in the eigenbasis of A
         z = g / self.eigenvalues
         norm = _norm_rows(z)
-        if not np.all(np.isfinite(norm)):  # NaN or inf in X (finite g always has a finite norm)
-            raise ValueError("X contains NaN or inf (or values too large for floating point)")
-        return radius, g, z, norm > radius
+        if not np.all(np.isfinite(norm)):  # finite rows always give finite, scaled z
+            raise ValueError("X contains NaN or inf; every value must be a finite number")
+        with np.errstate(over="ignore"):
+            bound = np.ldexp(radius, -e)  # B' in the row's units (inf: the row is far inside)
+        return radius, g, z, e, norm > bound
 
-    def _active_solution(self, g_active, radius):
-        """Constrained solutions of the active rows: (z (d, k), ν (k,)), transposed."""
+    def _active_solution(self, g_active, e_active, radius):
+        """Constrained solutions of the active rows: (θ (d, k), ν (k,)), transposed.
+
+        ``g_active`` (k, d) holds the rows' coordinates Vᵀ ΦᵀW x in the
+        eigenbasis, each in its own units 2**e.  Every returned column has
+        Euclidean norm at most B' (up to one rounding): it is a unit vector
+        multiplied by B', whatever the magnitude of the data.
+        """
         lam = self.eigenvalues
         # Active rows, transposed to (d, k) so that every step below is an
-        # elementwise operation on contiguous length-k rows.
+        # elementwise operation on contiguous length-k rows.  The units 2**e
+        # cancel in u and enter only ρ.
         G = np.ascontiguousarray(g_active.T)
         # The secular equation is homogeneous: with u = g/max|g| and ρ = B'/max|g| it
         # reads Σ u²/(ρλ + ω)² = 1 in ω = ρν, whose terms are O(1) whatever the
-        # magnitudes of x and B' (no overflow or underflow from squaring them).
+        # magnitudes of x and B' (no overflow or underflow from squaring them).  For
+        # data far outside the ball ρ may underflow to 0; the root is then ω = ||u||
+        # and the fit B'·u/||u||, the limit of the constrained fit.
         gmax = np.abs(G[0])
         for row in G[1:]:
             np.maximum(gmax, np.abs(row), out=gmax)
         u = G / gmax
-        rho = radius / gmax
+        with np.errstate(under="ignore"):
+            rho = np.ldexp(radius / gmax, -e_active)
         L = lam[:, None] * rho
         omega = _secular_root(u, L)
         zt = u / (L + omega)  # θ/B' in the eigenbasis of A, norm 1 up to rounding
@@ -144,17 +164,20 @@ class BallLeastSquares:
         zt *= np.minimum(1.0, 1.0 / np.sqrt(_sum_rows(zt * zt)))
         zt *= radius
         with np.errstate(over="ignore", divide="ignore"):
-            nu = omega / rho  # ν = ω/ρ (inf only beyond the float range)
+            nu = np.ldexp(omega / rho, self._weight_exp)  # ν = ω/ρ in the caller's weights
         return zt, nu
 
     def solve(self, X, radius) -> BallFit:
         """Fit every curve in ``X`` (..., T) inside the ball of radius ``radius``."""
-        radius, g, z, active = self._prepare(X, radius)
+        radius, g, z, e, active = self._prepare(X, radius)
         nu = np.zeros(active.shape)
         if np.any(active):
-            zt, nu_act = self._active_solution(g[active], radius)
+            zt, nu_act = self._active_solution(g[active], e[active], radius)
             z[active] = zt.T
             nu[active] = nu_act
+        if np.any(e):
+            inactive = ~active
+            z[inactive] = np.ldexp(z[inactive], e[inactive][:, None])
         coef = z @ self.eigenvectors.T
         return BallFit(coef=coef, active=active, multiplier=nu)
 
@@ -162,26 +185,28 @@ class BallLeastSquares:
         """The average of the ball-constrained fits of the curves in ``X`` (..., n, T).
 
         Returns ``(mean_coef (..., d), active (..., n))``: the same numbers as
-        ``solve(X, radius).coef.mean(axis=-2)`` up to rounding, computed without
-        expanding every curve's fit.  An inactive curve's fit is linear in the
-        data, so the mean is the unconstrained mean of all curves plus, for the
-        active curves only, the difference between their constrained and
-        unconstrained solutions (Algorithm 1, steps 1–2).
+        ``solve(X, radius).coef.mean(axis=-2)`` up to rounding (Algorithm 1,
+        steps 1–2).  Every curve contributes its own fit, of norm at most B' —
+        the unconstrained solution where it lies in the ball, the constrained
+        one where it does not — so the sum never subtracts large numbers: the
+        mean is accurate to a few ulps of B' and two datasets that differ in one
+        curve give means that differ by at most 2B'/n (plus rounding of that
+        order), for curves of any finite magnitude.  The fits stay in the
+        eigenbasis of A until the mean is taken.
         """
-        X = np.asarray(X, dtype=float)
+        X = _as_float_array(X, "X")
         if X.ndim < 2:
             raise ValueError(f"X must hold curves along its second-to-last axis, got shape {X.shape}")
-        radius, g, z, active = self._prepare(X, radius)
+        radius, g, z, e, active = self._prepare(X, radius)
         n, d = X.shape[-2], self.dim
         batch = z.shape[:-2]
-        total = (np.ones(n) @ z).reshape(-1, d)  # Σ_i z_i for each repetition
         if np.any(active):
-            zt, _ = self._active_solution(g[active], radius)
-            correction = zt.T - z[active]  # (k, d), rows in C order of the batch
-            which = np.flatnonzero(active) // n  # the repetition each active row belongs to
-            for k in range(d):
-                total[:, k] += np.bincount(which, weights=correction[:, k], minlength=total.shape[0])
-        mean_z = total.reshape(batch + (d,)) / n
+            zt, _ = self._active_solution(g[active], e[active], radius)
+            z[active] = zt.T
+        if np.any(e):
+            inactive = ~active
+            z[inactive] = np.ldexp(z[inactive], e[inactive][:, None])
+        mean_z = (np.ones(n) @ z).reshape(batch + (d,)) / n  # Σ_i of the fits, per repetition
         # Back to the original coordinates, summed in a fixed order so the result of a
         # repetition does not depend on how many are processed together (a BLAS
         # product would pick different kernels for one row and for many).
@@ -190,6 +215,44 @@ class BallLeastSquares:
         for k in range(1, d):
             coef += mean_z[..., k : k + 1] * Vt[k]
         return coef, active
+
+
+_EXP_LOW, _EXP_HIGH = -400, 400  # rows with max |x| in [2^-400, 2^400) are used as they are
+
+
+def _row_exponents(X: np.ndarray) -> np.ndarray:
+    """Power-of-two exponent e of each row's largest |entry|, or 0 where it is moderate.
+
+    ``X·2^-e`` then has entries of magnitude below 1 for the rows with e != 0,
+    so products with the design stay within the float range.  Rows of
+    ordinary magnitude (and zero rows) get e = 0: scaling them would change no
+    bit, and leaving them alone keeps the common case as fast as before.
+    """
+    top = np.maximum(np.max(X, axis=-1), -np.min(X, axis=-1))
+    _, e = np.frexp(top)
+    e = np.asarray(e, dtype=np.int64)
+    return np.where((e > _EXP_LOW) & (e < _EXP_HIGH), 0, e)
+
+
+def _weight_vector(weights, T: int):
+    """The diagonal of W as a checked vector, and a power of two to divide it by.
+
+    A scalar means the same weight at every grid point.  The weighted fit does
+    not change when W is multiplied by a constant, so weights far from 1 are
+    scaled by 2^-e (exact) before ΦᵀWΦ is formed: W = 1e308·I then works like I.
+    """
+    if weights is None:
+        return np.ones(T), 0
+    w = check_grid_vector(weights, "weights", T)
+    _, exp = np.frexp(np.max(w))
+    exp = int(exp) if not (_EXP_LOW < exp < _EXP_HIGH) else 0
+    scaled = np.ldexp(w, -exp)
+    if np.any(scaled == 0) or np.any(scaled < np.finfo(float).tiny):
+        raise ValueError(
+            "weights span too many orders of magnitude: after dividing by the largest, some "
+            "fall below the smallest normal float (use weights within a ratio of 1e300)"
+        )
+    return scaled, exp
 
 
 def _sum_rows(a: np.ndarray) -> np.ndarray:

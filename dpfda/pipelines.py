@@ -13,15 +13,28 @@ PTF (Algorithm 2)::
 with σ_j = (2c_j/n)·sqrt(T)/μ (Proposition 9: each coordinate is (μ/√T)-GDP,
 and T of them compose to μ-GDP; the fit is post-processing).
 
-Each stage is also a function of its own (``ftp_fit_mean``, ``ptf_clipped_mean``
-…) so the simulation engine can reuse work, e.g. fit noiseless data once.
+Each stage is also a function of its own (``ftp_fit_mean``, ``ftp_privatize``,
+``ptf_clipped_mean`` …) so the simulation engine can reuse work, e.g. fit
+noiseless data once, and read per-curve diagnostics (which fits hit the ball)
+on its own side of the privacy boundary: a :class:`Release` never carries them.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
+import secrets
+
 import numpy as np
 
-from ._validation import check_data, check_int, check_points, check_positive, check_rng
+from ._validation import (
+    check_data,
+    check_grid_vector,
+    check_int,
+    check_points,
+    check_positive,
+    check_rng,
+)
 from .fitting import BallLeastSquares
 from .spaces import GridGeometry, KernelSpace, LegendreSpace
 
@@ -32,6 +45,9 @@ __all__ = [
     "ftp_sigma",
     "ptf_sigmas",
     "ftp_fit_mean",
+    "ftp_privatize",
+    "ptf_clip_bounds",
+    "ptf_weight_vector",
     "ptf_clipped_mean",
     "ptf_default_clip",
     "ptf_default_weights",
@@ -44,19 +60,89 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
+PARAM_MAX = 2.0**960
+"""Largest fitting radius B' or clipping bound c_j accepted (≈ 9.7e288).
+
+With B', c_j and σ below 2^960, sums of n fits or clipped values, the noise and
+the grid values of a release all stay far inside the float range, so no
+release can overflow to inf or NaN whatever the data."""
+
+NOISE_RESOLUTION = 2.0**-40
+"""Smallest accepted ratio σ/B' (FTP) or σ_j/c_j (PTF).
+
+The noise is added to a mean of magnitude up to B' (or c_j); far below it,
+rounding would erase the noise and publish the mean itself.  At 2^-40 the
+noise keeps 12 of a double's 52 bits; the ratio is 2/(nμ) (times √T for PTF),
+so only n·μ above about 10^12 is refused."""
+
+
+def _noise_scale(bound, factor, n: int, mu: float, bound_name: str) -> np.ndarray:
+    """σ = 2·bound·factor/(n·μ) (``factor=None``: 1), on mantissas and exponents separately.
+
+    Mantissas and exponents are combined only at the end, so no intermediate
+    over- or underflows (n·μ may overflow, 2/μ may overflow, …) and in the
+    ordinary range the result is bit for bit that of the plain formula.  The
+    result must be a normal float, at most :data:`PARAM_MAX` and at least
+    :data:`NOISE_RESOLUTION` times the bound; otherwise ``ValueError``.
+    """
+    b = np.asarray(bound, dtype=float)
+    if np.any(b > PARAM_MAX):
+        raise ValueError(
+            f"{bound_name} must be at most 2^960 ≈ 9.7e288 (so sums, noise and grid values stay "
+            f"within floating point), got {float(np.max(b))!r}"
+        )
+    mb, eb = np.frexp(b)
+    mn, en = math.frexp(float(n))
+    mm, em = math.frexp(mu)
+    with np.errstate(over="ignore", under="ignore"):
+        # The same operations, in the same order, as 2B'/(nμ) (FTP) and (2c_j/n)·√T/μ (PTF).
+        mant = 2.0 * mb / (mn * mm) if factor is None else 2.0 * mb / mn * factor / mm
+        sigma = np.ldexp(mant, eb - en - em)
+    what = f"for mu={mu!r}, {bound_name}={_short(bound)} and n={n}"
+    if not np.all(np.isfinite(sigma)) or np.any(sigma > PARAM_MAX):
+        raise ValueError(
+            f"the noise scale 2·{bound_name}/(n·mu) is too large {what} (above 2^960 ≈ 9.7e288); "
+            "mu is too small or the bound too large"
+        )
+    if np.any(sigma < np.finfo(float).tiny):
+        raise ValueError(
+            f"the noise scale 2·{bound_name}/(n·mu) underflows {what}: it must be a normal "
+            "floating-point number (> 2.2e-308); mu or n is too large or the bound too small"
+        )
+    if np.any(sigma < NOISE_RESOLUTION * b):
+        raise ValueError(
+            f"the noise scale is below 2^-40 of {bound_name} {what}: rounding would erase the "
+            "noise from the released mean (n·mu must be below about 10^12)"
+        )
+    return sigma
+
+
+def _short(x) -> str:
+    a = np.asarray(x, dtype=float)
+    return repr(float(a)) if a.ndim == 0 else f"[{float(a.min())!r} … {float(a.max())!r}]"
+
+
 def ftp_sigma(n: int, radius: float, mu: float) -> float:
-    """FTP noise scale σ = Δ/μ with Cameron–Martin sensitivity Δ = 2B'/n (Algorithm 1)."""
+    """FTP noise scale σ = Δ/μ with Cameron–Martin sensitivity Δ = 2B'/n (Algorithm 1).
+
+    Raises ``ValueError`` when σ would not be a finite, normal float in
+    [2^-40·B', 2^960] (see :data:`NOISE_RESOLUTION`, :data:`PARAM_MAX`).
+    """
     n = check_int(n, "n", 1)
-    return 2.0 * check_positive(radius, "radius") / (n * check_positive(mu, "mu"))
+    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
+    return float(_noise_scale(radius, None, n, mu, "radius"))
 
 
 def ptf_sigmas(n: int, clip, mu: float) -> np.ndarray:
-    """PTF noise scales σ_j = (2c_j/n)·sqrt(T)/μ (Algorithm 2; T = len(clip))."""
+    """PTF noise scales σ_j = (2c_j/n)·sqrt(T)/μ (Algorithm 2; T = len(clip)).
+
+    Raises ``ValueError`` when some σ_j would not be a finite, normal float in
+    [2^-40·c_j, 2^960].
+    """
     n = check_int(n, "n", 1)
-    c = np.asarray(clip, dtype=float)
-    if c.ndim != 1 or c.size < 1 or not np.all(np.isfinite(c)) or np.any(c <= 0):
-        raise ValueError("clip must be a vector of finite bounds c_j > 0, one per grid point")
-    return 2.0 * c / n * np.sqrt(c.size) / check_positive(mu, "mu")
+    c = check_grid_vector(clip, "clip", None)
+    mu = check_positive(mu, "mu")
+    return _noise_scale(c, math.sqrt(c.size), n, mu, "clip")
 
 
 def ptf_default_clip(geometry: GridGeometry, radius: float) -> np.ndarray:
@@ -67,6 +153,20 @@ def ptf_default_clip(geometry: GridGeometry, radius: float) -> np.ndarray:
 def ptf_default_weights(geometry: GridGeometry) -> np.ndarray:
     """W = diag(a_j^{-2}) (Theorems 11, 14)."""
     return geometry.scale**-2.0
+
+
+def ptf_clip_bounds(geometry: GridGeometry, radius: float, clip=None) -> np.ndarray:
+    """PTF's clipping bounds: ``clip`` checked (a scalar is used at every point), or the default."""
+    if clip is None:
+        return ptf_default_clip(geometry, radius)
+    return check_grid_vector(clip, "clip", geometry.T)
+
+
+def ptf_weight_vector(geometry: GridGeometry, weights=None) -> np.ndarray:
+    """PTF's fitting weights: ``weights`` checked (a scalar is used at every point), or the default."""
+    if weights is None:
+        return ptf_default_weights(geometry)
+    return check_grid_vector(weights, "weights", geometry.T)
 
 
 _FITTERS: dict = {}
@@ -94,9 +194,35 @@ def fitter(geometry: GridGeometry, weights=None) -> BallLeastSquares:
 def ftp_fit_mean(X: np.ndarray, geometry: GridGeometry, radius: float):
     """Fit each curve in the ball of radius B' (W = I) and average (Algorithm 1, steps 1–2).
 
-    Returns ``(mean_coef (…, d), active (…, n))``.
+    Returns ``(mean_coef (…, d), active (…, n))``.  ``active`` says whose fit hit
+    the ball: a per-person diagnostic for simulations, never part of a release.
+    Every curve's fit has norm at most B' whatever the magnitude of its data, so
+    the means of two neighbouring datasets differ by at most 2B'/n.
     """
     return fitter(geometry).solve_mean(X, radius)
+
+
+def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n: int,
+                  rng: np.random.Generator, *, secure: bool = False) -> "Release":
+    """Algorithm 1, step 3: the mean of the fits plus σZ, σ = 2B'/(nμ), as a :class:`Release`.
+
+    ``mean_coef`` (…, d) must come from :func:`ftp_fit_mean` (or another
+    computation whose sensitivity is 2B'/n in the Cameron–Martin norm).  With
+    ``secure=True`` the noise comes from OpenDP; otherwise from ``rng``.  For an
+    RKHS the release also gets its own stream for the Gaussian-process residual
+    off the grid (see :meth:`Release.__call__`).
+    """
+    sigma = ftp_sigma(n, radius, mu)
+    mean_coef = np.asarray(mean_coef, dtype=float)
+    if secure:
+        from .secure import gaussian_release
+
+        coef = gaussian_release(mean_coef, sigma, sensitivity=2.0 * radius / n, mu=mu)
+    else:
+        coef = mean_coef + sigma * rng.standard_normal(mean_coef.shape)
+    residual = _residual_stream(rng, secure) if isinstance(geometry.space, KernelSpace) else None
+    return Release(method="ftp", geometry=geometry, coef=coef, mu=mu, radius=radius, n=n,
+                   noise_scale=sigma, residual_rng=residual)
 
 
 def ptf_clipped_mean(X: np.ndarray, clip: np.ndarray) -> np.ndarray:
@@ -115,6 +241,21 @@ class Release:
     Call it on points of [0, 1] to evaluate the released function: ``rel(t)``
     has shape (…, len(t)), where … are the repetition axes of the input.
 
+    What a release holds — and so what anyone who holds it, or its pickle, can
+    learn — is the output of a μ-GDP mechanism plus public parameters, nothing
+    else: the released coordinates (``coef``; for PTF also the noisy means x̃
+    that were fitted), the grid, space, μ, B', n, σ, and PTF's clipping bounds
+    and weights.  It holds no per-person value (no array has an axis of length
+    n), no non-private intermediate (the mean before noise, the fits, which
+    curves hit the ball), and no random-number state from which the noise
+    could be rebuilt: an RKHS FTP release keeps a generator for its residual
+    off the grid (see ``__call__``), seeded by a one-way hash (SHA-256) of
+    material from ``rng`` — or, with ``secure=True``, from the operating
+    system's cryptographic source — so its state says nothing about the noise.
+    (A holder who knows the *seed* given to ``rng`` can of course redraw the
+    noise: seed a release that leaves the building from fresh OS entropy, or
+    use ``secure=True``.)
+
     Attributes
     ----------
     method : {"ftp", "ptf"}
@@ -129,14 +270,20 @@ class Release:
         Privacy budget, fitting radius B', number of curves.
     noise_scale : float or ndarray (T,)
         σ for FTP, (σ_1, …, σ_T) for PTF.
-    active : ndarray of bool
-        FTP: (…, n), whether each curve's fit hit the ball; PTF: (…,), whether
-        the final fit did.
+    shape : tuple
+        The repetition axes (() for one dataset).
     clip, weights : ndarray (T,) or None
-        PTF's clipping bounds and weights.
+        PTF's clipping bounds c_j and weights (the diagonal of W); None for FTP.
+    noisy_means : ndarray (…, T) or None
+        PTF's released noisy means x̃ (the Gaussian mechanism's output, before
+        the fit, which is post-processing); None for FTP.
+    active : ndarray (…,) of bool or None
+        PTF: whether the final fit of x̃ hit the ball (a function of the
+        release).  None for FTP: which curves' fits hit the ball is a fact
+        about individuals, available to simulations from :func:`ftp_fit_mean`.
     """
 
-    def __init__(self, *, method, geometry, coef, mu, radius, n, noise_scale, active,
+    def __init__(self, *, method, geometry, coef, mu, radius, n, noise_scale, active=None,
                  clip=None, weights=None, noisy_means=None, residual_rng=None):
         self.method = method
         self.geometry = geometry
@@ -183,9 +330,11 @@ class Release:
         lies in span{K(t_j, ·)}, f̂(t) + σE[Z_K(t) | grid] is the kernel
         interpolant of the released grid values.  So the release off the grid
         is ``evaluate(coef, t) + σR(t)``, with R drawn lazily, independently of
-        the data, and conditional on every residual value drawn so far, so that
-        repeated calls describe one consistent function.  On the grid R = 0 and
-        the release equals ``values``.  No non-private quantity is stored.
+        the data and of the noise on the grid, and conditional on every residual
+        value drawn so far, so that repeated calls describe one consistent
+        function.  On the grid R = 0 and the release equals ``values``.  R's
+        generator is seeded by a one-way hash (class docstring), so drawing
+        more of R reveals nothing about the data or the noise.
         """
         t = check_points(t)
         base = self.geometry.evaluate(self.coef, t)
@@ -228,11 +377,31 @@ class _ResidualGP:
         return self.values[..., pos]
 
 
-def _child_rng(rng: np.random.Generator) -> np.random.Generator:
-    try:
-        return rng.spawn(1)[0]
-    except (TypeError, AttributeError):  # a bit generator built without a SeedSequence
-        return np.random.default_rng(rng.integers(0, 2**63))
+_RESIDUAL_TAG = b"dpfda.Release residual stream v1"
+
+
+def _residual_stream(rng: np.random.Generator, secure: bool) -> np.random.Generator:
+    """A generator for an RKHS FTP release's residual off the grid, unlinkable to the noise.
+
+    ``secure=True``: seeded from the operating system's cryptographic source
+    (:mod:`secrets`), independent of ``rng``.  Otherwise reproducible from
+    ``rng`` without exposing it: the seed is the SHA-256 digest of a spawned
+    child's seed words (``rng`` built from a SeedSequence; spawning does not
+    advance ``rng``, so the noise drawn before and after is unchanged) or of
+    four words drawn from ``rng`` (a bit generator without a SeedSequence).  The
+    release stores only the digest-seeded generator; inverting SHA-256 would be
+    needed to get back to ``rng``'s entropy or state.
+    """
+    if secure:
+        material = secrets.token_bytes(32)
+    else:
+        try:
+            child = rng.spawn(1)[0].bit_generator.seed_seq
+            material = np.asarray(child.generate_state(8, np.uint32)).tobytes()
+        except (TypeError, AttributeError):  # a bit generator built without a SeedSequence
+            material = rng.integers(0, 2**63, size=4, dtype=np.int64).tobytes()
+    digest = hashlib.sha256(_RESIDUAL_TAG + material).digest()
+    return np.random.Generator(np.random.PCG64(int.from_bytes(digest, "little")))
 
 
 def _check_secure(secure) -> bool:
@@ -274,13 +443,15 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
     mu : float
         Privacy budget μ > 0.
     rng : numpy.random.Generator
-        Source of the privacy noise (with ``secure=True``: only of the
-        data-independent part of an RKHS release off the grid).
+        Source of the privacy noise (not used with ``secure=True``).  Anyone
+        who knows its seed can redraw the noise; the release itself keeps no
+        state of it (see :class:`Release`).
     secure : bool, default False
         Draw the privacy noise with OpenDP's vector Gaussian mechanism
         (:mod:`dpfda.secure`) instead of numpy: on the coefficients for H_m, on
-        the β-coordinates for an RKHS.  Such a release cannot be reproduced
-        from a seed, and it keeps no non-private value.  Needs ``opendp``.
+        the β-coordinates for an RKHS; an RKHS release's residual off the grid
+        is then seeded from the operating system's cryptographic source.  Such a
+        release cannot be reproduced from a seed.  Needs ``opendp``.
 
     Returns
     -------
@@ -289,18 +460,9 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
     X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
     secure = _check_secure(secure)
     n = X.shape[-2]
-    mean_coef, active = ftp_fit_mean(X, geometry, radius)
-    sigma = ftp_sigma(n, radius, mu)
-    if secure:
-        from .secure import gaussian_release
-
-        coef = gaussian_release(mean_coef, sigma, sensitivity=2.0 * radius / n, mu=mu)
-    else:
-        coef = mean_coef + sigma * rng.standard_normal(mean_coef.shape)
-    # Off the grid an RKHS release also needs the GP residual, drawn from its own stream.
-    child = _child_rng(rng) if isinstance(space, KernelSpace) else None
-    return Release(method="ftp", geometry=geometry, coef=coef, mu=mu, radius=radius, n=n,
-                   noise_scale=sigma, active=active, residual_rng=child)
+    ftp_sigma(n, radius, mu)  # calibration errors before any data are touched
+    mean_coef, _ = ftp_fit_mean(X, geometry, radius)
+    return ftp_privatize(mean_coef, geometry, radius, mu, n, rng, secure=secure)
 
 
 def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=False) -> Release:
@@ -317,8 +479,9 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=Fals
     clip : float or array (T,), optional
         Clipping bounds c_j > 0; a scalar means the same bound at every point.
         Default c_j = B'·||φ(t_j)||_2 (H_m) or B'·sqrt(K(t_j,t_j)) (H_K).
-    weights : array (T,), optional
-        Diagonal of W, all > 0.  Default W = diag(||φ(t_j)||_2^{-2}) or
+    weights : float or array (T,), optional
+        Diagonal of W, all > 0; a scalar means W = weights·I (the same fit as
+        W = I).  Default W = diag(||φ(t_j)||_2^{-2}) or
         diag(K(t_j,t_j)^{-1}).
     secure : bool, default False
         Draw the noise with OpenDP's vector Gaussian mechanism: the clipped
@@ -333,30 +496,14 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=Fals
     X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
     secure = _check_secure(secure)
     n, T = X.shape[-2], geometry.T
-    if clip is None:
-        c = ptf_default_clip(geometry, radius)
-    else:
-        c = np.asarray(clip, dtype=float)
-        if c.ndim == 0:
-            c = np.full(T, float(c))
-        if c.ndim != 1 or c.size != T:
-            raise ValueError(f"clip must be a scalar or a vector of length T={T}, got shape {np.shape(clip)}")
-        if not np.all(np.isfinite(c)) or np.any(c <= 0):
-            raise ValueError("clip bounds must be finite and > 0 at every grid point")
-    if weights is None:
-        w = ptf_default_weights(geometry)
-    else:
-        w = np.asarray(weights, dtype=float)
-        if w.ndim != 1 or w.size != T:
-            raise ValueError(f"weights must be a vector of length T={T}, got shape {w.shape}")
-        if not np.all(np.isfinite(w)) or np.any(w <= 0):
-            raise ValueError("weights must be finite and > 0 at every grid point")
+    c = ptf_clip_bounds(geometry, radius, clip)
+    w = ptf_weight_vector(geometry, weights)
+    sig = ptf_sigmas(n, c, mu)  # calibration errors before any data are touched
     xbar = ptf_clipped_mean(X, c)
-    sig = ptf_sigmas(n, c, mu)
     if secure:
         from .secure import gaussian_release
 
-        common = 2.0 * np.sqrt(T) / (n * mu)  # = σ_j / c_j for every j
+        common = float(_noise_scale(1.0, math.sqrt(T), n, mu, "clip"))  # = σ_j / c_j for every j
         xtilde = c * gaussian_release(xbar / c, common, sensitivity=2.0 * np.sqrt(T) / n, mu=mu)
     else:
         xtilde = xbar + sig * rng.standard_normal(xbar.shape)

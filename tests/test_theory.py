@@ -25,6 +25,7 @@ from dpfda import (
     theory,
     uniform_grid,
 )
+from dpfda.pipelines import ftp_fit_mean
 
 from _support import mc_mean_se, reps
 
@@ -223,7 +224,7 @@ def test_theorem_10_bound_holds_with_observation_noise():
     R = reps(4000, 1000)
     X = observe(curves.values(grid), s0, rng, reps=R)
     rel = ftp(X, grid, space, radius, mu, rng)
-    assert rel.active.any()
+    assert ftp_fit_mean(X, geom, radius)[1].any()  # the constraint binds for some curves
     mean, se = mc_mean_se(rel.error(curves.mean_coef))
     assert mean <= bound.value + 4 * se, (mean, se, bound.value)
 
