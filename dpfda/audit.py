@@ -406,13 +406,23 @@ def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
     sigma = ftp_sigma(n, radius, mu)
     solver = fitter(geom)
 
+    V = solver.eigenvectors
+
     def summary(X):
         X = np.asarray(X, dtype=float)
-        unconstrained = solver.unconstrained(X)  # (..., n, d), as large as the data
-        fit = solver.solve(X, radius)
-        correction = np.where(fit.active[..., None], fit.coef - unconstrained, 0.0)
+        fit = solver.solve(X, radius)  # each curve's constrained fit, of norm <= B'
         with np.errstate(invalid="ignore", over="ignore"):
-            return (unconstrained.sum(axis=-2) + correction.sum(axis=-2)) / X.shape[-2]
+            # In the eigenbasis of ΦᵀΦ, as dpfda 0.1.0 did: Σ_i z_i over all curves, then
+            # Σ (constrained - unconstrained) over the active ones.
+            n, d = X.shape[-2], V.shape[0]
+            z = (X @ solver._P) / solver.eigenvalues  # unconstrained, as large as the data
+            total = (np.ones(n) @ z).reshape(-1, d)
+            active = fit.active.reshape(-1)
+            correction = (fit.coef @ V - z).reshape(-1, d)[active]
+            which = np.flatnonzero(active) // n  # the repetition of each active curve
+            for k in range(d):
+                total[:, k] += np.bincount(which, weights=correction[:, k], minlength=total.shape[0])
+            return (total.reshape(z.shape[:-2] + (d,)) / n) @ V.T
 
     def release(X, rng):
         X = np.asarray(X, dtype=float)

@@ -68,7 +68,7 @@ class BallLeastSquares:
     """
 
     def __init__(self, Phi, weights=None):
-        Phi = np.asarray(Phi, dtype=float)
+        Phi = _as_float_array(Phi, "Phi")
         if Phi.ndim != 2:
             raise ValueError(f"Phi must be a 2-D design matrix (T, d), got shape {Phi.shape}")
         if not np.all(np.isfinite(Phi)):
@@ -87,7 +87,7 @@ class BallLeastSquares:
                 "Phi and weights are too large: ΦᵀWΦ overflows floating point (rescale the design)"
             )
         self.Phi = Phi
-        self.weights = w * 2.0**self._weight_exp  # as given (the solver uses w, scaled by 2^-e)
+        self.weights = np.ldexp(w, self._weight_exp)  # as given (the solver uses w, scaled by 2^-e)
         self.eigenvalues = lam
         self.eigenvectors = V
         self._P = (w[:, None] * Phi) @ V  # x @ _P = Vᵀ Φᵀ W x

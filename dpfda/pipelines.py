@@ -44,6 +44,9 @@ __all__ = [
     "ptf",
     "ftp_sigma",
     "ptf_sigmas",
+    "check_radius",
+    "PARAM_MAX",
+    "NOISE_RESOLUTION",
     "ftp_fit_mean",
     "ftp_privatize",
     "ptf_clip_bounds",
@@ -117,6 +120,17 @@ def _noise_scale(bound, factor, n: int, mu: float, bound_name: str) -> np.ndarra
     return sigma
 
 
+def check_radius(radius) -> float:
+    """The fitting radius B': a finite number in (0, 2^960] (see :data:`PARAM_MAX`)."""
+    radius = check_positive(radius, "radius")
+    if radius > PARAM_MAX:
+        raise ValueError(
+            "radius must be at most 2^960 ≈ 9.7e288 (so sums, noise and grid values stay within "
+            f"floating point), got {radius!r}"
+        )
+    return radius
+
+
 def _short(x) -> str:
     a = np.asarray(x, dtype=float)
     return repr(float(a)) if a.ndim == 0 else f"[{float(a.min())!r} … {float(a.max())!r}]"
@@ -129,7 +143,7 @@ def ftp_sigma(n: int, radius: float, mu: float) -> float:
     [2^-40·B', 2^960] (see :data:`NOISE_RESOLUTION`, :data:`PARAM_MAX`).
     """
     n = check_int(n, "n", 1)
-    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
+    radius, mu = check_radius(radius), check_positive(mu, "mu")
     return float(_noise_scale(radius, None, n, mu, "radius"))
 
 
@@ -147,7 +161,7 @@ def ptf_sigmas(n: int, clip, mu: float) -> np.ndarray:
 
 def ptf_default_clip(geometry: GridGeometry, radius: float) -> np.ndarray:
     """c_j = B'·a_j with a_j = ||φ(t_j)||_2 or sqrt(K(t_j,t_j)) (Theorems 11, 14)."""
-    return check_positive(radius, "radius") * geometry.scale
+    return check_radius(radius) * geometry.scale
 
 
 def ptf_default_weights(geometry: GridGeometry) -> np.ndarray:
@@ -417,7 +431,7 @@ def _setup(X, grid, space, radius, mu, rng):
         )
     geometry = space.at(grid)
     X = check_data(X, geometry.T)
-    radius = check_positive(radius, "radius")
+    radius = check_radius(radius)
     mu = check_positive(mu, "mu")
     rng = check_rng(rng)
     return X, geometry, radius, mu, rng

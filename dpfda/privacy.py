@@ -122,6 +122,11 @@ def epsilon_from_mu(mu, delta):
         hi = 1.0
         while f(hi) > 0:
             hi *= 2.0
+            if not np.isfinite(hi) or not np.isfinite(f(hi)):
+                raise ValueError(
+                    f"mu={mu_i!r} is too large: the epsilon matching delta={d_i!r} "
+                    "(about mu²/2) exceeds the floating-point range"
+                )
         out[idx] = optimize.brentq(f, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps)
     return _scalar_or_array(out)
 
@@ -155,9 +160,39 @@ def laplace_scale(sensitivity, epsilon) -> float:
     return check_positive(sensitivity, "sensitivity") / check_positive(epsilon, "epsilon")
 
 
-def laplace_mechanism(value, sensitivity, epsilon, rng):
-    """Release value + Lap(Δ₁/ε) noise in each coordinate: ε-DP (Proposition 17)."""
-    rng = check_rng(rng)
+def laplace_mechanism(value, sensitivity, epsilon, rng, *, secure=False):
+    """Release value + Lap(Δ₁/ε) noise in each coordinate: ε-DP (Proposition 17).
+
+    Parameters
+    ----------
+    value : array
+        The non-private value(s); every coordinate gets its own noise.
+    sensitivity : float
+        ℓ₁ sensitivity Δ₁ of ``value`` (of one vector along the last axis).
+    epsilon : float
+        The pure-DP budget ε > 0.
+    rng : numpy.random.Generator
+        Source of the noise when ``secure=False`` (not used otherwise).
+    secure : bool, default False
+        Draw the noise with OpenDP's Laplace mechanism (:mod:`dpfda.secure`):
+        exact sampling on a lattice from a cryptographically secure source, so
+        the release is ε-DP in floating point, not only for idealised reals.
+        numpy's textbook sampler (``secure=False``) is fine for simulations but
+        leaks through the low-order bits of its output (Mironov, 2012; the
+        audit chapter shows it).  Needs ``opendp``.
+    """
+    if not isinstance(secure, (bool, np.bool_)):
+        raise TypeError(f"secure must be True or False, got {type(secure).__name__}")
     value = _array(value, "value")
     b = laplace_scale(sensitivity, epsilon)
+    if not np.isfinite(b) or b < np.finfo(float).tiny:
+        raise ValueError(
+            f"the Laplace scale sensitivity/epsilon must be a finite, normal number, got {b!r} "
+            f"(sensitivity={sensitivity!r}, epsilon={epsilon!r})"
+        )
+    if secure:
+        from .secure import laplace_release
+
+        return laplace_release(value, b, sensitivity=float(sensitivity), epsilon=float(epsilon))
+    rng = check_rng(rng)
     return value + rng.laplace(0.0, b, size=value.shape)

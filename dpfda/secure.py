@@ -24,6 +24,11 @@ zero-concentrated DP, and a Gaussian mechanism with ρ = μ²/2 is exactly μ-GD
 
 The draws come from OpenDP's own secure random source: they cannot be seeded
 and are not reproducible from a ``numpy.random.Generator`` — that is the point.
+The pure-DP Laplace mechanism (``laplace_mechanism(..., secure=True)``,
+Proposition 17, Example 3) goes through OpenDP's Laplace mechanism in the same
+way: its map sends an ℓ₁ sensitivity Δ₁ to ε = Δ₁/scale, checked by
+:func:`laplace_release`.
+
 OpenDP is an optional dependency (``pip install dpfda[secure]``).
 """
 
@@ -33,7 +38,13 @@ import numpy as np
 
 from ._validation import check_positive
 
-__all__ = ["opendp_available", "gaussian_measurement", "gaussian_release"]
+__all__ = [
+    "opendp_available",
+    "gaussian_measurement",
+    "gaussian_release",
+    "laplace_measurement",
+    "laplace_release",
+]
 
 
 def _opendp():
@@ -110,3 +121,39 @@ def gaussian_release(values, scale: float, sensitivity: float, mu: float) -> np.
         return values.copy()
     noisy = np.asarray(meas(values.ravel()), dtype=float)
     return noisy.reshape(values.shape)
+
+
+def laplace_measurement(scale: float):
+    """OpenDP's vector Laplace mechanism with scale ``scale`` (pure DP under the ℓ₁ distance).
+
+    ``meas.map(Δ₁)`` is ε = Δ₁/scale.
+    """
+    dp = _opendp()
+    scale = check_positive(scale, "scale")
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float)
+    return space >> dp.m.then_laplace(scale=scale)
+
+
+def laplace_release(values, scale: float, sensitivity: float, epsilon: float) -> np.ndarray:
+    """``values`` + Laplace(scale) noise in every coordinate, drawn by OpenDP.
+
+    ``sensitivity`` is the ℓ₁ sensitivity of one vector (the last axis);
+    OpenDP's privacy map of it must not exceed ``epsilon`` (up to rounding),
+    otherwise ``ValueError``.  Leading axes are independent repetitions.
+    """
+    scale = check_positive(scale, "scale")
+    sensitivity = check_positive(sensitivity, "sensitivity")
+    epsilon = check_positive(epsilon, "epsilon")
+    values = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(values)):
+        raise ValueError("values must be finite before noise is added")
+    meas = laplace_measurement(scale)
+    eps = float(meas.map(sensitivity))
+    if eps > epsilon * (1.0 + 1e-9):
+        raise ValueError(
+            f"OpenDP's privacy map gives epsilon = {eps:.6g} > {epsilon:.6g}: scale={scale:.6g} "
+            f"is too small for sensitivity={sensitivity:.6g}"
+        )
+    if values.size == 0:
+        return values.copy()
+    return np.asarray(meas(values.ravel()), dtype=float).reshape(values.shape)

@@ -253,13 +253,23 @@ class Kernel:
         return self(points[:, None], points[None, :])
 
 
+RHO_RANGE = (1e-100, 1e100)
+"""Bandwidths accepted by :class:`GaussianKernel` (far wider than any useful on [0, 1])."""
+
+
 class GaussianKernel(Kernel):
     """K(s, t) = exp(-(s - t)² / (2ρ²)) (eq. 1); the paper uses ρ = 0.2."""
 
     name = "gaussian"
 
     def __init__(self, rho: float):
-        self.rho = check_positive(rho, "rho")
+        rho = check_positive(rho, "rho")
+        if not RHO_RANGE[0] <= rho <= RHO_RANGE[1]:
+            raise ValueError(
+                f"rho must lie in [1e-100, 1e100] (a bandwidth on [0, 1]; beyond, 2·rho² "
+                f"over- or underflows floating point), got {rho!r}"
+            )
+        self.rho = rho
 
     def __call__(self, s, t):
         s = np.asarray(s, dtype=float)
