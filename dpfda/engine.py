@@ -96,6 +96,7 @@ __all__ = [
     "latent_generator",
     "latent_curves",
     "simulate_chunk",
+    "repeat_releases",
     "simulate_setting",
     "summarize",
     "run_study",
@@ -311,6 +312,40 @@ def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
         out["coef_ftp"] = coef_ftp
         out["coef_ptf"] = coef_ptf
     return out
+
+
+def repeat_releases(pipeline, X, grid, space, radius, mu, reps, target, rng, chunk=2_000_000):
+    """Errors of ``reps`` releases of ``pipeline`` and whether a ball constraint bound.
+
+    ``pipeline`` is :func:`dpfda.ftp` or :func:`dpfda.ptf`.  ``X`` is either
+    (n, T) noiseless data, released ``reps`` times with fresh privacy noise
+    (broadcast in chunks of at most ``chunk`` values, so the data are never
+    copied), or (reps, n, T) noisy data, released once per repetition.  Returns
+    ``(errors (reps,), any_active (reps,))``: the error of each release against
+    ``target`` (:meth:`Release.error`) and whether a ball constraint was active —
+    PTF's final fit (a function of the release) or any curve's FTP fit, which
+    comes from the stage function :func:`~dpfda.pipelines.ftp_fit_mean` because a
+    release carries no per-curve flag.
+    """
+    X = np.asarray(X, dtype=float)
+
+    def any_active(rel, data):
+        if rel.method == "ptf":
+            return np.asarray(rel.active)
+        return ftp_fit_mean(data, rel.geometry, rel.radius)[1].any(axis=-1)
+
+    if X.ndim == 3:
+        rel = pipeline(X, grid, space, radius, mu, rng)
+        return rel.error(target), any_active(rel, X)
+    n, T = X.shape
+    size = max(1, chunk // (n * T))
+    errs, act = [], []
+    for start in range(0, reps, size):
+        k = min(size, reps - start)
+        rel = pipeline(np.broadcast_to(X, (k, n, T)), grid, space, radius, mu, rng)
+        errs.append(rel.error(target))
+        act.append(np.broadcast_to(any_active(rel, X), (k,)))
+    return np.concatenate(errs), np.concatenate(act)
 
 
 def _concat(parts: list[dict]) -> dict:

@@ -362,3 +362,29 @@ def test_bad_arguments_are_rejected():
         engine.run_study(study, 5, seed=1, chunk_reps=0)
     with pytest.raises(TypeError, match="study"):
         engine.run_study("fig1", 5, seed=1)
+
+
+@pytest.mark.parametrize("method", ["ftp", "ptf"])
+def test_repeat_releases_matches_a_loop_and_reads_activity_from_the_stages(method):
+    pipeline = getattr(dpfda, method)
+    grid, space = dpfda.uniform_grid(6), dpfda.LegendreSpace(3)
+    geom = space.at(grid)
+    F = 2.0 * np.random.default_rng(1).standard_normal((9, 6))  # some curves outside the ball
+    target = np.zeros(3)
+    errs, act = engine.repeat_releases(pipeline, F, grid, space, 1.0, 1.0, 5, target,
+                                       np.random.default_rng(2), chunk=2 * 9 * 6)
+    rng = np.random.default_rng(2)
+    ref_e, ref_a = [], []
+    for k in (2, 2, 1):  # the chunks of at most 2 repetitions
+        rel = pipeline(np.broadcast_to(F, (k, 9, 6)), grid, space, 1.0, 1.0, rng)
+        ref_e.append(rel.error(target))
+        flag = rel.active if method == "ptf" else ftp_fit_mean(F, geom, 1.0)[1].any()
+        ref_a.append(np.broadcast_to(flag, (k,)))
+    np.testing.assert_array_equal(errs, np.concatenate(ref_e))
+    np.testing.assert_array_equal(act, np.concatenate(ref_a))
+    if method == "ftp":
+        assert act.all()  # noiseless data outside the ball: every repetition binds
+    X = F + 0.1 * np.random.default_rng(3).standard_normal((4, 9, 6))
+    errs3, act3 = engine.repeat_releases(pipeline, X, grid, space, 1.0, 1.0, 4, target,
+                                         np.random.default_rng(4))
+    assert errs3.shape == act3.shape == (4,)
