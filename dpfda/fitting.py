@@ -110,23 +110,32 @@ class BallLeastSquares:
 
         Returns ``(radius, g, z, e, active)``: row i's coordinates Vᵀ ΦᵀW x_i
         and unconstrained solution in the eigenbasis of A are ``g[i]·2**e[i]``
-        and ``z[i]·2**e[i]``.  Rows whose largest entry is
-        far from 1 are first scaled by a power of two (exact), so the product
-        with the design neither overflows nor underflows for any finite row, and
-        the comparison with B' is made in the same units.  Rows of ordinary
-        magnitude keep e = 0, so their numbers are bit for bit those of an
-        unscaled computation, and no row's result depends on the other rows.
+        and ``z[i]·2**e[i]``.  A row whose product with the design overflows, or
+        comes out near the subnormal range, is redone after dividing it by a
+        power of two (exact), so no finite row over- or underflows, and its
+        comparison with B' is made in the same units.  Other rows keep e = 0;
+        whether a row is redone depends on that row alone, so no row's result
+        depends on the other rows.
         """
         radius = check_positive(radius, "radius")
         X = _as_float_array(X, "X")
         if X.shape[-1:] != (self.T,):
             raise ValueError(f"X's last axis has length {X.shape[-1:] or 0}, expected T={self.T}")
-        e = _row_exponents(X)
-        if np.any(e):
-            X = np.ldexp(X, -e[..., None])
-        g = X @ self._P  # (..., d) in the eigenbasis of A
-        z = g / self.eigenvalues
-        norm = _norm_rows(z)
+        with np.errstate(over="ignore", invalid="ignore"):  # such rows are redone below
+            g = X @ self._P  # (..., d) in the eigenbasis of A
+            z = g / self.eigenvalues
+            norm = _norm_rows(z)
+        e = np.zeros(norm.shape, dtype=np.int64)
+        # Rows whose products overflowed (non-finite) or fell towards the subnormal range
+        # are redone on the row divided by a power of two (exact); the others are left as
+        # they are, so checking costs nothing for data of ordinary size.
+        odd = ~(norm < _NORM_HIGH) | ((norm < _NORM_LOW) & (norm > 0))
+        if np.any(odd):
+            e[odd] = _row_exponents(X[odd])
+            Xs = np.ldexp(X[odd], -e[odd][..., None])
+            g[odd] = Xs @ self._P
+            z[odd] = g[odd] / self.eigenvalues
+            norm[odd] = _norm_rows(z[odd])
         if not np.all(np.isfinite(norm)):  # finite rows always give finite, scaled z
             raise ValueError("X contains NaN or inf; every value must be a finite number")
         with np.errstate(over="ignore"):
@@ -218,6 +227,7 @@ class BallLeastSquares:
 
 
 _EXP_LOW, _EXP_HIGH = -400, 400  # rows with max |x| in [2^-400, 2^400) are used as they are
+_NORM_LOW, _NORM_HIGH = 2.0**-900, np.inf  # unconstrained norms outside: redo the row scaled
 
 
 def _row_exponents(X: np.ndarray) -> np.ndarray:
