@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"a small version for tests: n in {list(QUICK_N)} and {QUICK_REPS} repetitions")
     rep.add_argument("--chunk-reps", type=_positive_int("--chunk-reps"), default=None,
                      help="repetitions per chunk (default: by memory; results do not depend on it)")
+    rep.add_argument("--law", default="default",
+                     help="latent law of the curves: default, shift-S or wave-S with S in "
+                          "{0, 0.25, 0.5, 0.75, 0.9} (see dpfda.data); default: default")
     rep.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser
 
@@ -88,6 +91,12 @@ def _validate(args) -> None:
         raise UsageError(f"--jobs must be a positive integer or -1 (all cores), got {args.jobs}")
     if args.seed < 0:
         raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
+    from .data import check_law
+
+    try:
+        check_law(args.law)
+    except ValueError as exc:
+        raise UsageError(f"--law: {exc}") from None
     if args.chunk_reps is not None and args.chunk_reps <= 0:
         raise UsageError(f"--chunk-reps must be a positive integer, got {args.chunk_reps}")
     _check_output_dir(args.out)
@@ -143,7 +152,7 @@ def _reproduce(args, argv) -> int:
     from .studies import PAPER_N, STUDY_NAMES, paper_studies
 
     n_values = QUICK_N if args.quick else PAPER_N
-    studies = paper_studies(n_values)
+    studies = paper_studies(n_values, law=args.law)
     names = list(STUDY_NAMES) if args.study == "all" else [args.study]
     chosen = [studies[name] for name in names]
     t0 = time.perf_counter()
@@ -151,7 +160,8 @@ def _reproduce(args, argv) -> int:
                           progress=not args.no_progress)
     wall = time.perf_counter() - t0
     extra = {"command": "python -m dpfda " + " ".join(argv),
-             "jobs": args.jobs, "quick": bool(args.quick), "wall_seconds_all_studies": round(wall, 3)}
+             "jobs": args.jobs, "quick": bool(args.quick), "law": args.law,
+             "wall_seconds_all_studies": round(wall, 3)}
     written = []
     for st in chosen:
         written += _write_outputs(st, results[st.name], args.out, extra)

@@ -20,6 +20,27 @@ function the paper asks for; and the coefficients stay of order one, so no
 ill-conditioned K_C^{-1/2} is ever formed.  Results that depend on this
 choice (for example the exact activation probabilities of Table 1) may differ
 from the paper's numbers; the book says so where it matters.
+
+Latent laws
+-----------
+Because the paper does not state its laws, the book tests its conclusions
+against a family fixed in advance (:data:`LAWS`).  ``"default"`` is the pair of
+laws above.  ``"shift-S"`` and ``"wave-S"``, S ∈ {0, 0.25, 0.5, 0.75, 0.9},
+make every curve
+
+    f_i = (1 − S)·g_i + S·B·h,
+
+with g_i centred and ||g_i|| <= B and h a fixed function of norm one, so
+||f_i|| <= B always and the mean curve has norm about S·B:
+
+* polynomial: g_i has coefficients uniform in the B-ball; ``shift``: h has
+  coefficients (1, …, 1)/√m; ``wave``: h = φ_m, the basis function of highest
+  degree;
+* RKHS (M centres c_k): g_i = B·U_i·ε_iᵀK_c(·)/||ε_iᵀK_c||_H with ε_i ~ N(0, I_M),
+  U_i ~ U(0, 1); ``shift``: h ∝ Σ_k K(c_k, ·); ``wave``: h ∝ Σ_k sin(3πc_k)K(c_k, ·),
+  each scaled to ||h||_H = 1.
+
+S = 0 is the centred law (the same for both names, and drawn the same way).
 """
 
 from __future__ import annotations
@@ -32,6 +53,9 @@ from ._validation import check_int, check_nonnegative, check_positive, check_rng
 from .spaces import Kernel, LegendreSpace, gaussian_kernel
 
 __all__ = [
+    "LAWS",
+    "LAW_SHIFTS",
+    "check_law",
     "PolynomialCurves",
     "KernelCurves",
     "polynomial_curves",
@@ -39,6 +63,30 @@ __all__ = [
     "observe",
     "uniform_ball",
 ]
+
+
+LAW_SHIFTS = (0.0, 0.25, 0.5, 0.75, 0.9)
+"""The shares S of the mean direction in the ``shift-S`` and ``wave-S`` laws."""
+
+LAWS = ("default",) + tuple(f"{shape}-{S:g}" for shape in ("shift", "wave") for S in LAW_SHIFTS)
+"""The latent laws, fixed before any run: ``default``, ``shift-S`` and ``wave-S``."""
+
+
+def check_law(law) -> str:
+    """``law`` if it names a member of :data:`LAWS`, else ``ValueError``/``TypeError``."""
+    if not isinstance(law, str):
+        raise TypeError(f"law must be a string naming a latent law, got {type(law).__name__}")
+    if law not in LAWS:
+        raise ValueError(f"unknown law {law!r}; choose one of {', '.join(LAWS)}")
+    return law
+
+
+def _law_parts(law: str) -> tuple[str, float]:
+    """("default", 0) or (shape, S) for a checked law name."""
+    if law == "default":
+        return "default", 0.0
+    shape, share = law.split("-", 1)
+    return shape, float(share)
 
 
 def uniform_ball(n: int, dim: int, radius: float, rng) -> np.ndarray:
@@ -105,29 +153,54 @@ class KernelCurves:
         return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", self.alpha, K, self.alpha), 0.0))
 
 
-def polynomial_curves(n: int, m: int, rng, *, B: float = 1.0) -> PolynomialCurves:
-    """θ_i i.i.d. uniform in the m-ball of radius B (appendix, polynomial setup)."""
+def polynomial_curves(n: int, m: int, rng, *, B: float = 1.0, law: str = "default") -> PolynomialCurves:
+    """θ_i i.i.d. uniform in the m-ball of radius B (appendix, polynomial setup).
+
+    With ``law="shift-S"`` or ``"wave-S"`` (module docstring), θ_i = (1 − S)·g_i
+    + S·B·h with g_i drawn as above and h = (1, …, 1)/√m or e_m.
+    """
     space = LegendreSpace(m)
     B = check_positive(B, "B")
-    return PolynomialCurves(space=space, theta=uniform_ball(n, space.m, B, rng))
+    shape, share = _law_parts(check_law(law))
+    theta = uniform_ball(n, space.m, B, rng)
+    if shape != "default":
+        h = np.full(space.m, 1.0 / np.sqrt(space.m)) if shape == "shift" else np.eye(space.m)[-1]
+        theta = (1.0 - share) * theta + share * B * h
+    return PolynomialCurves(space=space, theta=theta)
 
 
 def rkhs_curves(n: int, rng, *, kernel: Kernel | None = None, centers: int = 20,
-                B: float = 1.0) -> KernelCurves:
-    """α_i as described in the module docstring (§5, RKHS simulation setup)."""
+                B: float = 1.0, law: str = "default") -> KernelCurves:
+    """α_i as described in the module docstring (§5, RKHS simulation setup).
+
+    ``law="default"``: the law of the module docstring.  ``"shift-S"``,
+    ``"wave-S"``: α_i = (1 − S)·α_g + S·B·α_h with α_g = B·U_i·ε_i/||ε_i||_{K_C}
+    (ε_i, then U_i, drawn for all curves in that order) and α_h the
+    coefficients of h, scaled to ||h||_H = 1.
+    """
     n = check_int(n, "n", 1)
     M = check_int(centers, "centers", 1)
     B = check_positive(B, "B")
     rng = check_rng(rng)
+    shape, share = _law_parts(check_law(law))
     kernel = gaussian_kernel(0.2) if kernel is None else kernel
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a dpfda Kernel, got {type(kernel).__name__}")
     c = np.linspace(0.0, 1.0, M) if M > 1 else np.array([0.5])
     KC = kernel.gram(c)
-    direction = np.ones(M) + rng.standard_normal((n, M))
-    knorm = np.sqrt(np.einsum("ij,jk,ik->i", direction, KC, direction))
+    knorm = lambda a: np.sqrt(np.maximum(np.einsum("...j,jk,...k->...", a, KC, a), 0.0))  # noqa: E731
+    if shape == "default":
+        direction = np.ones(M) + rng.standard_normal((n, M))
+        u = rng.random(n)
+        alpha = B * (u / knorm(direction))[:, None] * direction
+        return KernelCurves(kernel=kernel, centers=c, alpha=alpha)
+    eps = rng.standard_normal((n, M))
     u = rng.random(n)
-    alpha = B * (u / knorm)[:, None] * direction
+    alpha = B * (u / knorm(eps))[:, None] * eps
+    if share > 0:
+        h = np.ones(M) if shape == "shift" else np.sin(3.0 * np.pi * c)
+        h = h / knorm(h)
+        alpha = (1.0 - share) * alpha + share * B * h
     return KernelCurves(kernel=kernel, centers=c, alpha=alpha)
 
 

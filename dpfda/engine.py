@@ -118,7 +118,7 @@ CI_METHOD = (
 
 RESULT_COLUMNS = [
     "study", "source", "space", "T", "m", "n", "mu", "sigma0", "B", "radius_rule", "radius",
-    "rho", "centers", "reps", "seed", "metric",
+    "rho", "centers", "law", "reps", "seed", "metric",
     "err_ftp", "se_ftp", "err_ptf", "se_ptf",
     "ratio", "ratio_lo", "ratio_hi", "se_log_ratio",
     "p_ftp_active", "se_p_ftp_active", "p_ftp_active_curves",
@@ -175,9 +175,9 @@ def latent_curves(setting: Setting, seed: int):
     seed = _check_seed(seed)
     rng = latent_generator(setting, seed)
     if setting.space == "poly":
-        return polynomial_curves(setting.n, setting.m, rng, B=setting.B)
+        return polynomial_curves(setting.n, setting.m, rng, B=setting.B, law=setting.law)
     return rkhs_curves(setting.n, rng, kernel=gaussian_kernel(setting.rho),
-                       centers=setting.centers, B=setting.B)
+                       centers=setting.centers, B=setting.B, law=setting.law)
 
 
 # ---------------------------------------------------------------------------
@@ -529,6 +529,7 @@ def metadata(study: Study, reps: int, seed: int, *, started: str | None = None) 
         "reps": int(reps),
         "seed": int(seed),
         "settings": len(study.settings),
+        "laws": sorted({s.law for s in study.settings}),
         "dpfda_version": __version__,
         "numpy_version": np.__version__,
         "ci_method": CI_METHOD,

@@ -51,6 +51,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from ._validation import check_int, check_nonnegative, check_positive
+from .data import check_law
 from .spaces import KernelSpace, LegendreSpace, gaussian_kernel, uniform_grid
 
 __all__ = [
@@ -185,6 +186,13 @@ class Setting:
         Gaussian-kernel bandwidth (``space="rkhs"`` only; default 0.2).
     centers : int, optional
         Number of kernel centres of the latent curves (``"rkhs"`` only; default 20).
+    law : str
+        The latent law, a member of :data:`dpfda.data.LAWS` (default
+        ``"default"``, the laws of the paper's setups as :mod:`dpfda.data` reads
+        them).  Part of the setting's key and of its latent key, so each law
+        has its own random streams; ``"default"`` adds nothing to the keys
+        (its streams are those of dpfda 0.1.0), and ``shift-0``/``wave-0``,
+        one and the same centred law, share theirs.
     """
 
     space: str
@@ -198,6 +206,7 @@ class Setting:
     B: float = 1.0
     rho: float | None = None
     centers: int | None = None
+    law: str = "default"
 
     def __post_init__(self):
         if self.space not in _SPACES:
@@ -227,6 +236,7 @@ class Setting:
                 raise ValueError("m applies only to space='poly'")
             set_("rho", 0.2 if self.rho is None else check_positive(self.rho, "rho"))
             set_("centers", 20 if self.centers is None else check_int(self.centers, "centers", 1))
+        check_law(self.law)
 
     # -- derived objects ---------------------------------------------------
     @property
@@ -270,19 +280,27 @@ class Setting:
             f"rho={self.rho!r}",
             f"centers={self.centers}",
         ]
-        return "setting|" + "|".join(parts)
+        return "setting|" + "|".join(parts) + self._law_key()
+
+    def _law_key(self) -> str:
+        """"" for the default law (its keys predate the law dimension), else "|law=…"."""
+        if self.law == "default":
+            return ""
+        shape, share = self.law.split("-", 1)
+        return "|law=" + ("centred" if float(share) == 0 else self.law)
 
     def latent_canonical(self) -> str:
         """The latent-data key: what determines the latent curves f_1, …, f_n.
 
-        ``("poly", m, n, B)`` or ``("rkhs", n, ρ, centres, B)`` — independent of
-        T, μ, σ₀ and B', so every figure uses the same latent curves for the
-        same n (and m), and for the RKHS the same functions are evaluated on
-        each grid.
+        ``("poly", m, n, B)`` or ``("rkhs", n, ρ, centres, B)``, plus the law
+        unless it is the default — independent of T, μ, σ₀ and B', so every
+        figure uses the same latent curves for the same n (and m) and law, and
+        for the RKHS the same functions are evaluated on each grid.
         """
         if self.space == "poly":
-            return f"latent|poly|m={self.m}|n={self.n}|B={self.B!r}"
-        return f"latent|rkhs|n={self.n}|rho={self.rho!r}|centers={self.centers}|B={self.B!r}"
+            return f"latent|poly|m={self.m}|n={self.n}|B={self.B!r}" + self._law_key()
+        return (f"latent|rkhs|n={self.n}|rho={self.rho!r}|centers={self.centers}|B={self.B!r}"
+                + self._law_key())
 
     def key(self) -> tuple[int, ...]:
         """Spawn key of this setting's random streams (four 32-bit words of SHA-256)."""
@@ -305,6 +323,7 @@ class Setting:
             "radius": self.radius,
             "rho": self.rho,
             "centers": self.centers,
+            "law": self.law,
             "metric": self.metric,
         }
 
@@ -402,11 +421,12 @@ class Study:
 
     @classmethod
     def grid(cls, name: str, *, space: str, n=PAPER_N, T=None, m=None, mu=1.0, sigma0=0.0,
-             radius_rule="1.1B", B: float = 1.0, rho=None, centers=None, **study_kwargs) -> "Study":
+             radius_rule="1.1B", B: float = 1.0, rho=None, centers=None, law="default",
+             **study_kwargs) -> "Study":
         """All combinations of the given parameter values, in a fixed order.
 
-        Each of ``n``, ``T``, ``m``, ``mu``, ``sigma0`` and ``radius_rule`` may be
-        a single value or a list.  A radius rule is a name from
+        Each of ``n``, ``T``, ``m``, ``mu``, ``sigma0``, ``radius_rule`` and
+        ``law`` may be a single value or a list.  A radius rule is a name from
         :data:`RADIUS_RULES` or a ``(name, function(n, B))`` pair.  Settings are
         ordered with ``n`` varying fastest.  ``T`` defaults to 20 for
         ``space="poly"`` (the paper's polynomial setup).
@@ -429,11 +449,12 @@ class Study:
             else:
                 raise TypeError("radius_rule entries must be rule names or (name, function) pairs")
         settings = []
-        for sig, mu_, T_, m_, (rname, rfun), n_ in itertools.product(
-                _as_list(sigma0), _as_list(mu), _as_list(T), _as_list(m), named_rules, _as_list(n)):
+        for law_, sig, mu_, T_, m_, (rname, rfun), n_ in itertools.product(
+                _as_list(law), _as_list(sigma0), _as_list(mu), _as_list(T), _as_list(m), named_rules,
+                _as_list(n)):
             settings.append(Setting(space=space, n=n_, T=T_, m=m_, mu=mu_, sigma0=sig,
                                     radius_rule=rname, radius=float(rfun(int(n_), float(B))),
-                                    B=B, rho=rho, centers=centers))
+                                    B=B, rho=rho, centers=centers, law=law_))
         return cls(name=name, settings=tuple(settings), **study_kwargs)
 
     def subset(self, **criteria) -> "Study":
@@ -469,41 +490,45 @@ class Study:
 _PAPER_RULES_SCALED = ["B", "sqrt_log_n", "log_n", "sqrt_n", "n_2_3"]
 
 
-def paper_studies(n=PAPER_N) -> dict[str, Study]:
-    """The six figures and Table 1 of the paper, in order (``n`` may be narrowed)."""
+def paper_studies(n=PAPER_N, law="default") -> dict[str, Study]:
+    """The six figures and Table 1 of the paper, in order.
+
+    ``n`` may be narrowed; ``law`` (a name from :data:`dpfda.data.LAWS`, or a
+    list of them) replaces the latent law of every setting.
+    """
     return {
         "fig1": Study.grid(
-            "fig1", space="rkhs", n=n, T=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
+            "fig1", law=law, space="rkhs", n=n, T=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
             radius_rule="1.1B", kind="ratio", group="T", panel="mu",
             title="Noiseless RKHS: MSE ratio FTP/PTF against n (B' = 1.1, Gaussian kernel, rho = 0.2)",
             source="§5.1, Figure 1"),
         "fig2": Study.grid(
-            "fig2", space="rkhs", n=n, T=4, mu=1.0, sigma0=1.0, radius_rule=_PAPER_RULES_SCALED,
+            "fig2", law=law, space="rkhs", n=n, T=4, mu=1.0, sigma0=1.0, radius_rule=_PAPER_RULES_SCALED,
             kind="scaled", group="radius_rule", panel=None, reference=False,
             title="RKHS, sigma0 = 1, mu = 1, T = 4: n x MSE under different fitting radii",
             source="§5.2, Figure 2"),
         "fig3": Study.grid(
-            "fig3", space="rkhs", n=n, T=[2, 4, 6, 8], mu=1.0, sigma0=[0.1, 1.0, 10.0],
+            "fig3", law=law, space="rkhs", n=n, T=[2, 4, 6, 8], mu=1.0, sigma0=[0.1, 1.0, 10.0],
             radius_rule="log_n", kind="ratio", group="T", panel="sigma0",
             title="RKHS with observation noise: MSE ratio FTP/PTF against n (mu = 1, B' = log n)",
             source="§5.3, Figure 3"),
         "fig4": Study.grid(
-            "fig4", space="poly", n=n, T=20, m=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
+            "fig4", law=law, space="poly", n=n, T=20, m=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
             radius_rule="1.1B", kind="ratio", group="m", panel="mu",
             title="Noiseless Legendre space (T = 20): IMSE ratio FTP/PTF against n (B' = 1.1)",
             source="Appendix, Figure 4"),
         "fig5": Study.grid(
-            "fig5", space="poly", n=n, T=20, m=4, mu=1.0, sigma0=1.0, radius_rule=_PAPER_RULES_SCALED,
+            "fig5", law=law, space="poly", n=n, T=20, m=4, mu=1.0, sigma0=1.0, radius_rule=_PAPER_RULES_SCALED,
             kind="scaled", group="radius_rule", panel=None, reference=False,
             title="Legendre space, sigma0 = 1, mu = 1, m = 4, T = 20: n x IMSE under different fitting radii",
             source="Appendix, Figure 5"),
         "fig6": Study.grid(
-            "fig6", space="poly", n=n, T=20, m=[2, 4, 6, 8], mu=1.0, sigma0=[0.1, 1.0, 10.0],
+            "fig6", law=law, space="poly", n=n, T=20, m=[2, 4, 6, 8], mu=1.0, sigma0=[0.1, 1.0, 10.0],
             radius_rule="sqrt_log_n", kind="ratio", group="m", panel="sigma0",
             title="Legendre space with observation noise: IMSE ratio FTP/PTF (mu = 1, B' = sqrt(log n))",
             source="Appendix, Figure 6"),
         "table1": Study.grid(
-            "table1", space="rkhs", n=n, T=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
+            "table1", law=law, space="rkhs", n=n, T=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
             radius_rule="1.1B", kind="table", group="T", panel="mu",
             title="Noiseless RKHS (B = 1, B' = 1.1, rho = 0.2): MSEs, ratio and p_PTF",
             source="Appendix, Table 1"),
@@ -513,9 +538,9 @@ def paper_studies(n=PAPER_N) -> dict[str, Study]:
 STUDY_NAMES = ("fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "table1")
 
 
-def get_study(name: str, n=PAPER_N) -> Study:
-    """One of the paper's studies by name (see :data:`STUDY_NAMES`)."""
-    studies = paper_studies(n)
+def get_study(name: str, n=PAPER_N, law="default") -> Study:
+    """One of the paper's studies by name (see :data:`STUDY_NAMES`), under ``law``."""
+    studies = paper_studies(n, law)
     if name not in studies:
         raise ValueError(f"unknown study {name!r}; choose one of {', '.join(STUDY_NAMES)}")
     return studies[name]

@@ -1,0 +1,139 @@
+"""The latent laws as a study dimension (issue #10, part 1).
+
+The family is fixed in dpfda.data.LAWS: ``default`` and ``shift-S``/``wave-S``
+with S ∈ {0, 0.25, 0.5, 0.75, 0.9}.  Every curve keeps ||f_i|| <= B; the mean's
+norm grows with S; S = 0 is one centred law under both names; the default law
+keeps the random streams (and so the results) it had before laws existed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpfda
+from dpfda.data import LAW_SHIFTS, LAWS, check_law, polynomial_curves, rkhs_curves
+from dpfda.engine import latent_curves, run_study
+from dpfda.studies import STUDY_NAMES, Setting, Study, get_study, paper_studies
+
+from _support import Z
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_the_family_is_the_declared_one():
+    assert LAWS == ("default",) + tuple(f"{shape}-{S:g}" for shape in ("shift", "wave")
+                                         for S in (0, 0.25, 0.5, 0.75, 0.9))
+    assert LAW_SHIFTS == (0.0, 0.25, 0.5, 0.75, 0.9)
+    for law in LAWS:
+        assert check_law(law) == law
+    with pytest.raises(ValueError, match="unknown law 'shift-0.3'"):
+        check_law("shift-0.3")
+    with pytest.raises(TypeError, match="law must be a string"):
+        check_law(0.5)
+
+
+@pytest.mark.parametrize("law", LAWS)
+def test_every_curve_lies_in_the_B_ball(law):
+    B = 2.5
+    p = polynomial_curves(3000, 5, np.random.default_rng(1), B=B, law=law)
+    k = rkhs_curves(3000, np.random.default_rng(2), B=B, law=law)
+    assert p.norms().max() <= B * (1 + 1e-12)
+    assert k.norms().max() <= B * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("shape", ["shift", "wave"])
+def test_the_mean_points_along_h_with_norm_about_S_B(shape):
+    """E θ_i = S·B·h (g_i is centred), checked coordinate-wise within Z standard errors."""
+    m, n, B = 4, 20_000, 1.0
+    h = np.full(m, 0.5) if shape == "shift" else np.eye(m)[-1]
+    for S in LAW_SHIFTS:
+        theta = polynomial_curves(n, m, np.random.default_rng(3), B=B, law=f"{shape}-{S:g}").theta
+        se = theta.std(axis=0, ddof=1) / np.sqrt(n)
+        assert np.all(np.abs(theta.mean(axis=0) - S * B * h) <= Z * se), (S, theta.mean(axis=0))
+
+
+def test_rkhs_direction_functions_have_unit_norm_and_the_named_shape():
+    c = np.linspace(0, 1, 20)
+    kern = dpfda.gaussian_kernel(0.2)
+    KC = kern.gram(c)
+    # With S = 0.9 and U_i drawn, the mean's coefficients approach 0.9·B·α_h.
+    for shape, h in (("shift", np.ones(20)), ("wave", np.sin(3 * np.pi * c))):
+        alpha_h = h / np.sqrt(h @ KC @ h)
+        curves = rkhs_curves(40_000, np.random.default_rng(4), law=f"{shape}-0.9")
+        mean = curves.alpha.mean(axis=0)
+        diff = mean - 0.9 * alpha_h
+        # the centred part has mean zero; its sampling error in the K_C norm is small
+        assert np.sqrt(diff @ KC @ diff) < 0.01
+        assert np.isclose(alpha_h @ KC @ alpha_h, 1.0)
+
+
+def test_centred_law_is_the_same_under_both_names():
+    for make in (lambda law: polynomial_curves(50, 3, np.random.default_rng(5), law=law).theta,
+                 lambda law: rkhs_curves(50, np.random.default_rng(5), law=law).alpha):
+        assert np.array_equal(make("shift-0"), make("wave-0"))
+    a = Setting("rkhs", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law="shift-0")
+    b = Setting("rkhs", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law="wave-0")
+    assert a.key() == b.key() and a.latent_key() == b.latent_key()
+
+
+def test_default_law_keeps_its_streams_and_draws():
+    """The default law adds nothing to a setting's keys, and draws what it drew before."""
+    s = Setting("rkhs", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B")
+    assert "law" not in s.canonical() and "law" not in s.latent_canonical()
+    # the pre-law RKHS draw, written out: direction = 1 + ε, then U
+    rng = np.random.default_rng(6)
+    KC = dpfda.gaussian_kernel(0.2).gram(np.linspace(0, 1, 20))
+    direction = 1.0 + rng.standard_normal((30, 20))
+    u = rng.random(30)
+    alpha = (u / np.sqrt(np.einsum("ij,jk,ik->i", direction, KC, direction)))[:, None] * direction
+    np.testing.assert_allclose(rkhs_curves(30, np.random.default_rng(6)).alpha, alpha,
+                               rtol=1e-14, atol=0)
+    keys = {Setting("rkhs", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law=law).key()
+            for law in LAWS}
+    assert len(keys) == len(LAWS) - 1  # shift-0 and wave-0 share theirs; all others differ
+
+
+def test_settings_and_studies_carry_the_law():
+    with pytest.raises(ValueError, match="unknown law"):
+        Setting("poly", n=4, T=20, m=2, mu=1.0, sigma0=0.0, radius_rule="B", law="nope")
+    st = Study.grid("x", space="poly", n=[4, 8], m=2, law=["default", "wave-0.5"])
+    assert [s.law for s in st] == ["default"] * 2 + ["wave-0.5"] * 2
+    studies = paper_studies((4, 8), law="shift-0.75")
+    assert set(studies) == set(STUDY_NAMES)
+    assert all(s.law == "shift-0.75" for st in studies.values() for s in st)
+    assert get_study("fig2", n=(4,), law="wave-0.25").settings[0].law == "wave-0.25"
+    s = get_study("fig4", n=(4,), law="shift-0.9").settings[0]
+    assert np.isclose(np.linalg.norm(latent_curves(s, 1).mean_coef), 0.9, atol=0.5)
+
+
+def test_results_table_has_a_law_column():
+    study = get_study("fig5", n=(8,), law="shift-0.5").subset(radius_rule="B")
+    df = run_study(study, reps=4, seed=1)
+    assert list(df["law"]) == ["shift-0.5"]
+    assert df.attrs["dpfda"]["laws"] == ["shift-0.5"]
+    other = run_study(get_study("fig5", n=(8,)).subset(radius_rule="B"), reps=4, seed=1)
+    assert other["law"].iloc[0] == "default" and other["err_ftp"].iloc[0] != df["err_ftp"].iloc[0]
+
+
+def _cli(*args):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "dpfda", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=600)
+
+
+def test_cli_law_option(tmp_path):
+    proc = _cli("reproduce", "fig6", "--law", "shift-0.5", "--quick", "--reps", "4", "--jobs", "1",
+                "--out", str(tmp_path), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    df = pd.read_csv(tmp_path / "fig6.csv")
+    assert (df["law"] == "shift-0.5").all()
+    bad = _cli("reproduce", "fig6", "--law", "no-such-law", "--out", str(tmp_path / "bad"))
+    assert bad.returncode == 2
+    lines = bad.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--law" in lines[0] and "no-such-law" in lines[0]
