@@ -243,3 +243,39 @@ def test_signal_guard_turns_signals_into_exceptions_and_remembers_them():
         assert guard.exit_code == 130
         with pytest.raises(KeyboardInterrupt):
             guard.check()
+
+
+def test_engine_stops_its_workers_when_the_loop_is_interrupted():
+    """An exception out of run_studies' loop (here from on_chunk; a Ctrl-C in a notebook
+    is the same) terminates joblib's workers at once instead of leaving them busy."""
+    from dpfda.engine import run_studies
+    from dpfda.studies import get_study
+
+    def children():
+        mine = str(os.getpid())
+        found = []
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    text = fh.read()
+                state, ppid = text[text.rindex(")") + 2:].split()[:2]
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    cmd = fh.read()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if ppid == mine and state != "Z" and b"popen_loky_posix" in cmd:
+                found.append(int(entry))
+        return found
+
+    seen = []
+
+    def stop():
+        seen.append(children())
+        raise KeyboardInterrupt
+
+    # The traceback is kept (as Jupyter keeps sys.last_traceback): it holds the engine's
+    # frames, so the workers must not depend on the generator being garbage-collected.
+    with pytest.raises(KeyboardInterrupt) as excinfo:
+        run_studies([get_study("fig5", n=(4, 16))], 40, seed=1, n_jobs=2, chunk_reps=2, on_chunk=stop)
+    assert len(seen) == 1 and len(seen[0]) == JOBS  # the workers were there ...
+    assert children() == [] and excinfo.tb is not None  # ... and are gone when the exception arrives
