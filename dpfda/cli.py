@@ -78,7 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
                      description="dpfda: reproduce the simulation studies of the FTP vs PTF paper.")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     rep = sub.add_parser("reproduce", help="re-run a figure or table of the paper (or all of them)",
-                         description="Re-run a figure or table of the paper and write PNG/CSV/JSON files.")
+                         description="Re-run a figure or table of the paper and write PNG/CSV/JSON files.",
+                         epilog="A run's files appear together and record its run id. Exit codes: 0 done; "
+                                "2 bad input, or --out in use by another run; 130 after SIGINT (Ctrl-C), "
+                                "143 after SIGTERM: an interrupted run leaves none of its files.")
     rep.add_argument("study", choices=STUDY_CHOICES, metavar="study",
                      help="which study to run: " + ", ".join(STUDY_CHOICES))
     rep.add_argument("--reps", type=_positive_int("--reps"), default=None,

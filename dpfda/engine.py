@@ -538,6 +538,8 @@ def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_rep
     reps = _check_reps(reps)
     seed = _check_seed(seed)
     n_jobs = _check_jobs(n_jobs)
+    if on_chunk is not None and not callable(on_chunk):
+        raise TypeError(f"on_chunk must be a function of no arguments or None, got {type(on_chunk).__name__}")
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     settings, tasks = plan(studies, reps, chunk_reps)
     per_setting = _execute(settings, tasks, seed, n_jobs, progress, on_chunk=on_chunk)

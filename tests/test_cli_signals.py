@@ -125,7 +125,8 @@ SIGNALS = [pytest.param(signal.SIGTERM, 143, False, id="SIGTERM"),
            pytest.param(signal.SIGINT, 130, True, id="SIGINT-to-group")]
 
 
-@pytest.mark.parametrize("sig, code, group", SIGNALS)
+@pytest.mark.parametrize("sig, code, group", SIGNALS + [
+    pytest.param(signal.SIGTERM, 143, True, id="SIGTERM-to-group")])  # as systemd stops a service
 def test_signal_during_simulation(tmp_path, sig, code, group):
     out = tmp_path / "res"
     proc, paused = start_paused(tmp_path, "simulation", ["all", "--quick", "--jobs", "2", "--out", str(out)])
@@ -279,3 +280,5 @@ def test_engine_stops_its_workers_when_the_loop_is_interrupted():
         run_studies([get_study("fig5", n=(4, 16))], 40, seed=1, n_jobs=2, chunk_reps=2, on_chunk=stop)
     assert len(seen) == 1 and len(seen[0]) == JOBS  # the workers were there ...
     assert children() == [] and excinfo.tb is not None  # ... and are gone when the exception arrives
+    with pytest.raises(TypeError, match="on_chunk"):
+        run_studies([get_study("fig5", n=(4,))], 2, seed=1, on_chunk="stop")
