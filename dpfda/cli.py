@@ -9,19 +9,40 @@ Re-runs the paper's simulation studies (§5 and the appendix) with
 * ``<study>.png`` — the figure (Figures 1–6);
 * for Table 1, ``table1.md`` and ``table1.html`` — the table as in the paper.
 
-Every file is written under a temporary name and renamed when complete, so an
-interrupted run never leaves a file that looks complete.  Bad input gives a
+Every file records the run it came from: a run id (a random UUID) that all
+files of one run share — the ``run_id`` field of the JSON and the last column
+of the CSV, the ``dpfda run_id`` text field of the PNG, an HTML comment on the
+first line of the Markdown and HTML tables — with the seed, the command and
+the start time.
+
+A run's files appear together or not at all: each is written under a
+temporary name (``.<name>.<random>.part``) and they are all renamed into place
+when the last one is complete.  While a run writes into a folder it holds a
+lock on ``<out>/.dpfda.lock`` (removed at the end); a second run into the
+same folder stops at once with exit code 2, so two runs never mix files.
+
+SIGTERM and SIGINT (Ctrl-C), at any moment, end the run with exit code 143
+or 130: the worker processes are terminated, joblib's temporary folders and
+the temporary files are removed, and no file of the interrupted run is left
+under its final name.  ``--jobs`` larger than the number of cores available to
+the process is reduced to that number, with a message.  Bad input gives a
 one-line message on stderr and exit code 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
+import glob
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
+import uuid
+
+from ._interrupt import SignalGuard, pause_for_test, shutdown_workers
 
 __all__ = ["main", "QUICK_N", "QUICK_REPS"]
 
@@ -57,13 +78,17 @@ def build_parser() -> argparse.ArgumentParser:
                      description="dpfda: reproduce the simulation studies of the FTP vs PTF paper.")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     rep = sub.add_parser("reproduce", help="re-run a figure or table of the paper (or all of them)",
-                         description="Re-run a figure or table of the paper and write PNG/CSV/JSON files.")
+                         description="Re-run a figure or table of the paper and write PNG/CSV/JSON files.",
+                         epilog="A run's files appear together and record its run id. Exit codes: 0 done; "
+                                "2 bad input, or --out in use by another run; 130 after SIGINT (Ctrl-C), "
+                                "143 after SIGTERM: an interrupted run leaves none of its files.")
     rep.add_argument("study", choices=STUDY_CHOICES, metavar="study",
                      help="which study to run: " + ", ".join(STUDY_CHOICES))
     rep.add_argument("--reps", type=_positive_int("--reps"), default=None,
                      help="Monte Carlo repetitions per setting (default 1000; 20 with --quick)")
     rep.add_argument("--jobs", type=_positive_int("--jobs"), default=1,
-                     help="parallel worker processes (joblib); -1 for all cores (default 1)")
+                     help="parallel worker processes (joblib); -1 for all cores; a number above "
+                          "the cores available is reduced to it, with a message (default 1)")
     rep.add_argument("--seed", type=_positive_int("--seed"), default=2026,
                      help="master seed, a non-negative integer (default 2026)")
     rep.add_argument("--out", default="results", help="output folder (default ./results)")
@@ -100,6 +125,19 @@ def _validate(args) -> None:
     if args.chunk_reps is not None and args.chunk_reps <= 0:
         raise UsageError(f"--chunk-reps must be a positive integer, got {args.chunk_reps}")
     _check_output_dir(args.out)
+    cores = available_cores()
+    if args.jobs > cores:
+        print(f"dpfda: --jobs {args.jobs} is more than the {cores} cores available; using --jobs {cores}",
+              file=sys.stderr)
+        args.jobs = cores
+
+
+def available_cores() -> int:
+    """Cores this process may use (CPU affinity and cgroup quota), as joblib counts them
+    for ``n_jobs=-1``."""
+    from joblib import cpu_count
+
+    return max(1, int(cpu_count()))
 
 
 def _check_output_dir(out: str) -> None:
@@ -114,40 +152,127 @@ def _check_output_dir(out: str) -> None:
         raise UsageError(f"cannot write to --out {out!r}: {exc.strerror or exc}") from None
 
 
-def _write_outputs(study, df, out: str, extra_meta: dict) -> list[str]:
+LOCK_NAME = ".dpfda.lock"
+"""The lock file a run holds in its output folder (not an output; removed at the end)."""
+
+
+class _FolderLock:
+    """An exclusive ``flock`` on ``<out>/.dpfda.lock`` for the length of a run.
+
+    Taken without waiting: if another process holds it, :class:`UsageError`.
+    The file is removed when the run ends; a run that finds the file removed
+    under it (by the run that held it before) takes the lock again on a new one.
+    """
+
+    def __init__(self, out: str, run_id: str):
+        self.path = os.path.join(out, LOCK_NAME)
+        self.out = out
+        self.run_id = run_id
+        self.fd = None
+
+    def __enter__(self) -> "_FolderLock":
+        import fcntl
+
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 200).decode("utf-8", "replace").strip()
+                os.close(fd)
+                by = f" ({holder})" if holder else ""
+                raise UsageError(f"--out {self.out!r} is in use by another dpfda run{by}; "
+                                 "wait for it to finish or choose another folder") from None
+            except BaseException:
+                os.close(fd)
+                raise
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)  # the previous holder removed the file as we opened it: start again
+        self.fd = fd
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}, run {self.run_id}\n".encode())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            os.unlink(self.path)  # while still holding the lock
+        except OSError:
+            pass
+        os.close(self.fd)
+
+
+def _output_names(study) -> list[str]:
+    exts = (".csv", ".json", ".md", ".html") if study.kind == "table" else (".csv", ".json", ".png")
+    return [study.name + ext for ext in exts]
+
+
+def _remove_temporaries(out: str, names) -> None:
+    """Remove the temporary files of the given outputs (ours: the folder is locked)."""
     from . import plots
 
-    written = []
-    base = os.path.join(out, study.name)
-    plots.write_text_atomic(base + ".csv", df.to_csv(index=False))
-    written.append(base + ".csv")
-    meta = dict(df.attrs.get("dpfda", {}))
-    meta.update(extra_meta)
-    meta["columns"] = list(df.columns)
-    meta["caption"] = plots.caption(df)
-    plots.write_text_atomic(base + ".json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    written.append(base + ".json")
-    if study.kind == "table":
-        table = plots.table1(df)
-        plots.write_text_atomic(base + ".md", plots.table_markdown(table))
-        plots.write_text_atomic(base + ".html", table.to_html(index=False, float_format=lambda v: f"{v:.4g}"))
-        written += [base + ".md", base + ".html"]
-    else:
-        import matplotlib.pyplot as plt
-
-        fig = plots.figure(df, study, title=f"{study.source}: {study.title}")
-        try:
-            plots.save_figure(fig, base + ".png")
-        finally:
-            plt.close(fig)
-        written.append(base + ".png")
-    return written
+    for name in names:
+        pattern = os.path.join(glob.escape(out), glob.escape(plots._temporary_prefix(name)) + "*.part")
+        for tmp in glob.glob(pattern):
+            plots._discard(tmp)
 
 
-def _reproduce(args, argv) -> int:
+def _provenance_comment(run: dict) -> str:
+    return (f"<!-- dpfda run_id {run['run_id']}: {run['command']}; seed {run['seed']}; "
+            f"started {run['started']}; dpfda {run['dpfda_version']} -->\n")
+
+
+def _stage_outputs(study, df, out: str, meta: dict, run: dict) -> list[tuple[str, str]]:
+    """Write a study's files under temporary names; return (temporary, final) pairs."""
+    from . import plots
+
+    staged = []
+
+    def stage(name, write):
+        final = os.path.join(out, name)
+        staged.append((plots._stage(final, write), final))
+
+    try:
+        stage(study.name + ".csv", plots._text_writer(df.assign(run_id=run["run_id"]).to_csv(index=False)))
+        meta = {**df.attrs.get("dpfda", {}), **meta, **run}  # the run's start time wins
+        meta["columns"] = list(df.columns) + ["run_id"]
+        meta["caption"] = plots.caption(df)
+        stage(study.name + ".json", plots._text_writer(json.dumps(meta, indent=2, sort_keys=True) + "\n"))
+        if study.kind == "table":
+            table = plots.table1(df)
+            comment = _provenance_comment(run)
+            stage(study.name + ".md", plots._text_writer(comment + plots.table_markdown(table)))
+            html = table.to_html(index=False, float_format=lambda v: f"{v:.4g}")
+            stage(study.name + ".html", plots._text_writer(comment + html))
+        else:
+            import matplotlib.pyplot as plt
+
+            fig = plots.figure(df, study, title=f"{study.source}: {study.title}")
+            png_meta = {"Title": f"{study.source}: {study.title}", "Description": meta["caption"],
+                        "Software": f"dpfda {run['dpfda_version']}", "dpfda run_id": run["run_id"],
+                        "dpfda command": run["command"], "dpfda seed": str(run["seed"]),
+                        "dpfda started": run["started"]}
+            try:
+                stage(study.name + ".png",
+                      lambda tmp: fig.savefig(tmp, format="png", dpi=150, metadata=png_meta))
+            finally:
+                plt.close(fig)
+    except BaseException:
+        for tmp, _ in staged:
+            plots._discard(tmp)
+        raise
+    return staged
+
+
+def _reproduce(args, argv, guard: SignalGuard, run_id: str) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
+    from . import __version__
     from .engine import run_studies
     from .studies import PAPER_N, STUDY_NAMES, paper_studies
 
@@ -155,35 +280,63 @@ def _reproduce(args, argv) -> int:
     studies = paper_studies(n_values, law=args.law)
     names = list(STUDY_NAMES) if args.study == "all" else [args.study]
     chosen = [studies[name] for name in names]
-    t0 = time.perf_counter()
-    results = run_studies(chosen, args.reps, args.seed, n_jobs=args.jobs, chunk_reps=args.chunk_reps,
-                          progress=not args.no_progress)
-    wall = time.perf_counter() - t0
-    extra = {"command": "python -m dpfda " + " ".join(argv),
-             "jobs": args.jobs, "quick": bool(args.quick), "law": args.law,
-             "wall_seconds_all_studies": round(wall, 3)}
-    written = []
-    for st in chosen:
-        written += _write_outputs(st, results[st.name], args.out, extra)
-    print(f"dpfda: wrote {len(written)} files to {args.out} ({wall:.1f} s of simulation)", file=sys.stderr)
+    outputs = [name for st in chosen for name in _output_names(st)]
+    run = {"run_id": run_id, "command": "python -m dpfda " + " ".join(argv), "seed": args.seed,
+           "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+           "dpfda_version": __version__}
+    _remove_temporaries(args.out, outputs)  # left by a run that was killed outright (SIGKILL)
+    try:
+        t0 = time.perf_counter()
+        results = run_studies(chosen, args.reps, args.seed, n_jobs=args.jobs, chunk_reps=args.chunk_reps,
+                              progress=not args.no_progress, on_chunk=guard.check)
+        wall = time.perf_counter() - t0
+        shutdown_workers(kill=False)  # the workers' memory is not needed for drawing
+        guard.check()
+        extra = {"jobs": args.jobs, "quick": bool(args.quick), "law": args.law,
+                 "wall_seconds_all_studies": round(wall, 3)}
+        staged = []
+        for st in chosen:
+            staged += _stage_outputs(st, results[st.name], args.out, extra, run)
+            guard.check()
+            pause_for_test("writing")  # a no-op unless a test asks for it
+        with guard.deferred():  # all files appear together: a signal waits for the renames
+            for tmp, final in staged:
+                os.replace(tmp, final)
+    except BaseException:
+        _remove_temporaries(args.out, outputs)
+        raise
+    print(f"dpfda: wrote {len(staged)} files to {args.out}, run id {run_id} "
+          f"({wall:.1f} s of simulation)", file=sys.stderr)
+    if guard.received is not None:
+        print(f"dpfda: {signal.Signals(guard.received).name} came while the files were being "
+              "renamed into place; they are complete", file=sys.stderr)
+        return guard.exit_code
     return 0
 
 
 def main(argv=None) -> int:
-    """Entry point; returns the exit code (0 ok, 2 bad input, 130 interrupted)."""
+    """Entry point; returns the exit code (0 ok, 2 bad input or output folder in use,
+    130 after SIGINT, 143 after SIGTERM)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-        _validate(args)
-    except UsageError as exc:
-        print(f"dpfda: error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        return _reproduce(args, argv)
-    except KeyboardInterrupt:
-        print("dpfda: interrupted; files not yet complete were not written", file=sys.stderr)
-        return 130
-    except OSError as exc:
-        print(f"dpfda: error: cannot write output: {exc}", file=sys.stderr)
-        return 2
+    with SignalGuard() as guard:
+        try:
+            args = build_parser().parse_args(argv)
+            _validate(args)
+            run_id = uuid.uuid4().hex
+            with _FolderLock(args.out, run_id):
+                return _reproduce(args, argv, guard, run_id)
+        except UsageError as exc:
+            print(f"dpfda: error: {exc}", file=sys.stderr)
+            return 2
+        except BaseException as exc:
+            if guard.received is None and not isinstance(exc, KeyboardInterrupt):
+                if isinstance(exc, OSError):
+                    print(f"dpfda: error: cannot write output: {exc}", file=sys.stderr)
+                    return 2
+                raise
+            name = signal.Signals(guard.received or signal.SIGINT).name
+            print(f"dpfda: interrupted by {name}; workers stopped, no file of this run was written",
+                  file=sys.stderr)
+            return guard.exit_code or 130
+        finally:
+            shutdown_workers(kill=True)  # whatever happened, leave no worker behind

@@ -69,12 +69,14 @@ import math
 import numbers
 import os
 import sys
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from ._interrupt import pause_for_test
 from .data import polynomial_curves, rkhs_curves
 from .pipelines import (
     fitter,
@@ -454,11 +456,18 @@ def plan(studies, reps: int, chunk_reps: int | None = None):
 
 
 def _task(setting: Setting, seed: int, start: int, stop: int):
+    pause_for_test("simulation")  # a no-op unless a test asks for it (dpfda._interrupt)
     return setting.canonical(), start, simulate_chunk(setting, seed, start, stop)
 
 
-def _execute(settings, tasks, seed, n_jobs, progress, desc="settings"):
-    """Run the tasks (in parallel with joblib) and assemble per-setting arrays in rep order."""
+def _execute(settings, tasks, seed, n_jobs, progress, desc="settings", on_chunk=None):
+    """Run the tasks (in parallel with joblib) and assemble per-setting arrays in rep order.
+
+    If anything interrupts the loop (an exception from ``on_chunk``, a
+    KeyboardInterrupt), joblib's generator is closed at once: that aborts the
+    remaining tasks and terminates the workers, rather than leaving them busy
+    until the generator happens to be garbage-collected.
+    """
     from joblib import Parallel, delayed
 
     remaining = {}
@@ -470,6 +479,7 @@ def _execute(settings, tasks, seed, n_jobs, progress, desc="settings"):
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(settings), desc=desc, unit="setting", leave=True)
+    results = None
     try:
         if n_jobs == 1:
             results = (_task(settings[k], seed, a, b) for k, a, b in tasks)
@@ -481,7 +491,13 @@ def _execute(settings, tasks, seed, n_jobs, progress, desc="settings"):
             remaining[key] -= 1
             if bar is not None and remaining[key] == 0:
                 bar.update(1)
+            if on_chunk is not None:
+                on_chunk()
     finally:
+        if results is not None:
+            with warnings.catch_warnings():  # joblib's "tasks ... not used" warning on abort
+                warnings.simplefilter("ignore", UserWarning)
+                results.close()
         if bar is not None:
             bar.close()
     return {key: _concat([p[a] for a in sorted(p)]) for key, p in parts.items()}
@@ -542,10 +558,14 @@ def metadata(study: Study, reps: int, seed: int, *, started: str | None = None) 
 
 
 def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_reps: int | None = None,
-                progress: bool = False) -> "OrderedDict[str, pd.DataFrame]":
+                progress: bool = False, *, on_chunk=None) -> "OrderedDict[str, pd.DataFrame]":
     """Run several studies together; a setting they share is simulated once.
 
     Returns an ordered dict study name → results table (see :func:`run_study`).
+    ``on_chunk``, if given, is called (with no arguments, in this process)
+    each time a chunk of repetitions has arrived; an exception it raises stops
+    the run, and joblib's workers with it (the command line uses it to stop
+    promptly on a signal).
     """
     studies = list(studies)
     for st in studies:
@@ -554,9 +574,11 @@ def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_rep
     reps = _check_reps(reps)
     seed = _check_seed(seed)
     n_jobs = _check_jobs(n_jobs)
+    if on_chunk is not None and not callable(on_chunk):
+        raise TypeError(f"on_chunk must be a function of no arguments or None, got {type(on_chunk).__name__}")
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     settings, tasks = plan(studies, reps, chunk_reps)
-    per_setting = _execute(settings, tasks, seed, n_jobs, progress)
+    per_setting = _execute(settings, tasks, seed, n_jobs, progress, on_chunk=on_chunk)
     return OrderedDict((st.name, _frame(st, per_setting, reps, seed, started)) for st in studies)
 
 

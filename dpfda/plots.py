@@ -214,20 +214,44 @@ def _umask() -> int:
     return mask
 
 
-def _atomic(path, write):
+def _temporary_prefix(path) -> str:
+    """Temporary files for ``path`` are named ``.<name>.<random>.part`` beside it."""
+    return "." + os.path.basename(os.fspath(path)) + "."
+
+
+def _discard(tmp) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def _stage(path, write) -> str:
+    """Write ``path``'s content under a temporary name beside it; return that name.
+
+    ``write(tmp)`` writes the file.  If it fails (or is interrupted) the
+    temporary file is removed.  Renaming the result to ``path`` is the caller's
+    step (:func:`_atomic`, or the command line's all-or-nothing commit).
+    """
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".part", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(path), suffix=".part", dir=folder)
     os.close(fd)
     try:
         write(tmp)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
+    except BaseException:
+        _discard(tmp)
+        raise
+    return tmp
+
+
+def _atomic(path, write):
+    tmp = _stage(path, write)
+    try:
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _discard(tmp)
         raise
 
 
@@ -236,9 +260,14 @@ def save_figure(fig, path, dpi: int = 150) -> None:
     _atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=dpi))
 
 
-def write_text_atomic(path, text: str) -> None:
-    """Write text to a temporary file, then rename it into place."""
-    def w(tmp):
+def _text_writer(text: str):
+    """A ``write(tmp)`` function for :func:`_stage`/:func:`_atomic` that writes ``text`` (UTF-8)."""
+    def write(tmp):
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
-    _atomic(path, w)
+    return write
+
+
+def write_text_atomic(path, text: str) -> None:
+    """Write text to a temporary file, then rename it into place."""
+    _atomic(path, _text_writer(text))

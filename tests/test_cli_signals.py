@@ -1,0 +1,284 @@
+"""``python -m dpfda reproduce``: SIGTERM/SIGINT at each phase, ``--out`` locking.
+
+The runs are interrupted at a known point, not after a guessed sleep: with
+``DPFDA_TEST_PAUSE_AT=simulation`` every simulation task (in a worker, with
+``--jobs 2``) announces itself by writing ``DPFDA_TEST_READY_FILE`` and then
+waits to be signalled, so the run cannot finish before the signal; with
+``=writing`` the main process does the same once the first study's files are
+written under their temporary names.  Each run gets its own session
+(``start_new_session``), so its worker processes are found by session id in
+/proc, and a SIGINT can go to the whole process group, as a terminal's Ctrl-C
+does.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from dpfda import cli
+from dpfda._interrupt import SignalGuard, Terminated
+
+from test_cli import ENV, ROOT, run_cli
+
+CORES = cli.available_cores()
+JOBS = min(2, CORES)  # --jobs 2, as the run will use it on this machine
+
+
+def wait_for(condition, timeout, what):
+    """Poll ``condition`` until it holds; fail after ``timeout`` seconds (an upper bound
+    for a slow machine, not a guess at when something happens)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def _stat(pid):
+    with open(f"/proc/{pid}/stat") as fh:
+        text = fh.read()
+    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) "
+    return fields[0], int(fields[3])  # state, session id
+
+
+def session_processes(sid):
+    """Live (not zombie) processes of a session, with their command lines."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            state, session = _stat(entry)
+            if session != sid or state == "Z":
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                found[int(entry)] = fh.read().replace(b"\0", b" ").decode(errors="replace")
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue  # gone while we looked
+    return found
+
+
+def loky_workers(sid):
+    return [p for p, cmd in session_processes(sid).items() if "popen_loky_posix" in cmd]
+
+
+def joblib_leftovers(pid):
+    """joblib's memmapping folders and loky's semaphores of process ``pid``."""
+    places = {"/dev/shm", tempfile.gettempdir()}
+    return [p for d in places for p in glob.glob(os.path.join(d, f"joblib_memmapping_folder_{pid}_*"))
+            + glob.glob(os.path.join(d, f"sem.loky-{pid}-*"))]
+
+
+def start_paused(tmp_path, phase, args, preexec_fn=None):
+    """Start ``python -m dpfda reproduce ARGS`` and wait until it pauses at ``phase``.
+
+    Returns the process and the id of the process that paused (a worker in the
+    simulation with --jobs 2, the main process while writing)."""
+    ready = tmp_path / f"ready-{phase}"
+    env = dict(ENV, DPFDA_TEST_PAUSE_AT=phase, DPFDA_TEST_READY_FILE=str(ready))
+    proc = subprocess.Popen([sys.executable, "-m", "dpfda", "reproduce", *args, "--no-progress"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=preexec_fn)
+    try:
+        wait_for(lambda: ready.exists() or proc.poll() is not None, 300, f"the run to reach {phase}")
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    if proc.poll() is not None:
+        _, err = proc.communicate()
+        raise AssertionError(f"the run ended before reaching {phase}: exit {proc.returncode}\n{err}")
+    return proc, int(ready.read_text())
+
+
+def finish(proc, sig, *, group):
+    """Send ``sig`` (to the process group if ``group``, as Ctrl-C in a terminal does) and
+    wait for the run and every process it started to end."""
+    (os.killpg if group else os.kill)(proc.pid, sig)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    # Children end once the main process has gone (loky's resource tracker waits
+    # for its pipe to close), so allow them a moment after it.
+    try:
+        wait_for(lambda: not session_processes(proc.pid), 60, "the run's child processes to end")
+        wait_for(lambda: not joblib_leftovers(proc.pid), 60, "joblib's temporary files to go")
+    except AssertionError:  # a failing test must not leave the orphans it found behind
+        for pid, cmd in session_processes(proc.pid).items():
+            if "resource_tracker" not in cmd:  # the trackers then clean up and exit
+                os.kill(pid, signal.SIGKILL)
+        raise
+    return err
+
+
+SIGNALS = [pytest.param(signal.SIGTERM, 143, False, id="SIGTERM"),
+           pytest.param(signal.SIGINT, 130, True, id="SIGINT-to-group")]
+
+
+@pytest.mark.parametrize("sig, code, group", SIGNALS + [
+    pytest.param(signal.SIGTERM, 143, True, id="SIGTERM-to-group")])  # as systemd stops a service
+def test_signal_during_simulation(tmp_path, sig, code, group):
+    out = tmp_path / "res"
+    proc, paused = start_paused(tmp_path, "simulation", ["all", "--quick", "--jobs", "2", "--out", str(out)])
+    workers = loky_workers(proc.pid)
+    assert len(workers) == (JOBS if JOBS > 1 else 0)
+    if JOBS > 1:
+        assert paused in workers  # a worker is mid-task: the run cannot have finished
+    assert os.listdir(out) == [cli.LOCK_NAME]
+    err = finish(proc, sig, group=group)
+    assert proc.returncode == code, err
+    assert f"interrupted by {signal.Signals(sig).name}" in err and "Traceback" not in err, err
+    assert os.listdir(out) == []  # no result, no temporary file, no lock file
+
+
+@pytest.mark.parametrize("sig, code, group", SIGNALS)
+def test_signal_while_writing(tmp_path, sig, code, group):
+    out = tmp_path / "res"
+    out.mkdir()
+    (out / "fig1.csv").write_text("from an earlier run\n")
+    proc, paused = start_paused(tmp_path, "writing",
+                                ["all", "--quick", "--reps", "4", "--jobs", "2", "--out", str(out)])
+    assert paused == proc.pid
+    assert loky_workers(proc.pid) == []  # shut down once the simulation was done
+    staged = sorted(f for f in os.listdir(out) if f.endswith(".part"))
+    assert [f.split(".")[1] for f in staged] == ["fig1", "fig1", "fig1"]  # csv, json, png so far
+    err = finish(proc, sig, group=group)
+    assert proc.returncode == code, err
+    assert f"interrupted by {signal.Signals(sig).name}" in err and "Traceback" not in err, err
+    # Nothing of the interrupted run, and the earlier file untouched.
+    assert os.listdir(out) == ["fig1.csv"]
+    assert (out / "fig1.csv").read_text() == "from an earlier run\n"
+
+
+def test_interrupted_run_leaves_nothing_that_looks_complete(tmp_path):
+    """The serial run (--jobs 1) too; and a SIGINT reaches a run that was started with
+    SIGINT ignored (as a shell starts a background job), which used to be swallowed."""
+    out = tmp_path / "res"
+    proc, paused = start_paused(tmp_path, "simulation", ["fig5", "--quick", "--out", str(out)],
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert paused == proc.pid and loky_workers(proc.pid) == []
+    err = finish(proc, signal.SIGINT, group=False)
+    assert proc.returncode == 130, err
+    assert "interrupted by SIGINT" in err and "Traceback" not in err
+    assert os.listdir(out) == []
+
+
+def test_second_run_into_the_same_folder_exits_2(tmp_path):
+    out = tmp_path / "res"
+    first, _ = start_paused(tmp_path, "simulation", ["fig5", "--quick", "--jobs", "2", "--out", str(out)])
+    try:
+        second = run_cli("reproduce", "fig5", "--quick", "--reps", "4", "--out", str(out), "--no-progress")
+        assert second.returncode == 2
+        lines = second.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("dpfda: error: --out"), second.stderr
+        assert "in use by another dpfda run" in lines[0] and f"pid {first.pid}" in lines[0]
+        assert os.listdir(out) == [cli.LOCK_NAME]  # the second run wrote nothing
+    finally:
+        finish(first, signal.SIGTERM, group=False)
+    assert first.returncode == 143 and os.listdir(out) == []
+    # Once the first run has gone, the folder is free again.
+    third = run_cli("reproduce", "fig5", "--quick", "--reps", "4", "--out", str(out), "--no-progress")
+    assert third.returncode == 0, third.stderr
+    assert sorted(os.listdir(out)) == ["fig5.csv", "fig5.json", "fig5.png"]
+
+
+def test_held_lock_is_bad_input_and_lock_is_released(tmp_path, capsys):
+    out = tmp_path / "res"
+    out.mkdir()
+    args = ["reproduce", "fig5", "--quick", "--reps", "3", "--out", str(out), "--no-progress"]
+    with open(out / cli.LOCK_NAME, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        assert cli.main(args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "in use" in err[0]
+    assert cli.main(args) == 0
+    assert sorted(os.listdir(out)) == ["fig5.csv", "fig5.json", "fig5.png"]
+
+
+@pytest.mark.parametrize("requested", [CORES + 1, 64])
+def test_jobs_above_the_cores_is_reduced_with_a_message(tmp_path, capsys, requested):
+    import json
+
+    out = tmp_path / "res"
+    code = cli.main(["reproduce", "fig5", "--quick", "--reps", "3", "--jobs", str(requested),
+                     "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert f"--jobs {requested} is more than the {CORES} cores available; using --jobs {CORES}" in err
+    assert json.loads((out / "fig5.json").read_text())["jobs"] == CORES
+    assert CORES <= (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+
+
+def test_jobs_help_says_what_happens_above_the_cores(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["reproduce", "--help"])
+    assert "above the cores available is reduced" in " ".join(capsys.readouterr().out.split())
+
+
+def test_signal_guard_turns_signals_into_exceptions_and_remembers_them():
+    before = signal.getsignal(signal.SIGTERM)
+    with SignalGuard() as guard:
+        assert guard.active
+        with pytest.raises(Terminated):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises before this ends
+        assert guard.exit_code == 143
+        os.kill(os.getpid(), signal.SIGINT)  # a second signal while stopping: recorded only
+        with pytest.raises(Terminated):  # the first one's exception again, if it was lost
+            guard.check()
+    assert signal.getsignal(signal.SIGTERM) is before
+    with SignalGuard() as guard:
+        with guard.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.01)
+        assert guard.exit_code == 130
+        with pytest.raises(KeyboardInterrupt):
+            guard.check()
+
+
+def test_engine_stops_its_workers_when_the_loop_is_interrupted():
+    """An exception out of run_studies' loop (here from on_chunk; a Ctrl-C in a notebook
+    is the same) terminates joblib's workers at once instead of leaving them busy."""
+    from dpfda.engine import run_studies
+    from dpfda.studies import get_study
+
+    def children():
+        mine = str(os.getpid())
+        found = []
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    text = fh.read()
+                state, ppid = text[text.rindex(")") + 2:].split()[:2]
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    cmd = fh.read()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if ppid == mine and state != "Z" and b"popen_loky_posix" in cmd:
+                found.append(int(entry))
+        return found
+
+    seen = []
+
+    def stop():
+        seen.append(children())
+        raise KeyboardInterrupt
+
+    # The traceback is kept (as Jupyter keeps sys.last_traceback): it holds the engine's
+    # frames, so the workers must not depend on the generator being garbage-collected.
+    with pytest.raises(KeyboardInterrupt) as excinfo:
+        run_studies([get_study("fig5", n=(4, 16))], 40, seed=1, n_jobs=2, chunk_reps=2, on_chunk=stop)
+    assert len(seen) == 1 and len(seen[0]) == JOBS  # the workers were there ...
+    assert children() == [] and excinfo.tb is not None  # ... and are gone when the exception arrives
+    with pytest.raises(TypeError, match="on_chunk"):
+        run_studies([get_study("fig5", n=(4,))], 2, seed=1, on_chunk="stop")
