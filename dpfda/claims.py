@@ -76,6 +76,11 @@ __all__ = [
     "CATEGORIES",
     "NOISELESS_STUDIES",
     "simulate",
+    "VERDICT_COLOURS",
+    "VERDICT_MARKS",
+    "law_label",
+    "verdict_figure",
+    "activation_by_share",
 ]
 
 VERDICTS = ("holds", "inconclusive", "fails")
@@ -757,20 +762,25 @@ def verdict_matrix(long: pd.DataFrame, claims=CLAIMS, laws=LAWS) -> pd.DataFrame
     return mat.reindex(index=ids, columns=[law for law in laws if law in mat.columns])
 
 
-CATEGORIES = ("robust", "norm", "shape", "default only", "none")
-"""How a claim's "holds" depends on the law (:func:`classify`)."""
+CATEGORIES = ("robust", "norm", "shape", "undecided", "default only", "none")
+"""How a claim's verdict depends on the law (:func:`classify`)."""
 
 
 def classify(matrix: pd.DataFrame) -> pd.Series:
     """Sort each claim of a verdict matrix (all of :data:`LAWS` as columns) into a category.
 
+    Only decisive contrasts count (a law where the claim holds against one where
+    it fails); a difference between "holds" and "inconclusive" may be a matter
+    of Monte Carlo power.  In this order:
+
     * ``"robust"``: holds under every law;
     * ``"none"``: holds under no law;
     * ``"default only"``: holds under the default law and under no shift/wave law;
-    * ``"shape"``: at some share S, it holds under one of ``shift-S``, ``wave-S``
-      and not under the other;
-    * ``"norm"``: otherwise — whether it holds changes with S, the same way for
-      both shapes.
+    * ``"shape"``: at some share S it holds under one of ``shift-S``, ``wave-S``
+      and fails under the other;
+    * ``"norm"``: for some shape it holds at one S and fails at another;
+    * ``"undecided"``: otherwise — it holds under some laws, and the laws where
+      it does not give no decisive contrast of the two kinds above.
     """
     if not isinstance(matrix, pd.DataFrame):
         raise TypeError(f"matrix must be a DataFrame from verdict_matrix, got {type(matrix).__name__}")
@@ -779,18 +789,21 @@ def classify(matrix: pd.DataFrame) -> pd.Series:
         raise ValueError(f"matrix lacks the laws {missing}; classify needs the whole family")
     out = {}
     for claim, row in matrix.iterrows():
-        holds = {law: row[law] == "holds" for law in LAWS}
+        v = {law: row[law] for law in LAWS}
         family = [law for law in LAWS if law != "default"]
-        if all(holds.values()):
+        by_shape = {shape: [v[f"{shape}-{S:g}"] for S in LAW_SHIFTS] for shape in ("shift", "wave")}
+        if all(x == "holds" for x in v.values()):
             cat = "robust"
-        elif not any(holds.values()):
+        elif not any(x == "holds" for x in v.values()):
             cat = "none"
-        elif not any(holds[law] for law in family):
+        elif not any(v[law] == "holds" for law in family):
             cat = "default only"
-        elif any(holds[f"shift-{S:g}"] != holds[f"wave-{S:g}"] for S in LAW_SHIFTS):
+        elif any({a, b} == {"holds", "fails"} for a, b in zip(by_shape["shift"], by_shape["wave"])):
             cat = "shape"
-        else:
+        elif any({"holds", "fails"} <= set(xs) for xs in by_shape.values()):
             cat = "norm"
+        else:
+            cat = "undecided"
         out[claim] = cat
     return pd.Series(out, name="category")
 
@@ -822,3 +835,77 @@ def simulate(laws=LAWS, *, reps_noiseless: int, reps_noisy: int, seed: int, n_jo
         tables.update(run_studies(noisy, reps_noisy, seed, n_jobs=n_jobs))
         out[law] = {k: tables[k] for k in STUDY_NAMES}
     return out
+
+
+# ---------------------------------------------------------------------------
+# Figures and tables of the matrix (the chapter book/robustness.ipynb)
+# ---------------------------------------------------------------------------
+
+VERDICT_COLOURS = {"holds": "#1b7837", "inconclusive": "#d9d9d9", "fails": "#b2182b"}
+VERDICT_MARKS = {"holds": "✓", "inconclusive": "·", "fails": "✗"}
+"""Colours (green, grey, red) and marks of the verdicts; the marks keep the figure
+readable without colour."""
+
+
+def law_label(law: str) -> str:
+    """Short column label: ``default``, ``shift 0.25``, ``wave 0.9``."""
+    check_law(law)
+    if law == "default":
+        return "default"
+    shape, share = law.split("-", 1)
+    return f"{shape} {share}"
+
+
+def verdict_figure(matrix: pd.DataFrame, *, width: float = 7.0, fontsize: float = 9.0):
+    """The verdict matrix as a heatmap: claims down, laws across, coloured by verdict."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    if not isinstance(matrix, pd.DataFrame):
+        raise TypeError(f"matrix must be a DataFrame from verdict_matrix, got {type(matrix).__name__}")
+    bad = set(np.unique(matrix.to_numpy().astype(str))) - set(VERDICTS)
+    if bad:
+        raise ValueError(f"matrix holds values other than {VERDICTS}: {sorted(bad)}")
+    codes = matrix.replace({v: i for i, v in enumerate(VERDICTS)}).to_numpy(dtype=float)
+    rows, cols = codes.shape
+    fig, ax = plt.subplots(figsize=(width, 0.3 * rows + 1.6))
+    ax.imshow(codes, cmap=ListedColormap([VERDICT_COLOURS[v] for v in VERDICTS]), vmin=-0.5,
+              vmax=len(VERDICTS) - 0.5, aspect="auto")
+    for i in range(rows):
+        for j in range(cols):
+            v = matrix.iat[i, j]
+            ax.text(j, i, VERDICT_MARKS[v], ha="center", va="center", fontsize=fontsize,
+                    color="white" if v != "inconclusive" else "0.3")
+    ax.set_xticks(range(cols), [law_label(c) for c in matrix.columns], rotation=45, ha="right",
+                  fontsize=fontsize)
+    ax.set_yticks(range(rows), list(matrix.index), fontsize=fontsize)
+    ax.set_xticks(np.arange(cols + 1) - 0.5, minor=True)
+    ax.set_yticks(np.arange(rows + 1) - 0.5, minor=True)
+    ax.grid(which="minor", color="white", lw=1.5)
+    ax.tick_params(which="minor", length=0)
+    ax.set_xlabel("latent law", fontsize=fontsize)
+    ax.legend(handles=[Patch(color=VERDICT_COLOURS[v], label=f"{VERDICT_MARKS[v]} {v}") for v in VERDICTS],
+              loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False, fontsize=fontsize)
+    fig.tight_layout()
+    return fig
+
+
+def activation_by_share(results: dict, *, T: int = 8, n: int = 1024, mu: float = 0.1) -> pd.DataFrame:
+    """p̂_PTF of Table 1's setting (T, n, μ) under each law, with its standard error.
+
+    Columns ``law``, ``shape`` (default, shift, wave), ``S`` (NaN for the
+    default law), ``p``, ``se`` (Agresti–Coull), ``reps``.
+    """
+    rows = []
+    for law, tables in results.items():
+        check_law(law)
+        if "table1" not in tables:
+            raise ValueError(f"results[{law!r}] lacks the study 'table1'")
+        df = tables["table1"]
+        row = ev.one(df, T=T, n=n, mu=mu)
+        R = int(row["reps"])
+        shape, S = ("default", np.nan) if law == "default" else (law.split("-")[0], float(law.split("-")[1]))
+        p = float(row["p_ptf_active"])
+        rows.append({"law": law, "shape": shape, "S": S, "p": p, "se": ev.proportion_se(p, R), "reps": R})
+    return pd.DataFrame(rows)

@@ -196,13 +196,18 @@ def test_bad_input_errors():
 
 
 def test_classify():
-    mat = pd.DataFrame([["holds"] * 11, ["fails"] * 11], index=["a", "b"], columns=list(LAWS))
-    mat.loc["c"] = ["holds"] + ["fails"] * 10
-    mat.loc["d"] = ["fails", "fails", "fails", "holds", "holds", "holds", "fails", "fails", "holds", "holds",
-                    "holds"]
-    mat.loc["e"] = ["fails", "fails", "fails", "holds", "holds", "holds", "fails", "fails", "fails", "holds",
-                    "holds"]
+    H, F, U = "holds", "fails", "inconclusive"
+    #            default shift 0 .25 .5 .75 .9 | wave 0 .25 .5 .75 .9
+    mat = pd.DataFrame([[H] * 11, [F] * 11], index=["a", "b"], columns=list(LAWS))
+    mat.loc["c"] = [H] + [F] * 10
+    mat.loc["d"] = [F, F, F, H, H, H, F, F, H, H, H]   # by S, the same for both shapes
+    mat.loc["e"] = [F, F, F, H, H, H, F, F, F, H, H]   # S = 0.5: shift holds, wave fails
+    mat.loc["f"] = [H, U, H, H, U, H, U, H, H, H, U]   # never fails: power, not the law
+    mat.loc["g"] = [U] * 11
     cats = cl.classify(mat)
-    assert cats.to_dict() == {"a": "robust", "b": "none", "c": "default only", "d": "norm", "e": "shape"}
+    assert cats.to_dict() == {"a": "robust", "b": "none", "c": "default only", "d": "norm", "e": "shape",
+                              "f": "undecided", "g": "none"}
     with pytest.raises(ValueError, match="lacks the laws"):
         cl.classify(mat.drop(columns=["wave-0.9"]))
+    with pytest.raises(TypeError, match="matrix must be a DataFrame"):
+        cl.classify(mat.to_numpy())
