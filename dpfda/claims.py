@@ -583,49 +583,45 @@ def _fig6_6(t):
 # ---------------------------------------------------------------------------
 
 
-def _c(id_, label, source, statement, studies, build):
-    return Claim(id_, label, source, statement, tuple(studies), build)
+_SOURCES = {"fig1": "§5.1, Figure 1", "table1": "Appendix, Table 1", "fig2": "§5.2, Figure 2",
+            "fig3": "§5.3, Figure 3", "fig4": "Appendix, Figure 4", "fig5": "Appendix, Figure 5",
+            "fig6": "Appendix, Figure 6"}
+_CHAPTERS = {"fig1": "dim", "table1": "dim", "fig2": "rad", "fig3": "noise", "fig4": "poly", "fig5": "poly",
+             "fig6": "poly"}  # the observation labels of book/sim_<chapter>.ipynb: sim-<tag>-claim-<k>
 
 
-CLAIMS: tuple[Claim, ...] = (
-    _c("fig1-claim-1", "sim-dim-claim-1", "§5.1, Figure 1", "noiseless ratios fall to 1/T", ["fig1"], _fig1_1),
-    _c("fig1-claim-2", "sim-dim-claim-2", "§5.1, Figure 1", "μ = 0.1: PTF wins at small n", ["fig1"], _fig1_2),
-    _c("fig1-claim-3", "sim-dim-claim-3", "§5.1, Figure 1", "larger T, smaller μ: slower approach to 1/T",
-       ["fig1"], _fig1_3),
-    _c("table1-claim-4", "sim-dim-claim-4", "Appendix, Table 1",
-       "p̂_PTF falls with n, grows with T and as μ falls", ["table1"], _table1_4),
-    _c("table1-claim-5", "sim-dim-claim-5", "Appendix, Table 1",
-       "p̂_PTF(T=8, n=2¹⁰) is 0.755 at μ = 0.1, zero at μ = 1", ["table1"], _table1_5),
-    _c("table1-claim-6", "sim-dim-claim-6", "Appendix, Table 1", "rare activation: ratio near 1/T",
-       ["table1"], _table1_6),
-    _c("fig2-claim-1", "sim-rad-claim-1", "§5.2, Figure 2", "no radius rule is best everywhere", ["fig2"], _fig2_1),
-    _c("fig2-claim-2", "sim-rad-claim-2", "§5.2, Figure 2", "oracle B′ = B: best early, grows late",
-       ["fig2"], _fig2_2),
-    _c("fig2-claim-3", "sim-rad-claim-3", "§5.2, Figure 2", "FTP: log n best at the end, n·MSE → σ₀²",
-       ["fig2"], _fig2_3),
-    _c("fig2-claim-4", "sim-rad-claim-4", "§5.2, Figure 2", "FTP: √log n good early, then rises",
-       ["fig2"], _fig2_4),
-    _c("fig2-claim-5", "sim-rad-claim-5", "§5.2, Figure 2", "PTF: logarithmic rules win late, √log n best",
-       ["fig2"], _fig2_5),
-    _c("fig2-claim-6", "sim-rad-claim-6", "§5.2, Figure 2", "√n flat, n^(2/3) rising", ["fig2"], _fig2_6),
-    _c("fig3-claim-1", "sim-noise-claim-1", "§5.3, Figure 3", "σ₀ = 0.1: FTP keeps a large advantage",
-       ["fig3"], _fig3_1),
-    _c("fig3-claim-2", "sim-noise-claim-2", "§5.3, Figure 3", "σ₀ = 1: dip, rise, still below one",
-       ["fig3"], _fig3_2),
-    _c("fig3-claim-3", "sim-noise-claim-3", "§5.3, Figure 3", "σ₀ = 10: dip, climb, all above one",
-       ["fig3"], _fig3_3),
-    _c("fig4-claim-1", "sim-poly-claim-1", "Appendix, Figure 4", "noiseless ratios settle near/below 1/m",
-       ["fig4"], _fig4_1),
-    _c("fig4-claim-2", "sim-poly-claim-2", "Appendix, Figure 4", "μ = 0.1 delays; PTF wins at small n",
-       ["fig4"], _fig4_2),
-    _c("fig5-claim-3", "sim-poly-claim-3", "Appendix, Figure 5", "√n flat, n^(2/3) rising", ["fig5"], _fig5_3),
-    _c("fig5-claim-4", "sim-poly-claim-4", "Appendix, Figure 5", "oracle rises late, √log n best at the end",
-       ["fig5"], _fig5_4),
-    _c("fig6-claim-5", "sim-poly-claim-5", "Appendix, Figure 6", "σ₀ ≤ 1: near 1/m; dip, rise, below one",
-       ["fig6"], _fig6_5),
-    _c("fig6-claim-6", "sim-poly-claim-6", "Appendix, Figure 6", "σ₀ = 10: PTF wins only for m = 8",
-       ["fig6"], _fig6_6),
-)
+def _registry(rows) -> tuple[Claim, ...]:
+    """Claims from (id, statement, build) rows; the id "<study>-claim-<k>" gives the rest."""
+    out = []
+    for id_, statement, build in rows:
+        study, _, k = id_.split("-")
+        out.append(Claim(id_, f"sim-{_CHAPTERS[study]}-claim-{k}", _SOURCES[study], statement, (study,), build))
+    return tuple(out)
+
+
+CLAIMS: tuple[Claim, ...] = _registry([
+    ("fig1-claim-1", "noiseless ratios fall to 1/T", _fig1_1),
+    ("fig1-claim-2", "μ = 0.1: PTF wins at small n", _fig1_2),
+    ("fig1-claim-3", "larger T, smaller μ: slower approach to 1/T", _fig1_3),
+    ("table1-claim-4", "p̂_PTF falls with n, grows with T and as μ falls", _table1_4),
+    ("table1-claim-5", "p̂_PTF(T=8, n=2¹⁰) is 0.755 at μ = 0.1, zero at μ = 1", _table1_5),
+    ("table1-claim-6", "rare activation: ratio near 1/T", _table1_6),
+    ("fig2-claim-1", "no radius rule is best everywhere", _fig2_1),
+    ("fig2-claim-2", "oracle B′ = B: best early, grows late", _fig2_2),
+    ("fig2-claim-3", "FTP: log n best at the end, n·MSE → σ₀²", _fig2_3),
+    ("fig2-claim-4", "FTP: √log n good early, then rises", _fig2_4),
+    ("fig2-claim-5", "PTF: logarithmic rules win late, √log n best", _fig2_5),
+    ("fig2-claim-6", "√n flat, n^(2/3) rising", _fig2_6),
+    ("fig3-claim-1", "σ₀ = 0.1: FTP keeps a large advantage", _fig3_1),
+    ("fig3-claim-2", "σ₀ = 1: dip, rise, still below one", _fig3_2),
+    ("fig3-claim-3", "σ₀ = 10: dip, climb, all above one", _fig3_3),
+    ("fig4-claim-1", "noiseless ratios settle near/below 1/m", _fig4_1),
+    ("fig4-claim-2", "μ = 0.1 delays; PTF wins at small n", _fig4_2),
+    ("fig5-claim-3", "√n flat, n^(2/3) rising", _fig5_3),
+    ("fig5-claim-4", "oracle rises late, √log n best at the end", _fig5_4),
+    ("fig6-claim-5", "σ₀ ≤ 1: near 1/m; dip, rise, below one", _fig6_5),
+    ("fig6-claim-6", "σ₀ = 10: PTF wins only for m = 8", _fig6_6),
+])
 """Every observation of Part II, in the book's order."""
 
 _BY_ID = {c.id: c for c in CLAIMS}
