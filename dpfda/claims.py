@@ -838,7 +838,7 @@ def simulate(laws=LAWS, *, reps_noiseless: int, reps_noisy: int, seed: int, n_jo
 # ---------------------------------------------------------------------------
 
 VERDICT_COLOURS = {"holds": "#1b7837", "inconclusive": "#d9d9d9", "fails": "#b2182b"}
-VERDICT_MARKS = {"holds": "✓", "inconclusive": "·", "fails": "✗"}
+VERDICT_MARKS = {"holds": "✓", "inconclusive": "?", "fails": "✗"}
 """Colours (green, grey, red) and marks of the verdicts; the marks keep the figure
 readable without colour."""
 
@@ -880,6 +880,9 @@ def verdict_figure(matrix: pd.DataFrame, *, width: float = 7.0, fontsize: float 
     ax.set_yticks(np.arange(rows + 1) - 0.5, minor=True)
     ax.grid(which="minor", color="white", lw=1.5)
     ax.tick_params(which="minor", length=0)
+    for j, law in enumerate(matrix.columns[1:], start=1):  # gaps between default | shift | wave
+        if law.split("-")[0] != matrix.columns[j - 1].split("-")[0]:
+            ax.axvline(j - 0.5, color="white", lw=5)
     ax.set_xlabel("latent law", fontsize=fontsize)
     ax.legend(handles=[Patch(color=VERDICT_COLOURS[v], label=f"{VERDICT_MARKS[v]} {v}") for v in VERDICTS],
               loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False, fontsize=fontsize)
