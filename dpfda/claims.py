@@ -44,7 +44,9 @@ standard error; activation probabilities carry Agresti–Coull standard errors
 
 from __future__ import annotations
 
+import inspect
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
@@ -136,7 +138,8 @@ class Claim:
 
     @property
     def doc(self) -> str:
-        return (self.build.__doc__ or "").strip()
+        """What the claim tests (its build function's docstring, without reST roles)."""
+        return re.sub(r":\w+:`([^`]+)`", r"\1", inspect.cleandoc(self.build.__doc__ or ""))
 
 
 # ---------------------------------------------------------------------------
