@@ -1,0 +1,213 @@
+"""The claims x laws matrix (issue #10, part 2): dpfda.claims.
+
+Every Part II observation has a claim; the verdict rule on synthetic tables
+(holds / fails / inconclusive); the Holm and Bonferroni corrections; bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpfda import claims as cl
+from dpfda.data import LAWS
+from dpfda.engine import RESULT_COLUMNS
+from dpfda.studies import get_study
+
+ROOT = Path(__file__).resolve().parents[1]
+PART_II = ["sim_dimension", "sim_radius", "sim_noise", "sim_polynomial"]
+
+
+def _observation_labels() -> list[str]:
+    labels = []
+    for name in PART_II:
+        nb = json.loads((ROOT / "book" / f"{name}.ipynb").read_text())
+        for cell in nb["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            text = "".join(cell["source"])
+            for block in re.findall(r"```\{prf:observation\}.*?```", text, flags=re.S):
+                labels += re.findall(r":label:\s*(\S+)", block)
+    return labels
+
+
+def test_every_part_ii_observation_has_exactly_one_claim():
+    labels = _observation_labels()
+    assert len(labels) >= 21
+    assert sorted(labels) == sorted(c.label for c in cl.CLAIMS)
+    assert len({c.id for c in cl.CLAIMS}) == len(cl.CLAIMS)
+    for c in cl.CLAIMS:
+        assert c.doc, c.id  # each encoding says what it tests
+        assert set(c.studies) <= {"fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "table1"}
+
+
+# ---------------------------------------------------------------------------
+# Synthetic results tables
+# ---------------------------------------------------------------------------
+
+
+def _table(study_name: str, ratio, p=0.0, se=0.01, err=1.0, err_se=0.001, reps=1000, law="default"):
+    """A results table with the columns of run_studies for one of the paper's studies;
+    ``ratio``, ``p`` and ``err`` are functions of a row's parameters (or constants)."""
+    study = get_study(study_name, law=law)
+    rows = []
+    call = lambda f, s: f(s) if callable(f) else f  # noqa: E731
+    for s in study.settings:
+        row = dict.fromkeys(RESULT_COLUMNS, np.nan)
+        row.update(s.params())
+        r = call(ratio, s)
+        row.update(study=study_name, reps=reps, seed=0, ratio=r, se_log_ratio=se,
+                   ratio_lo=r * math.exp(-1.96 * se), ratio_hi=r * math.exp(1.96 * se),
+                   err_ftp=call(err, s), se_ftp=err_se, err_ptf=call(err, s), se_ptf=err_se,
+                   p_ptf_active=call(p, s), p_ftp_active=0.0)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def _fig6(end_ratio):
+    """Figure 6 with σ₀ = 10 ratios at n = 4096 given by end_ratio(m); 1 elsewhere."""
+    return _table("fig6", lambda s: end_ratio(s.m) if (s.sigma0 == 10.0 and s.n == 4096) else 1.0)
+
+
+def _verdict(claim_id, tables, law="default", **kw):
+    comp = cl.components_table({law: tables}, claims=[claim_id])
+    return cl.verdicts(comp, **kw)["verdict"].iloc[0]
+
+
+def test_fig6_claim_6_holds_fails_and_is_inconclusive_as_built():
+    paper = {2: 0.5, 4: 0.5, 6: 0.5, 8: 2.0}       # PTF wins only for m = 8: the paper
+    assert _verdict("fig6-claim-6", {"fig6": _fig6(paper.get)}) == "holds"
+    flipped = {2: 2.0, 4: 2.0, 6: 0.5, 8: 0.5}     # our default run's order
+    assert _verdict("fig6-claim-6", {"fig6": _fig6(flipped.get)}) == "fails"
+    noise = {2: 0.999, 4: 1.001, 6: 0.998, 8: 1.002}  # within 0.2 SE of one
+    assert _verdict("fig6-claim-6", {"fig6": _fig6(noise.get)}) == "inconclusive"
+
+
+def test_one_opposite_component_is_enough_to_fail():
+    mostly = {2: 0.5, 4: 0.5, 6: 2.0, 8: 2.0}      # m = 6 significantly the wrong way
+    comp = cl.components_table({"default": {"fig6": _fig6(mostly.get)}}, claims=["fig6-claim-6"])
+    v = cl.verdicts(comp)
+    assert v["verdict"].iloc[0] == "fails" and v["against"].iloc[0] == 1 and v["for"].iloc[0] == 3
+
+
+def test_equivalence_components_table1_claim_5():
+    """p̂ = 0.755 within P_MARGIN: holds at 0.76 (SE ~ 0.01), fails at 0.40, inconclusive
+    when the estimate sits at the margin's edge."""
+    def tab(p01):
+        return {"table1": _table("table1", 1.0, p=lambda s: p01 if (s.T == 8 and s.mu == 0.1 and s.n == 1024)
+                                 else 0.0, reps=2000)}
+    assert _verdict("table1-claim-5", tab(0.76)) == "holds"
+    assert _verdict("table1-claim-5", tab(0.40)) == "fails"
+    assert _verdict("table1-claim-5", tab(cl.PAPER_P + cl.P_MARGIN)) == "inconclusive"
+
+
+def test_fig1_claim_1_on_an_exact_curve():
+    """Ratio (1/T)(1 + 100/n): falls to 1/T. Holds with tiny SEs; with the ratio
+    stuck at 1 it fails (does not approach 1/T)."""
+    good = _table("fig1", lambda s: (1 / s.T) * (1 + 100 / s.n), se=0.01)
+    assert _verdict("fig1-claim-1", {"fig1": good}) == "holds"
+    stuck = _table("fig1", 1.0, se=0.01)
+    assert _verdict("fig1-claim-1", {"fig1": stuck}) == "fails"
+
+
+def test_the_matrix_correction_is_over_all_laws():
+    """A component at z = 3.5 is significant alone, not among thousands (Bonferroni)."""
+    z = 3.5
+    end = {2: 0.5, 4: 0.5, 6: 0.5, 8: math.exp(z * 0.01)}
+    alone = cl.components_table({"default": {"fig6": _fig6(end.get)}}, claims=["fig6-claim-6"])
+    assert cl.verdicts(alone, method="bonferroni")["verdict"].iloc[0] == "holds"
+    big = pd.concat([alone] * 1000, ignore_index=True)
+    copy = np.arange(len(big)) // len(alone)  # copy k: claim c{k} under one law
+    big["law"] = [LAWS[k % len(LAWS)] for k in copy]
+    big["claim"] = [f"c{k}" for k in copy]
+    v = cl.verdicts(big, method="bonferroni")
+    assert (v["verdict"] == "inconclusive").all()
+
+
+# ---------------------------------------------------------------------------
+# Multiplicity corrections
+# ---------------------------------------------------------------------------
+
+
+def test_bonferroni_and_holm():
+    p = np.array([0.001, 0.012, 0.02, 0.04, 0.5])
+    assert cl.adjust(p, 0.05, "bonferroni").tolist() == [True, False, False, False, False]
+    # Holm: 0.001 <= .05/5, 0.012 <= .05/4, 0.02 > .05/3 stops the step-down.
+    assert cl.adjust(p, 0.05, "holm").tolist() == [True, True, False, False, False]
+    # order does not matter
+    perm = np.array([3, 0, 4, 2, 1])
+    assert cl.adjust(p[perm], 0.05, "holm").tolist() == cl.adjust(p, 0.05, "holm")[perm].tolist()
+    # Holm rejects everything Bonferroni does, and never more than the uncorrected test
+    rng = np.random.default_rng(0)
+    q = rng.random(200) ** 3
+    b, h = cl.adjust(q, 0.05, "bonferroni"), cl.adjust(q, 0.05, "holm")
+    assert np.all(h[b]) and not np.any(h & (q > 0.05))
+    assert cl.adjust(np.array([]), 0.05).size == 0
+
+
+def test_holm_keeps_the_family_error_rate():
+    """Under the null (uniform p-values), the share of families with any rejection is <= alpha."""
+    rng = np.random.default_rng(1)
+    hits = sum(cl.adjust(rng.random(50), 0.1).any() for _ in range(2000))
+    se = math.sqrt(0.1 * 0.9 / 2000)
+    assert hits / 2000 <= 0.1 + 4 * se
+
+
+# ---------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------
+
+
+def test_bad_input_errors():
+    with pytest.raises(ValueError, match="unknown claim 'fig9-claim-1'"):
+        cl.get_claim("fig9-claim-1")
+    with pytest.raises(TypeError, match="claim_id must be a string"):
+        cl.get_claim(3)
+    with pytest.raises(ValueError, match="needs the results of study 'fig6'"):
+        cl.claim_components("fig6-claim-6", {"fig5": _table("fig5", 1.0)})
+    with pytest.raises(TypeError, match="must be a results DataFrame"):
+        cl.claim_components("fig6-claim-6", {"fig6": [1, 2]})
+    with pytest.raises(ValueError, match="lacks columns"):
+        cl.claim_components("fig6-claim-6", {"fig6": _fig6(lambda m: 1.0).drop(columns=["se_log_ratio"])})
+    with pytest.raises(ValueError, match="holds rows of study"):
+        cl.claim_components("fig6-claim-6", {"fig6": _table("fig4", 1.0)})
+    with pytest.raises(ValueError, match="unknown law 'uniform'"):
+        cl.components_table({"uniform": {"fig6": _fig6(lambda m: 1.0)}}, claims=["fig6-claim-6"])
+    with pytest.raises(ValueError, match="holds rows of law"):
+        cl.components_table({"shift-0.5": {"fig6": _fig6(lambda m: 1.0)}}, claims=["fig6-claim-6"])
+    with pytest.raises(ValueError, match="method must be 'holm' or 'bonferroni'"):
+        cl.adjust([0.1], method="sidak")
+    with pytest.raises(ValueError, match="alpha must be in"):
+        cl.adjust([0.1], alpha=1.5)
+    with pytest.raises(ValueError, match="probabilities in"):
+        cl.adjust([1.5])
+    with pytest.raises(ValueError, match="se must be finite and > 0"):
+        cl.Component("x", 1.0, 0.0)
+    with pytest.raises(ValueError, match="estimate must be finite"):
+        cl.Component("x", float("nan"), 1.0)
+    with pytest.raises(ValueError, match="ratio must be finite and > 0"):
+        cl.claim_components("fig6-claim-6", {"fig6": _fig6(lambda m: 0.0)})
+
+
+def test_classify():
+    H, F, U = "holds", "fails", "inconclusive"
+    #            default shift 0 .25 .5 .75 .9 | wave 0 .25 .5 .75 .9
+    mat = pd.DataFrame([[H] * 11, [F] * 11], index=["a", "b"], columns=list(LAWS))
+    mat.loc["c"] = [H] + [F] * 10
+    mat.loc["d"] = [F, F, F, H, H, H, F, F, H, H, H]   # by S, the same for both shapes
+    mat.loc["e"] = [F, F, F, H, H, H, F, F, F, H, H]   # S = 0.5: shift holds, wave fails
+    mat.loc["f"] = [H, U, H, H, U, H, U, H, H, H, U]   # never fails: power, not the law
+    mat.loc["g"] = [U] * 11
+    cats = cl.classify(mat)
+    assert cats.to_dict() == {"a": "robust", "b": "none", "c": "default only", "d": "norm", "e": "shape",
+                              "f": "undecided", "g": "none"}
+    with pytest.raises(ValueError, match="lacks the laws"):
+        cl.classify(mat.drop(columns=["wave-0.9"]))
+    with pytest.raises(TypeError, match="matrix must be a DataFrame"):
+        cl.classify(mat.to_numpy())
