@@ -60,7 +60,7 @@ def _limit(row, T: int) -> float:
     return float(ratio_limit(setting.geometry()))
 
 
-def ratio_explorer(df, *, width: int = 760, height: int = 420):
+def ratio_explorer(df, *, width: int = 660, height: int = 400):
     """A Bokeh layout: ratio FTP/PTF against n, with widgets for space, T, μ and σ₀.
 
     Parameters
