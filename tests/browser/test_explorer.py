@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from _browser import LOOPBACK, Chromium, Sentinel, StaticServer
+from _browser import Chromium, Sentinel, StaticServer, off_loopback, page_problems
 
 pytestmark = pytest.mark.browser
 
@@ -112,9 +112,8 @@ def test_dragging_the_mu_slider_redraws_the_figure_offline(page_file):
         browser.navigate(session, url, timeout=60)
         ready = browser.evaluate(session, READY, timeout=40)
         assert ready["ready"], "BokehJS did not render the explorer within 30 s"
-        assert not ready["scripts"] or all(not urllib.parse.urlsplit(urllib.parse.urljoin(url, s)).hostname
-                                           or urllib.parse.urlsplit(urllib.parse.urljoin(url, s)).hostname == LOOPBACK
-                                           for s in ready["scripts"]), ready["scripts"]
+        # Every <script src> of the page is the book's (BokehJS itself is inline).
+        assert not off_loopback([urllib.parse.urljoin(url, s) for s in ready["scripts"]]), ready["scripts"]
         browser.evaluate(session, "document.querySelector('.bk-Column, [data-root-id]')"
                                   ".scrollIntoView({block: 'start'})")
         time.sleep(0.3)
@@ -139,19 +138,8 @@ def test_dragging_the_mu_slider_redraws_the_figure_offline(page_file):
         # A smaller budget: PTF's ball catches its noise for longer, so the small-n ratios are larger.
         assert after["ratio"][0] > before["ratio"][0]
 
-        requests = [e["params"]["request"]["url"] for e in browser.events(session, "Network.requestWillBeSent")]
-        outside = [u for u in requests if urllib.parse.urlsplit(u).scheme in ("http", "https")
-                   and urllib.parse.urlsplit(u).hostname != LOOPBACK]
-        assert not outside, f"the page asked for {outside}"
-        exceptions = [e["params"]["exceptionDetails"].get("text") for e in
-                      browser.events(session, "Runtime.exceptionThrown")]
-        assert not exceptions, exceptions
-        errors = [e["params"]["entry"]["text"] for e in browser.events(session, "Log.entryAdded")
-                  if e["params"]["entry"]["level"] == "error"
-                  and not e["params"]["entry"].get("url", "").endswith("/favicon.ico")]
-        errors += [" ".join(str(a.get("value", a.get("description", ""))) for a in e["params"]["args"])
-                   for e in browser.events(session, "Runtime.consoleAPICalled") if e["params"]["type"] in {"error", "assert"}]
-        # The theme's first-visit message, allowed by test_rendering.py too.
-        errors = [e for e in errors if e != "Got invalid theme mode: . Resetting to auto."]
-        assert not errors, errors
+        problems = page_problems(browser, session)
+        assert not problems["outside"], f"the page asked for {problems['outside']}"
+        assert not problems["exceptions"], problems["exceptions"]
+        assert not problems["console"], problems["console"]
         browser.close_page(session)

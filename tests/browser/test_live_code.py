@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from _browser import LOOPBACK, Chromium, Sentinel, StaticServer
+from _browser import LOOPBACK, Chromium, Sentinel, StaticServer, page_problems
 
 pytestmark = pytest.mark.browser
 
@@ -180,29 +180,16 @@ def test_live_code_runs_a_cell_on_a_local_server(tmp_path):
                 time.sleep(0.5)
                 browser.screenshot(session, ARTIFACTS / "live-code.png")
 
-                requests = [e["params"]["request"]["url"]
-                            for e in browser.events(session, "Network.requestWillBeSent")]
-                sockets = [e["params"]["url"] for e in browser.events(session, "Network.webSocketCreated")]
+                problems = page_problems(browser, session)
+                requests, sockets = problems["requests"], problems["sockets"]
                 thebe_js = [u for u in requests if u.split("?")[0].endswith("/thebe/index.js")]
                 assert thebe_js and all(u.startswith(site.base) for u in thebe_js), thebe_js
                 assert any(u.startswith(site.base) and "mathjax2-shim.js" in u for u in requests), \
                     "the live formula was not typeset through the book's MathJax shim"
-                outside = [u for u in requests + sockets
-                           if urllib.parse.urlsplit(u).scheme in ("http", "https", "ws", "wss")
-                           and urllib.parse.urlsplit(u).hostname != LOOPBACK]
-                assert not outside, f"requests left 127.0.0.1: {outside}"
+                assert not problems["outside"], f"requests left 127.0.0.1: {problems['outside']}"
                 assert sockets and all(urllib.parse.urlsplit(u).port == server.port for u in sockets), sockets
-                exceptions = [e["params"]["exceptionDetails"].get("text") for e in
-                              browser.events(session, "Runtime.exceptionThrown")]
-                assert not exceptions, exceptions
-                errors = [e["params"]["entry"]["text"] for e in browser.events(session, "Log.entryAdded")
-                          if e["params"]["entry"]["level"] == "error"
-                          and not e["params"]["entry"].get("url", "").endswith("/favicon.ico")]
-                errors += [" ".join(str(a.get("value", a.get("description", ""))) for a in e["params"]["args"])
-                           for e in browser.events(session, "Runtime.consoleAPICalled")
-                           if e["params"]["type"] in {"error", "assert"}]
-                errors = [e for e in errors if e != "Got invalid theme mode: . Resetting to auto."]
-                assert not errors, errors
+                assert not problems["exceptions"], problems["exceptions"]
+                assert not problems["console"], problems["console"]
                 assert server.kernels(), "no kernel was started on the local server"
         finally:
             server.close()
