@@ -112,7 +112,7 @@ def test_notebooks_run_in_a_binder_like_environment(tmp_path):
         env["DPFDA_QUICK"] = "1"
     runner = tmp_path / "run_notebook.py"
     runner.write_text(RUNNER)
-    rows, failures = [], []
+    rows, failures, pythons = [], [], set()
     for nb in notebooks:
         proc = subprocess.run([python, str(runner), str(nb), str(NOTEBOOK_TIMEOUT), str(nb.parent)],
                               cwd=nb.parent, env=env, capture_output=True, text=True,
@@ -121,12 +121,16 @@ def test_notebooks_run_in_a_binder_like_environment(tmp_path):
         result = json.loads(lines[-1]) if lines else {"seconds": float("nan"), "error": proc.stderr[-3000:]}
         assert result.get("executable", str(python)).startswith(str(env_dir)), result
         rows.append((nb.name, result["seconds"], result["error"]))
+        pythons.add(result.get("python", "?"))
         if result["error"] or proc.returncode:
             failures.append(f"{nb.name}: {result['error'] or proc.stderr[-2000:]}")
 
+    rows_python = ", ".join(sorted(pythons))
+    assert all(v.startswith("3.11.") for v in pythons), pythons  # runtime.txt: python-3.11
     mode = "quick mode (DPFDA_QUICK=1)" if QUICK else "full size"
     lines = [f"# Binder replay: {len(rows)} notebooks, {mode}", "",
-             f"Python {sys.version.split()[0]} for the test; new environment from runtime.txt.", "",
+             f"Notebooks ran on Python {rows_python} in a new environment made from runtime.txt and the "
+             "two pip commands; chapter times are wall-clock seconds of a whole-notebook run.", "",
              "| step | seconds |", "|---|---:|"]
     lines += [f"| {k} | {v:.0f} |" for k, v in timings.items()]
     lines += ["", "| chapter | seconds | result |", "|---|---:|---|"]
