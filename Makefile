@@ -1,11 +1,12 @@
 # dpfda-book: build the book, run the tests.
 #   make book     full-size build of the book into _build/html
-#   make test     unit tests, notebook tests (quick mode), the full book build, the browser
-#                 test of that build, then the student edition
+#   make test     unit tests, notebook tests (quick mode), the Binder replay, the full book
+#                 build, the browser tests of that build, then the student edition
+#   make test-binder   every notebook, full size, in a fresh environment installed as Binder does
 #   make test-browser  the built book in headless Chromium (after `make book`)
 #   make student  the student edition (solutions hidden) into _build/student/_build/html
 #   make clean    remove build outputs (keeps .venv and _vendor)
-#   make distclean  also remove .venv and the fetched MathJax
+#   make distclean  also remove .venv and the copied MathJax and Thebe
 # Everything runs from .venv, created on first use from requirements.txt.
 
 PYTHON  ?= python3.11
