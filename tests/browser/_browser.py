@@ -383,3 +383,9 @@ def page_problems(browser: Chromium, session: str, allowed_console=(THEME_FIRST_
     return {"outside": off_loopback(requests + sockets), "exceptions": exceptions,
             "console": [c for c in console if c not in allowed_console],
             "requests": requests, "sockets": sockets}
+
+
+# --- where the built book and the test artifacts are (DPFDA_HTML, DPFDA_ARTIFACTS override) -------
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BUILT_HTML = Path(os.environ.get("DPFDA_HTML", REPO_ROOT / "_build" / "html")).resolve()
+ARTIFACTS_DIR = Path(os.environ.get("DPFDA_ARTIFACTS", REPO_ROOT / "_build" / "test-artifacts")).resolve()

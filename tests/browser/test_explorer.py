@@ -17,7 +17,6 @@ Screenshots before and after go to ``_build/test-artifacts/explorer-*.png``. Mar
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 import urllib.parse
@@ -25,13 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from _browser import Chromium, Sentinel, StaticServer, off_loopback, page_problems
+from _browser import ARTIFACTS_DIR, BUILT_HTML, Chromium, Sentinel, StaticServer, off_loopback, page_problems
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
-HTML = Path(os.environ.get("DPFDA_HTML", ROOT / "_build" / "html")).resolve()
-ARTIFACTS = Path(os.environ.get("DPFDA_ARTIFACTS", ROOT / "_build" / "test-artifacts")).resolve()
+HTML, ARTIFACTS = BUILT_HTML, ARTIFACTS_DIR
 PAGE = "book/explorer.html"
 WIDTH, HEIGHT = 1280, 1600
 

@@ -34,13 +34,11 @@ from pathlib import Path
 
 import pytest
 
-from _browser import LOOPBACK, Chromium, Sentinel, StaticServer, page_problems
+from _browser import ARTIFACTS_DIR, BUILT_HTML, REPO_ROOT, LOOPBACK, Chromium, Sentinel, StaticServer, page_problems
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
-HTML = Path(os.environ.get("DPFDA_HTML", ROOT / "_build" / "html")).resolve()
-ARTIFACTS = Path(os.environ.get("DPFDA_ARTIFACTS", ROOT / "_build" / "test-artifacts")).resolve()
+ROOT, HTML, ARTIFACTS = REPO_ROOT, BUILT_HTML, ARTIFACTS_DIR
 PAGE = "book/growth.html"
 WIDTH, HEIGHT = 1280, 1800
 
