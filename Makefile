@@ -1,11 +1,12 @@
 # dpfda-book: build the book, run the tests.
 #   make book     full-size build of the book into _build/html
-#   make test     unit tests, notebook tests (quick mode), the full book build, the browser
-#                 test of that build, then the student edition
+#   make test     unit tests, notebook tests (quick mode), the Binder replay, the full book
+#                 build, the browser tests of that build, then the student edition
+#   make test-binder   every notebook, full size, in a fresh environment installed as Binder does
 #   make test-browser  the built book in headless Chromium (after `make book`)
 #   make student  the student edition (solutions hidden) into _build/student/_build/html
 #   make clean    remove build outputs (keeps .venv and _vendor)
-#   make distclean  also remove .venv and the fetched MathJax
+#   make distclean  also remove .venv and the copied MathJax and Thebe
 # Everything runs from .venv, created on first use from requirements.txt.
 
 PYTHON  ?= python3.11
@@ -21,7 +22,14 @@ MATHJAX_VERSION := 3.2.2
 MATHJAX_DIR     := _vendor/mathjax
 MATHJAX         := $(MATHJAX_DIR)/tex-chtml-full.js
 
-.PHONY: venv mathjax book student test test-unit test-notebooks test-browser browser-deps clean distclean
+# Thebe (the "Live Code" button), served from the book itself: the PyPI package
+# teachbooks-sphinx-thebe 1.0.2 (installed by requirements.txt) ships a webpack build of Thebe
+# 0.9 in its _thebe_static folder; only those files are used, not its Sphinx extension.
+# _ext/thebe_local.py points the pages at _build/html/thebe/.
+THEBE_DIR     := _vendor/thebe
+THEBE         := $(THEBE_DIR)/index.js
+
+.PHONY: thebe venv mathjax book student test test-unit test-notebooks test-browser test-binder browser-deps clean distclean
 
 venv: $(STAMP)
 
@@ -48,7 +56,26 @@ $(MATHJAX): $(STAMP)
 	shutil.copyfile(lic[0].locate(), '$(MATHJAX_DIR)/LICENSE')"
 	test -f $@ && touch $@
 
-book: venv mathjax
+# Thebe's index.js and its code-split chunks (*.index.js, loaded from the same folder when a
+# reader clicks "Live Code"), its CSS and licences; not thebe-lite, its wheels or source maps.
+# _ext/mathjax2-shim.js lets Thebe typeset live LaTeX outputs with the book's MathJax 3.
+thebe: $(THEBE)
+
+$(THEBE): $(STAMP) _ext/mathjax2-shim.js
+	rm -rf $(THEBE_DIR)
+	$(VENV)/bin/python -c "import pathlib, shutil, teachbooks_sphinx_thebe as tb; \
+	src = pathlib.Path(tb.__file__).parent / '_thebe_static'; \
+	text = (src / 'index.js').read_text(); \
+	assert 'window.thebelab=window.thebe' in text and 't.bootstrap=function' in text, 'not a Thebe 0.9 build'; \
+	dst = pathlib.Path('$(THEBE_DIR)'); dst.mkdir(parents=True); \
+	files = [f for f in src.iterdir() if f.name == 'index.js' or f.name.endswith('.index.js') \
+	         or f.name == 'thebe.css' or f.name.endswith('index.js.LICENSE.txt')]; \
+	[shutil.copyfile(f, dst / f.name) for f in files]; \
+	print(len(files), 'thebe files')"
+	cp _ext/mathjax2-shim.js $(THEBE_DIR)/
+	test -f $@ && touch $@
+
+book: venv mathjax thebe
 	$(RUN) jupyter-book build . $(JB_FLAGS)
 
 # Student edition: the same book with every solution left out (sphinx-exercise's
@@ -56,7 +83,7 @@ book: venv mathjax
 # has no command-line config override, so a copy of _config.yml with the override is
 # written to _build/ and passed with --config. It reuses the main build's execution cache.
 # HTML: _build/student/_build/html/index.html
-student: venv mathjax
+student: venv mathjax thebe
 	$(BIN)/python _ext/student_edition.py _config.yml _build/_config_student.yml
 	$(RUN) jupyter-book build . --config _build/_config_student.yml --path-output _build/student $(JB_FLAGS)
 
@@ -81,9 +108,10 @@ test-notebooks: venv
 # Everything: unit tests, notebooks, then the full book build (-W -n: a warning, a broken
 # reference or a failing cell fails it), the browser test of that build, then the student
 # edition from the same cache.
-test: venv mathjax
+test: venv mathjax thebe
 	$(MAKE) test-unit
 	$(MAKE) test-notebooks
+	$(MAKE) test-binder
 	$(MAKE) book
 	$(MAKE) test-browser
 	$(MAKE) student
@@ -96,6 +124,14 @@ test: venv mathjax
 # build, e.g. DPFDA_HTML=_build/student/_build/html after `make student`.
 test-browser: venv browser-deps
 	$(RUN) pytest -m browser -rA tests/browser
+
+# Binder's view of the repository (tests/binder/test_binder_replay.py): copy the tracked files,
+# create a fresh Python 3.11 environment (runtime.txt), `pip install -r requirements.txt` then
+# `pip install .` there (pip's cache reused), and run every notebook from its folder, timing
+# each chapter. Full size; DPFDA_BINDER_QUICK=1 runs the chapters in quick mode.
+# Report: _build/test-artifacts/binder-replay.md.
+test-binder: venv
+	$(RUN) pytest -m binder -rA -s tests/binder
 
 # Debian's Chromium, for the browser test of the built book (`make test-browser`).
 browser-deps:

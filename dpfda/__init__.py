@@ -13,6 +13,8 @@ privacy.  Modules, each readable beside the chapter that introduces it:
 ``data``       the paper's generative models
 ``audit``      empirical μ-GDP audits, worst-case neighbours (Theorem 6, Prop. 9)
 ``secure``     release noise from OpenDP's vetted samplers (``secure=True``)
+``realdata``   a study's domain onto [0, 1], public value ranges onto c_j and B'
+``explorer``   the interactive FTP/PTF ratio figure for static pages (needs bokeh)
 =============  ==============================================================
 """
 
@@ -20,6 +22,7 @@ from ._validation import AssumptionError
 from .data import KernelCurves, PolynomialCurves, observe, polynomial_curves, rkhs_curves, uniform_ball
 from .fitting import BallFit, BallLeastSquares, fit_ball
 from .pipelines import Release, ftp, ftp_sigma, ptf, ptf_sigmas
+from .realdata import Domain, PublicFrame, legendre_derivative
 from .privacy import (
     compose,
     delta_from_mu,
@@ -50,6 +53,7 @@ __all__ = [
     "BallFit",
     "BallLeastSquares",
     "BrownianKernel",
+    "Domain",
     "GaussianKernel",
     "GridGeometry",
     "Kernel",
@@ -57,6 +61,7 @@ __all__ = [
     "KernelSpace",
     "LegendreSpace",
     "PolynomialCurves",
+    "PublicFrame",
     "Release",
     "brownian_kernel",
     "compose",
@@ -69,6 +74,7 @@ __all__ = [
     "gaussian_sigma",
     "laplace_mechanism",
     "laplace_scale",
+    "legendre_derivative",
     "mu_from_epsilon_delta",
     "observe",
     "polynomial_curves",

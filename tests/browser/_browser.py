@@ -349,3 +349,43 @@ class Chromium:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+# --- what a page did, for the tests of single pages (test_explorer.py, test_live_code.py) ----------
+THEME_FIRST_VISIT = "Got invalid theme mode: . Resetting to auto."
+"""pydata-sphinx-theme's console error on a first visit (empty localStorage): not the book's."""
+
+
+def off_loopback(urls) -> list[str]:
+    """The http(s)/ws(s) URLs among ``urls`` whose host is not 127.0.0.1."""
+    from urllib.parse import urlsplit
+
+    return [u for u in urls if urlsplit(u).scheme in ("http", "https", "ws", "wss")
+            and urlsplit(u).hostname != LOOPBACK]
+
+
+def page_problems(browser: Chromium, session: str, allowed_console=(THEME_FIRST_VISIT,)) -> dict:
+    """Requests (and WebSockets) that left 127.0.0.1, JavaScript exceptions, console errors.
+
+    Console errors are those logged at level "error" (except a missing favicon) and
+    ``console.error``/``console.assert`` calls, less the messages in ``allowed_console``.
+    """
+    requests = [e["params"]["request"]["url"] for e in browser.events(session, "Network.requestWillBeSent")]
+    sockets = [e["params"]["url"] for e in browser.events(session, "Network.webSocketCreated")]
+    exceptions = [e["params"]["exceptionDetails"].get("exception", {}).get("description")
+                  or e["params"]["exceptionDetails"].get("text", "?")
+                  for e in browser.events(session, "Runtime.exceptionThrown")]
+    console = [e["params"]["entry"]["text"] for e in browser.events(session, "Log.entryAdded")
+               if e["params"]["entry"]["level"] == "error"
+               and not e["params"]["entry"].get("url", "").endswith("/favicon.ico")]
+    console += [" ".join(str(a.get("value", a.get("description", ""))) for a in e["params"]["args"])
+                for e in browser.events(session, "Runtime.consoleAPICalled") if e["params"]["type"] in {"error", "assert"}]
+    return {"outside": off_loopback(requests + sockets), "exceptions": exceptions,
+            "console": [c for c in console if c not in allowed_console],
+            "requests": requests, "sockets": sockets}
+
+
+# --- where the built book and the test artifacts are (DPFDA_HTML, DPFDA_ARTIFACTS override) -------
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BUILT_HTML = Path(os.environ.get("DPFDA_HTML", REPO_ROOT / "_build" / "html")).resolve()
+ARTIFACTS_DIR = Path(os.environ.get("DPFDA_ARTIFACTS", REPO_ROOT / "_build" / "test-artifacts")).resolve()

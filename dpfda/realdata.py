@@ -1,0 +1,238 @@
+"""Real data on the paper's terms: a public domain mapped to [0, 1], public value ranges to B'.
+
+The paper works on curves of [0, 1] whose Cameron–Martin norm is at most B (Assumption
+A.1), and PTF clips each grid value to [-c_j, c_j] (Algorithm 2).  A real study measures,
+say, heights in centimetres at ages 1 to 18 years.  Two public, data-independent maps bring
+it to the paper's setting, and both must be fixed before anyone looks at the data:
+
+* :class:`Domain` maps the study's design points (e.g. ages) affinely onto [0, 1] and back;
+  derivatives pick up the factor 1/length.
+* :class:`PublicFrame` takes public bounds ``lower_j <= x(t_j) <= upper_j`` at the grid
+  points (from a growth standard, a device's range, ...) and a Legendre space H_m.  It
+  centres the values on a public reference curve r ∈ H_m (the least-squares fit of the
+  band's midpoints) and divides by one constant ``scale``, the largest half-width of the
+  band about r, so that a curve inside the band becomes y = (x - r)/scale with
+  |y(t_j)| <= c_j <= 1.  From that:
+
+  - PTF's clipping bounds are the c_j (Algorithm 2 with public c), and its weights
+    W = diag(c_j^-2) (the noise at t_j has standard deviation proportional to c_j);
+  - the fitting radius B' is sqrt(∫ ĉ(t)² dt), with ĉ the piecewise-linear interpolant of
+    the c_j (constant beyond the first and last grid point): a curve with |y| <= ĉ has
+    L²[0, 1] norm, hence H_m norm, at most B'.
+
+Because both maps are fixed public affine maps applied to each person's record, a
+neighbouring dataset stays neighbouring, and mapping a release back is post-processing: the
+μ-GDP guarantee of :func:`dpfda.ftp` and :func:`dpfda.ptf` carries over unchanged.  Means
+commute with the maps, so the mean of the mapped curves maps back to the mean curve.
+
+The value map needs a finite-dimensional space: in an RKHS the norm is not bounded by the
+curve's values, so a value range gives no B' (a ``TypeError`` says so).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.polynomial import legendre as _leg
+
+from ._validation import _as_float_array, check_data, check_grid, check_points
+from .spaces import LegendreSpace
+
+__all__ = ["Domain", "PublicFrame", "legendre_derivative"]
+
+
+def _finite_scalar(value, name: str) -> float:
+    if isinstance(value, bool) or not np.isscalar(value) or not np.isreal(value):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return value
+
+
+class Domain:
+    """The public interval [start, stop] of a study's design, mapped affinely onto [0, 1].
+
+    Parameters
+    ----------
+    start, stop : float
+        Ends of the interval, start < stop (e.g. ages 1 and 18 years).  Public: the study's
+        design, not the range of the observed values.
+    name : str
+        What the points are ("age"), used in error messages.
+    """
+
+    def __init__(self, start, stop, name: str = "x"):
+        self.start = _finite_scalar(start, "start")
+        self.stop = _finite_scalar(stop, "stop")
+        if not self.stop > self.start:
+            raise ValueError(f"stop must be > start, got start={self.start!r}, stop={self.stop!r}")
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a string, got {type(name).__name__}")
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Domain({self.start!r}, {self.stop!r}, name={self.name!r})"
+
+    @property
+    def length(self) -> float:
+        """stop - start: d/dx = (1/length)·d/dt."""
+        return self.stop - self.start
+
+    def to_unit(self, x) -> np.ndarray:
+        """t = (x - start)/length in [0, 1]; points outside [start, stop] raise ValueError."""
+        arr = _as_float_array(x, self.name)
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{self.name} must hold finite values (found NaN or inf)")
+        if np.any(arr < self.start) or np.any(arr > self.stop):
+            bad = arr[(arr < self.start) | (arr > self.stop)].ravel()[0]
+            raise ValueError(f"{self.name} must lie in [{self.start:g}, {self.stop:g}] (the public "
+                             f"domain), got {bad:g}")
+        return np.clip((arr - self.start) / self.length, 0.0, 1.0)
+
+    def from_unit(self, t) -> np.ndarray:
+        """x = start + t·length for t in [0, 1]."""
+        t = _as_float_array(t, "t")
+        check_points(np.ravel(t))
+        return self.start + t * self.length
+
+
+def legendre_derivative(space: LegendreSpace, coef, t) -> np.ndarray:
+    """d/dt of θᵀφ at points ``t`` of [0, 1]: (..., m) coefficients -> (..., len(t)).
+
+    φ_k(t) = sqrt(2k - 1)·P_{k-1}(2t - 1), so φ_k'(t) = 2·sqrt(2k - 1)·P'_{k-1}(2t - 1).
+    Differentiating a release is post-processing: it costs no privacy.
+    """
+    if not isinstance(space, LegendreSpace):
+        raise TypeError(f"space must be a LegendreSpace, got {type(space).__name__}")
+    coef = np.asarray(coef, dtype=float)
+    if coef.ndim < 1 or coef.shape[-1] != space.m:
+        raise ValueError(f"coef's last axis must have length m={space.m}, got shape {coef.shape}")
+    t = check_points(t)
+    c = np.moveaxis(coef * np.sqrt(2.0 * np.arange(1, space.m + 1) - 1.0), -1, 0)
+    if space.m == 1:
+        return np.zeros(coef.shape[:-1] + t.shape)
+    dc = _leg.legder(c, axis=0)
+    return 2.0 * _leg.legval(2.0 * t - 1.0, dc, tensor=True)
+
+
+def _band(value, name: str, T: int) -> np.ndarray:
+    arr = _as_float_array(value, name)
+    if arr.ndim == 0:
+        arr = np.full(T, float(arr))
+    if arr.shape != (T,):
+        raise ValueError(f"{name} must be a scalar or a vector of length T={T} (one bound per grid "
+                         f"point), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must hold finite values (found NaN or inf)")
+    return arr
+
+
+class PublicFrame:
+    """A Legendre space on a public grid, with a public value band mapped to c_j and B'.
+
+    Parameters
+    ----------
+    space : LegendreSpace
+        H_m, chosen before looking at the data.
+    points : array (T,)
+        The public design points in the study's units (e.g. ages), strictly increasing.
+    domain : Domain
+        Public interval containing ``points``; mapped onto [0, 1].
+    lower, upper : float or array (T,)
+        Public bounds of a person's value at each design point (e.g. heights in cm from a
+        growth standard), lower < upper everywhere.  Never computed from the data.
+
+    Attributes
+    ----------
+    grid : ndarray (T,)
+        The design points on [0, 1].
+    reference : ndarray (m,)
+        Coefficients of the public centre curve r (in the study's units).
+    scale : float
+        Study units per unit of the mapped values y = (x - r)/scale.
+    clip : ndarray (T,)
+        c_j, the band's half-width about r at t_j over ``scale`` (all <= 1, the largest = 1).
+    weights : ndarray (T,)
+        c_j^-2, PTF's weights for noise with standard deviation proportional to c_j.
+    radius : float
+        B' = sqrt(∫ ĉ²), an L² (= H_m) bound for curves inside the interpolated band.
+    """
+
+    def __init__(self, space, points, domain, lower, upper):
+        if not isinstance(space, LegendreSpace):
+            raise TypeError(
+                f"space must be a LegendreSpace, got {type(space).__name__}: a range of values "
+                "bounds the L² norm, which is the Cameron–Martin norm of H_m, but not the norm of "
+                "an RKHS, so it gives no fitting radius there"
+            )
+        if not isinstance(domain, Domain):
+            raise TypeError(f"domain must be a dpfda Domain, got {type(domain).__name__}")
+        pts = _as_float_array(points, "points")
+        if pts.ndim != 1:
+            raise ValueError(f"points must be one-dimensional, got shape {pts.shape}")
+        self.space = space
+        self.domain = domain
+        self.points = pts
+        self.grid = check_grid(domain.to_unit(pts), "points mapped to [0, 1]")
+        self.geometry = space.at(self.grid)  # A.3: T >= m distinct points
+        T = self.grid.size
+        lo = _band(lower, "lower", T)
+        hi = _band(upper, "upper", T)
+        if np.any(hi <= lo):
+            j = int(np.argmax(hi <= lo))
+            raise ValueError(f"upper must be > lower at every point; at {pts[j]:g} lower={lo[j]:g}, "
+                             f"upper={hi[j]:g}")
+        self.lower, self.upper = lo, hi
+        self.reference = self.geometry.coef_from_values((lo + hi) / 2.0)
+        r = self.geometry.values(self.reference)
+        half = np.maximum(hi - r, r - lo)
+        self.scale = float(half.max())
+        self.clip = half / self.scale
+        self.weights = self.clip**-2.0
+        self.radius = _l2_norm_of_interpolant(self.grid, self.clip)
+
+    def __repr__(self) -> str:
+        return (f"PublicFrame({self.space!r}, T={self.grid.size}, {self.domain!r}, "
+                f"scale={self.scale:.4g}, radius={self.radius:.4g})")
+
+    def to_unit(self, X) -> np.ndarray:
+        """Mapped curves y = (x - r(t_j))/scale, shape as ``X`` ((n, T) or (reps, n, T))."""
+        X = check_data(X, self.grid.size)
+        return (X - self.geometry.values(self.reference)) / self.scale
+
+    def _coef(self, coef) -> np.ndarray:
+        coef = np.asarray(getattr(coef, "coef", coef), dtype=float)
+        if coef.ndim < 1 or coef.shape[-1] != self.space.m:
+            raise ValueError(f"coef's last axis must have length m={self.space.m}, got shape {coef.shape}")
+        return coef
+
+    def values(self, coef, x) -> np.ndarray:
+        """The curve r + scale·θᵀφ in the study's units at points ``x`` of the domain.
+
+        ``coef`` is a coefficient array (..., m) of a mapped curve or a :class:`Release`.
+        """
+        coef = self._coef(coef)
+        t = self.domain.to_unit(np.atleast_1d(x))
+        return self.space.evaluate(self.reference + self.scale * coef, t)
+
+    def derivative(self, coef, x) -> np.ndarray:
+        """d/dx of :meth:`values` (e.g. growth velocity in cm per year): post-processing."""
+        coef = self._coef(coef)
+        t = self.domain.to_unit(np.atleast_1d(x))
+        return legendre_derivative(self.space, self.reference + self.scale * coef, t) / self.domain.length
+
+    def rms_error(self, coef, target) -> np.ndarray:
+        """Root integrated squared error over the domain, in the study's units.
+
+        scale·||θ - θ_target||₂ = sqrt(mean over the domain of (f - f_target)²), by
+        orthonormality of φ on [0, 1] (eq. 7 without the expectation).
+        """
+        diff = self._coef(coef) - self._coef(target)
+        return self.scale * np.linalg.norm(diff, axis=-1)
+
+
+def _l2_norm_of_interpolant(grid: np.ndarray, c: np.ndarray) -> float:
+    """sqrt(∫_0^1 ĉ²) for ĉ piecewise linear through (t_j, c_j), constant outside [t_1, t_T]."""
+    a, b = c[:-1], c[1:]
+    inner = np.sum(np.diff(grid) * (a * a + a * b + b * b) / 3.0)
+    return float(np.sqrt(inner + grid[0] * c[0] ** 2 + (1.0 - grid[-1]) * c[-1] ** 2))

@@ -1,0 +1,96 @@
+"""dpfda.explorer: the static ratio explorer (its data, its limits, its checks, its HTML).
+
+The browser side (moving a slider redraws the figure, nothing leaves the page) is tested in
+tests/browser/test_explorer.py on the built book.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bokeh.models import ColumnDataSource, CustomJS, Slider
+
+from dpfda import theory
+from dpfda.engine import run_studies
+from dpfda.explorer import NAMES, explorer_html, ratio_explorer
+from dpfda.studies import Setting, Study
+
+
+@pytest.fixture(scope="module")
+def df():
+    common = dict(T=[4, 6], mu=[0.5, 2.0], sigma0=[0.0, 0.5], n=[4, 16, 64], radius_rule="1.1B")
+    res = run_studies([Study.grid("er", space="rkhs", **common),
+                       Study.grid("ep", space="poly", m=3, **common)], reps=20, seed=5)
+    return pd.concat(res.values(), ignore_index=True)
+
+
+def model(layout, name):
+    found = layout.select({"name": name})
+    found = list(found)
+    assert len(found) == 1, name
+    return found[0]
+
+
+def callback_constants(layout) -> dict:
+    """The JSON constants (ALL, LIM, ...) written into the widgets' JavaScript callback."""
+    cb = next(iter(model(layout, NAMES["mu"]).js_property_callbacks["change:value"]))
+    assert isinstance(cb, CustomJS)
+    return {name: json.loads(text) for name, text in re.findall(r"const (\w+) = (.+?);\n", cb.code)
+            if name in {"ALL", "LIM", "KEYS", "LABELS"}}
+
+
+def test_initial_view_is_the_middle_setting_of_the_first_space(df):
+    layout = ratio_explorer(df)
+    shown = model(layout, NAMES["shown"])
+    assert isinstance(shown, ColumnDataSource)
+    # start: RKHS, T = 6 (middle of [4, 6]), mu = 2.0 (middle of [0.5, 2]), sigma0 = 0
+    want = df[(df.space == "rkhs") & (df["T"] == 6) & (df.mu == 2.0) & (df.sigma0 == 0.0)].sort_values("n")
+    np.testing.assert_array_equal(shown.data["n"], want["n"].astype(float))
+    np.testing.assert_array_equal(shown.data["ratio"], want["ratio"])
+    np.testing.assert_array_equal(shown.data["lo"], want["ratio_lo"])
+    np.testing.assert_array_equal(shown.data["hi"], want["ratio_hi"])
+    mu = model(layout, NAMES["mu"])
+    assert isinstance(mu, Slider) and (mu.start, mu.end, mu.value) == (0, 1, 1) and mu.title == "μ = 2"
+
+
+def test_embedded_table_holds_every_setting_under_its_widget_key(df):
+    c = callback_constants(ratio_explorer(df))
+    assert c["KEYS"] == ["rkhs", "poly3"] and len(c["ALL"]["key"]) == len(df)
+    for k, n, ratio in zip(c["ALL"]["key"], c["ALL"]["n"], c["ALL"]["ratio"]):
+        space, iT, imu, isig = (int(v) for v in k.split("|"))
+        row = df[(df.space == ("rkhs", "poly")[space]) & (df["T"] == (4, 6)[iT]) & (df.mu == (0.5, 2.0)[imu])
+                 & (df.sigma0 == (0.0, 0.5)[isig]) & (df.n == n)]
+        assert len(row) == 1 and row["ratio"].iloc[0] == ratio
+
+
+def test_reference_lines_are_the_noiseless_limits_of_the_theory(df):
+    lim = callback_constants(ratio_explorer(df))["LIM"]
+    for j, T in enumerate((4, 6)):
+        assert lim[f"0|{j}"] == pytest.approx(1 / T, rel=1e-12)  # Gaussian kernel: exactly 1/T
+        geom = Setting(space="poly", n=4, T=T, mu=1.0, sigma0=0.0, radius_rule="B", m=3).geometry()
+        assert lim[f"1|{j}"] == pytest.approx(theory.ratio_limit(geom), rel=1e-12)
+        assert lim[f"1|{j}"] < 1 / 3
+
+
+def test_html_is_self_contained(df):
+    html = explorer_html(ratio_explorer(df))
+    assert not re.search(r"<script[^>]+\bsrc=", html), "a script would be fetched"
+    assert not re.search(r"<link[^>]+\bhref=", html), "a stylesheet would be fetched"
+    assert "Bokeh" in html and html.count("<script") >= 3  # BokehJS, widgets, the figure
+    assert NAMES["plot"] in html
+
+
+@pytest.mark.parametrize("mutate, match", [
+    (lambda d: d.drop(columns="ratio_hi"), "missing columns"),
+    (lambda d: d.iloc[:0], "no rows"),
+    (lambda d: d.assign(ratio=np.where(d.index == 3, np.nan, d.ratio)), "non-finite"),
+    (lambda d: d.drop(index=d.index[5]), "lacks some n"),
+])
+def test_bad_tables_are_refused(df, mutate, match):
+    with pytest.raises(ValueError, match=match):
+        ratio_explorer(mutate(df))

@@ -1,0 +1,208 @@
+"""dpfda.realdata: a public domain onto [0, 1], public value bands onto c_j and B'.
+
+References are independent of the module: scipy's shifted Legendre polynomials and
+finite differences for derivatives, adaptive quadrature for the L² norm of the
+interpolated band, and explicit affine formulas for the maps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import integrate, special
+
+import dpfda
+from dpfda import Domain, KernelSpace, LegendreSpace, PublicFrame, gaussian_kernel, legendre_derivative
+
+AGES = np.array([1, 1.25, 1.5, 1.75, 2, 3, 4, 5, 6, 7, 8, 8.5, 9, 9.5, 10, 10.5, 11, 11.5, 12,
+                 12.5, 13, 13.5, 14, 14.5, 15, 15.5, 16, 16.5, 17, 17.5, 18])
+
+
+def band():
+    lo = 60.0 + 4.5 * (AGES - 1)
+    hi = lo + 25.0 + 2.0 * (AGES - 1)
+    return lo, hi
+
+
+def frame(m=6):
+    lo, hi = band()
+    return PublicFrame(LegendreSpace(m), AGES, Domain(1, 18, "age"), lo, hi)
+
+
+# --- Domain ---------------------------------------------------------------------------
+
+
+def test_domain_maps_affinely_both_ways():
+    d = Domain(1, 18, "age")
+    assert d.length == 17
+    t = d.to_unit(AGES)
+    np.testing.assert_allclose(t, (AGES - 1) / 17, rtol=0, atol=1e-15)
+    assert t[0] == 0.0 and t[-1] == 1.0
+    np.testing.assert_allclose(d.from_unit(t), AGES, rtol=1e-15, atol=1e-13)
+
+
+@pytest.mark.parametrize("start, stop, err, match", [
+    (18, 1, ValueError, "stop must be > start"),
+    (1, 1, ValueError, "stop must be > start"),
+    (1, np.inf, ValueError, "stop must be finite"),
+    ("1", 18, TypeError, "start must be a real number"),
+    (True, 18, TypeError, "start must be a real number"),
+])
+def test_domain_rejects_bad_ends(start, stop, err, match):
+    with pytest.raises(err, match=match):
+        Domain(start, stop)
+
+
+def test_domain_rejects_points_outside_with_their_name():
+    d = Domain(1, 18, "age")
+    with pytest.raises(ValueError, match=r"age must lie in \[1, 18\].*got 0.5"):
+        d.to_unit([0.5, 2.0])
+    with pytest.raises(ValueError, match="age must hold finite values"):
+        d.to_unit([np.nan])
+    with pytest.raises(ValueError, match=r"t must lie in \[0, 1\]"):
+        d.from_unit([1.5])
+
+
+# --- Legendre derivative ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("m", [1, 2, 5, 10])
+def test_legendre_derivative_matches_scipy_and_finite_differences(m):
+    space = LegendreSpace(m)
+    rng = np.random.default_rng(m)
+    coef = rng.standard_normal((3, m))
+    t = np.linspace(0.01, 0.99, 17)
+    got = legendre_derivative(space, coef, t)
+    assert got.shape == (3, 17)
+    ref = np.zeros((3, 17))
+    for k in range(1, m + 1):
+        # d/dt P*_{k-1}(t) with scipy's shifted Legendre polynomial, by its coefficients
+        p = special.sh_legendre(k - 1)
+        ref += np.sqrt(2 * k - 1) * coef[:, [k - 1]] * np.polyder(p)(t)
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
+    h = 1e-6
+    fd = (space.evaluate(coef, t + h) - space.evaluate(coef, t - h)) / (2 * h)
+    np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-5 * m**2)
+
+
+def test_legendre_derivative_rejects_bad_input():
+    with pytest.raises(TypeError, match="space must be a LegendreSpace"):
+        legendre_derivative(KernelSpace(gaussian_kernel(0.2)), np.zeros(3), [0.5])
+    with pytest.raises(ValueError, match="last axis must have length m=3"):
+        legendre_derivative(LegendreSpace(3), np.zeros(4), [0.5])
+    with pytest.raises(ValueError, match=r"t must lie in \[0, 1\]"):
+        legendre_derivative(LegendreSpace(3), np.zeros(3), [1.2])
+
+
+# --- PublicFrame --------------------------------------------------------------------------
+
+
+def test_frame_maps_the_band_inside_the_clip_and_the_largest_clip_is_one():
+    f = frame()
+    lo, hi = band()
+    r = f.geometry.values(f.reference)
+    assert np.all(f.clip <= 1.0 + 1e-15) and np.isclose(f.clip.max(), 1.0)
+    # both edges of the band map into [-c_j, c_j], and one of them onto an end
+    ylo, yhi = f.to_unit(np.stack([lo, hi]))
+    assert np.all(np.abs(ylo) <= f.clip + 1e-12) and np.all(np.abs(yhi) <= f.clip + 1e-12)
+    np.testing.assert_allclose(np.maximum(np.abs(ylo), np.abs(yhi)), f.clip, rtol=1e-12)
+    np.testing.assert_allclose(ylo, (lo - r) / f.scale, rtol=1e-12)
+    np.testing.assert_allclose(f.weights, f.clip**-2.0, rtol=1e-15)
+    np.testing.assert_allclose(f.grid, (AGES - 1) / 17, atol=1e-15)
+
+
+def test_reference_is_the_least_squares_fit_of_the_band_midpoint():
+    f = frame(6)
+    lo, hi = band()  # linear in age: H_6 holds it exactly
+    np.testing.assert_allclose(f.geometry.values(f.reference), (lo + hi) / 2, rtol=1e-12)
+
+
+def test_radius_is_the_l2_norm_of_the_interpolated_clip():
+    f = frame(5)
+    c_hat = lambda t: np.interp(t, f.grid, f.clip)  # constant beyond the ends, like the module
+    ref, _ = integrate.quad(lambda t: c_hat(t) ** 2, 0, 1, points=f.grid, limit=200)
+    assert f.radius == pytest.approx(np.sqrt(ref), rel=1e-10)
+    # a grid that stops short of 1 extends the last bound to the end
+    lo, hi = band()
+    g = PublicFrame(LegendreSpace(3), AGES[:-2], Domain(1, 18), lo[:-2], hi[:-2])
+    ref2, _ = integrate.quad(lambda t: np.interp(t, g.grid, g.clip) ** 2, 0, 1, points=g.grid, limit=200)
+    assert g.radius == pytest.approx(np.sqrt(ref2), rel=1e-10)
+
+
+def test_curves_inside_the_band_have_norm_at_most_radius():
+    f = frame(6)
+    lo, hi = band()
+    rng = np.random.default_rng(7)
+    # random curves in H_6 scaled to stay inside the band at a fine set of ages
+    fine = np.linspace(1, 18, 2001)
+    lo_f, hi_f = np.interp(fine, AGES, lo), np.interp(fine, AGES, hi)
+    r_f = f.space.evaluate(f.reference, f.domain.to_unit(fine))
+    half_f = np.maximum(hi_f - r_f, r_f - lo_f)
+    for _ in range(50):
+        theta = rng.standard_normal(6)
+        y = f.space.evaluate(theta, f.domain.to_unit(fine))
+        theta *= 0.999 * np.min(half_f / f.scale / np.abs(y))
+        assert np.linalg.norm(theta) <= f.radius
+
+
+def test_values_derivative_and_error_in_study_units():
+    f = frame(6)
+    rng = np.random.default_rng(3)
+    X = f.lower + rng.random((40, AGES.size)) * (f.upper - f.lower)
+    Y = f.to_unit(X)
+    coef = f.geometry.coef_from_values(Y)
+    # values map back: a curve in H_6 is recovered exactly at the design points
+    exact = f.values(np.zeros(6), AGES) + 0.0
+    np.testing.assert_allclose(exact, f.geometry.values(f.reference), rtol=1e-12)
+    np.testing.assert_allclose(f.values(coef.mean(0), AGES),
+                               f.values(coef, AGES).mean(0), rtol=1e-12)  # means commute
+    h = 1e-5
+    a = np.array([3.0, 9.0, 14.5])
+    fd = (f.values(coef[0], a + h) - f.values(coef[0], a - h)) / (2 * h)
+    np.testing.assert_allclose(f.derivative(coef[0], a), fd, rtol=1e-6, atol=1e-6)
+    # RMS error over the ages = scale * ||Δθ||, checked by quadrature in age
+    d = coef[0] - coef[1]
+    num, _ = integrate.quad(lambda x: (f.values(coef[0], x) - f.values(coef[1], x))[0] ** 2, 1, 18,
+                            limit=200)
+    assert f.rms_error(coef[0], coef[1]) == pytest.approx(np.sqrt(num / 17), rel=1e-8)
+    assert f.rms_error(coef[0], coef[1]) == pytest.approx(f.scale * np.linalg.norm(d), rel=1e-12)
+
+
+def test_frame_works_with_both_pipelines_and_a_release():
+    f = frame(6)
+    rng = np.random.default_rng(11)
+    X = f.lower + rng.random((30, AGES.size)) * (f.upper - f.lower)
+    Y = f.to_unit(X)
+    rel = dpfda.ptf(Y, f.grid, f.space, f.radius, 1.0, rng, clip=f.clip, weights=f.weights)
+    np.testing.assert_allclose(f.values(rel, AGES), f.values(rel.coef, AGES))
+    rel2 = dpfda.ftp(Y, f.grid, f.space, f.radius, 1.0, rng)
+    assert f.values(rel2, [1, 18]).shape == (2,)
+    assert np.all(np.abs(Y) <= f.clip + 1e-12)
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    (dict(space=KernelSpace(gaussian_kernel(0.2))), TypeError, "no fitting radius"),
+    (dict(domain=(1, 18)), TypeError, "domain must be a dpfda Domain"),
+    (dict(lower=np.zeros(5)), ValueError, "lower must be a scalar or a vector of length T=31"),
+    (dict(upper=50.0), ValueError, "upper must be > lower at every point; at 1 "),
+    (dict(points=AGES[::-1]), ValueError, "strictly increasing"),
+    (dict(points=AGES + 1), ValueError, r"age must lie in \[1, 18\]"),
+    (dict(space=LegendreSpace(40)), dpfda.AssumptionError, "A.3"),
+    (dict(lower=np.nan), ValueError, "lower must hold finite values"),
+])
+def test_frame_rejects_bad_input(kwargs, err, match):
+    lo, hi = band()
+    args = dict(space=LegendreSpace(6), points=AGES, domain=Domain(1, 18, "age"), lower=lo, upper=hi)
+    args.update(kwargs)
+    with pytest.raises(err, match=match):
+        PublicFrame(**args)
+
+
+def test_frame_rejects_data_of_the_wrong_shape_and_coefficients_of_the_wrong_length():
+    f = frame(6)
+    with pytest.raises(ValueError, match="grid has 31 points"):
+        f.to_unit(np.zeros((4, 30)))
+    with pytest.raises(ValueError, match="last axis must have length m=6"):
+        f.values(np.zeros(5), [2.0])
+    with pytest.raises(ValueError, match=r"age must lie in \[1, 18\]"):
+        f.derivative(np.zeros(6), [19.0])
