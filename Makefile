@@ -3,6 +3,8 @@
 #   make test     unit tests, notebook tests (quick mode), the full book build, the browser
 #                 test of that build, then the student edition
 #   make test-browser  the built book in headless Chromium (after `make book`)
+#   make pdf      the whole book as one PDF, _build/pdf/book.pdf (after `make book`)
+#   make test-pdf the PDF's test (after `make pdf`)
 #   make student  the student edition (solutions hidden) into _build/student/_build/html
 #   make clean    remove build outputs (keeps .venv and _vendor)
 #   make distclean  also remove .venv and the fetched MathJax
@@ -21,7 +23,7 @@ MATHJAX_VERSION := 3.2.2
 MATHJAX_DIR     := _vendor/mathjax
 MATHJAX         := $(MATHJAX_DIR)/tex-chtml-full.js
 
-.PHONY: venv mathjax book student test test-unit test-notebooks test-browser browser-deps clean distclean
+.PHONY: venv mathjax book student test test-unit test-notebooks test-browser browser-deps pdf pdf-deps test-pdf clean distclean
 
 venv: $(STAMP)
 
@@ -86,6 +88,8 @@ test: venv mathjax
 	$(MAKE) test-notebooks
 	$(MAKE) book
 	$(MAKE) test-browser
+	$(MAKE) pdf
+	$(MAKE) test-pdf
 	$(MAKE) student
 
 # The built book in a real browser (tests/browser/test_rendering.py): _build/html served on
@@ -96,6 +100,28 @@ test: venv mathjax
 # build, e.g. DPFDA_HTML=_build/student/_build/html after `make student`.
 test-browser: venv browser-deps
 	$(RUN) pytest -m browser -rA tests/browser
+
+# The whole book as one PDF: Jupyter Book's single-page build (from the same execution
+# cache, so nothing is re-run) printed to A4 by the browser test's headless Chromium, with a
+# title page, a table of contents and a PDF outline (_ext/book_pdf.py). No TeX, no network.
+# The PDF is also copied next to the HTML book, whose preface links to it.
+pdf: venv mathjax browser-deps
+	$(RUN) jupyter-book build . --builder singlehtml $(JB_FLAGS)
+	$(BIN)/python _ext/book_pdf.py _build/singlehtml _build/pdf/book.pdf
+	if [ -d _build/html ]; then cp _build/pdf/book.pdf _build/html/dpfda-book.pdf; fi
+
+# Debian's poppler-utils (pdftotext, pdfinfo, pdfimages), for the PDF's test.
+pdf-deps:
+	@if command -v pdftotext >/dev/null && command -v pdfinfo >/dev/null && command -v pdfimages >/dev/null; then \
+	  echo "poppler-utils already installed"; \
+	else \
+	  apt-get update && apt-get install -y poppler-utils; \
+	fi
+
+# The PDF of `make pdf` (tests/pdf/test_book_pdf.py): page count, every chapter's title in
+# its text, figures embedded, an outline, no raw TeX.
+test-pdf: venv pdf-deps
+	$(RUN) pytest -m pdf -rA tests/pdf
 
 # Debian's Chromium, for the browser test of the built book (`make test-browser`).
 browser-deps:
