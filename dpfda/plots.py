@@ -50,6 +50,7 @@ __all__ = [
     "panel_grid",
     "figure",
     "ratio_map",
+    "pipeline_diagram",
     "Table",
     "table",
     "number",
@@ -290,6 +291,48 @@ def ratio_map(df: pd.DataFrame, *, panel: str = "T", rows: str = "sigma0",
         ax.set_title(_label(panel, pv))
         ax.grid(False)
     fig.colorbar(im, ax=axes[:, 0], label="log₂ (ratio FTP / PTF)", shrink=0.8)
+    return fig
+
+
+def pipeline_diagram():
+    """The two pipelines as block diagrams, one row each: the order in which each clips
+    or fits, averages over the n curves, and adds noise (Algorithms 1 and 2)."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    rows = [
+        ("FTP", METHOD_STYLE["ftp"]["color"], [
+            "n curves\non the grid", "fit each curve\nin the ball B′",
+            "average\nthe n fits", "add Gaussian\nnoise once,\nσ = 2B′/(nμ)",
+            "release\nthe curve"]),
+        ("PTF", METHOD_STYLE["ptf"]["color"], [
+            "n curves\non the grid", "clip each value\nto ±cⱼ", "average at\neach tⱼ",
+            "add noise σⱼ\nto each of\nthe T means", "fit in the\nball B′,\nrelease"]),
+    ]
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH, 2.9))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-0.2, 4.2)
+    ax.set_axis_off()
+    width, height, step = 1.74, 1.2, 1.99
+    for r, (name, colour, steps) in enumerate(rows):
+        y = 3.0 - 2.0 * r
+        tint = 0.8 + 0.2 * np.array(mpl.colors.to_rgb(colour))
+        ax.text(0.0, y + 0.78, name, fontsize=11, fontweight="bold", color=colour)
+        for k, label in enumerate(steps):
+            x = 0.1 + k * step
+            private = (name == "FTP" and k >= 3) or (name == "PTF" and k >= 3)
+            ax.add_patch(FancyBboxPatch((x, y - height / 2), width, height,
+                                        boxstyle="round,pad=0.02,rounding_size=0.12",
+                                        facecolor=tint if private else "white",
+                                        edgecolor=colour, lw=1.3))
+            ax.text(x + width / 2, y, label, ha="center", va="center",
+                    fontsize=MIN_FONT_PT)
+            if k:
+                ax.add_patch(FancyArrowPatch((x - step + width + 0.02, y), (x - 0.02, y),
+                                             arrowstyle="-|>", mutation_scale=11,
+                                             color="0.25", lw=1.1))
+    ax.text(5.0, -0.02, "shaded: the noise, and what comes after it (post-processing, "
+            "no further privacy cost)", ha="center", fontsize=MIN_FONT_PT, color="0.3")
+    fig.tight_layout(pad=0.3)
     return fig
 
 
