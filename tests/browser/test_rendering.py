@@ -437,6 +437,9 @@ def test_page_renders(page, build, open_page):
     figures = [i for i in report["images"] if "_images/" in i["attr"]]
     if FIGURE.search(source) and not figures:
         problems.append("the HTML has figures but the browser found none")
+    shown_twice = sorted({i["attr"] for i in figures if [j["attr"] for j in figures].count(i["attr"]) > 1})
+    if shown_twice:
+        problems.append(f"figure shown more than once (a cell output and its glue?): {shown_twice[:3]}")
     for image in report["images"]:
         if not (image["complete"] and image["naturalWidth"] > 0 and image["naturalHeight"] > 0):
             problems.append(f"image not decoded by the browser: {image['attr']}")
