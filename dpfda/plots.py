@@ -564,6 +564,8 @@ def table(data, caption: str | None = None, *, name: str | None = None, index: b
     def head(x):
         if isinstance(x, tuple):
             return " ".join(head(y) for y in x)
+        if x in names:
+            return names[x]
         if isinstance(x, (float, np.floating, int, np.integer)):
             return _fmt(x)
         return names[str(x)] if str(x) in names else pretty(str(x))

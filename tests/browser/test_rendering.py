@@ -538,6 +538,10 @@ def test_figures_are_legible_at_page_width(page, build, open_page):
 
     assert (build / page).is_file(), "no page has a figure: build the book first"
     visit = open_page(page, width=READER_WIDTH)
+    # The screenshot first, as a reader sees the page (dropdowns closed), then the sizes.
+    if visit.scroll_to("document.querySelector(\"img[src*='_images/']\")"):
+        path, png = visit.screenshot("-figure-1400")
+        check_png(png, f"{page}-figure-1400", width=READER_WIDTH)
     figures = visit.browser.evaluate(visit.session, FIGURE_SIZES)
     assert figures, f"{page}: the HTML has figures but the browser found none"
     problems, sizes = [], []
@@ -563,10 +567,6 @@ def test_figures_are_legible_at_page_width(page, build, open_page):
                             f"{plots.MIN_FONT_PT:g}-pt text is {text_px:.1f} px tall (< {MIN_TEXT_PX})")
         if fig["shown"] > fig["natural"] + 1:
             problems.append(f"{name}: upscaled from {fig['natural']} to {fig['shown']:.0f} px")
-    found = visit.scroll_to("document.querySelector(\"img[src*='_images/']\")")
-    if found:
-        path, png = visit.screenshot("-figure-1400")
-        check_png(png, f"{page}-figure-1400", width=READER_WIDTH)
     print(f"{page}: " + "; ".join(sizes))
     assert not problems, f"{page}:\n  " + "\n  ".join(problems)
 
