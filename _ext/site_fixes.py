@@ -8,6 +8,9 @@
   (``proof-content``, ``exercise-content``, ``solution-content``), so a chapter with five
   theorems has five elements with one id. After references are resolved, every repeated
   id in a document gets a numbered suffix (the first keeps its name); nothing links to them.
+* The single-page build (``make pdf``). Extensions register their HTML visitors for the
+  builder named ``html`` (myst-nb's folded code cells among them), so the ``singlehtml``
+  builder stopped at the first folded cell. It gets the same visitors.
 * Bibliography labels that match the text. The text cites author–year ("Dong et al.
   [2022]", ``bibtex_reference_style: author_year``) but the default pybtex style labels the
   entries alphabetically ("[DRS22]"). The ``authoryear`` style registered here labels them
@@ -83,7 +86,17 @@ def _unique_ids(app, doctree, docname) -> None:
                 ids[k] = f"{ident}-{seen[ident]}"
 
 
+def _html_visitors_for_single_page(app) -> None:
+    if app.builder.name != "singlehtml":
+        return
+    handlers = app.registry.translation_handlers
+    single = handlers.setdefault("singlehtml", {})
+    for node, visitors in handlers.get("html", {}).items():
+        single.setdefault(node, visitors)
+
+
 def setup(app):
+    app.connect("builder-inited", _html_visitors_for_single_page, priority=0)
     app.connect("config-inited", _one_search_box)
     app.connect("doctree-resolved", _unique_ids)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
