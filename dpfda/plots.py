@@ -412,6 +412,8 @@ HEADERS = {
     "MSE_PTF": "MSE PTF", "p_PTF": "p̂ PTF", "alpha": "α", "eps": "ε", "delta": "δ",
     "kappa": "κ", "lambda_min": "λ_min", "lambda_max": "λ_max",
 }
+#: Columns that hold settings (shown as given, 0.1 rather than 0.100).
+PARAMETERS = {"mu", "sigma0", "T", "n", "m", "radius", "alpha", "delta", "rho"}
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 _GREEK = {"alpha": "α", "delta": "δ", "eps": "ε", "kappa": "κ", "lambda": "λ",
           "sigma0": "σ₀", "sigma": "σ", "tau": "τ", "theta": "θ", "rho": "ρ", "mu": "μ",
@@ -592,6 +594,8 @@ def table(data, caption: str | None = None, *, name: str | None = None, index: b
         cells = []
         for col, v in zip(data.columns, row):
             f = formats.get(col)
+            if f is None and col in PARAMETERS:
+                f = _fmt  # a setting, not an estimate: 0.1, not 0.100
             text = f(v) if callable(f) else f.format(v) if f else number(v, digits)
             cells.append(_escape(text))
         if index:
