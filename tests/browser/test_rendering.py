@@ -18,6 +18,15 @@ the fonts are in, then checks what a reader would see:
   no JavaScript exception was thrown and nothing but one known theme message was logged as
   an error.
 
+What a reader should never see (issue #11): numpy scalar reprs, pandas' ``dtype:``
+footer, floats to 12+ digits, unresolved roles, plain numbers typeset as display math, a
+table that is not numbered and captioned as a table (or sits in a figure), the same figure
+twice, an HTML id used twice, two search fields. Every figure is measured in a
+1,400-px window: its smallest text, drawn at ``dpfda.plots.MIN_FONT_PT`` into a PNG whose
+dpi the PNG records, must be at least 9 CSS px tall as displayed, at 150 dpi or more and
+never upscaled; one page is switched to the theme's dark mode and screenshotted, and its
+first figure must keep a light face with dark text (contrast at least 7:1).
+
 A screenshot of each page (1280x2000 viewport, top of the page) is saved under
 ``_build/test-artifacts/`` and checked to be a real picture, not a blank one. At least one
 page must have all three of a theorem-like box, a figure and math; for those pages two more
@@ -157,6 +166,13 @@ COLLECT = r"""
   report.outputs = [...document.querySelectorAll('.cell_output')].map(e => e.innerText).join('\n');
   const ids = [...document.querySelectorAll('[id]')].map(e => e.id);
   report.duplicateIds = [...new Set(ids.filter((id, k) => ids.indexOf(id) !== k))];
+  // Tables: each numbered and captioned as a table ("Table 8.4"), none inside a figure
+  // and no raw pandas HTML.
+  report.badTables = [...document.querySelectorAll('article table')]
+      .filter(t => t.closest('figure') || t.classList.contains('dataframe') ||
+                   !t.querySelector(':scope > caption .caption-number') ||
+                   !/^Table\s/.test(t.querySelector(':scope > caption .caption-number').innerText))
+      .map(t => (t.querySelector('caption') || t.querySelector('tr') || t).innerText.slice(0, 80));
   // Search fields a reader can see (the theme once showed two on every page).
   report.searchFields = [...document.querySelectorAll('.search-button-field, form.bd-search')]
       .filter(visible).length;
@@ -413,6 +429,8 @@ def test_page_renders(page, build, open_page):
         problems.append(f"raw TeX in the visible text: {raw[:5]}")
     if report["duplicateIds"]:
         problems.append(f"HTML ids used more than once: {report['duplicateIds'][:10]}")
+    if report["badTables"]:
+        problems.append(f"tables not numbered and captioned as tables: {report['badTables'][:3]}")
     if report["searchFields"] > 1:
         problems.append(f"{report['searchFields']} search fields shown (one is enough)")
     unformatted = unformatted_output(report["text"] + "\n" + report["outputs"], source)
