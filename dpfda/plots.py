@@ -269,8 +269,8 @@ def ratio_map(df: pd.DataFrame, *, panel: str = "T", rows: str = "sigma0",
     verdict = np.select([df["ratio_hi"] < 1, df["ratio_lo"] > 1], ["FTP", "PTF"], "undecided")
     df = df.assign(_verdict=verdict)
     panels, rvals, cvals = (_values(df, c) for c in (panel, rows, cols))
-    fig, axes = plt.subplots(len(panels), 1, figsize=(TEXT_WIDTH, 2.9 * len(panels) + 0.3),
-                             squeeze=False)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(TEXT_WIDTH, 2.9 * len(panels) + 0.4),
+                             squeeze=False, layout="constrained")
     norm = TwoSlopeNorm(vmin=-3.5, vcenter=0.0, vmax=1.0)
     for ax, pv in zip(axes[:, 0], panels):
         d = df[df[panel] == pv]
@@ -279,18 +279,21 @@ def ratio_map(df: pd.DataFrame, *, panel: str = "T", rows: str = "sigma0",
         im = ax.imshow(np.log2(ratio), origin="lower", cmap="RdBu_r", norm=norm, aspect="auto")
         for (i, j), r in np.ndenumerate(ratio):
             tail = {"FTP": "", "PTF": "\n(PTF)", "undecided": "\n(?)"}[marks[i, j]]
+            dark = abs(float(norm(np.log2(r))) - 0.5) > 0.35  # white text on deep colours
             ax.text(j, i, f"{r:.2f}{tail}", ha="center", va="center", fontsize=MIN_FONT_PT,
+                    color="white" if dark else "black",
                     fontweight="normal" if marks[i, j] == "undecided" else "bold")
         if cols == "n":
             ax.set_xticks(range(len(cvals)), [f"{int(v)}" for v in cvals])
         else:
             ax.set_xticks(range(len(cvals)), [_fmt(v) for v in cvals])
         ax.set_yticks(range(len(rvals)), [_fmt(v) for v in rvals])
-        ax.set_xlabel("sample size $n$" if cols == "n" else _SYMBOL.get(cols, cols))
+        if pv == panels[-1]:
+            ax.set_xlabel("sample size $n$" if cols == "n" else _SYMBOL.get(cols, cols))
         ax.set_ylabel(_SYMBOL.get(rows, rows))
         ax.set_title(_label(panel, pv))
         ax.grid(False)
-    fig.colorbar(im, ax=axes[:, 0], label="log₂ (ratio FTP / PTF)", shrink=0.8)
+    fig.colorbar(im, ax=axes[:, 0], label="log₂ (ratio FTP / PTF)", shrink=0.7)
     return fig
 
 

@@ -211,6 +211,7 @@ UNFORMATTED = [
     ("pandas dtype footer", re.compile(r"\bdtype: \w+")),
     ("long float", re.compile(r"(?<![\w.])-?\d+\.\d{12,}")),
     ("unresolved role", re.compile(r"\{(?:glue|glue:text|numref|prf:ref|cite:t|cite:p|ref|doc)\}`")),
+    ("unresolved placeholder", re.compile(r"\{[A-Z]{1,3}\d+\}")),
 ]
 DISPLAY_NUMBER = re.compile(r"\\displaystyle\s*\(?-?\d+(?:\.\d+)?(?:e-?\d+)?\)?\s*(?:\$|\\\])")
 
