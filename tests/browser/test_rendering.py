@@ -171,8 +171,8 @@ COLLECT = r"""
   report.badTables = [...document.querySelectorAll('article table')]
       .filter(t => t.closest('figure') || t.classList.contains('dataframe') ||
                    !t.querySelector(':scope > caption .caption-number') ||
-                   !/^Table\s/.test(t.querySelector(':scope > caption .caption-number').innerText))
-      .map(t => (t.querySelector('caption') || t.querySelector('tr') || t).innerText.slice(0, 80));
+                   !/^Table\s/.test(t.querySelector(':scope > caption .caption-number').textContent))
+      .map(t => (t.querySelector('caption') || t.querySelector('tr') || t).textContent.slice(0, 80));
   // Search fields a reader can see (the theme once showed two on every page).
   report.searchFields = [...document.querySelectorAll('.search-button-field, form.bd-search')]
       .filter(visible).length;
