@@ -4,6 +4,8 @@
 #                 build, the browser tests of that build, then the student edition
 #   make test-binder   every notebook, full size, in a fresh environment installed as Binder does
 #   make test-browser  the built book in headless Chromium (after `make book`)
+#   make pdf      the whole book as one PDF, _build/pdf/book.pdf (after `make book`)
+#   make test-pdf the PDF's test (after `make pdf`)
 #   make student  the student edition (solutions hidden) into _build/student/_build/html
 #   make clean    remove build outputs (keeps .venv and _vendor)
 #   make distclean  also remove .venv and the copied MathJax and Thebe
@@ -29,7 +31,7 @@ MATHJAX         := $(MATHJAX_DIR)/tex-chtml-full.js
 THEBE_DIR     := _vendor/thebe
 THEBE         := $(THEBE_DIR)/index.js
 
-.PHONY: thebe venv mathjax book student test test-unit test-notebooks test-browser test-binder browser-deps clean distclean
+.PHONY: thebe venv mathjax book student test test-unit test-notebooks test-browser test-binder browser-deps pdf pdf-deps test-pdf clean distclean
 
 venv: $(STAMP)
 
@@ -114,6 +116,8 @@ test: venv mathjax thebe
 	$(MAKE) test-binder
 	$(MAKE) book
 	$(MAKE) test-browser
+	$(MAKE) pdf
+	$(MAKE) test-pdf
 	$(MAKE) student
 
 # The built book in a real browser (tests/browser/test_rendering.py): _build/html served on
@@ -132,6 +136,28 @@ test-browser: venv browser-deps
 # Report: _build/test-artifacts/binder-replay.md.
 test-binder: venv
 	$(RUN) pytest -m binder -rA -s tests/binder
+
+# The whole book as one PDF: Jupyter Book's single-page build (from the same execution
+# cache, so nothing is re-run) printed to A4 by the browser test's headless Chromium, with a
+# title page, a table of contents and a PDF outline (_ext/book_pdf.py). No TeX, no network.
+# The PDF is also copied next to the HTML book, whose preface links to it.
+pdf: venv mathjax browser-deps
+	$(RUN) jupyter-book build . --builder singlehtml $(JB_FLAGS)
+	$(BIN)/python _ext/book_pdf.py _build/singlehtml _build/pdf/book.pdf
+	if [ -d _build/html ]; then cp _build/pdf/book.pdf _build/html/dpfda-book.pdf; fi
+
+# Debian's poppler-utils (pdftotext, pdfinfo, pdfimages), for the PDF's test.
+pdf-deps:
+	@if command -v pdftotext >/dev/null && command -v pdfinfo >/dev/null && command -v pdfimages >/dev/null; then \
+	  echo "poppler-utils already installed"; \
+	else \
+	  apt-get update && apt-get install -y poppler-utils; \
+	fi
+
+# The PDF of `make pdf` (tests/pdf/test_book_pdf.py): page count, every chapter's title in
+# its text, figures embedded, an outline, no raw TeX.
+test-pdf: venv pdf-deps
+	$(RUN) pytest -m pdf -rA tests/pdf
 
 # Debian's Chromium, for the browser test of the built book (`make test-browser`).
 browser-deps:

@@ -18,6 +18,15 @@ the fonts are in, then checks what a reader would see:
   no JavaScript exception was thrown and nothing but one known theme message was logged as
   an error.
 
+What a reader should never see (issue #11): numpy scalar reprs, pandas' ``dtype:``
+footer, floats to 12+ digits, unresolved roles, plain numbers typeset as display math, a
+table that is not numbered and captioned as a table (or sits in a figure), the same figure
+twice, an HTML id used twice, two search fields. Every figure is measured in a
+1,400-px window: its smallest text, drawn at ``dpfda.plots.MIN_FONT_PT`` into a PNG whose
+dpi the PNG records, must be at least 9 CSS px tall as displayed, at 150 dpi or more and
+never upscaled; one page is switched to the theme's dark mode and screenshotted, and its
+first figure must keep a light face with dark text (contrast at least 7:1).
+
 A screenshot of each page (1280x2000 viewport, top of the page) is saved under
 ``_build/test-artifacts/`` and checked to be a real picture, not a blank one. At least one
 page must have all three of a theorem-like box, a figure and math; for those pages two more
@@ -153,6 +162,20 @@ COLLECT = r"""
   const texts = [];
   while (walker.nextNode()) texts.push(walker.currentNode.nodeValue);
   report.text = texts.join(' ');
+  // What the cells printed or displayed (outputs are <pre>, left out of the text above).
+  report.outputs = [...document.querySelectorAll('.cell_output')].map(e => e.innerText).join('\n');
+  const ids = [...document.querySelectorAll('[id]')].map(e => e.id);
+  report.duplicateIds = [...new Set(ids.filter((id, k) => ids.indexOf(id) !== k))];
+  // Tables: each numbered and captioned as a table ("Table 8.4"), none inside a figure
+  // and no raw pandas HTML.
+  report.badTables = [...document.querySelectorAll('article table')]
+      .filter(t => t.closest('figure') || t.classList.contains('dataframe') ||
+                   !t.querySelector(':scope > caption .caption-number') ||
+                   !/^Table\s/.test(t.querySelector(':scope > caption .caption-number').textContent))
+      .map(t => (t.querySelector('caption') || t.querySelector('tr') || t).textContent.slice(0, 80));
+  // Search fields a reader can see (the theme once showed two on every page).
+  report.searchFields = [...document.querySelectorAll('.search-button-field, form.bd-search')]
+      .filter(visible).length;
   report.title = document.title;
   report.height = document.documentElement.scrollHeight;
   return report;
@@ -179,6 +202,30 @@ def raw_tex(text: str) -> list[str]:
     return hits
 
 
+# What a reader should never see in a page's text or in a cell's output: numpy scalar
+# reprs, pandas' "dtype:" footer, floats printed to 12+ digits, placeholders of roles that
+# were not resolved, and (in the HTML) a plain number typeset as display math by sympy's
+# init_printing.
+UNFORMATTED = [
+    ("numpy scalar repr", re.compile(r"\bnp\.(?:float|int|bool)\w*\(")),
+    ("pandas dtype footer", re.compile(r"\bdtype: \w+")),
+    ("long float", re.compile(r"(?<![\w.])-?\d+\.\d{12,}")),
+    ("unresolved role", re.compile(r"\{(?:glue|glue:text|numref|prf:ref|cite:t|cite:p|ref|doc)\}`")),
+    ("unresolved placeholder", re.compile(r"\{[A-Z]{1,3}\d+\}")),
+]
+DISPLAY_NUMBER = re.compile(r"\\displaystyle\s*\(?-?\d+(?:\.\d+)?(?:e-?\d+)?\)?\s*(?:\$|\\\])")
+
+
+def unformatted_output(text: str, html: str = "") -> list[str]:
+    hits = []
+    for what, pattern in UNFORMATTED:
+        for match in pattern.finditer(text):
+            start = max(match.start() - 30, 0)
+            hits.append(f"{what}: {text[start:match.end() + 30]!r}")
+    hits += [f"display-math number: {m.group(0)!r}" for m in DISPLAY_NUMBER.finditer(html)]
+    return hits
+
+
 def png_report(data: bytes) -> dict:
     """Size and how far from blank a PNG is (decoded with Pillow, a matplotlib dependency)."""
     from PIL import Image
@@ -190,9 +237,9 @@ def png_report(data: bytes) -> dict:
     return {"size": image.size, "bytes": len(data), "colours": len(counts), "ink": 1 - background / total}
 
 
-def check_png(data: bytes, label: str) -> dict:
+def check_png(data: bytes, label: str, width: int = WIDTH) -> dict:
     info = png_report(data)
-    assert info["size"] == (WIDTH, HEIGHT), f"{label}: screenshot is {info['size']}, not {WIDTH}x{HEIGHT}"
+    assert info["size"] == (width, HEIGHT), f"{label}: screenshot is {info['size']}, not {width}x{HEIGHT}"
     assert info["bytes"] > 20_000, f"{label}: screenshot is only {info['bytes']} bytes"
     assert info["colours"] >= 32, f"{label}: screenshot has only {info['colours']} colours: blank?"
     assert info["ink"] > 0.01, f"{label}: {info['ink']:.2%} of the screenshot differs from the background"
@@ -246,10 +293,10 @@ def browser(sentinel):
 class Visit:
     """One page opened in a fresh tab: the collected report and the page's network events."""
 
-    def __init__(self, browser: Chromium, server: StaticServer, page: str):
+    def __init__(self, browser: Chromium, server: StaticServer, page: str, width: int = WIDTH):
         self.browser, self.page = browser, page
         self.url = urllib.parse.urljoin(server.base, page)
-        self.session = browser.open_page(WIDTH, HEIGHT)
+        self.session = browser.open_page(width, HEIGHT)
         started = time.monotonic()
         browser.navigate(self.session, self.url, timeout=PAGE_TIMEOUT)
         self.report = browser.evaluate(self.session, COLLECT % {"wait_ms": int(PAGE_TIMEOUT * 1000)},
@@ -308,8 +355,8 @@ def open_page(browser, server):
     """Opens a page in a new tab; the tabs are closed when the test ends."""
     opened: list[Visit] = []
 
-    def open_(page: str) -> Visit:
-        opened.append(Visit(browser, server, page))
+    def open_(page: str, width: int = WIDTH) -> Visit:
+        opened.append(Visit(browser, server, page, width))
         return opened[-1]
 
     yield open_
@@ -381,6 +428,15 @@ def test_page_renders(page, build, open_page):
     raw = raw_tex(report["text"])
     if raw:
         problems.append(f"raw TeX in the visible text: {raw[:5]}")
+    if report["duplicateIds"]:
+        problems.append(f"HTML ids used more than once: {report['duplicateIds'][:10]}")
+    if report["badTables"]:
+        problems.append(f"tables not numbered and captioned as tables: {report['badTables'][:3]}")
+    if report["searchFields"] > 1:
+        problems.append(f"{report['searchFields']} search fields shown (one is enough)")
+    unformatted = unformatted_output(report["text"] + "\n" + report["outputs"], source)
+    if unformatted:
+        problems.append(f"unformatted numbers or reprs a reader sees: {unformatted[:5]}")
 
     # Theorem-like boxes: laid out (unless inside a closed dropdown), titled, styled.
     if BOX.search(source) and not report["boxes"]:
@@ -400,6 +456,9 @@ def test_page_renders(page, build, open_page):
     figures = [i for i in report["images"] if "_images/" in i["attr"]]
     if FIGURE.search(source) and not figures:
         problems.append("the HTML has figures but the browser found none")
+    shown_twice = sorted({i["attr"] for i in figures if [j["attr"] for j in figures].count(i["attr"]) > 1})
+    if shown_twice:
+        problems.append(f"figure shown more than once (a cell output and its glue?): {shown_twice[:3]}")
     for image in report["images"]:
         if not (image["complete"] and image["naturalWidth"] > 0 and image["naturalHeight"] > 0):
             problems.append(f"image not decoded by the browser: {image['attr']}")
@@ -445,3 +504,127 @@ def test_showcase_screenshots(page, build, open_page):
         info = check_png(png, f"{page}{suffix}")
         shots.append(f"{path} ({info['bytes'] // 1024} KiB, {info['ink']:.0%} ink)")
     print(f"{page}: " + "; ".join(shots))
+
+
+# --- figures: legible at page width, readable in dark mode (issue #11) --------------------------
+# A reader's window: 1,400 CSS px wide. Every figure's smallest text, drawn at the book
+# style's smallest font size (dpfda.plots.MIN_FONT_PT points) into a PNG of known dpi (its
+# pHYs chunk, written by matplotlib), must be at least MIN_TEXT_PX CSS px tall as shown:
+# text px = points / 72 * dpi * displayed width / natural width.
+READER_WIDTH = 1400
+MIN_TEXT_PX = 9.0
+MIN_DPI = 150
+DARK_PAGE = "book/sim_dimension.html"  # a chapter with several figures
+
+FIGURE_SIZES = r"""
+(async () => {
+  const sleep = ms => new Promise(r => setTimeout(r, ms));
+  // Open every closed dropdown, so figures in solutions are measured at their own width.
+  document.querySelectorAll('details:not([open])').forEach(d => d.open = true);
+  document.querySelectorAll('.toggle-hidden, .toggle-details__container')
+      .forEach(e => e.classList.remove('toggle-hidden'));
+  await sleep(300);
+  return [...document.querySelectorAll('img')].filter(i => /_images\//.test(i.getAttribute('src')))
+    .map(i => ({url: i.src, attr: i.getAttribute('src'), natural: i.naturalWidth,
+                shown: i.getBoundingClientRect().width}));
+})()
+"""
+
+
+def figure_pages() -> list[str]:
+    return [p for p in content_pages() if FIGURE.search((HTML / p).read_text(errors="replace"))]
+
+
+def png_dpi(data: bytes) -> float | None:
+    from PIL import Image
+
+    dpi = Image.open(io.BytesIO(data)).info.get("dpi")
+    return float(dpi[0]) if dpi else None
+
+
+def luminance(rgb) -> float:
+    """WCAG relative luminance of an sRGB colour (0-255 channels)."""
+    def lin(c):
+        c = c / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = rgb[:3]
+    return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
+
+
+@pytest.mark.parametrize("page", figure_pages() or ["<no page with a figure>"])
+def test_figures_are_legible_at_page_width(page, build, open_page):
+    from dpfda import plots
+
+    assert (build / page).is_file(), "no page has a figure: build the book first"
+    visit = open_page(page, width=READER_WIDTH)
+    # The screenshot first, as a reader sees the page (dropdowns closed), then the sizes.
+    if visit.scroll_to("document.querySelector(\"img[src*='_images/']\")"):
+        path, png = visit.screenshot("-figure-1400")
+        check_png(png, f"{page}-figure-1400", width=READER_WIDTH)
+    figures = visit.browser.evaluate(visit.session, FIGURE_SIZES)
+    assert figures, f"{page}: the HTML has figures but the browser found none"
+    problems, sizes = [], []
+    for fig in figures:
+        status, body = fetch(fig["url"])
+        name = fig["attr"].rsplit("/", 1)[-1]
+        if status != 200 or not body:
+            problems.append(f"{name}: HTTP {status}")
+            continue
+        dpi = png_dpi(body) if body[:8] == b"\x89PNG\r\n\x1a\n" else None
+        if dpi is None:
+            problems.append(f"{name}: not a PNG with a dpi (pHYs): cannot measure its text")
+            continue
+        if dpi < MIN_DPI - 0.5:
+            problems.append(f"{name}: drawn at {dpi:.0f} dpi (at least {MIN_DPI}: sharp on HiDPI)")
+        if fig["shown"] <= 0:
+            problems.append(f"{name}: not shown (width 0) even with dropdowns open")
+            continue
+        text_px = plots.MIN_FONT_PT / 72 * dpi * fig["shown"] / fig["natural"]
+        sizes.append(f"{name} {fig['natural']}->{fig['shown']:.0f}px: {text_px:.1f}px")
+        if text_px < MIN_TEXT_PX:
+            problems.append(f"{name}: {fig['natural']} px wide shown at {fig['shown']:.0f} px, so "
+                            f"{plots.MIN_FONT_PT:g}-pt text is {text_px:.1f} px tall (< {MIN_TEXT_PX})")
+        if fig["shown"] > fig["natural"] + 1:
+            problems.append(f"{name}: upscaled from {fig['natural']} to {fig['shown']:.0f} px")
+    print(f"{page}: " + "; ".join(sizes))
+    assert not problems, f"{page}:\n  " + "\n  ".join(problems)
+
+
+def test_figures_readable_in_dark_mode(build, open_page):
+    """The theme's dark mode: the page turns dark, figures keep a light face with dark ink."""
+    from PIL import Image
+
+    assert (build / DARK_PAGE).is_file(), f"{DARK_PAGE} is missing"
+    visit = open_page(DARK_PAGE, width=READER_WIDTH)
+    theme = visit.browser.evaluate(visit.session, """(async () => {
+        localStorage.setItem('theme', 'dark'); localStorage.setItem('mode', 'dark');
+        document.documentElement.dataset.theme = 'dark';
+        document.documentElement.dataset.mode = 'dark';
+        await new Promise(r => setTimeout(r, 500));
+        return document.documentElement.dataset.theme;
+    })()""")
+    assert theme == "dark", theme
+    assert visit.scroll_to("document.querySelector(\"img[src*='_images/']\")")
+    rect = visit.browser.evaluate(visit.session, """(() => {
+        const r = document.querySelector("img[src*='_images/']").getBoundingClientRect();
+        return {x: r.left, y: r.top, w: r.width, h: r.height};
+    })()""")
+    path, png = visit.screenshot("-dark")
+    check_png(png, f"{DARK_PAGE}-dark", width=READER_WIDTH)
+    shot = Image.open(io.BytesIO(png)).convert("RGB")
+    box = (int(rect["x"]) + 2, int(rect["y"]) + 2, int(rect["x"] + rect["w"]) - 2,
+           int(rect["y"] + min(rect["h"], HEIGHT - rect["y"])) - 2)
+    assert box[2] - box[0] > 100 and box[3] - box[1] > 100, f"figure not on screen: {rect}"
+    figure = shot.crop(box)
+    colours = sorted(figure.getcolors(figure.size[0] * figure.size[1]), reverse=True)
+    face = luminance(colours[0][1])
+    lums = sorted(luminance(c) for n, c in colours for _ in range(min(n, 50)))
+    ink = lums[max(len(lums) // 200, 0)]  # the darkest half percent: text, axes, lines
+    contrast = (face + 0.05) / (ink + 0.05)
+    # The page around the figure: a strip to its left, inside the content column.
+    page_strip = shot.crop((max(box[0] - 40, 0), box[1], max(box[0] - 10, 1), box[1] + 200))
+    page_colour = max(page_strip.getcolors(page_strip.size[0] * page_strip.size[1]))[1]
+    print(f"dark mode: page {page_colour}, figure face {colours[0][1]} (L={face:.2f}), "
+          f"ink L={ink:.3f}, contrast {contrast:.1f}:1; screenshot {path}")
+    assert luminance(page_colour) < 0.1, f"the page did not turn dark: {page_colour}"
+    assert contrast >= 7.0, f"figure text contrast only {contrast:.1f}:1 in dark mode"
