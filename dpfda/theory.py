@@ -34,6 +34,8 @@ __all__ = [
     "ratio_limit_upper",
     "ptf_A",
     "chi2_tail_bound",
+    "IdenticalCurvesError",
+    "ftp_identical_curves",
 ]
 
 
@@ -217,3 +219,73 @@ def ratio_limit(geometry: GridGeometry) -> float:
 def ratio_limit_upper(geometry: GridGeometry) -> float:
     """The dimension-only bound: 1/m (Corollary 12) or 1/T (Corollary 15)."""
     return 1.0 / (geometry.dim if geometry.metric == "IMSE" else geometry.T)
+
+
+@dataclass(frozen=True)
+class IdenticalCurvesError:
+    """FTP's error when all n curves are one curve: a Monte Carlo estimate for any n.
+
+    With every curve equal to the same function, the n fits are i.i.d. draws of one
+    fit θ̂ (bias b = E θ̂ − θ, covariance C), so the error of their average plus FTP's
+    privacy noise is exactly ``err(b) + tr(QC)/n + privacy(n)``, where ``err`` is the
+    chapter's metric with matrix Q (I for the IMSE of H_m, K_T/T for the grid MSE of an
+    RKHS).  One sample of single-curve fits therefore estimates the error for every
+    n, including sample sizes too large to simulate curve by curve.
+    """
+
+    geometry: GridGeometry
+    radius: float
+    bias_sq: float  # unbiased estimate of err(b)
+    spread: float  # estimate of tr(QC)
+    var_bias_sq: float  # variance of the bias_sq estimate (first order)
+    var_spread: float  # variance of the spread estimate
+    draws: int
+
+    def estimate(self, n, mu) -> tuple[float, float]:
+        """(error estimate, Monte Carlo standard error) at sample size n, budget μ."""
+        n = check_int(n, "n", 1)
+        privacy = ftp_noiseless_error(self.geometry, self.radius, n, mu)
+        est = privacy + self.bias_sq + self.spread / n
+        se = np.sqrt(self.var_bias_sq + self.var_spread * (1 / n - 1 / self.draws) ** 2)
+        return float(est), float(se)
+
+
+def ftp_identical_curves(geometry: GridGeometry, radius, coef, sigma0, draws, rng,
+                         chunk: int = 200_000) -> IdenticalCurvesError:
+    """Fit ``draws`` noisy copies of the curve with coordinates ``coef`` as FTP does.
+
+    Each copy is the curve's grid values plus N(0, σ₀²I) observation noise, fitted by
+    FTP's ball-constrained least squares (W = I, radius B′).  Returns the moments that
+    give FTP's expected error for n copies of the curve (:class:`IdenticalCurvesError`).
+    """
+    from .pipelines import check_radius, fitter
+
+    radius = check_radius(radius)
+    sigma0 = check_positive(sigma0, "sigma0")
+    draws = check_int(draws, "draws", 2)
+    chunk = check_int(chunk, "chunk", 1)
+    coef = np.asarray(coef, dtype=float)
+    if coef.shape != (geometry.dim,) or not np.all(np.isfinite(coef)):
+        raise ValueError(f"coef must be a finite vector of length {geometry.dim}, "
+                         f"got shape {coef.shape}")
+    Q = np.eye(geometry.dim) if geometry.metric == "IMSE" else geometry.Phi.T @ geometry.Phi / geometry.T
+    values = geometry.Phi @ coef
+    solver = fitter(geometry)
+    fits = []
+    for start in range(0, draws, chunk):
+        k = min(chunk, draws - start)
+        X = values + sigma0 * rng.standard_normal((k, geometry.T))
+        fits.append(solver.solve(X, radius).coef)
+    fits = np.concatenate(fits)
+    centre = fits.mean(axis=0)
+    d = fits - centre
+    C = d.T @ d / (draws - 1)
+    b = centre - coef
+    s = np.einsum("ij,jk,ik->i", d, Q, d) * draws / (draws - 1)  # unbiased for tr(QC)
+    spread = float(s.mean())
+    QCQ = Q @ C @ Q
+    var_b = 4 * float(b @ QCQ @ b) / draws + 2 * float(np.trace(Q @ C @ Q @ C)) / draws**2
+    return IdenticalCurvesError(geometry=geometry, radius=float(radius),
+                                bias_sq=float(b @ Q @ b) - spread / draws, spread=spread,
+                                var_bias_sq=var_b, var_spread=float(s.var(ddof=1)) / draws,
+                                draws=draws)
