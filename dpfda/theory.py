@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_int, check_nonnegative, check_positive
+from ._validation import check_int, check_nonnegative, check_positive, check_rng
 from .spaces import GridGeometry, LegendreSpace
 
 __all__ = [
@@ -264,6 +264,7 @@ def ftp_identical_curves(geometry: GridGeometry, radius, coef, sigma0, draws, rn
     sigma0 = check_positive(sigma0, "sigma0")
     draws = check_int(draws, "draws", 2)
     chunk = check_int(chunk, "chunk", 1)
+    rng = check_rng(rng)
     coef = np.asarray(coef, dtype=float)
     if coef.shape != (geometry.dim,) or not np.all(np.isfinite(coef)):
         raise ValueError(f"coef must be a finite vector of length {geometry.dim}, "

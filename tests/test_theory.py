@@ -244,3 +244,52 @@ def test_theorem_11_lower_bound_holds():
     rel = ptf(X, grid, space, radius, mu, rng)
     mean, se = mc_mean_se(rel.error(curves.mean_coef))
     assert mean >= bound.value - 4 * se, (mean, se, bound.value)
+
+
+# ---------------------------------------------------------------------------
+# FTP's error for n copies of one curve, from single-curve fits
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["legendre", "gaussian"])
+def test_identical_curves_error_matches_a_direct_simulation(kind):
+    import dpfda
+    from dpfda.engine import repeat_releases
+
+    if kind == "legendre":
+        space, grid = dpfda.LegendreSpace(3), dpfda.uniform_grid(10)
+    else:
+        space, grid = dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)), dpfda.uniform_grid(4)
+    geom = space.at(grid)
+    rng = np.random.default_rng(11)
+    M = geom.Phi.T @ geom.Phi
+    lam, vec = np.linalg.eigh(M)
+    coef, sigma0 = vec[:, 0], 1.0  # on the unit sphere, noisiest direction
+    radius = 1.0 + np.sqrt(geom.dim) * sigma0 / np.sqrt(lam[0])
+    ic = theory.ftp_identical_curves(geom, radius, coef, sigma0, 200_000, rng)
+    n, reps = 20, 4000
+    X = dpfda.observe(np.tile(geom.Phi @ coef, (n, 1)), sigma0, rng, reps=reps)
+    errs, _ = repeat_releases(dpfda.ftp, X, grid, space, radius, 1.0, reps, coef, rng)
+    est, se = ic.estimate(n, 1.0)
+    direct_se = errs.std(ddof=1) / np.sqrt(reps)
+    assert abs(errs.mean() - est) <= 4 * np.hypot(se, direct_se)
+    # the bias is real: for large n the error exceeds privacy + spread / n
+    assert ic.bias_sq > 4 * np.sqrt(ic.var_bias_sq)
+
+
+def test_identical_curves_error_rejects_bad_input():
+    import dpfda
+
+    geom = dpfda.LegendreSpace(2).at(dpfda.uniform_grid(5))
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="coef"):
+        theory.ftp_identical_curves(geom, 1.1, [1.0, 0.0, 0.0], 1.0, 100, rng)
+    with pytest.raises(ValueError, match="coef"):
+        theory.ftp_identical_curves(geom, 1.1, [np.nan, 0.0], 1.0, 100, rng)
+    with pytest.raises(ValueError, match="sigma0"):
+        theory.ftp_identical_curves(geom, 1.1, [1.0, 0.0], 0.0, 100, rng)
+    with pytest.raises(ValueError, match="draws"):
+        theory.ftp_identical_curves(geom, 1.1, [1.0, 0.0], 1.0, 1, rng)
+    ic = theory.ftp_identical_curves(geom, 1.1, [1.0, 0.0], 1.0, 100, rng)
+    with pytest.raises(ValueError, match="n"):
+        ic.estimate(0, 1.0)
