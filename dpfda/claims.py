@@ -855,9 +855,18 @@ def law_label(law: str) -> str:
     return f"{shape} {share}"
 
 
-def verdict_figure(matrix: pd.DataFrame, *, width: float = 7.0, fontsize: float = 9.0):
-    """The verdict matrix as a heatmap: claims down, laws across, coloured by verdict."""
+def verdict_figure(matrix: pd.DataFrame, *, width: float | None = None, fontsize: float | None = None):
+    """The verdict matrix as a heatmap: claims down, laws across, coloured by verdict.
+
+    ``width`` defaults to the book's column (:data:`dpfda.plots.TEXT_WIDTH`) and
+    ``fontsize`` to its smallest legible size (:data:`dpfda.plots.MIN_FONT_PT`).
+    """
     import matplotlib.pyplot as plt
+
+    from .plots import MIN_FONT_PT, TEXT_WIDTH
+
+    width = TEXT_WIDTH if width is None else width
+    fontsize = MIN_FONT_PT if fontsize is None else fontsize
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
