@@ -99,6 +99,7 @@ __all__ = [
     "latent_curves",
     "simulate_chunk",
     "repeat_releases",
+    "bias_variance",
     "simulate_setting",
     "summarize",
     "run_study",
@@ -622,3 +623,37 @@ def run_study(study: Study, reps: int, seed: int, n_jobs: int | None = 1, chunk_
         raise TypeError(f"study must be a Study, got {type(study).__name__}")
     return run_studies([study], reps, seed, n_jobs=n_jobs, chunk_reps=chunk_reps,
                        progress=progress)[study.name]
+
+
+def bias_variance(coef, target, geometry) -> dict:
+    """Squared bias and variance of repeated releases, with per-repetition influence values.
+
+    ``coef`` (R, d) holds the coordinates of R releases of one setting (e.g. the
+    ``coef_ftp`` of :func:`simulate_setting` with ``keep_releases=True``), ``target``
+    (d,) the truth, in the error metric of ``geometry`` (IMSE of H_m, grid MSE of an
+    RKHS).  Returns ``bias2`` (the squared bias, corrected for the Monte Carlo error of
+    the mean release), ``var`` (the mean squared distance of a release from the mean
+    release) and their first-order influence values ``bias2_if``/``var_if`` (R,), whose
+    standard deviation over √R is each estimate's standard error.  Influence values of
+    two pipelines run on the same data pair up repetition by repetition, so the
+    standard error of a difference is that of the difference of the influence values.
+    """
+    coef = np.asarray(coef, dtype=float)
+    target = np.asarray(target, dtype=float)
+    if coef.ndim != 2 or coef.shape[1] != geometry.dim or coef.shape[0] < 2:
+        raise ValueError(f"coef must be (R, {geometry.dim}) with R >= 2, got shape {coef.shape}")
+    if target.shape != (geometry.dim,):
+        raise ValueError(f"target must have shape ({geometry.dim},), got {target.shape}")
+    if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(target))):
+        raise ValueError("coef and target must be finite")
+    R = coef.shape[0]
+    Q = (np.eye(geometry.dim) if geometry.metric == "IMSE"
+         else geometry.Phi.T @ geometry.Phi / geometry.T)
+    centre = coef.mean(axis=0)
+    dev = coef - centre
+    spread = np.einsum("ij,jk,ik->i", dev, Q, dev)  # squared distance to the mean release
+    var = float(spread.mean())
+    b = centre - target
+    bias2 = float(b @ Q @ b) - var / (R - 1)
+    return {"bias2": bias2, "var": var, "bias2_if": 2 * dev @ (Q @ b), "var_if": spread - var,
+            "reps": R}
