@@ -189,6 +189,10 @@ RAW_TEX = [
     re.compile(r"\\[()\[\]]"),
     re.compile(r"\\begin\{"),
     re.compile(r"\$[^$\n]{0,300}?(?:\\[A-Za-z]+|[_^][{\w])[^$\n]{0,300}?\$"),
+    # TeX without any delimiters: a braced exponent (n^{2/3}) or a common command.
+    re.compile(r"\w\^\{[^}\s]{1,20}\}"),
+    re.compile(r"\\(?:frac|sqrt|mathrm|operatorname|mathcal|lVert|rVert|sigma|mu|tau|"
+               r"theta|lambda|kappa|alpha|beta)(?![A-Za-z])"),
 ]
 
 
