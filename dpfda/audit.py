@@ -56,6 +56,7 @@ from scipy import special, stats
 from ._validation import _as_float_array, check_int, check_positive, check_rng
 from .pipelines import (
     Release,
+    add_noise,
     fitter,
     ftp,
     ftp_fit_mean,
@@ -64,9 +65,10 @@ from .pipelines import (
     ptf_clip_bounds,
     ptf_clipped_mean,
     ptf_default_weights,
+    ptf_fit,
     ptf_sigmas,
 )
-from .spaces import KernelSpace, LegendreSpace
+from .spaces import FunctionSpace
 
 __all__ = [
     "AuditResult",
@@ -252,9 +254,29 @@ class Mechanism:
 
 
 def _geometry(space, grid):
-    if not isinstance(space, (LegendreSpace, KernelSpace)):
-        raise TypeError(f"space must be a LegendreSpace or KernelSpace, got {type(space).__name__}")
+    if not isinstance(space, FunctionSpace):
+        raise TypeError(
+            f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
+        )
     return space.at(grid)
+
+
+def _ftp_summary(geom, radius) -> Callable:
+    """X -> θ̂, the mean of the ball-constrained fits (Algorithm 1's summary)."""
+    return lambda X: ftp_fit_mean(X, geom, radius)[0]
+
+
+def _ptf_summary(clip) -> Callable:
+    """X -> x̄^(clip), the clipped means (Algorithm 2's summary)."""
+    return lambda X: ptf_clipped_mean(np.asarray(X, dtype=float), clip)
+
+
+def _coef(rel):
+    return rel.coef
+
+
+def _noisy_means(rel):
+    return rel.noisy_means
 
 
 def ftp_mechanism(grid, space, radius, mu, *, n, secure=False) -> Mechanism:
@@ -265,8 +287,8 @@ def ftp_mechanism(grid, space, radius, mu, *, n, secure=False) -> Mechanism:
     return Mechanism(
         name="FTP" + (" (OpenDP)" if secure else ""),
         release=lambda X, rng: ftp(X, grid, space, radius, mu, rng, secure=secure),
-        summary=lambda X: ftp_fit_mean(X, geom, radius)[0],
-        coordinates=lambda rel: rel.coef,
+        summary=_ftp_summary(geom, radius),
+        coordinates=_coef,
         noise_scale=ftp_sigma(n, radius, mu),
         mu=mu,
         n=n,
@@ -283,18 +305,26 @@ def ptf_mechanism(grid, space, radius, mu, *, n, clip=None, weights=None, secure
         name="PTF" + (" (OpenDP)" if secure else ""),
         release=lambda X, rng: ptf(X, grid, space, radius, mu, rng, clip=c, weights=weights,
                                    secure=secure),
-        summary=lambda X: ptf_clipped_mean(np.asarray(X, dtype=float), c),
-        coordinates=lambda rel: rel.noisy_means,
+        summary=_ptf_summary(c),
+        coordinates=_noisy_means,
         noise_scale=ptf_sigmas(n, c, mu),
         mu=mu,
         n=n,
     )
 
 
-def _noisy_release(method, geom, centre, sigma, rng, *, mu, radius, n):
-    noisy = centre + sigma * rng.standard_normal(centre.shape)
-    return Release(method=method, geometry=geom, coef=noisy, mu=mu, radius=radius, n=n,
-                   noise_scale=sigma)
+def _ftp_variant(name, geom, summary, sigma, *, mu, radius, n) -> Mechanism:
+    """An FTP-like mechanism: ``summary(X)`` plus σZ in Cameron–Martin coordinates."""
+
+    def release(X, rng):
+        X = np.asarray(X, dtype=float)
+        centre = summary(X)
+        noisy = add_noise(centre, sigma, check_rng(rng).standard_normal(centre.shape))
+        return Release(method="ftp", geometry=geom, coef=noisy, mu=mu, radius=radius,
+                       n=X.shape[-2], noise_scale=sigma)
+
+    return Mechanism(name=name, release=release, summary=summary, coordinates=_coef,
+                     noise_scale=sigma, mu=mu, n=n)
 
 
 def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
@@ -309,18 +339,19 @@ def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
     sig = 2.0 * c / (n * mu)  # should be 2c_j√T/(nμ)
     w = ptf_default_weights(geom)
 
+    summary = _ptf_summary(c)
+
     def release(X, rng):
         X = np.asarray(X, dtype=float)
-        rng = check_rng(rng)
-        xtilde = ptf_clipped_mean(X, c) + sig * rng.standard_normal(X.shape[:-2] + (geom.T,))
-        fit = fitter(geom, w).solve(xtilde, radius)
+        normals = check_rng(rng).standard_normal(X.shape[:-2] + (geom.T,))
+        xtilde = add_noise(summary(X), sig, normals)
+        fit = ptf_fit(xtilde, geom, radius, w)
         return Release(method="ptf", geometry=geom, coef=fit.coef, mu=mu, radius=radius,
                        n=X.shape[-2], noise_scale=sig, active=fit.active, clip=c, weights=w,
                        noisy_means=xtilde)
 
-    return Mechanism(name="PTF without √T (broken)", release=release,
-                     summary=lambda X: ptf_clipped_mean(np.asarray(X, dtype=float), c),
-                     coordinates=lambda rel: rel.noisy_means, noise_scale=sig, mu=mu, n=n)
+    return Mechanism(name="PTF without √T (broken)", release=release, summary=summary,
+                     coordinates=_noisy_means, noise_scale=sig, mu=mu, n=n)
 
 
 def grid_norm_factor(geometry, norm: str) -> float:
@@ -331,7 +362,7 @@ def grid_norm_factor(geometry, norm: str) -> float:
     factor is sqrt(λ_max(ΦᵀΦ)/T).  ``"cm"``: 1.
     """
     if norm == "sup":
-        return float(np.max(geometry.scale))
+        return float(np.max(geometry.eval_norm))
     if norm == "l2":
         return float(np.sqrt(np.linalg.eigvalsh(geometry.Phi.T @ geometry.Phi)[-1] / geometry.T))
     if norm == "cm":
@@ -352,17 +383,8 @@ def broken_ftp_grid_norm(grid, space, radius, mu, *, n, norm: str) -> Mechanism:
     n = check_int(n, "n", 1)
     factor = grid_norm_factor(geom, norm)
     sigma = factor * ftp_sigma(n, radius, mu)
-
-    def release(X, rng):
-        X = np.asarray(X, dtype=float)
-        mean_coef, _ = ftp_fit_mean(X, geom, radius)
-        return _noisy_release("ftp", geom, mean_coef, sigma, check_rng(rng), mu=mu,
-                              radius=radius, n=X.shape[-2])
-
     name = f"FTP calibrated to the grid {norm}-norm" + (" (broken)" if factor < 1 else "")
-    return Mechanism(name=name, release=release,
-                     summary=lambda X: ftp_fit_mean(X, geom, radius)[0],
-                     coordinates=lambda rel: rel.coef, noise_scale=sigma, mu=mu, n=n)
+    return _ftp_variant(name, geom, _ftp_summary(geom, radius), sigma, mu=mu, radius=radius, n=n)
 
 
 def broken_ftp_no_radius(grid, space, radius, mu, *, n) -> Mechanism:
@@ -379,13 +401,8 @@ def broken_ftp_no_radius(grid, space, radius, mu, *, n) -> Mechanism:
     def summary(X):
         return solver.unconstrained(np.asarray(X, dtype=float)).mean(axis=-2)
 
-    def release(X, rng):
-        X = np.asarray(X, dtype=float)
-        return _noisy_release("ftp", geom, summary(X), sigma, check_rng(rng), mu=mu,
-                              radius=radius, n=X.shape[-2])
-
-    return Mechanism(name="FTP without the radius constraint (broken)", release=release,
-                     summary=summary, coordinates=lambda rel: rel.coef, noise_scale=sigma, mu=mu, n=n)
+    return _ftp_variant("FTP without the radius constraint (broken)", geom, summary, sigma,
+                        mu=mu, radius=radius, n=n)
 
 
 def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
@@ -424,13 +441,8 @@ def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
                 total[:, k] += np.bincount(which, weights=correction[:, k], minlength=total.shape[0])
             return (total.reshape(z.shape[:-2] + (d,)) / n) @ V.T
 
-    def release(X, rng):
-        X = np.asarray(X, dtype=float)
-        return _noisy_release("ftp", geom, summary(X), sigma, check_rng(rng), mu=mu,
-                              radius=radius, n=X.shape[-2])
-
-    return Mechanism(name="FTP with a cancelling mean (broken)", release=release,
-                     summary=summary, coordinates=lambda rel: rel.coef, noise_scale=sigma, mu=mu, n=n)
+    return _ftp_variant("FTP with a cancelling mean (broken)", geom, summary, sigma,
+                        mu=mu, radius=radius, n=n)
 
 
 def _check_n(mechanism: Mechanism, X) -> None:
@@ -452,15 +464,12 @@ def _as_mechanism(mechanism, X, rng) -> Mechanism:
         raise TypeError(f"mechanism must return a dpfda Release, got {type(probe).__name__}")
     geom, radius = probe.geometry, probe.radius
     if probe.method == "ftp":
-        return Mechanism(name="FTP", release=mechanism,
-                         summary=lambda Y: ftp_fit_mean(Y, geom, radius)[0],
-                         coordinates=lambda rel: rel.coef, noise_scale=probe.noise_scale,
-                         mu=probe.mu, n=probe.n)
-    c = probe.clip
-    return Mechanism(name="PTF", release=mechanism,
-                     summary=lambda Y: ptf_clipped_mean(np.asarray(Y, dtype=float), c),
-                     coordinates=lambda rel: rel.noisy_means, noise_scale=probe.noise_scale,
-                     mu=probe.mu, n=probe.n)
+        return Mechanism(name="FTP", release=mechanism, summary=_ftp_summary(geom, radius),
+                         coordinates=_coef, noise_scale=probe.noise_scale, mu=probe.mu,
+                         n=probe.n)
+    return Mechanism(name="PTF", release=mechanism, summary=_ptf_summary(probe.clip),
+                     coordinates=_noisy_means, noise_scale=probe.noise_scale, mu=probe.mu,
+                     n=probe.n)
 
 
 def pair_mu(mechanism: Mechanism, X0, X1) -> float:

@@ -45,7 +45,7 @@ Vectorisation and memory
 Repetitions are processed in chunks: the observed data of a chunk form one
 array (chunk, n, T) that both pipelines' stage functions
 (:func:`~dpfda.pipelines.ftp_fit_mean`, :func:`~dpfda.pipelines.ptf_clipped_mean`,
-:func:`~dpfda.pipelines.fitter`) process at once; only the draws loop over
+:func:`~dpfda.pipelines.ptf_fit`) process at once; only the draws loop over
 repetitions.  The chunk is sized so that it holds at most
 :data:`CHUNK_BYTES` bytes.  When σ₀ = 0 the observed data are the latent
 curves in every repetition, so the per-curve FTP fits and PTF's clipped
@@ -67,7 +67,6 @@ import ctypes
 import datetime as _dt
 import math
 import numbers
-import os
 import sys
 import warnings
 from collections import OrderedDict
@@ -77,14 +76,17 @@ from functools import lru_cache
 import numpy as np
 
 from ._interrupt import pause_for_test
+from .config import Z95
+from .config import quick as quick_mode
 from .data import polynomial_curves, rkhs_curves
 from .pipelines import (
-    fitter,
+    add_noise,
     ftp_fit_mean,
     ftp_sigma,
     ptf_clipped_mean,
     ptf_default_clip,
     ptf_default_weights,
+    ptf_fit,
     ptf_sigmas,
 )
 from .spaces import gaussian_kernel
@@ -110,8 +112,6 @@ __all__ = [
 CHUNK_BYTES = 16 * 2**20
 """Upper bound on the observed-data array of one chunk (chunk × n × T doubles)."""
 
-Z95 = 1.959963984540054
-
 CI_METHOD = (
     "95% CI for the ratio of Monte Carlo means FTP/PTF by the delta method on the log ratio, "
     "log(F/P) +- 1.96 * sd(F_r/F - P_r/P)/sqrt(R), using the paired per-repetition errors "
@@ -127,11 +127,6 @@ RESULT_COLUMNS = [
     "p_ptf_active", "se_p_ptf_active",
 ]
 """Columns of the results table, in order (one row per setting)."""
-
-
-def quick_mode() -> bool:
-    """True when the environment variable ``DPFDA_QUICK`` is set to 1/true/yes."""
-    return os.environ.get("DPFDA_QUICK", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 # ---------------------------------------------------------------------------
@@ -294,14 +289,14 @@ def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
         any_active = np.full(c, bool(active.any()))
         frac_active = np.full(c, float(active.mean()))
     # FTP (Algorithm 1): θ̂ + σZ, Z ~ N(0, I_d) in Cameron–Martin coordinates.
-    coef_ftp = mean_coef + prep.sigma_ftp * priv[:, :d]
+    coef_ftp = add_noise(mean_coef, prep.sigma_ftp, priv[:, :d])
     # PTF (Algorithm 2): clipped means + N(0, σ_j²), then the weighted ball fit.
-    xtilde = xbar + prep.sigma_ptf * priv[:, d:]
+    xtilde = add_noise(xbar, prep.sigma_ptf, priv[:, d:])
     # Per-repetition vectors get a singleton axis, (c, 1, ·): numpy then runs one
     # vector-matrix product per repetition, so a repetition's rounding does not
     # depend on how many repetitions share its chunk (a (c, T) @ (T, d) product
     # may round differently for different c).
-    fit = fitter(geom, prep.weights).solve(xtilde[:, None, :], setting.radius)
+    fit = ptf_fit(xtilde[:, None, :], geom, setting.radius, prep.weights)
     coef_ptf = fit.coef[:, 0]
     out = {
         "err_ftp": geom.error(coef_ftp[:, None, :], prep.target)[:, 0],

@@ -17,9 +17,11 @@ Conventions
   every stream by the setting), so the standard error of a difference
   between them is ``sqrt(se_a² + se_b²)``.  FTP and PTF in the *same*
   setting share their data; compare them only through the ratio.
-* ``z`` defaults to :data:`Z` = 3 (a two-sided level of about 0.3% for one
-  comparison).  When one assertion makes k comparisons of the "consistent
-  with" kind, use :func:`bonferroni_z`.
+* ``z`` defaults to :data:`dpfda.config.Z` = 4 (a two-sided level of about
+  6e-5 for one comparison).  When one assertion makes k comparisons, use
+  :func:`~dpfda.config.bonferroni_z` (``bonferroni_z(1) == Z``).  Both, and
+  :func:`~dpfda.config.proportion_se`, live in :mod:`dpfda.config` and are
+  re-exported here for the chapters.
 
 :func:`compare_on_curves` runs FTP and PTF with the public pipelines on
 latent curves of the caller's choosing, for questions the paper's generative
@@ -33,9 +35,9 @@ import numbers
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from ._validation import check_int, check_nonnegative, check_positive
+from .config import Z, bonferroni_z, proportion_se
 
 __all__ = [
     "Z",
@@ -55,25 +57,9 @@ __all__ = [
     "compare_on_curves",
 ]
 
-Z = 3.0
-"""Default multiple of the Monte Carlo standard error."""
-
 
 def _z(z) -> float:
     return check_positive(z, "z")
-
-
-def bonferroni_z(k: int, alpha: float = 0.01) -> float:
-    """Two-sided normal quantile for k simultaneous comparisons at family level ``alpha``.
-
-    >>> round(bonferroni_z(1, 0.05), 3)
-    1.96
-    """
-    k = check_int(k, "k", 1)
-    alpha = check_positive(alpha, "alpha")
-    if alpha >= 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    return float(norm.isf(alpha / (2 * k)))
 
 
 # ---------------------------------------------------------------------------
@@ -210,20 +196,6 @@ def within(x: float, se_x: float, y: float, se_y: float = 0.0, z: float = Z) -> 
     x, se_x = _est(x, se_x, "x")
     y, se_y = _est(y, se_y, "y")
     return abs(x - y) <= _z(z) * math.hypot(se_x, se_y)
-
-
-def proportion_se(p: float, reps: int) -> float:
-    """Standard error of a proportion from ``reps`` trials, Agresti–Coull style.
-
-    Uses p̃ = (x + 2)/(R + 4), so that an observed 0 or 1 still carries an
-    honest, non-zero uncertainty.
-    """
-    p = float(p)
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be a proportion in [0, 1], got {p!r}")
-    reps = check_int(reps, "reps", 1)
-    pt = (p * reps + 2.0) / (reps + 4.0)
-    return math.sqrt(pt * (1.0 - pt) / (reps + 4.0))
 
 
 # ---------------------------------------------------------------------------

@@ -35,8 +35,8 @@ from ._validation import (
     check_positive,
     check_rng,
 )
-from .fitting import BallLeastSquares
-from .spaces import GridGeometry, KernelSpace, LegendreSpace
+from .fitting import BallFit, BallLeastSquares
+from .spaces import FunctionSpace, GridGeometry, KernelSpace
 
 __all__ = [
     "Release",
@@ -52,6 +52,8 @@ __all__ = [
     "ptf_clip_bounds",
     "ptf_weight_vector",
     "ptf_clipped_mean",
+    "ptf_fit",
+    "add_noise",
     "ptf_default_clip",
     "ptf_default_weights",
     "fitter",
@@ -160,13 +162,21 @@ def ptf_sigmas(n: int, clip, mu: float) -> np.ndarray:
 
 
 def ptf_default_clip(geometry: GridGeometry, radius: float) -> np.ndarray:
-    """c_j = B'·a_j with a_j = ||φ(t_j)||_2 or sqrt(K(t_j,t_j)) (Theorems 11, 14)."""
-    return check_radius(radius) * geometry.scale
+    """c_j = B'·a_j with a_j = ||φ(t_j)||_2 or sqrt(K(t_j,t_j)) (Theorems 11, 14).
+
+    a_j is ``geometry.eval_norm``: a function of norm at most B' lies in
+    [-c_j, c_j] at t_j, so clipping never touches noiseless data from the ball.
+
+    >>> from dpfda import LegendreSpace, uniform_grid
+    >>> ptf_default_clip(LegendreSpace(2).at(uniform_grid(3)), 1.0).round(3)
+    array([2. , 1. , 2. ])
+    """
+    return check_radius(radius) * geometry.eval_norm
 
 
 def ptf_default_weights(geometry: GridGeometry) -> np.ndarray:
-    """W = diag(a_j^{-2}) (Theorems 11, 14)."""
-    return geometry.scale**-2.0
+    """The diagonal of W = diag(a_j^{-2}) (Theorems 11, 14)."""
+    return geometry.eval_norm**-2.0
 
 
 def ptf_clip_bounds(geometry: GridGeometry, radius: float, clip=None) -> np.ndarray:
@@ -233,7 +243,7 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
 
         coef = gaussian_release(mean_coef, sigma, sensitivity=2.0 * radius / n, mu=mu)
     else:
-        coef = mean_coef + sigma * rng.standard_normal(mean_coef.shape)
+        coef = add_noise(mean_coef, sigma, rng.standard_normal(mean_coef.shape))
     residual = _residual_stream(rng, secure) if isinstance(geometry.space, KernelSpace) else None
     return Release(method="ftp", geometry=geometry, coef=coef, mu=mu, radius=radius, n=n,
                    noise_scale=sigma, residual_rng=residual)
@@ -242,6 +252,24 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
 def ptf_clipped_mean(X: np.ndarray, clip: np.ndarray) -> np.ndarray:
     """Coordinate-wise mean of the clipped values, x̄_j^(clip) (Algorithm 2)."""
     return np.clip(X, -clip, clip).mean(axis=-2)
+
+
+def add_noise(centre, scale, normals) -> np.ndarray:
+    """The Gaussian mechanism's step: ``centre + scale·normals`` (Algorithms 1 and 2).
+
+    ``normals`` are standard normal draws of ``centre``'s shape (drawn by the
+    caller, so a simulation may draw many at once); ``scale`` is σ (FTP) or
+    (σ_1, …, σ_T) (PTF).
+    """
+    return centre + scale * normals
+
+
+def ptf_fit(xtilde, geometry: GridGeometry, radius: float, weights) -> BallFit:
+    """Algorithm 2's last step: the weighted fit (eq. 4) of x̃ in the ball of radius B'.
+
+    Post-processing of the noisy means; ``weights`` is the diagonal of W.
+    """
+    return fitter(geometry, weights).solve(xtilde, radius)
 
 
 # ---------------------------------------------------------------------------
@@ -425,9 +453,9 @@ def _check_secure(secure) -> bool:
 
 
 def _setup(X, grid, space, radius, mu, rng):
-    if not isinstance(space, (LegendreSpace, KernelSpace)):
+    if not isinstance(space, FunctionSpace):
         raise TypeError(
-            f"space must be a LegendreSpace or KernelSpace, got {type(space).__name__}"
+            f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
         )
     geometry = space.at(grid)
     X = check_data(X, geometry.T)
@@ -451,7 +479,8 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
         Observed curves, one per row (samples × grid points), on ``grid``.
     grid : array (T,)
         Public, strictly increasing points of [0, 1].
-    space : LegendreSpace or KernelSpace
+    space : FunctionSpace
+        A :class:`~dpfda.spaces.LegendreSpace` or :class:`~dpfda.spaces.KernelSpace`.
     radius : float
         Fitting radius B' > 0.
     mu : float
@@ -520,7 +549,7 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=Fals
         common = float(_noise_scale(1.0, math.sqrt(T), n, mu, "clip"))  # = σ_j / c_j for every j
         xtilde = c * gaussian_release(xbar / c, common, sensitivity=2.0 * np.sqrt(T) / n, mu=mu)
     else:
-        xtilde = xbar + sig * rng.standard_normal(xbar.shape)
-    fit = fitter(geometry, w).solve(xtilde, radius)
+        xtilde = add_noise(xbar, sig, rng.standard_normal(xbar.shape))
+    fit = ptf_fit(xtilde, geometry, radius, w)
     return Release(method="ptf", geometry=geometry, coef=fit.coef, mu=mu, radius=radius, n=n,
                    noise_scale=sig, active=fit.active, clip=c, weights=w, noisy_means=xtilde)

@@ -40,6 +40,7 @@ import numpy as np
 from matplotlib import ticker
 import pandas as pd
 
+from .config import Z95
 from .studies import RULE_LABELS, Study
 
 __all__ = [
@@ -243,7 +244,7 @@ def scaled_figure(df: pd.DataFrame, *, group: str = "radius_rule", title: str | 
         for gv in groups:
             d = df[df[group] == gv].sort_values("n")
             y = d["n"] * d[f"err_{method}"]
-            err = 1.959963984540054 * d["n"] * d[f"se_{method}"]
+            err = Z95 * d["n"] * d[f"se_{method}"]
             ax.errorbar(d["n"], y, yerr=err, **level_style(gv, groups), label=_label(group, gv))
         log_axes(ax)
         ax.set_xlabel("sample size $n$")

@@ -1,7 +1,11 @@
 """The error bounds and limits of §4.2 (Theorems 10–11, 13–14, Corollaries 12, 15).
 
-Every bound takes the grid geometry of a space (``space.at(grid)``) and
-returns a :class:`Bound`: its value, whether the theorem's condition on B'
+Every bound takes the grid geometry of a space (``space.at(grid)``): a
+:class:`~dpfda.spaces.LegendreGeometry` for H_m or a
+:class:`~dpfda.spaces.KernelGeometry` for an RKHS, which is how this module
+tells the two apart (:func:`_is_legendre`); the noise scales and the default
+weights come from :mod:`dpfda.pipelines`, the one place those formulas live.
+Every bound returns a :class:`Bound`: its value, whether the theorem's condition on B'
 holds, and the condition in words.  A bound whose condition fails is still
 computed (it is a formula) but says so in ``holds`` and ``condition``; use
 ``bound.require()`` to turn a failed condition into a ``ValueError``.
@@ -19,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import check_int, check_nonnegative, check_positive
-from .spaces import GridGeometry, LegendreSpace
+from .pipelines import ftp_sigma, ptf_default_weights, ptf_sigmas
+from .spaces import GridGeometry, KernelGeometry, LegendreGeometry
 
 __all__ = [
     "Bound",
@@ -55,21 +60,39 @@ class Bound:
         return float(self.value)
 
 
+def _is_legendre(geometry) -> bool:
+    """The kind of space, decided one way: H_m (True) or an RKHS (False)."""
+    if isinstance(geometry, LegendreGeometry):
+        return True
+    if isinstance(geometry, KernelGeometry):
+        return False
+    raise TypeError(
+        "geometry must be the geometry of a LegendreSpace or KernelSpace (use space.at(grid)), "
+        f"got {type(geometry).__name__}"
+    )
+
+
 def _common(geometry, radius, n, mu):
-    if not isinstance(geometry, GridGeometry):
-        raise TypeError("geometry must be a GridGeometry (use space.at(grid))")
+    _is_legendre(geometry)
     return (check_positive(radius, "radius"), check_int(n, "n", 1), check_positive(mu, "mu"))
 
 
 def tau(radius: float, T: int, n: int, mu: float) -> float:
-    """τ = 2B'·sqrt(T)/(nμ), the PTF noise level of Theorems 11 and 14."""
-    return 2.0 * check_positive(radius, "radius") * np.sqrt(check_int(T, "T", 1)) / (
-        check_int(n, "n", 1) * check_positive(mu, "mu"))
+    """τ = 2B'·sqrt(T)/(nμ), the PTF noise level of Theorems 11 and 14.
+
+    It is PTF's σ_j (:func:`dpfda.pipelines.ptf_sigmas`) for clipping bounds
+    c_j = B', i.e. σ_j/a_j under the default clipping.
+
+    >>> round(tau(1.0, 4, 10, 1.0), 12)
+    0.4
+    """
+    T = check_int(T, "T", 1)
+    return float(ptf_sigmas(n, np.full(T, check_positive(radius, "radius")), mu)[0])
 
 
 def ptf_A(geometry: GridGeometry, weights=None) -> np.ndarray:
     """A = ΦᵀWΦ with the default W = diag(a_j^{-2}) (Theorems 11, 14)."""
-    w = geometry.scale**-2.0 if weights is None else np.asarray(weights, dtype=float)
+    w = ptf_default_weights(geometry) if weights is None else np.asarray(weights, dtype=float)
     return geometry.Phi.T @ (w[:, None] * geometry.Phi)
 
 
@@ -79,8 +102,8 @@ def ftp_noiseless_error(geometry: GridGeometry, radius, n, mu) -> float:
     H_m: IMSE = 4mB'²/(n²μ²) (Theorem 10).  H_K: MSE = 4B'² tr(K_T)/(n²μ²T) (Theorem 13).
     """
     radius, n, mu = _common(geometry, radius, n, mu)
-    s2 = (2.0 * radius / (n * mu)) ** 2
-    if geometry.metric == "IMSE":
+    s2 = ftp_sigma(n, radius, mu) ** 2
+    if _is_legendre(geometry):
         return s2 * geometry.dim
     return s2 * np.trace(geometry.Phi @ geometry.Phi.T) / geometry.T
 
@@ -92,9 +115,9 @@ def ptf_unconstrained_error(geometry: GridGeometry, radius, n, mu) -> float:
     """
     radius, n, mu = _common(geometry, radius, n, mu)
     t2 = tau(radius, geometry.T, n, mu) ** 2
-    if geometry.metric == "IMSE":
+    if _is_legendre(geometry):
         return t2 * np.trace(np.linalg.inv(ptf_A(geometry)))
-    return t2 * np.sum(geometry.scale**2) / geometry.T
+    return t2 * np.sum(geometry.eval_norm**2) / geometry.T
 
 
 def chi2_tail_bound(m: int, x) -> np.ndarray:
@@ -121,13 +144,13 @@ def ftp_imse_bound(geometry: GridGeometry, B, radius, n, mu, sigma0) -> Bound:
     radius, n, mu = _common(geometry, radius, n, mu)
     B = check_positive(B, "B")
     sigma0 = check_nonnegative(sigma0, "sigma0")
-    if not isinstance(geometry.space, LegendreSpace):
+    if not _is_legendre(geometry):
         raise TypeError("Theorem 10 concerns a LegendreSpace geometry")
     m = geometry.dim
     privacy = ftp_noiseless_error(geometry, radius, n, mu)
     if sigma0 == 0.0:
         return Bound(privacy, radius >= B, f"B' = {radius:g} >= B = {B:g}", "Theorem 10")
-    M = geometry.Phi.T @ geometry.Phi
+    M = geometry.M
     lam = np.linalg.eigvalsh(M)
     kappa = lam[-1] / lam[0]
     trMinv = np.trace(np.linalg.inv(M))
@@ -146,7 +169,7 @@ def ptf_imse_lower_bound(geometry: GridGeometry, B, radius, n, mu) -> Bound:
     """
     radius, n, mu = _common(geometry, radius, n, mu)
     B = check_positive(B, "B")
-    if not isinstance(geometry.space, LegendreSpace):
+    if not _is_legendre(geometry):
         raise TypeError("Theorem 11 concerns a LegendreSpace geometry")
     m = geometry.dim
     A = ptf_A(geometry)
@@ -167,13 +190,13 @@ def ftp_mse_bound(geometry: GridGeometry, B, radius, n, mu, sigma0) -> Bound:
     radius, n, mu = _common(geometry, radius, n, mu)
     B = check_positive(B, "B")
     sigma0 = check_nonnegative(sigma0, "sigma0")
-    if geometry.metric != "MSE":
+    if _is_legendre(geometry):
         raise TypeError("Theorem 13 concerns a KernelSpace geometry")
     T = geometry.T
     privacy = ftp_noiseless_error(geometry, radius, n, mu)
     if sigma0 == 0.0:
         return Bound(privacy, radius >= B, f"B' = {radius:g} >= B = {B:g}", "Theorem 13")
-    lam_min = float(geometry.extras["eigenvalues"][0])
+    lam_min = float(geometry.eigenvalues[0])
     need = B + sigma0 * np.sqrt(T) / np.sqrt(lam_min)
     value = (privacy + sigma0**2 / n
              + (1 - 1 / n) * sigma0**2 * np.sqrt((T + 2) / T)
@@ -189,14 +212,14 @@ def ptf_mse_lower_bound(geometry: GridGeometry, B, radius, n, mu) -> Bound:
     """
     radius, n, mu = _common(geometry, radius, n, mu)
     B = check_positive(B, "B")
-    if geometry.metric != "MSE":
+    if _is_legendre(geometry):
         raise TypeError("Theorem 14 concerns a KernelSpace geometry")
     T = geometry.T
     A = ptf_A(geometry)
     lam = np.linalg.eigvalsh(A)
     t = tau(radius, T, n, mu)
     need = B + t * np.sqrt(T) / np.sqrt(lam[0])
-    base = t**2 * np.sum(geometry.scale**2) / T
+    base = t**2 * np.sum(geometry.eval_norm**2) / T
     value = base * (1 - np.sqrt(3) * _remainder((radius - B) * np.sqrt(lam[0]) / t, np.sqrt(T)))
     return Bound(float(value), radius >= need,
                  f"B' = {radius:g} >= B + τ sqrt(T)/sqrt(λ_min(A)) = {need:g}", "Theorem 14")
@@ -208,12 +231,12 @@ def ratio_limit(geometry: GridGeometry) -> float:
     H_m: m/(T tr A⁻¹) (Corollary 12).  H_K: tr(K_T)/(T tr W⁻¹) = 1/T (Corollary 15).
     """
     T = geometry.T
-    if geometry.metric == "IMSE":
+    if _is_legendre(geometry):
         return geometry.dim / (T * np.trace(np.linalg.inv(ptf_A(geometry))))
     trK = np.trace(geometry.Phi @ geometry.Phi.T)
-    return trK / (T * np.sum(geometry.scale**2))
+    return trK / (T * np.sum(geometry.eval_norm**2))
 
 
 def ratio_limit_upper(geometry: GridGeometry) -> float:
     """The dimension-only bound: 1/m (Corollary 12) or 1/T (Corollary 15)."""
-    return 1.0 / (geometry.dim if geometry.metric == "IMSE" else geometry.T)
+    return 1.0 / (geometry.dim if _is_legendre(geometry) else geometry.T)

@@ -29,9 +29,11 @@ def test_ratio_checks_use_z_standard_errors_on_the_log_scale():
     r = _row(0.5, 0.1)
     lo, hi = ev.ratio_interval(r, z=2)
     assert lo == pytest.approx(0.5 * math.exp(-0.2)) and hi == pytest.approx(0.5 * math.exp(0.2))
-    # 0.5·e^{0.3} = 0.675: below 0.7 at z = 3 but not at z = 4 (0.5·e^{0.4} = 0.746).
-    assert ev.ratio_below(r, 0.7) and not ev.ratio_below(r, 0.7, z=4)
-    assert ev.ratio_above(r, 0.3) and not ev.ratio_above(r, 0.4)
+    # The default z is Z = 4: 0.5·e^{0.4} = 0.746 is above 0.7 and 0.5·e^{0.5} = 0.824 below 0.85;
+    # at z = 3, 0.5·e^{0.3} = 0.675 is below 0.7.
+    assert ev.Z == 4.0
+    assert ev.ratio_below(r, 0.85) and not ev.ratio_below(r, 0.7) and ev.ratio_below(r, 0.7, z=3)
+    assert ev.ratio_above(r, 0.3) and not ev.ratio_above(r, 0.4)  # 0.5·e^{-0.4} = 0.335
     assert ev.ratio_near(r, 0.6) and not ev.ratio_near(r, 1.0)
 
 
@@ -43,9 +45,9 @@ def test_ratio_changes_combine_independent_standard_errors():
 
 
 def test_exceeds_and_within():
-    assert ev.exceeds(10.0, 1.0, 5.0, 1.0)  # 5 > 3·1.414
-    assert not ev.exceeds(10.0, 1.0, 6.0, 1.0)
-    assert ev.within(1.04, 0.02, 1.0) and not ev.within(1.07, 0.02, 1.0)
+    assert ev.exceeds(10.0, 1.0, 4.0, 1.0)  # 6 > 4·1.414 (the default z = Z = 4)
+    assert not ev.exceeds(10.0, 1.0, 5.0, 1.0) and ev.exceeds(10.0, 1.0, 5.0, 1.0, z=3)
+    assert ev.within(1.07, 0.02, 1.0) and not ev.within(1.09, 0.02, 1.0)
     with pytest.raises(ValueError, match="finite"):
         ev.exceeds(float("nan"), 1.0, 0.0, 1.0)
     with pytest.raises(ValueError, match="se"):
