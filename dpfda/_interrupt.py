@@ -40,8 +40,11 @@ PAUSE_LIMIT = 300.0
 
 
 class Terminated(BaseException):
-    """SIGTERM, raised as an exception (a ``BaseException``, like ``KeyboardInterrupt``,
-    so that ``except Exception`` does not catch it)."""
+    """SIGTERM, raised as an exception.
+
+    A ``BaseException``, like ``KeyboardInterrupt``, so that ``except Exception``
+    does not catch it.
+    """
 
 
 class SignalGuard:
@@ -93,8 +96,11 @@ class SignalGuard:
 
     @contextlib.contextmanager
     def deferred(self):
-        """Raise no exception for a signal inside the block (a few renames that must
-        happen together); after it, :attr:`received` tells whether one came."""
+        """Raise no exception for a signal inside the block.
+
+        For a few renames that must happen together; after the block,
+        :attr:`received` tells whether a signal came.
+        """
         self._defer += 1
         try:
             yield

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from ._validation import _as_float_array, check_int, check_positive, check_rng
 from .pipelines import (
@@ -250,6 +250,7 @@ class Mechanism:
     n: int
 
     def __call__(self, X, rng) -> Release:
+        """Draw a release of ``X`` with ``rng`` (the mechanism's ``release``)."""
         return self.release(X, rng)
 
 

@@ -133,8 +133,10 @@ def _validate(args) -> None:
 
 
 def available_cores() -> int:
-    """Cores this process may use (CPU affinity and cgroup quota), as joblib counts them
-    for ``n_jobs=-1``."""
+    """Cores this process may use (CPU affinity and cgroup quota).
+
+    Counted as joblib counts them for ``n_jobs=-1``.
+    """
     from joblib import cpu_count
 
     return max(1, int(cpu_count()))
@@ -315,8 +317,10 @@ def _reproduce(args, argv, guard: SignalGuard, run_id: str) -> int:
 
 
 def main(argv=None) -> int:
-    """Entry point; returns the exit code (0 ok, 2 bad input or output folder in use,
-    130 after SIGINT, 143 after SIGTERM)."""
+    """Entry point; returns the exit code.
+
+    0 ok, 2 bad input or output folder in use, 130 after SIGINT, 143 after SIGTERM.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     with SignalGuard() as guard:
         try:

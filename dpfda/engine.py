@@ -72,6 +72,7 @@ import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -91,6 +92,9 @@ from .pipelines import (
 )
 from .spaces import gaussian_kernel
 from .studies import Setting, Study
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CHUNK_BYTES",
@@ -161,8 +165,10 @@ def rep_generator(setting: Setting, seed: int, rep: int) -> np.random.Generator:
 
 
 def latent_generator(setting: Setting, seed: int) -> np.random.Generator:
-    """The generator of the setting's latent curves (shared by all settings with
-    the same latent key)."""
+    """The generator of the setting's latent curves.
+
+    Shared by all settings with the same latent key.
+    """
     ss = np.random.SeedSequence(seed, spawn_key=setting.latent_key())
     return np.random.Generator(np.random.PCG64(ss))
 

@@ -347,6 +347,7 @@ class Release:
 
     @property
     def values(self) -> np.ndarray:
+        """The release on the grid, shape (…, T)."""
         return self.geometry.values(self.coef)
 
     @property

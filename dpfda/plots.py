@@ -37,8 +37,8 @@ import tempfile
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib import ticker
 import pandas as pd
+from matplotlib import ticker
 
 from .config import Z95
 from .studies import RULE_LABELS, Study
@@ -118,16 +118,21 @@ def use_style() -> None:
 
 
 def level_style(value, values) -> dict:
-    """Colour and marker of the ``value``-th level of a parameter (T, m, B′ rule, ...):
-    the k-th level of any quantity is drawn alike in every figure."""
+    """Colour and marker of the ``value``-th level of a parameter (T, m, B′ rule, ...).
+
+    The k-th level of any quantity is drawn alike in every figure.
+    """
     k = list(values).index(value)
     return {"color": COLOURS[k % len(COLOURS)], "marker": MARKERS[k % len(MARKERS)]}
 
 
 def log_axes(ax, *, x_base: float | None = 2, y_log: bool = True) -> None:
-    """Log axes with readable tick labels: sample sizes as plain integers (4, 16, ...,
-    4096) on a base-2 axis, and, on a log y axis spanning less than two decades, the
-    2 and 5 multiples labelled as plain numbers."""
+    """Log axes with readable tick labels.
+
+    Sample sizes as plain integers (4, 16, ..., 4096) on a base-2 axis, and, on
+    a log y axis spanning less than two decades, the 2 and 5 multiples labelled
+    as plain numbers.
+    """
     if x_base is not None:
         ax.set_xscale("log", base=x_base)
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
@@ -260,10 +265,12 @@ def scaled_figure(df: pd.DataFrame, *, group: str = "radius_rule", title: str | 
 
 def ratio_map(df: pd.DataFrame, *, panel: str = "T", rows: str = "sigma0",
               cols: str = "n"):
-    """The FTP/PTF ratio as a heat map over ``rows`` × ``cols``, one panel per value of
-    ``panel``, panels stacked. Colour: log₂ of the ratio (blue: FTP more accurate, red:
+    """The FTP/PTF ratio as a heat map over ``rows`` × ``cols``.
+
+    One panel per value of ``panel``, panels stacked. Colour: log₂ of the ratio (blue: FTP more accurate, red:
     PTF); each cell is labelled with the ratio, in bold where the 95% interval excludes
-    1, with "(PTF)" where PTF wins and "(?)" where the interval contains 1."""
+    1, with "(PTF)" where PTF wins and "(?)" where the interval contains 1.
+    """
     from matplotlib.colors import TwoSlopeNorm
 
     df = _check(df)
@@ -299,8 +306,11 @@ def ratio_map(df: pd.DataFrame, *, panel: str = "T", rows: str = "sigma0",
 
 
 def pipeline_diagram():
-    """The two pipelines as block diagrams, one row each: the order in which each clips
-    or fits, averages over the n curves, and adds noise (Algorithms 1 and 2)."""
+    """The two pipelines as block diagrams, one row each.
+
+    The order in which each clips or fits, averages over the n curves, and adds
+    noise (Algorithms 1 and 2).
+    """
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
     rows = [
@@ -341,8 +351,10 @@ def pipeline_diagram():
 
 
 def figure(df: pd.DataFrame, study: Study | None = None, *, title: str | None = None):
-    """The figure of a study, in its kind (ratio or scaled); ``study`` defaults to
-    the paper's study named in ``df["study"]``."""
+    """The figure of a study, in its kind (ratio or scaled).
+
+    ``study`` defaults to the paper's study named in ``df["study"]``.
+    """
     df = _check(df)
     if study is None:
         from .studies import get_study
@@ -430,8 +442,11 @@ _PRETTY = [(re.compile(rf"(?<![A-Za-z]){w}(?![A-Za-z])"), g) for w, g in _GREEK.
 
 
 def pretty(name: str) -> str:
-    """A plain-text column name made readable: Greek letters for their names, powers as
-    superscripts (``tau^2 tr(A^-1)`` → ``τ² tr(A⁻¹)``), primes as ′."""
+    """A plain-text column name made readable.
+
+    Greek letters for their names, powers as superscripts
+    (``tau^2 tr(A^-1)`` → ``τ² tr(A⁻¹)``), primes as ′.
+    """
     name = HEADERS.get(name, name)
     for pattern, repl in _PRETTY:
         name = pattern.sub(repl, name)
@@ -439,8 +454,11 @@ def pretty(name: str) -> str:
 
 
 def number(v, digits: int = 3) -> str:
-    """A number as a reader should see it: integers as integers, others to ``digits``
-    significant digits, very small or large ones as ``1.23 × 10⁻⁵``; NaN as "–"."""
+    """A number as a reader should see it.
+
+    Integers as integers, others to ``digits`` significant digits, very small or
+    large ones as ``1.23 × 10⁻⁵``; NaN as "–".
+    """
     if isinstance(v, (bool, np.bool_)):
         return "yes" if v else "no"
     if isinstance(v, (int, np.integer)):
@@ -500,6 +518,7 @@ class Table:
         self.header_rows, self.rows, self.caption, self.name = header_rows, rows, caption, name
 
     def markdown(self) -> str:
+        """The table as GitHub-flavoured Markdown."""
         if self.caption is None:
             head = [", ".join(x for x in col if x.strip()) or " "
                     for col in zip(*self.header_rows)]
@@ -611,8 +630,10 @@ def table(data, caption: str | None = None, *, name: str | None = None, index: b
 
 
 def table1_layout(table1_df: pd.DataFrame, value: str) -> pd.DataFrame:
-    """One quantity of Table 1 laid out as the paper lays it out: rows n, columns T
-    within μ (two header levels)."""
+    """One quantity of Table 1 laid out as the paper lays it out.
+
+    Rows n, columns T within μ (two header levels).
+    """
     if value not in table1_df.columns:
         raise ValueError(f"value must be a column of table1(df), one of {list(table1_df.columns)}")
     out = table1_df.pivot_table(index="n", columns=["mu", "T"], values=value)

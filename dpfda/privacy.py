@@ -118,7 +118,9 @@ def epsilon_from_mu(mu, delta):
         ld = np.log(d_i)
         if d_i >= np.exp(_log_delta(mu_i, 0.0)):  # δ >= δ(0), compared as delta_from_mu does
             continue
-        f = lambda e: _log_delta(mu_i, e) - ld  # decreasing in e
+        def f(e, mu_i=mu_i, ld=ld):  # decreasing in e
+            return _log_delta(mu_i, e) - ld
+
         hi = 1.0
         while f(hi) > 0:
             hi *= 2.0
@@ -139,7 +141,9 @@ def mu_from_epsilon_delta(eps, delta):
     out = np.empty(e.shape)
     for idx in np.ndindex(e.shape):
         e_i, ld = float(e[idx]), np.log(float(d[idx]))
-        f = lambda mu: _log_delta(mu, e_i) - ld  # increasing in mu
+        def f(mu, e_i=e_i, ld=ld):  # increasing in mu
+            return _log_delta(mu, e_i) - ld
+
         hi = 1.0
         while f(hi) < 0:
             hi *= 2.0

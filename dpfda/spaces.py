@@ -131,10 +131,12 @@ class GridGeometry:
 
     @property
     def T(self) -> int:
+        """Number of grid points."""
         return self.grid.size
 
     @property
     def dim(self) -> int:
+        """Number d of Cameron–Martin coordinates."""
         return self.Phi.shape[1]
 
     def values(self, coef) -> np.ndarray:
@@ -232,6 +234,7 @@ class LegendreSpace(FunctionSpace):
 
     @property
     def dim(self) -> int:
+        """Dimension m of H_m."""
         return self.m
 
     def basis(self, t) -> np.ndarray:
@@ -321,13 +324,16 @@ class Kernel:
     name = "kernel"
 
     def __call__(self, s, t) -> np.ndarray:  # pragma: no cover - abstract
+        """K(s, t), broadcasting ``s`` against ``t``."""
         raise NotImplementedError
 
     def diag(self, t) -> np.ndarray:
+        """K(t, t) at each point of ``t``."""
         t = np.asarray(t, dtype=float)
         return self(t, t)
 
     def gram(self, points) -> np.ndarray:
+        """The Gram matrix [K(p_j, p_k)] of ``points``."""
         points = np.asarray(points, dtype=float)
         return self(points[:, None], points[None, :])
 
@@ -351,11 +357,13 @@ class GaussianKernel(Kernel):
         self.rho = rho
 
     def __call__(self, s, t):
+        """K(s, t), broadcasting ``s`` against ``t``."""
         s = np.asarray(s, dtype=float)
         t = np.asarray(t, dtype=float)
         return np.exp(-((s - t) ** 2) / (2.0 * self.rho**2))
 
     def diag(self, t):
+        """K(t, t) = 1 at each point of ``t``."""
         return np.ones_like(np.asarray(t, dtype=float))
 
     def __repr__(self):
@@ -377,9 +385,11 @@ class BrownianKernel(Kernel):
     name = "brownian"
 
     def __call__(self, s, t):
+        """K(s, t) = min(s, t), broadcasting ``s`` against ``t``."""
         return np.minimum(np.asarray(s, dtype=float), np.asarray(t, dtype=float))
 
     def diag(self, t):
+        """K(t, t) = t at each point of ``t``."""
         return np.asarray(t, dtype=float).copy()
 
     def __repr__(self):

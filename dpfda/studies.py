@@ -44,8 +44,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-import numbers
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
 import numpy as np
@@ -256,9 +255,11 @@ class Setting:
         return KernelSpace(gaussian_kernel(self.rho))
 
     def grid(self) -> np.ndarray:
+        """The equally spaced grid of T points (:func:`dpfda.spaces.uniform_grid`)."""
         return uniform_grid(self.T)
 
     def geometry(self):
+        """The geometry of :meth:`function_space` on :meth:`grid`."""
         return self.function_space().at(self.grid())
 
     # -- identity ------------------------------------------------------------
@@ -307,6 +308,7 @@ class Setting:
         return _words(self.canonical())
 
     def latent_key(self) -> tuple[int, ...]:
+        """Spawn key of the setting's latent curves (four 32-bit words of SHA-256)."""
         return _words(self.latent_canonical())
 
     def params(self) -> dict:
@@ -480,6 +482,7 @@ class Study:
 
     @property
     def n_values(self) -> tuple:
+        """The sample sizes of the study, in increasing order."""
         return tuple(sorted({s.n for s in self.settings}))
 
 

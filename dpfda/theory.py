@@ -52,6 +52,7 @@ class Bound:
     theorem: str
 
     def require(self) -> "Bound":
+        """Return the bound, or raise ``ValueError`` if its condition fails."""
         if not self.holds:
             raise ValueError(f"{self.theorem}: condition fails: {self.condition}")
         return self
