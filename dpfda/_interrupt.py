@@ -30,7 +30,7 @@ import time
 
 __all__ = ["Terminated", "SignalGuard", "EXIT_CODES", "shutdown_workers", "pause_for_test"]
 
-EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+EXIT_CODES: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
 """Exit code of a run ended by each signal (128 + the signal number)."""
 
 PAUSE_ENV = "DPFDA_TEST_PAUSE_AT"
@@ -87,7 +87,7 @@ class SignalGuard:
     def _raise(self) -> None:
         if self.received == signal.SIGINT:
             raise KeyboardInterrupt
-        raise Terminated(f"received signal {signal.Signals(self.received).name}")
+        raise Terminated(f"received signal {signal.Signals(self.received or signal.SIGTERM).name}")
 
     def check(self) -> None:
         """Raise the exception of a signal that came but whose exception was lost."""

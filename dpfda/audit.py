@@ -638,6 +638,7 @@ def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, threshol
     if learn:
         w, centre = _lda_direction(Y0[:ncal], Y1[:ncal])
         score = lambda Y: (Y - centre) @ w  # noqa: E731
+    assert score is not None  # every branch above sets it
     c0, c1 = score(Y0[:ncal]), score(Y1[:ncal])
     e0, e1 = score(Y0[ncal:]), score(Y1[ncal:])
     if thresholds is None:

@@ -170,7 +170,7 @@ class _FolderLock:
         self.path = os.path.join(out, LOCK_NAME)
         self.out = out
         self.run_id = run_id
-        self.fd = None
+        self.fd: int | None = None
 
     def __enter__(self) -> "_FolderLock":
         import fcntl
@@ -205,7 +205,8 @@ class _FolderLock:
             os.unlink(self.path)  # while still holding the lock
         except OSError:
             pass
-        os.close(self.fd)
+        if self.fd is not None:
+            os.close(self.fd)
 
 
 def _output_names(study) -> list[str]:
@@ -312,7 +313,7 @@ def _reproduce(args, argv, guard: SignalGuard, run_id: str) -> int:
     if guard.received is not None:
         print(f"dpfda: {signal.Signals(guard.received).name} came while the files were being "
               "renamed into place; they are complete", file=sys.stderr)
-        return guard.exit_code
+        return guard.exit_code or 0
     return 0
 
 

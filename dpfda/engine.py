@@ -90,7 +90,7 @@ from .pipelines import (
     ptf_fit,
     ptf_sigmas,
 )
-from .spaces import gaussian_kernel
+from .spaces import GridGeometry, gaussian_kernel
 from .studies import Setting, Study
 
 if TYPE_CHECKING:
@@ -178,7 +178,9 @@ def latent_curves(setting: Setting, seed: int):
     seed = _check_seed(seed)
     rng = latent_generator(setting, seed)
     if setting.space == "poly":
+        assert setting.m is not None  # Setting requires m for H_m
         return polynomial_curves(setting.n, setting.m, rng, B=setting.B, law=setting.law)
+    assert setting.rho is not None and setting.centers is not None  # Setting fills them in
     return rkhs_curves(setting.n, rng, kernel=gaussian_kernel(setting.rho),
                        centers=setting.centers, B=setting.B, law=setting.law)
 
@@ -191,7 +193,7 @@ def latent_curves(setting: Setting, seed: int):
 @dataclass(frozen=True, eq=False)
 class _Prepared:
     setting: Setting
-    geometry: object
+    geometry: GridGeometry
     F: np.ndarray  # (n, T) latent values on the grid
     target: np.ndarray  # (d,) coordinates of f̄
     clip: np.ndarray  # (T,)
@@ -291,6 +293,7 @@ def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
     else:
         for i, r in enumerate(range(start, stop)):
             _generator(key, seed, r).standard_normal(out=priv[i])
+        assert prep.noiseless is not None  # prepared whenever sigma0 == 0
         mean_coef, active, xbar = prep.noiseless
         any_active = np.full(c, bool(active.any()))
         frac_active = np.full(c, float(active.mean()))
@@ -520,7 +523,7 @@ def _frame(study: Study, per_setting: dict, reps: int, seed: int, started: str) 
 
     rows = []
     for s in study.settings:
-        row = {"study": study.name, "source": study.source}
+        row: dict[str, object] = {"study": study.name, "source": study.source}
         row.update(s.params())
         row.update({"reps": reps, "seed": seed})
         row.update(summarize(per_setting[s.canonical()]))

@@ -33,12 +33,14 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from typing import Any
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib import ticker
+from matplotlib.rcsetup import cycler
 
 from .config import Z95
 from .studies import RULE_LABELS, Study
@@ -80,7 +82,7 @@ DPI = 150
 METHOD_STYLE = {"ftp": {"color": COLOURS[0], "marker": "o"},
                 "ptf": {"color": COLOURS[1], "marker": "s"}}
 
-STYLE = {
+STYLE: dict[Any, Any] = {  # rcParams keys (matplotlib types them as literals)
     "figure.figsize": (TEXT_WIDTH, 3.6),
     "figure.dpi": DPI,
     "savefig.dpi": DPI,
@@ -104,7 +106,7 @@ STYLE = {
     "lines.linewidth": 1.4,
     "lines.markersize": 5.0,
     "errorbar.capsize": 2.5,
-    "axes.prop_cycle": mpl.cycler(color=COLOURS),
+    "axes.prop_cycle": cycler(color=COLOURS),
     "mathtext.fontset": "dejavusans",
 }
 
@@ -228,7 +230,7 @@ def ratio_figure(df: pd.DataFrame, *, group: str = "T", panel: str | None = "mu"
         ax.axhline(1.0, color="0.6", lw=0.8, ls=":")
         log_axes(ax)
         ax.set_xlabel("sample size $n$")
-        if pv is not None:
+        if panel is not None and pv is not None:
             ax.set_title(_label(panel, pv))
     for ax in axes[::2]:
         ax.set_ylabel(f"{metric} ratio FTP / PTF")
@@ -434,7 +436,9 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 _GREEK = {"alpha": "α", "delta": "δ", "eps": "ε", "kappa": "κ", "lambda": "λ",
           "sigma0": "σ₀", "sigma": "σ", "tau": "τ", "theta": "θ", "rho": "ρ", "mu": "μ",
           "nu": "ν", "phi": "φ", "Phi": "Φ"}
-_PRETTY = [(re.compile(rf"(?<![A-Za-z]){w}(?![A-Za-z])"), g) for w, g in _GREEK.items()] + [
+_PRETTY: list[tuple[re.Pattern[str], Any]] = [
+    (re.compile(rf"(?<![A-Za-z]){w}(?![A-Za-z])"), g) for w, g in _GREEK.items()
+] + [
     (re.compile(r"\^\((-?\d+)\)|\^(-?\d+)"),
      lambda m: (m.group(1) or m.group(2)).translate(_SUPERSCRIPT)),
     (re.compile(r"'"), "′"),

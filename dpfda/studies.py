@@ -200,7 +200,7 @@ class Setting:
     mu: float
     sigma0: float
     radius_rule: str
-    radius: float | None = None
+    radius: float = None  # type: ignore[assignment]  # None: from radius_rule (__post_init__)
     m: int | None = None
     B: float = 1.0
     rho: float | None = None
@@ -246,7 +246,10 @@ class Setting:
     @property
     def dim(self) -> int:
         """Dimension d of the fitted coordinates: m for H_m, T for the RKHS."""
-        return self.m if self.space == "poly" else self.T
+        if self.space == "poly":
+            assert self.m is not None  # required for H_m (__post_init__)
+            return self.m
+        return self.T
 
     def function_space(self):
         """The :class:`LegendreSpace` or :class:`KernelSpace` of this setting."""

@@ -121,7 +121,7 @@ def ptf_unconstrained_error(geometry: GridGeometry, radius, n, mu) -> float:
     return t2 * np.sum(geometry.eval_norm**2) / geometry.T
 
 
-def chi2_tail_bound(m: int, x) -> np.ndarray:
+def chi2_tail_bound(m: int, x) -> tuple[np.ndarray, np.ndarray]:
     """Laurent–Massart: P(χ²_m >= m + 2 sqrt(m x) + 2x) <= exp(-x) (eq. 27).
 
     Returns the pair (threshold, bound) for each x >= 0.
@@ -145,7 +145,7 @@ def ftp_imse_bound(geometry: GridGeometry, B, radius, n, mu, sigma0) -> Bound:
     radius, n, mu = _common(geometry, radius, n, mu)
     B = check_positive(B, "B")
     sigma0 = check_nonnegative(sigma0, "sigma0")
-    if not _is_legendre(geometry):
+    if not isinstance(geometry, LegendreGeometry):
         raise TypeError("Theorem 10 concerns a LegendreSpace geometry")
     m = geometry.dim
     privacy = ftp_noiseless_error(geometry, radius, n, mu)
@@ -191,7 +191,7 @@ def ftp_mse_bound(geometry: GridGeometry, B, radius, n, mu, sigma0) -> Bound:
     radius, n, mu = _common(geometry, radius, n, mu)
     B = check_positive(B, "B")
     sigma0 = check_nonnegative(sigma0, "sigma0")
-    if _is_legendre(geometry):
+    if not isinstance(geometry, KernelGeometry):
         raise TypeError("Theorem 13 concerns a KernelSpace geometry")
     T = geometry.T
     privacy = ftp_noiseless_error(geometry, radius, n, mu)
