@@ -64,12 +64,14 @@ def quick() -> bool:
     than guessing.
 
     >>> import os
+    >>> saved = os.environ.pop("DPFDA_QUICK", None)
     >>> os.environ["DPFDA_QUICK"] = "1"; quick()
     True
     >>> os.environ["DPFDA_QUICK"] = "0"; quick()
     False
     >>> del os.environ["DPFDA_QUICK"]; quick()
     False
+    >>> if saved is not None: os.environ["DPFDA_QUICK"] = saved
     """
     text = os.environ.get("DPFDA_QUICK", "").strip().lower()
     if text in _TRUE:
@@ -89,10 +91,12 @@ def n_jobs() -> int:
     most :data:`MAX_DEFAULT_JOBS`.  Results are the same for any value.
 
     >>> import os
+    >>> saved = os.environ.pop("DPFDA_JOBS", None)
     >>> os.environ["DPFDA_JOBS"] = "3"; n_jobs()
     3
     >>> del os.environ["DPFDA_JOBS"]; 1 <= n_jobs() <= MAX_DEFAULT_JOBS
     True
+    >>> if saved is not None: os.environ["DPFDA_JOBS"] = saved
     """
     text = os.environ.get("DPFDA_JOBS", "").strip()
     if not text:

@@ -143,6 +143,11 @@ def ftp_sigma(n: int, radius: float, mu: float) -> float:
 
     Raises ``ValueError`` when σ would not be a finite, normal float in
     [2^-40·B', 2^960] (see :data:`NOISE_RESOLUTION`, :data:`PARAM_MAX`).
+
+    Examples
+    --------
+    >>> ftp_sigma(100, 1.0, 1.0)
+    0.02
     """
     n = check_int(n, "n", 1)
     radius, mu = check_radius(radius), check_positive(mu, "mu")
@@ -154,6 +159,11 @@ def ptf_sigmas(n: int, clip, mu: float) -> np.ndarray:
 
     Raises ``ValueError`` when some σ_j would not be a finite, normal float in
     [2^-40·c_j, 2^960].
+
+    Examples
+    --------
+    >>> ptf_sigmas(100, [1.0, 2.0], 1.0).round(6)  # 2c_j·sqrt(2)/100
+    array([0.028284, 0.056569])
     """
     n = check_int(n, "n", 1)
     c = check_grid_vector(clip, "clip", None)
@@ -167,9 +177,11 @@ def ptf_default_clip(geometry: GridGeometry, radius: float) -> np.ndarray:
     a_j is ``geometry.eval_norm``: a function of norm at most B' lies in
     [-c_j, c_j] at t_j, so clipping never touches noiseless data from the ball.
 
+    Examples
+    --------
     >>> from dpfda import LegendreSpace, uniform_grid
-    >>> ptf_default_clip(LegendreSpace(2).at(uniform_grid(3)), 1.0).round(3)
-    array([2. , 1. , 2. ])
+    >>> ptf_default_clip(LegendreSpace(2).at(uniform_grid(3)), 1.0)
+    array([2., 1., 2.])
     """
     return check_radius(radius) * geometry.eval_norm
 
@@ -301,21 +313,32 @@ class Release:
     Attributes
     ----------
     method : {"ftp", "ptf"}
-    space, geometry, grid
-        The function space and its geometry on the public grid.
+        Which pipeline made the release.
+    space : FunctionSpace
+        The function space (``geometry.space``).
+    geometry : GridGeometry
+        The space's geometry on the public grid.
+    grid : ndarray (T,)
+        The public grid (``geometry.grid``).
     coef : ndarray (…, d)
         Cameron–Martin coordinates of the released function (restricted to the
         grid span for an RKHS FTP release; see ``__call__``).
     values : ndarray (…, T)
         The release on the grid.
-    mu, radius, n
-        Privacy budget, fitting radius B', number of curves.
+    mu : float
+        The privacy budget: the release is μ-GDP.
+    radius : float
+        The fitting radius B'.
+    n : int
+        The number of curves.
     noise_scale : float or ndarray (T,)
         σ for FTP, (σ_1, …, σ_T) for PTF.
     shape : tuple
         The repetition axes (() for one dataset).
-    clip, weights : ndarray (T,) or None
-        PTF's clipping bounds c_j and weights (the diagonal of W); None for FTP.
+    clip : ndarray (T,) or None
+        PTF's clipping bounds c_j; None for FTP.
+    weights : ndarray (T,) or None
+        PTF's fitting weights (the diagonal of W); None for FTP.
     noisy_means : ndarray (…, T) or None
         PTF's released noisy means x̃ (the Gaussian mechanism's output, before
         the fit, which is post-processing); None for FTP.
@@ -500,6 +523,18 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
     Returns
     -------
     Release
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfda import LegendreSpace, uniform_grid
+    >>> grid, space = uniform_grid(5), LegendreSpace(3)
+    >>> X = np.tile(space.at(grid).values([0.5, 0.2, 0.0]), (100, 1))  # 100 curves
+    >>> rel = ftp(X, grid, space, radius=1.0, mu=1.0, rng=np.random.default_rng(0))
+    >>> rel.noise_scale  # σ = 2B'/(nμ)
+    0.02
+    >>> rel.coef.shape, rel(np.array([0.0, 1.0])).shape
+    ((3,), (2,))
     """
     X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
     secure = _check_secure(secure)
@@ -536,6 +571,18 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=Fals
     Returns
     -------
     Release
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfda import LegendreSpace, uniform_grid
+    >>> grid, space = uniform_grid(5), LegendreSpace(3)
+    >>> X = np.tile(space.at(grid).values([0.5, 0.2, 0.0]), (100, 1))
+    >>> rel = ptf(X, grid, space, radius=1.0, mu=1.0, rng=np.random.default_rng(0))
+    >>> rel.clip.round(3)  # c_j = B'·a_j
+    array([3.   , 1.352, 1.5  , 1.352, 3.   ])
+    >>> bool(np.allclose(rel.noise_scale, 2 * rel.clip * np.sqrt(5) / 100))  # σ_j
+    True
     """
     X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
     secure = _check_secure(secure)

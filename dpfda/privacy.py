@@ -49,6 +49,13 @@ def tradeoff(alpha, mu):
 
     The smallest type II error of any level-α test of N(0, 1) against N(μ, 1).
     Vectorised over ``alpha`` and ``mu``; ``mu`` >= 0, ``alpha`` in [0, 1].
+
+    Examples
+    --------
+    >>> round(float(tradeoff(0.05, 1.0)), 4)
+    0.7405
+    >>> float(tradeoff(0.05, 0.0))  # μ = 0: no test beats guessing
+    0.95
     """
     a = _array(alpha, "alpha", lower=0.0, upper=1.0)
     m = _array(mu, "mu", lower=0.0)
@@ -108,7 +115,15 @@ def delta_from_mu(mu, eps):
 
 
 def epsilon_from_mu(mu, delta):
-    """The smallest ε with μ-GDP ⟹ (ε, δ)-DP; 0 when δ >= δ(0) = 2Φ(μ/2) - 1."""
+    """The smallest ε with μ-GDP ⟹ (ε, δ)-DP; 0 when δ >= δ(0) = 2Φ(μ/2) - 1.
+
+    Examples
+    --------
+    >>> round(float(epsilon_from_mu(1.0, 1e-5)), 3)
+    4.377
+    >>> round(float(delta_from_mu(1.0, float(epsilon_from_mu(1.0, 1e-5)))), 12)
+    1e-05
+    """
     m = _array(mu, "mu", lower=0.0, lower_open=True)
     d = _array(delta, "delta", lower=0.0, upper=1.0, lower_open=True, upper_open=True)
     m, d = np.broadcast_arrays(m, d)

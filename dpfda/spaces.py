@@ -70,6 +70,11 @@ def uniform_grid(T: int) -> np.ndarray:
     ----------
     T : int
         Number of grid points, at least 2.
+
+    Examples
+    --------
+    >>> uniform_grid(5)
+    array([0.  , 0.25, 0.5 , 0.75, 1.  ])
     """
     T = check_int(T, "T", 2)
     return np.linspace(0.0, 1.0, T)
@@ -216,6 +221,17 @@ class LegendreSpace(FunctionSpace):
     ----------
     m : int
         Dimension of the space (number of basis functions), at least 1.
+
+    Examples
+    --------
+    >>> space = LegendreSpace(2)
+    >>> space.basis([0.0, 0.5, 1.0]).round(4)  # 1 and sqrt(12)(t - 1/2)
+    array([[ 1.    , -1.7321],
+           [ 1.    ,  0.    ],
+           [ 1.    ,  1.7321]])
+    >>> geom = space.at(uniform_grid(3))
+    >>> geom.eval_norm.round(4)  # a_j = ||φ(t_j)||_2
+    array([2., 1., 2.])
     """
 
     metric = "IMSE"

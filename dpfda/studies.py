@@ -435,6 +435,14 @@ class Study:
         :data:`RADIUS_RULES` or a ``(name, function(n, B))`` pair.  Settings are
         ordered with ``n`` varying fastest.  ``T`` defaults to 20 for
         ``space="poly"`` (the paper's polynomial setup).
+
+        Examples
+        --------
+        >>> st = Study.grid("demo", space="poly", n=[64, 256], m=[2, 4], mu=1.0)
+        >>> len(st), [(s.m, s.n) for s in st]
+        (4, [(2, 64), (2, 256), (4, 64), (4, 256)])
+        >>> st.settings[0].radius, st.settings[0].T  # B' = 1.1B, T = 20
+        (1.1, 20)
         """
         if space == "poly" and T is None:
             T = 20
