@@ -18,8 +18,8 @@ Tables shown in the book go through :func:`table`: a numbered, captioned table (
 ``mu``), every number formatted by :func:`number` (no reprs, no 16-digit floats).
 
 Every function takes the results table of :func:`dpfda.engine.run_study`.
-The figures are matplotlib figures; nothing is shown or saved here except by
-:func:`save_figure` (which writes atomically).
+The figures are matplotlib figures; nothing is shown or saved here (the command
+line, :mod:`dpfda.cli`, writes a run's files, atomically).
 
 One style for every figure of the book (:func:`use_style`, :data:`STYLE`): figures
 at most :data:`TEXT_WIDTH` inches wide (the book's content column), no text smaller
@@ -30,9 +30,7 @@ same colour and marker for the same quantity everywhere (:func:`level_style`,
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from typing import Any
 
 import matplotlib as mpl
@@ -63,8 +61,6 @@ __all__ = [
     "table1",
     "table_markdown",
     "caption",
-    "save_figure",
-    "write_text_atomic",
 ]
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
@@ -644,73 +640,3 @@ def table1_layout(table1_df: pd.DataFrame, value: str) -> pd.DataFrame:
     out.columns = pd.MultiIndex.from_tuples([(f"μ = {_fmt(mu)}", f"T = {int(T)}")
                                              for mu, T in out.columns])
     return out
-
-
-# ---------------------------------------------------------------------------
-# Atomic writes: a file either is complete or does not exist under its name
-# ---------------------------------------------------------------------------
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _temporary_prefix(path) -> str:
-    """Temporary files for ``path`` are named ``.<name>.<random>.part`` beside it."""
-    return "." + os.path.basename(os.fspath(path)) + "."
-
-
-def _discard(tmp) -> None:
-    try:
-        os.unlink(tmp)
-    except OSError:
-        pass
-
-
-def _stage(path, write) -> str:
-    """Write ``path``'s content under a temporary name beside it; return that name.
-
-    ``write(tmp)`` writes the file.  If it fails (or is interrupted) the
-    temporary file is removed.  Renaming the result to ``path`` is the caller's
-    step (:func:`_atomic`, or the command line's all-or-nothing commit).
-    """
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(path), suffix=".part", dir=folder)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
-    except BaseException:
-        _discard(tmp)
-        raise
-    return tmp
-
-
-def _atomic(path, write):
-    tmp = _stage(path, write)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        _discard(tmp)
-        raise
-
-
-def save_figure(fig, path, dpi: int = 150) -> None:
-    """Save a figure as PNG under a temporary name, then rename it into place."""
-    _atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=dpi))
-
-
-def _text_writer(text: str):
-    """A ``write(tmp)`` function for :func:`_stage`/:func:`_atomic` that writes ``text`` (UTF-8)."""
-    def write(tmp):
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    return write
-
-
-def write_text_atomic(path, text: str) -> None:
-    """Write text to a temporary file, then rename it into place."""
-    _atomic(path, _text_writer(text))
