@@ -54,9 +54,11 @@ import numpy as np
 from scipy import special
 
 from ._validation import _as_float_array, check_int, check_positive, check_rng
+from .engine import repeated
 from .pipelines import (
     Release,
     add_noise,
+    check_radius,
     fitter,
     ftp,
     ftp_fit_mean,
@@ -262,6 +264,12 @@ def _geometry(space, grid):
     return space.at(grid)
 
 
+def _setup(space, grid, radius, mu, n):
+    """The geometry and the checked (radius, mu, n) of a mechanism on ``n`` curves."""
+    geom = _geometry(space, grid)
+    return geom, check_radius(radius), check_positive(mu, "mu"), check_int(n, "n", 1)
+
+
 def _ftp_summary(geom, radius) -> Callable:
     """X -> θ̂, the mean of the ball-constrained fits (Algorithm 1's summary)."""
     return lambda X: ftp_fit_mean(X, geom, radius)[0]
@@ -282,9 +290,7 @@ def _noisy_means(rel):
 
 def ftp_mechanism(grid, space, radius, mu, *, n, secure=False) -> Mechanism:
     """FTP (Algorithm 1) on ``n`` curves, audited in Cameron–Martin coordinates (Theorem 6)."""
-    geom = _geometry(space, grid)
-    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
-    n = check_int(n, "n", 1)
+    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
     return Mechanism(
         name="FTP" + (" (OpenDP)" if secure else ""),
         release=lambda X, rng: ftp(X, grid, space, radius, mu, rng, secure=secure),
@@ -298,9 +304,7 @@ def ftp_mechanism(grid, space, radius, mu, *, n, secure=False) -> Mechanism:
 
 def ptf_mechanism(grid, space, radius, mu, *, n, clip=None, weights=None, secure=False) -> Mechanism:
     """PTF (Algorithm 2) on ``n`` curves, audited on the noisy means x̃ (Proposition 9)."""
-    geom = _geometry(space, grid)
-    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
-    n = check_int(n, "n", 1)
+    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
     c = ptf_clip_bounds(geom, radius, clip)
     return Mechanism(
         name="PTF" + (" (OpenDP)" if secure else ""),
@@ -333,9 +337,7 @@ def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
 
     Each coordinate is then μ-GDP, and the T of them together only √T·μ-GDP.
     """
-    geom = _geometry(space, grid)
-    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
-    n = check_int(n, "n", 1)
+    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
     c = ptf_clip_bounds(geom, radius, clip)
     sig = 2.0 * c / (n * mu)  # should be 2c_j√T/(nμ)
     w = ptf_default_weights(geom)
@@ -379,9 +381,7 @@ def broken_ftp_grid_norm(grid, space, radius, mu, *, n, norm: str) -> Mechanism:
     the fitted mean in the sup-norm or the L² norm on the grid.  Theorem 6 asks
     for the Cameron–Martin sensitivity 2B'/n: the pair's true μ is μ/factor.
     """
-    geom = _geometry(space, grid)
-    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
-    n = check_int(n, "n", 1)
+    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
     factor = grid_norm_factor(geom, norm)
     sigma = factor * ftp_sigma(n, radius, mu)
     name = f"FTP calibrated to the grid {norm}-norm" + (" (broken)" if factor < 1 else "")
@@ -393,9 +393,7 @@ def broken_ftp_no_radius(grid, space, radius, mu, *, n) -> Mechanism:
 
     An unconstrained fit can have any norm, so the sensitivity is unbounded.
     """
-    geom = _geometry(space, grid)
-    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
-    n = check_int(n, "n", 1)
+    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
     sigma = ftp_sigma(n, radius, mu)
     solver = fitter(geom)
 
@@ -418,9 +416,7 @@ def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
     neighbouring datasets give means that differ by much more than the
     sensitivity (this was dpfda's own FTP before version 0.1.1).
     """
-    geom = _geometry(space, grid)
-    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
-    n = check_int(n, "n", 1)
+    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
     sigma = ftp_sigma(n, radius, mu)
     solver = fitter(geom)
 
@@ -551,12 +547,9 @@ def _lda_direction(V0, V1):
 
 
 def _draw(mechanism, X, draws, chunk, rng, view):
-    parts = []
-    for start in range(0, draws, chunk):
-        size = min(chunk, draws - start)
-        rel = mechanism.release(np.broadcast_to(X, (size,) + X.shape), rng)
-        parts.append(np.asarray(view(rel), dtype=float).reshape(size, -1))
-    return np.concatenate(parts, axis=0)
+    """``view`` of ``draws`` releases of ``X``, one row each (the engine's chunked repetitions)."""
+    parts = [np.asarray(view(rel), dtype=float) for rel in repeated(mechanism.release, X, draws, chunk, rng)]
+    return np.concatenate([p.reshape(p.shape[0], -1) for p in parts], axis=0)
 
 
 def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, thresholds=None,

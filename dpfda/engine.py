@@ -77,6 +77,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._interrupt import pause_for_test
+from ._validation import check_int, check_nonnegative, check_positive
 from .config import Z95
 from .config import quick as quick_mode
 from .data import polynomial_curves, rkhs_curves
@@ -104,7 +105,10 @@ __all__ = [
     "latent_generator",
     "latent_curves",
     "simulate_chunk",
+    "batches",
+    "repeated",
     "repeat_releases",
+    "compare_on_curves",
     "simulate_setting",
     "summarize",
     "run_study",
@@ -320,6 +324,28 @@ def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
     return out
 
 
+def batches(reps: int, size: int):
+    """Consecutive chunks ``(start, stop)`` of at most ``size`` of ``reps`` repetitions.
+
+    >>> list(batches(5, 2))
+    [(0, 2), (2, 4), (4, 5)]
+    """
+    for start in range(0, reps, size):
+        yield start, min(start + size, reps)
+
+
+def repeated(release, X, reps: int, size: int, rng):
+    """``release(copies, rng)`` on chunks of at most ``size`` copies of the dataset ``X``.
+
+    ``X`` (n, T) is broadcast to (k, n, T), never copied, so one vectorised
+    call per chunk draws k releases of the same data, with fresh noise from
+    ``rng``.  A generator of the releases, in order.
+    """
+    X = np.asarray(X, dtype=float)
+    for start, stop in batches(reps, size):
+        yield release(np.broadcast_to(X, (stop - start,) + X.shape), rng)
+
+
 def repeat_releases(pipeline, X, grid, space, radius, mu, reps, target, rng, chunk=2_000_000):
     """Errors of ``reps`` releases of ``pipeline`` and whether a ball constraint bound.
 
@@ -344,18 +370,101 @@ def repeat_releases(pipeline, X, grid, space, radius, mu, reps, target, rng, chu
         rel = pipeline(X, grid, space, radius, mu, rng)
         return rel.error(target), any_active(rel, X)
     n, T = X.shape
-    size = max(1, chunk // (n * T))
     errs, act = [], []
-    for start in range(0, reps, size):
-        k = min(size, reps - start)
-        rel = pipeline(np.broadcast_to(X, (k, n, T)), grid, space, radius, mu, rng)
+    releases = repeated(lambda Y, g: pipeline(Y, grid, space, radius, mu, g), X, reps,
+                        max(1, chunk // (n * T)), rng)
+    for rel in releases:
         errs.append(rel.error(target))
-        act.append(np.broadcast_to(any_active(rel, X), (k,)))
+        act.append(np.broadcast_to(any_active(rel, X), rel.shape))
     return np.concatenate(errs), np.concatenate(act)
 
 
 def _concat(parts: list[dict]) -> dict:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def compare_on_curves(F, target, grid, space, *, radius: float, mu: float, sigma0: float,
+                      reps: int, seed: int, key=(), chunk_bytes: int = CHUNK_BYTES) -> dict:
+    """Monte Carlo comparison of FTP and PTF on fixed latent curves.
+
+    Each repetition observes X = F + σ₀ε (eq. 2), then applies
+    :func:`dpfda.ftp` (Algorithm 1) and :func:`dpfda.ptf` (Algorithm 2) to the
+    same X and scores both releases against ``target`` — the paper's design
+    (§5), run through the public pipelines rather than the engine's stages.
+
+    Parameters
+    ----------
+    F : array (n, T)
+        Latent curves on ``grid``.
+    target : array (d,)
+        Coordinates of the sample mean f̄ in ``space``'s geometry (θ̄ for
+        ``LegendreSpace``; ``geometry.coef_from_values(f̄ on the grid)`` for a
+        ``KernelSpace``).
+    grid, space
+        As for :func:`dpfda.ftp`.
+    radius, mu, sigma0
+        B', μ and σ₀.
+    reps : int
+        Repetitions (>= 2).
+    seed : int, key : tuple of int
+        Chunk j of repetitions draws from
+        ``Generator(PCG64(SeedSequence(seed, spawn_key=key + (j,))))``: first the
+        observation noise, then FTP's privacy noise, then PTF's.  Results are
+        reproducible for a given ``chunk_bytes``.
+    chunk_bytes : int
+        Upper bound on the (chunk, n, T) observed-data array (default
+        :data:`CHUNK_BYTES`).
+
+    Returns
+    -------
+    dict
+        :func:`summarize` of the per-repetition errors
+        (``err_ftp``, ``se_ftp``, ``err_ptf``, ``se_ptf``, ``ratio``,
+        ``ratio_lo``, ``ratio_hi``, ``se_log_ratio``, activation rates) plus
+        ``n``, ``reps`` and ``radius``.
+    """
+    from .pipelines import ftp_privatize, ptf
+
+    F = np.asarray(F, dtype=float)
+    if F.ndim != 2:
+        raise ValueError(f"F must be a 2-D array (n, T) of latent curves, got shape {F.shape}")
+    if not np.all(np.isfinite(F)):
+        raise ValueError("F contains NaN or inf")
+    geom = space.at(grid)
+    if F.shape[1] != geom.T:
+        raise ValueError(f"F has {F.shape[1]} columns, expected T={geom.T} (the grid)")
+    target = np.asarray(target, dtype=float)
+    if target.shape != (geom.dim,):
+        raise ValueError(f"target must have shape ({geom.dim},), got {target.shape}")
+    radius = check_positive(radius, "radius")
+    mu = check_positive(mu, "mu")
+    sigma0 = check_nonnegative(sigma0, "sigma0")
+    reps = check_int(reps, "reps", 2)
+    seed = check_int(seed, "seed", 0)
+    key = tuple(check_int(k, "key entries", 0) for k in key)
+    chunk_bytes = check_int(chunk_bytes, "chunk_bytes", 1)
+    n, T = F.shape
+    size = max(1, chunk_bytes // (8 * n * T))
+    parts = []
+    for j, (start, stop) in enumerate(batches(reps, size)):
+        c = stop - start
+        rng = _generator(key, seed, j)
+        X = F + sigma0 * rng.standard_normal((c, n, T)) if sigma0 > 0 else np.broadcast_to(F, (c, n, T))
+        # FTP as dpfda.ftp runs it, stage by stage: the per-curve activity is a
+        # simulation diagnostic that a release does not carry.
+        mean_coef, active = ftp_fit_mean(X, geom, radius)
+        a = ftp_privatize(mean_coef, geom, radius, mu, n, rng)
+        b = ptf(X, grid, space, radius, mu, rng)
+        parts.append({
+            "err_ftp": a.error(target),
+            "err_ptf": b.error(target),
+            "ftp_any_active": active.any(axis=-1),
+            "ftp_frac_active": active.mean(axis=-1),
+            "ptf_active": b.active,
+        })
+    out = summarize(_concat(parts))
+    out.update({"n": n, "reps": reps, "radius": radius})
+    return out
 
 
 def simulate_setting(setting: Setting, reps: int, seed: int, *, chunk_reps: int | None = None,
@@ -364,8 +473,7 @@ def simulate_setting(setting: Setting, reps: int, seed: int, *, chunk_reps: int 
     reps = _check_reps(reps)
     seed = _check_seed(seed)
     size = _chunk_size(setting, chunk_reps)
-    parts = [simulate_chunk(setting, seed, a, min(a + size, reps), keep_releases=keep_releases)
-             for a in range(0, reps, size)]
+    parts = [simulate_chunk(setting, seed, a, b, keep_releases=keep_releases) for a, b in batches(reps, size)]
     return _concat(parts)
 
 
@@ -453,8 +561,7 @@ def plan(studies, reps: int, chunk_reps: int | None = None):
     tasks = []
     for key, s in settings.items():
         size = _chunk_size(s, chunk_reps)
-        for a in range(0, reps, size):
-            tasks.append((key, a, min(a + size, reps)))
+        tasks += [(key, a, b) for a, b in batches(reps, size)]
     tasks.sort(key=lambda t: -_cost(settings[t[0]], t[2] - t[1]))
     return settings, tasks
 

@@ -39,6 +39,7 @@ __all__ = [
     "ratio_limit_upper",
     "ptf_A",
     "chi2_tail_bound",
+    "quad_form_moments",
 ]
 
 
@@ -76,6 +77,12 @@ def _is_legendre(geometry) -> bool:
 def _common(geometry, radius, n, mu):
     _is_legendre(geometry)
     return (check_positive(radius, "radius"), check_int(n, "n", 1), check_positive(mu, "mu"))
+
+
+def _bound_args(geometry, B, radius, n, mu, sigma0=0.0):
+    """The checked arguments of a bound: (B', n, μ, B, σ₀)."""
+    radius, n, mu = _common(geometry, radius, n, mu)
+    return radius, n, mu, check_positive(B, "B"), check_nonnegative(sigma0, "sigma0")
 
 
 def tau(radius: float, T: int, n: int, mu: float) -> float:
@@ -142,9 +149,7 @@ def ftp_imse_bound(geometry: GridGeometry, B, radius, n, mu, sigma0) -> Bound:
 
     σ₀ > 0 requires B' >= B + sqrt(m)σ₀/sqrt(λ_min(M)); σ₀ = 0 requires B' >= B.
     """
-    radius, n, mu = _common(geometry, radius, n, mu)
-    B = check_positive(B, "B")
-    sigma0 = check_nonnegative(sigma0, "sigma0")
+    radius, n, mu, B, sigma0 = _bound_args(geometry, B, radius, n, mu, sigma0)
     if not isinstance(geometry, LegendreGeometry):
         raise TypeError("Theorem 10 concerns a LegendreSpace geometry")
     m = geometry.dim
@@ -168,8 +173,7 @@ def ptf_imse_lower_bound(geometry: GridGeometry, B, radius, n, mu) -> Bound:
 
     Requires B' >= B + τ sqrt(m)/sqrt(λ_min(A)).
     """
-    radius, n, mu = _common(geometry, radius, n, mu)
-    B = check_positive(B, "B")
+    radius, n, mu, B, _ = _bound_args(geometry, B, radius, n, mu)
     if not _is_legendre(geometry):
         raise TypeError("Theorem 11 concerns a LegendreSpace geometry")
     m = geometry.dim
@@ -188,9 +192,7 @@ def ftp_mse_bound(geometry: GridGeometry, B, radius, n, mu, sigma0) -> Bound:
 
     σ₀ > 0 requires B' >= B + σ₀ sqrt(T)/sqrt(λ_min(K_T)); σ₀ = 0 requires B' >= B.
     """
-    radius, n, mu = _common(geometry, radius, n, mu)
-    B = check_positive(B, "B")
-    sigma0 = check_nonnegative(sigma0, "sigma0")
+    radius, n, mu, B, sigma0 = _bound_args(geometry, B, radius, n, mu, sigma0)
     if not isinstance(geometry, KernelGeometry):
         raise TypeError("Theorem 13 concerns a KernelSpace geometry")
     T = geometry.T
@@ -211,8 +213,7 @@ def ptf_mse_lower_bound(geometry: GridGeometry, B, radius, n, mu) -> Bound:
 
     Requires B' >= B + τ sqrt(T)/sqrt(λ_min(A)), A = K_T^{1/2} W K_T^{1/2}.
     """
-    radius, n, mu = _common(geometry, radius, n, mu)
-    B = check_positive(B, "B")
+    radius, n, mu, B, _ = _bound_args(geometry, B, radius, n, mu)
     if _is_legendre(geometry):
         raise TypeError("Theorem 14 concerns a KernelSpace geometry")
     T = geometry.T
@@ -241,3 +242,26 @@ def ratio_limit(geometry: GridGeometry) -> float:
 def ratio_limit_upper(geometry: GridGeometry) -> float:
     """The dimension-only bound: 1/m (Corollary 12) or 1/T (Corollary 15)."""
     return 1.0 / (geometry.dim if _is_legendre(geometry) else geometry.T)
+
+
+def quad_form_moments(Sigma, scale: float = 1.0) -> tuple[float, float]:
+    """Mean and standard deviation of scale·||v||² for v ~ N(0, Σ).
+
+    tr(Σ) and sqrt(2 tr(Σ²)), times ``scale``.  A release's error is such a
+    quadratic form whenever no constraint binds (e.g. FTP's σ²||ξ||², PTF's
+    τ²ξᵀA⁻¹ξ), so a Monte Carlo check can use this exact standard deviation
+    instead of the sample one: the sample standard deviation of a skewed error
+    is itself noisy, and too small exactly when the sample mean is too small.
+
+    Examples
+    --------
+    >>> quad_form_moments(np.eye(3))  # ||ξ||² ~ χ²_3: mean 3, variance 6
+    (3.0, 2.449489742783178)
+    """
+    S = np.atleast_2d(np.asarray(Sigma, dtype=float))
+    if S.ndim != 2 or S.shape[0] != S.shape[1]:
+        raise ValueError(f"Sigma must be a square matrix, got shape {S.shape}")
+    if not np.all(np.isfinite(S)):
+        raise ValueError("Sigma must be finite")
+    scale = check_nonnegative(scale, "scale")
+    return scale * float(np.trace(S)), scale * float(np.sqrt(2.0 * np.trace(S @ S)))
