@@ -19,12 +19,12 @@ Random streams
 Every random number is drawn from a generator that depends only on
 (``seed``, the setting, the repetition):
 
-* latent curves: ``SeedSequence(seed, spawn_key=setting.latent_key())``,
+* latent curves: ``SeedSequence(seed, spawn_key=latent_stream_key(setting))``,
   where the latent key is ("poly", m, n, B) or ("rkhs", n, ρ, centres, B) — it
   leaves out T, μ, σ₀ and B', so every figure uses the same latent functions
   for the same n (and m), and the RKHS functions are evaluated on each grid;
 * repetition r: a PCG64 generator seeded by
-  ``SeedSequence(seed, spawn_key=setting.key() + (r,))``, from which the
+  ``SeedSequence(seed, spawn_key=stream_key(setting) + (r,))``, from which the
   repetition draws, in this order, the n × T observation-noise normals (none
   when σ₀ = 0), the d normals of FTP's privacy noise and the T normals of
   PTF's — exactly what ``observe``, ``ftp`` and ``ptf`` draw when called in
@@ -36,7 +36,8 @@ Every random number is drawn from a generator that depends only on
   checks for exactly that).
 
 Setting keys are SHA-256 hashes of the setting's canonical description
-(never Python's salted ``hash``).  Hence the results are bit-identical for
+(:meth:`~dpfda.studies.Setting.canonical`; never Python's salted ``hash``),
+made here (:func:`stream_key`), next to the generators they seed.  Hence the results are bit-identical for
 any number of workers, any chunk size and any joblib backend, and a setting
 shared by two studies (Figure 1 and Table 1) gets the same numbers in both.
 
@@ -65,6 +66,7 @@ from __future__ import annotations
 
 import ctypes
 import datetime as _dt
+import hashlib
 import math
 import numbers
 import sys
@@ -101,6 +103,8 @@ __all__ = [
     "CHUNK_BYTES",
     "CI_METHOD",
     "RESULT_COLUMNS",
+    "stream_key",
+    "latent_stream_key",
     "rep_generator",
     "latent_generator",
     "latent_curves",
@@ -151,6 +155,22 @@ def _check_seed(seed) -> int:
     return seed
 
 
+def _words(text: str, k: int = 4) -> tuple[int, ...]:
+    """A stable (unsalted) hash of ``text`` as k non-negative 32-bit integers (SHA-256)."""
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return tuple(int.from_bytes(digest[4 * i: 4 * i + 4], "little") for i in range(k))
+
+
+def stream_key(setting: Setting) -> tuple[int, ...]:
+    """Spawn key of a setting's repetition streams: four 32-bit words of SHA-256 of its canonical text."""
+    return _words(setting.canonical())
+
+
+def latent_stream_key(setting: Setting) -> tuple[int, ...]:
+    """Spawn key of a setting's latent curves (shared by settings with the same latent description)."""
+    return _words(setting.latent_canonical())
+
+
 def _generator(key: tuple, seed: int, rep: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=key + (rep,))))
 
@@ -165,7 +185,7 @@ def rep_generator(setting: Setting, seed: int, rep: int) -> np.random.Generator:
     rep = int(rep)
     if rep < 0:
         raise ValueError(f"rep must be a non-negative integer, got {rep}")
-    return _generator(setting.key(), _check_seed(seed), rep)
+    return _generator(stream_key(setting), _check_seed(seed), rep)
 
 
 def latent_generator(setting: Setting, seed: int) -> np.random.Generator:
@@ -173,7 +193,7 @@ def latent_generator(setting: Setting, seed: int) -> np.random.Generator:
 
     Shared by all settings with the same latent key.
     """
-    ss = np.random.SeedSequence(seed, spawn_key=setting.latent_key())
+    ss = np.random.SeedSequence(seed, spawn_key=latent_stream_key(setting))
     return np.random.Generator(np.random.PCG64(ss))
 
 
@@ -279,7 +299,7 @@ def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
     geom = prep.geometry
     n, T, d = setting.n, setting.T, geom.dim
     c = stop - start
-    key = setting.key()
+    key = stream_key(setting)
     priv = np.empty((c, d + T))
     if setting.sigma0 > 0.0:
         X = np.empty((c, n, T))

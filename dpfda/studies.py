@@ -41,7 +41,6 @@ machines without the function.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 from dataclasses import dataclass, replace
@@ -188,7 +187,8 @@ class Setting:
     law : str
         The latent law, a member of :data:`dpfda.data.LAWS` (default
         ``"default"``, the laws of the paper's setups as :mod:`dpfda.data` reads
-        them).  Part of the setting's key and of its latent key, so each law
+        them).  Part of the setting's stream keys (:func:`dpfda.engine.stream_key`,
+        :func:`dpfda.engine.latent_stream_key`), so each law
         has its own random streams; ``"default"`` adds nothing to the keys
         (its streams are those of dpfda 0.1.0), and ``shift-0``/``wave-0``,
         one and the same centred law, share theirs.
@@ -306,14 +306,6 @@ class Setting:
         return (f"latent|rkhs|n={self.n}|rho={self.rho!r}|centers={self.centers}|B={self.B!r}"
                 + self._law_key())
 
-    def key(self) -> tuple[int, ...]:
-        """Spawn key of this setting's random streams (four 32-bit words of SHA-256)."""
-        return _words(self.canonical())
-
-    def latent_key(self) -> tuple[int, ...]:
-        """Spawn key of the setting's latent curves (four 32-bit words of SHA-256)."""
-        return _words(self.latent_canonical())
-
     def params(self) -> dict:
         """The parameters as a flat dict (one row of the results table)."""
         return {
@@ -331,12 +323,6 @@ class Setting:
             "law": self.law,
             "metric": self.metric,
         }
-
-
-def _words(text: str, k: int = 4) -> tuple[int, ...]:
-    """A stable (unsalted) hash of ``text`` as k non-negative 32-bit integers."""
-    digest = hashlib.sha256(text.encode("utf-8")).digest()
-    return tuple(int.from_bytes(digest[4 * i: 4 * i + 4], "little") for i in range(k))
 
 
 # ---------------------------------------------------------------------------
