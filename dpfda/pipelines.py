@@ -575,14 +575,14 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=Fals
     Examples
     --------
     >>> import numpy as np
-    >>> from dpfda import LegendreSpace, uniform_grid
-    >>> grid, space = uniform_grid(5), LegendreSpace(3)
-    >>> X = np.tile(space.at(grid).values([0.5, 0.2, 0.0]), (100, 1))
-    >>> rel = ptf(X, grid, space, radius=1.0, mu=1.0, rng=np.random.default_rng(0))
-    >>> rel.clip.round(3)  # c_j = B'·a_j
-    array([3.   , 1.352, 1.5  , 1.352, 3.   ])
-    >>> bool(np.allclose(rel.noise_scale, 2 * rel.clip * np.sqrt(5) / 100))  # σ_j
-    True
+    >>> from dpfda import KernelSpace, gaussian_kernel, uniform_grid
+    >>> grid, space = uniform_grid(4), KernelSpace(gaussian_kernel(0.2))
+    >>> X = np.zeros((50, 4))  # 50 curves, all zero on the grid
+    >>> rel = ptf(X, grid, space, radius=1.0, mu=1.0, rng=np.random.default_rng(1))
+    >>> rel.clip  # c_j = B'·sqrt(K(t_j, t_j)) = 1
+    array([1., 1., 1., 1.])
+    >>> rel.noise_scale  # σ_j = 2c_j·sqrt(T)/(nμ)
+    array([0.08, 0.08, 0.08, 0.08])
     """
     X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
     secure = _check_secure(secure)

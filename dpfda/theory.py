@@ -174,7 +174,7 @@ def ptf_imse_lower_bound(geometry: GridGeometry, B, radius, n, mu) -> Bound:
     Requires B' >= B + τ sqrt(m)/sqrt(λ_min(A)).
     """
     radius, n, mu, B, _ = _bound_args(geometry, B, radius, n, mu)
-    if not _is_legendre(geometry):
+    if not isinstance(geometry, LegendreGeometry):
         raise TypeError("Theorem 11 concerns a LegendreSpace geometry")
     m = geometry.dim
     A = ptf_A(geometry)
@@ -214,7 +214,7 @@ def ptf_mse_lower_bound(geometry: GridGeometry, B, radius, n, mu) -> Bound:
     Requires B' >= B + τ sqrt(T)/sqrt(λ_min(A)), A = K_T^{1/2} W K_T^{1/2}.
     """
     radius, n, mu, B, _ = _bound_args(geometry, B, radius, n, mu)
-    if _is_legendre(geometry):
+    if not isinstance(geometry, KernelGeometry):
         raise TypeError("Theorem 14 concerns a KernelSpace geometry")
     T = geometry.T
     A = ptf_A(geometry)
