@@ -1,7 +1,9 @@
 # dpfda-book: build the book, run the tests.
 #   make book     full-size build of the book into _build/html
-#   make test     unit tests, notebook tests (quick mode), the Binder replay, the full book
-#                 build, the browser tests of that build, then the student edition
+#   make test     static checks (ruff, mypy, doctests), unit tests, notebook tests (quick
+#                 mode), the Binder replay, the full book build, the browser tests of that
+#                 build, the PDF, then the student edition
+#   make test-static  ruff on the repository, mypy on dpfda, the doctests of dpfda
 #   make test-binder   every notebook, full size, in a fresh environment installed as Binder does
 #   make test-browser  the built book in headless Chromium (after `make book`)
 #   make pdf      the whole book as one PDF, _build/pdf/book.pdf (after `make book`)
@@ -31,7 +33,7 @@ MATHJAX         := $(MATHJAX_DIR)/tex-chtml-full.js
 THEBE_DIR     := _vendor/thebe
 THEBE         := $(THEBE_DIR)/index.js
 
-.PHONY: thebe venv mathjax book student test test-unit test-notebooks test-browser test-binder browser-deps pdf pdf-deps test-pdf clean distclean
+.PHONY: thebe venv mathjax book student test test-static test-unit test-notebooks test-browser test-binder browser-deps pdf pdf-deps test-pdf clean distclean
 
 venv: $(STAMP)
 
@@ -89,6 +91,13 @@ student: venv mathjax thebe
 	$(BIN)/python _ext/student_edition.py _config.yml _build/_config_student.yml
 	$(RUN) jupyter-book build . --config _build/_config_student.yml --path-output _build/student $(JB_FLAGS)
 
+# Static checks, first in `make test`: ruff (lint, import order, numpy-style docstrings; rules in
+# pyproject.toml), mypy on the package in basic mode, and the examples in dpfda's docstrings.
+test-static: venv
+	$(RUN) ruff check .
+	$(RUN) mypy
+	$(RUN) pytest -p no:cacheprovider --doctest-modules dpfda
+
 # Unit and property tests. pytest exits 5 when it collects nothing: accepted only when
 # tests/ holds no test files at all. The browser test (marker `browser`) needs the built
 # book and runs in `test-browser` instead.
@@ -111,6 +120,7 @@ test-notebooks: venv
 # reference or a failing cell fails it), the browser test of that build, then the student
 # edition from the same cache.
 test: venv mathjax thebe
+	$(MAKE) test-static
 	$(MAKE) test-unit
 	$(MAKE) test-notebooks
 	$(MAKE) test-binder

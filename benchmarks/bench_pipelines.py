@@ -63,7 +63,6 @@ from dpfda import (  # noqa: E402
 )
 from dpfda.pipelines import ftp_fit_mean  # noqa: E402
 
-
 # ---------------------------------------------------------------------------
 # The per-curve loop implementations
 # ---------------------------------------------------------------------------

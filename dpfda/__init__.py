@@ -18,11 +18,11 @@ privacy.  Modules, each readable beside the chapter that introduces it:
 =============  ==============================================================
 """
 
+from . import audit, secure, theory
 from ._validation import AssumptionError
 from .data import KernelCurves, PolynomialCurves, observe, polynomial_curves, rkhs_curves, uniform_ball
 from .fitting import BallFit, BallLeastSquares, fit_ball
 from .pipelines import Release, ftp, ftp_sigma, ptf, ptf_sigmas
-from .realdata import Domain, PublicFrame, legendre_derivative
 from .privacy import (
     compose,
     delta_from_mu,
@@ -33,18 +33,21 @@ from .privacy import (
     mu_from_epsilon_delta,
     tradeoff,
 )
+from .realdata import Domain, PublicFrame, legendre_derivative
 from .spaces import (
     BrownianKernel,
+    FunctionSpace,
     GaussianKernel,
     GridGeometry,
     Kernel,
+    KernelGeometry,
     KernelSpace,
+    LegendreGeometry,
     LegendreSpace,
     brownian_kernel,
     gaussian_kernel,
     uniform_grid,
 )
-from . import audit, secure, theory
 
 __version__ = "0.1.1"
 
@@ -54,11 +57,14 @@ __all__ = [
     "BallLeastSquares",
     "BrownianKernel",
     "Domain",
+    "FunctionSpace",
     "GaussianKernel",
     "GridGeometry",
     "Kernel",
     "KernelCurves",
+    "KernelGeometry",
     "KernelSpace",
+    "LegendreGeometry",
     "LegendreSpace",
     "PolynomialCurves",
     "PublicFrame",

@@ -30,7 +30,7 @@ import time
 
 __all__ = ["Terminated", "SignalGuard", "EXIT_CODES", "shutdown_workers", "pause_for_test"]
 
-EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+EXIT_CODES: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
 """Exit code of a run ended by each signal (128 + the signal number)."""
 
 PAUSE_ENV = "DPFDA_TEST_PAUSE_AT"
@@ -40,8 +40,11 @@ PAUSE_LIMIT = 300.0
 
 
 class Terminated(BaseException):
-    """SIGTERM, raised as an exception (a ``BaseException``, like ``KeyboardInterrupt``,
-    so that ``except Exception`` does not catch it)."""
+    """SIGTERM, raised as an exception.
+
+    A ``BaseException``, like ``KeyboardInterrupt``, so that ``except Exception``
+    does not catch it.
+    """
 
 
 class SignalGuard:
@@ -84,7 +87,7 @@ class SignalGuard:
     def _raise(self) -> None:
         if self.received == signal.SIGINT:
             raise KeyboardInterrupt
-        raise Terminated(f"received signal {signal.Signals(self.received).name}")
+        raise Terminated(f"received signal {signal.Signals(self.received or signal.SIGTERM).name}")
 
     def check(self) -> None:
         """Raise the exception of a signal that came but whose exception was lost."""
@@ -93,8 +96,11 @@ class SignalGuard:
 
     @contextlib.contextmanager
     def deferred(self):
-        """Raise no exception for a signal inside the block (a few renames that must
-        happen together); after it, :attr:`received` tells whether one came."""
+        """Raise no exception for a signal inside the block.
+
+        For a few renames that must happen together; after the block,
+        :attr:`received` tells whether a signal came.
+        """
         self._defer += 1
         try:
             yield

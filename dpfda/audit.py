@@ -51,11 +51,14 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from ._validation import _as_float_array, check_int, check_positive, check_rng
+from .engine import repeated
 from .pipelines import (
     Release,
+    add_noise,
+    check_radius,
     fitter,
     ftp,
     ftp_fit_mean,
@@ -64,9 +67,10 @@ from .pipelines import (
     ptf_clip_bounds,
     ptf_clipped_mean,
     ptf_default_weights,
+    ptf_fit,
     ptf_sigmas,
 )
-from .spaces import KernelSpace, LegendreSpace
+from .spaces import FunctionSpace
 
 __all__ = [
     "AuditResult",
@@ -248,25 +252,50 @@ class Mechanism:
     n: int
 
     def __call__(self, X, rng) -> Release:
+        """Draw a release of ``X`` with ``rng`` (the mechanism's ``release``)."""
         return self.release(X, rng)
 
 
 def _geometry(space, grid):
-    if not isinstance(space, (LegendreSpace, KernelSpace)):
-        raise TypeError(f"space must be a LegendreSpace or KernelSpace, got {type(space).__name__}")
+    if not isinstance(space, FunctionSpace):
+        raise TypeError(
+            f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
+        )
     return space.at(grid)
+
+
+def _setup(space, grid, radius, mu, n):
+    """The geometry and the checked (radius, mu, n) of a mechanism on ``n`` curves."""
+    geom = _geometry(space, grid)
+    return geom, check_radius(radius), check_positive(mu, "mu"), check_int(n, "n", 1)
+
+
+def _ftp_summary(geom, radius) -> Callable:
+    """X -> θ̂, the mean of the ball-constrained fits (Algorithm 1's summary)."""
+    return lambda X: ftp_fit_mean(X, geom, radius)[0]
+
+
+def _ptf_summary(clip) -> Callable:
+    """X -> x̄^(clip), the clipped means (Algorithm 2's summary)."""
+    return lambda X: ptf_clipped_mean(np.asarray(X, dtype=float), clip)
+
+
+def _coef(rel):
+    return rel.coef
+
+
+def _noisy_means(rel):
+    return rel.noisy_means
 
 
 def ftp_mechanism(grid, space, radius, mu, *, n, secure=False) -> Mechanism:
     """FTP (Algorithm 1) on ``n`` curves, audited in Cameron–Martin coordinates (Theorem 6)."""
-    geom = _geometry(space, grid)
-    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
-    n = check_int(n, "n", 1)
+    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
     return Mechanism(
         name="FTP" + (" (OpenDP)" if secure else ""),
         release=lambda X, rng: ftp(X, grid, space, radius, mu, rng, secure=secure),
-        summary=lambda X: ftp_fit_mean(X, geom, radius)[0],
-        coordinates=lambda rel: rel.coef,
+        summary=_ftp_summary(geom, radius),
+        coordinates=_coef,
         noise_scale=ftp_sigma(n, radius, mu),
         mu=mu,
         n=n,
@@ -275,26 +304,32 @@ def ftp_mechanism(grid, space, radius, mu, *, n, secure=False) -> Mechanism:
 
 def ptf_mechanism(grid, space, radius, mu, *, n, clip=None, weights=None, secure=False) -> Mechanism:
     """PTF (Algorithm 2) on ``n`` curves, audited on the noisy means x̃ (Proposition 9)."""
-    geom = _geometry(space, grid)
-    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
-    n = check_int(n, "n", 1)
+    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
     c = ptf_clip_bounds(geom, radius, clip)
     return Mechanism(
         name="PTF" + (" (OpenDP)" if secure else ""),
         release=lambda X, rng: ptf(X, grid, space, radius, mu, rng, clip=c, weights=weights,
                                    secure=secure),
-        summary=lambda X: ptf_clipped_mean(np.asarray(X, dtype=float), c),
-        coordinates=lambda rel: rel.noisy_means,
+        summary=_ptf_summary(c),
+        coordinates=_noisy_means,
         noise_scale=ptf_sigmas(n, c, mu),
         mu=mu,
         n=n,
     )
 
 
-def _noisy_release(method, geom, centre, sigma, rng, *, mu, radius, n):
-    noisy = centre + sigma * rng.standard_normal(centre.shape)
-    return Release(method=method, geometry=geom, coef=noisy, mu=mu, radius=radius, n=n,
-                   noise_scale=sigma)
+def _ftp_variant(name, geom, summary, sigma, *, mu, radius, n) -> Mechanism:
+    """An FTP-like mechanism: ``summary(X)`` plus σZ in Cameron–Martin coordinates."""
+
+    def release(X, rng):
+        X = np.asarray(X, dtype=float)
+        centre = summary(X)
+        noisy = add_noise(centre, sigma, check_rng(rng).standard_normal(centre.shape))
+        return Release(method="ftp", geometry=geom, coef=noisy, mu=mu, radius=radius,
+                       n=X.shape[-2], noise_scale=sigma)
+
+    return Mechanism(name=name, release=release, summary=summary, coordinates=_coef,
+                     noise_scale=sigma, mu=mu, n=n)
 
 
 def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
@@ -302,25 +337,24 @@ def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
 
     Each coordinate is then μ-GDP, and the T of them together only √T·μ-GDP.
     """
-    geom = _geometry(space, grid)
-    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
-    n = check_int(n, "n", 1)
+    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
     c = ptf_clip_bounds(geom, radius, clip)
     sig = 2.0 * c / (n * mu)  # should be 2c_j√T/(nμ)
     w = ptf_default_weights(geom)
 
+    summary = _ptf_summary(c)
+
     def release(X, rng):
         X = np.asarray(X, dtype=float)
-        rng = check_rng(rng)
-        xtilde = ptf_clipped_mean(X, c) + sig * rng.standard_normal(X.shape[:-2] + (geom.T,))
-        fit = fitter(geom, w).solve(xtilde, radius)
+        normals = check_rng(rng).standard_normal(X.shape[:-2] + (geom.T,))
+        xtilde = add_noise(summary(X), sig, normals)
+        fit = ptf_fit(xtilde, geom, radius, w)
         return Release(method="ptf", geometry=geom, coef=fit.coef, mu=mu, radius=radius,
                        n=X.shape[-2], noise_scale=sig, active=fit.active, clip=c, weights=w,
                        noisy_means=xtilde)
 
-    return Mechanism(name="PTF without √T (broken)", release=release,
-                     summary=lambda X: ptf_clipped_mean(np.asarray(X, dtype=float), c),
-                     coordinates=lambda rel: rel.noisy_means, noise_scale=sig, mu=mu, n=n)
+    return Mechanism(name="PTF without √T (broken)", release=release, summary=summary,
+                     coordinates=_noisy_means, noise_scale=sig, mu=mu, n=n)
 
 
 def grid_norm_factor(geometry, norm: str) -> float:
@@ -331,7 +365,7 @@ def grid_norm_factor(geometry, norm: str) -> float:
     factor is sqrt(λ_max(ΦᵀΦ)/T).  ``"cm"``: 1.
     """
     if norm == "sup":
-        return float(np.max(geometry.scale))
+        return float(np.max(geometry.eval_norm))
     if norm == "l2":
         return float(np.sqrt(np.linalg.eigvalsh(geometry.Phi.T @ geometry.Phi)[-1] / geometry.T))
     if norm == "cm":
@@ -347,22 +381,11 @@ def broken_ftp_grid_norm(grid, space, radius, mu, *, n, norm: str) -> Mechanism:
     the fitted mean in the sup-norm or the L² norm on the grid.  Theorem 6 asks
     for the Cameron–Martin sensitivity 2B'/n: the pair's true μ is μ/factor.
     """
-    geom = _geometry(space, grid)
-    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
-    n = check_int(n, "n", 1)
+    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
     factor = grid_norm_factor(geom, norm)
     sigma = factor * ftp_sigma(n, radius, mu)
-
-    def release(X, rng):
-        X = np.asarray(X, dtype=float)
-        mean_coef, _ = ftp_fit_mean(X, geom, radius)
-        return _noisy_release("ftp", geom, mean_coef, sigma, check_rng(rng), mu=mu,
-                              radius=radius, n=X.shape[-2])
-
     name = f"FTP calibrated to the grid {norm}-norm" + (" (broken)" if factor < 1 else "")
-    return Mechanism(name=name, release=release,
-                     summary=lambda X: ftp_fit_mean(X, geom, radius)[0],
-                     coordinates=lambda rel: rel.coef, noise_scale=sigma, mu=mu, n=n)
+    return _ftp_variant(name, geom, _ftp_summary(geom, radius), sigma, mu=mu, radius=radius, n=n)
 
 
 def broken_ftp_no_radius(grid, space, radius, mu, *, n) -> Mechanism:
@@ -370,22 +393,15 @@ def broken_ftp_no_radius(grid, space, radius, mu, *, n) -> Mechanism:
 
     An unconstrained fit can have any norm, so the sensitivity is unbounded.
     """
-    geom = _geometry(space, grid)
-    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
-    n = check_int(n, "n", 1)
+    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
     sigma = ftp_sigma(n, radius, mu)
     solver = fitter(geom)
 
     def summary(X):
         return solver.unconstrained(np.asarray(X, dtype=float)).mean(axis=-2)
 
-    def release(X, rng):
-        X = np.asarray(X, dtype=float)
-        return _noisy_release("ftp", geom, summary(X), sigma, check_rng(rng), mu=mu,
-                              radius=radius, n=X.shape[-2])
-
-    return Mechanism(name="FTP without the radius constraint (broken)", release=release,
-                     summary=summary, coordinates=lambda rel: rel.coef, noise_scale=sigma, mu=mu, n=n)
+    return _ftp_variant("FTP without the radius constraint (broken)", geom, summary, sigma,
+                        mu=mu, radius=radius, n=n)
 
 
 def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
@@ -400,9 +416,7 @@ def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
     neighbouring datasets give means that differ by much more than the
     sensitivity (this was dpfda's own FTP before version 0.1.1).
     """
-    geom = _geometry(space, grid)
-    radius, mu = check_positive(radius, "radius"), check_positive(mu, "mu")
-    n = check_int(n, "n", 1)
+    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
     sigma = ftp_sigma(n, radius, mu)
     solver = fitter(geom)
 
@@ -424,13 +438,8 @@ def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
                 total[:, k] += np.bincount(which, weights=correction[:, k], minlength=total.shape[0])
             return (total.reshape(z.shape[:-2] + (d,)) / n) @ V.T
 
-    def release(X, rng):
-        X = np.asarray(X, dtype=float)
-        return _noisy_release("ftp", geom, summary(X), sigma, check_rng(rng), mu=mu,
-                              radius=radius, n=X.shape[-2])
-
-    return Mechanism(name="FTP with a cancelling mean (broken)", release=release,
-                     summary=summary, coordinates=lambda rel: rel.coef, noise_scale=sigma, mu=mu, n=n)
+    return _ftp_variant("FTP with a cancelling mean (broken)", geom, summary, sigma,
+                        mu=mu, radius=radius, n=n)
 
 
 def _check_n(mechanism: Mechanism, X) -> None:
@@ -452,15 +461,12 @@ def _as_mechanism(mechanism, X, rng) -> Mechanism:
         raise TypeError(f"mechanism must return a dpfda Release, got {type(probe).__name__}")
     geom, radius = probe.geometry, probe.radius
     if probe.method == "ftp":
-        return Mechanism(name="FTP", release=mechanism,
-                         summary=lambda Y: ftp_fit_mean(Y, geom, radius)[0],
-                         coordinates=lambda rel: rel.coef, noise_scale=probe.noise_scale,
-                         mu=probe.mu, n=probe.n)
-    c = probe.clip
-    return Mechanism(name="PTF", release=mechanism,
-                     summary=lambda Y: ptf_clipped_mean(np.asarray(Y, dtype=float), c),
-                     coordinates=lambda rel: rel.noisy_means, noise_scale=probe.noise_scale,
-                     mu=probe.mu, n=probe.n)
+        return Mechanism(name="FTP", release=mechanism, summary=_ftp_summary(geom, radius),
+                         coordinates=_coef, noise_scale=probe.noise_scale, mu=probe.mu,
+                         n=probe.n)
+    return Mechanism(name="PTF", release=mechanism, summary=_ptf_summary(probe.clip),
+                     coordinates=_noisy_means, noise_scale=probe.noise_scale, mu=probe.mu,
+                     n=probe.n)
 
 
 def pair_mu(mechanism: Mechanism, X0, X1) -> float:
@@ -541,12 +547,9 @@ def _lda_direction(V0, V1):
 
 
 def _draw(mechanism, X, draws, chunk, rng, view):
-    parts = []
-    for start in range(0, draws, chunk):
-        size = min(chunk, draws - start)
-        rel = mechanism.release(np.broadcast_to(X, (size,) + X.shape), rng)
-        parts.append(np.asarray(view(rel), dtype=float).reshape(size, -1))
-    return np.concatenate(parts, axis=0)
+    """``view`` of ``draws`` releases of ``X``, one row each (the engine's chunked repetitions)."""
+    parts = [np.asarray(view(rel), dtype=float) for rel in repeated(mechanism.release, X, draws, chunk, rng)]
+    return np.concatenate([p.reshape(p.shape[0], -1) for p in parts], axis=0)
 
 
 def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, thresholds=None,
@@ -628,6 +631,7 @@ def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, threshol
     if learn:
         w, centre = _lda_direction(Y0[:ncal], Y1[:ncal])
         score = lambda Y: (Y - centre) @ w  # noqa: E731
+    assert score is not None  # every branch above sets it
     c0, c1 = score(Y0[:ncal]), score(Y1[:ncal])
     e0, e1 = score(Y0[ncal:]), score(Y1[ncal:])
     if thresholds is None:

@@ -414,8 +414,11 @@ def _fig2_5(t):
 
 
 def _flat_and_rising(df):
-    """√n flat (n × error at the largest n and at 64 agree within a factor 1.5),
-    n^{2/3} rising (larger at the largest n than at 2⁹), both pipelines."""
+    """√n flat, n^{2/3} rising, for both pipelines.
+
+    Flat: n × error at the largest n and at 64 agree within a factor 1.5;
+    rising: larger at the largest n than at 2⁹.
+    """
     N, out = _nmax(df), []
     for method in ("ftp", "ptf"):
         a, sa = _scaled(df, "sqrt_n", N, method)

@@ -43,6 +43,7 @@ import time
 import uuid
 
 from ._interrupt import SignalGuard, pause_for_test, shutdown_workers
+from .studies import STUDY_NAMES
 
 __all__ = ["main", "QUICK_N", "QUICK_REPS"]
 
@@ -51,7 +52,8 @@ QUICK_N = (4, 16, 64, 256)
 QUICK_REPS = 20
 """Default repetitions of ``--quick``."""
 
-STUDY_CHOICES = ("fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "table1", "all")
+STUDY_CHOICES = (*STUDY_NAMES, "all")
+"""What ``reproduce`` accepts: a study of the paper (:data:`dpfda.studies.STUDY_NAMES`) or all."""
 
 
 class UsageError(Exception):
@@ -63,7 +65,9 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _positive_int(name):
+def _integer(name):
+    """A parser of integer arguments (the sign is checked by :func:`_validate`, per option)."""
+
     def parse(text):
         try:
             value = int(text)
@@ -84,17 +88,17 @@ def build_parser() -> argparse.ArgumentParser:
                                 "143 after SIGTERM: an interrupted run leaves none of its files.")
     rep.add_argument("study", choices=STUDY_CHOICES, metavar="study",
                      help="which study to run: " + ", ".join(STUDY_CHOICES))
-    rep.add_argument("--reps", type=_positive_int("--reps"), default=None,
+    rep.add_argument("--reps", type=_integer("--reps"), default=None,
                      help="Monte Carlo repetitions per setting (default 1000; 20 with --quick)")
-    rep.add_argument("--jobs", type=_positive_int("--jobs"), default=1,
+    rep.add_argument("--jobs", type=_integer("--jobs"), default=1,
                      help="parallel worker processes (joblib); -1 for all cores; a number above "
                           "the cores available is reduced to it, with a message (default 1)")
-    rep.add_argument("--seed", type=_positive_int("--seed"), default=2026,
+    rep.add_argument("--seed", type=_integer("--seed"), default=2026,
                      help="master seed, a non-negative integer (default 2026)")
     rep.add_argument("--out", default="results", help="output folder (default ./results)")
     rep.add_argument("--quick", action="store_true",
                      help=f"a small version for tests: n in {list(QUICK_N)} and {QUICK_REPS} repetitions")
-    rep.add_argument("--chunk-reps", type=_positive_int("--chunk-reps"), default=None,
+    rep.add_argument("--chunk-reps", type=_integer("--chunk-reps"), default=None,
                      help="repetitions per chunk (default: by memory; results do not depend on it)")
     rep.add_argument("--law", default="default",
                      help="latent law of the curves: default, shift-S or wave-S with S in "
@@ -133,8 +137,10 @@ def _validate(args) -> None:
 
 
 def available_cores() -> int:
-    """Cores this process may use (CPU affinity and cgroup quota), as joblib counts them
-    for ``n_jobs=-1``."""
+    """Cores this process may use (CPU affinity and cgroup quota).
+
+    Counted as joblib counts them for ``n_jobs=-1``.
+    """
     from joblib import cpu_count
 
     return max(1, int(cpu_count()))
@@ -168,7 +174,7 @@ class _FolderLock:
         self.path = os.path.join(out, LOCK_NAME)
         self.out = out
         self.run_id = run_id
-        self.fd = None
+        self.fd: int | None = None
 
     def __enter__(self) -> "_FolderLock":
         import fcntl
@@ -203,7 +209,59 @@ class _FolderLock:
             os.unlink(self.path)  # while still holding the lock
         except OSError:
             pass
-        os.close(self.fd)
+        if self.fd is not None:
+            os.close(self.fd)
+
+
+# ---------------------------------------------------------------------------
+# Atomic writes: a file either is complete or does not exist under its name
+# ---------------------------------------------------------------------------
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _temporary_prefix(path) -> str:
+    """Temporary files for ``path`` are named ``.<name>.<random>.part`` beside it."""
+    return "." + os.path.basename(os.fspath(path)) + "."
+
+
+def _discard(tmp) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def _stage(path, write) -> str:
+    """Write ``path``'s content under a temporary name beside it; return that name.
+
+    ``write(tmp)`` writes the file.  If it fails (or is interrupted) the
+    temporary file is removed.  Renaming the result to ``path`` is the caller's
+    step (the all-or-nothing commit of :func:`_reproduce`).
+    """
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(path), suffix=".part", dir=folder)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
+    except BaseException:
+        _discard(tmp)
+        raise
+    return tmp
+
+
+def _text_writer(text: str):
+    """A ``write(tmp)`` function for :func:`_stage` that writes ``text`` (UTF-8)."""
+    def write(tmp):
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    return write
 
 
 def _output_names(study) -> list[str]:
@@ -213,12 +271,10 @@ def _output_names(study) -> list[str]:
 
 def _remove_temporaries(out: str, names) -> None:
     """Remove the temporary files of the given outputs (ours: the folder is locked)."""
-    from . import plots
-
     for name in names:
-        pattern = os.path.join(glob.escape(out), glob.escape(plots._temporary_prefix(name)) + "*.part")
+        pattern = os.path.join(glob.escape(out), glob.escape(_temporary_prefix(name)) + "*.part")
         for tmp in glob.glob(pattern):
-            plots._discard(tmp)
+            _discard(tmp)
 
 
 def _provenance_comment(run: dict) -> str:
@@ -234,20 +290,20 @@ def _stage_outputs(study, df, out: str, meta: dict, run: dict) -> list[tuple[str
 
     def stage(name, write):
         final = os.path.join(out, name)
-        staged.append((plots._stage(final, write), final))
+        staged.append((_stage(final, write), final))
 
     try:
-        stage(study.name + ".csv", plots._text_writer(df.assign(run_id=run["run_id"]).to_csv(index=False)))
+        stage(study.name + ".csv", _text_writer(df.assign(run_id=run["run_id"]).to_csv(index=False)))
         meta = {**df.attrs.get("dpfda", {}), **meta, **run}  # the run's start time wins
         meta["columns"] = list(df.columns) + ["run_id"]
         meta["caption"] = plots.caption(df)
-        stage(study.name + ".json", plots._text_writer(json.dumps(meta, indent=2, sort_keys=True) + "\n"))
+        stage(study.name + ".json", _text_writer(json.dumps(meta, indent=2, sort_keys=True) + "\n"))
         if study.kind == "table":
             table = plots.table1(df)
             comment = _provenance_comment(run)
-            stage(study.name + ".md", plots._text_writer(comment + plots.table_markdown(table)))
+            stage(study.name + ".md", _text_writer(comment + plots.table_markdown(table)))
             html = table.to_html(index=False, float_format=lambda v: f"{v:.4g}")
-            stage(study.name + ".html", plots._text_writer(comment + html))
+            stage(study.name + ".html", _text_writer(comment + html))
         else:
             import matplotlib.pyplot as plt
 
@@ -263,7 +319,7 @@ def _stage_outputs(study, df, out: str, meta: dict, run: dict) -> list[tuple[str
                 plt.close(fig)
     except BaseException:
         for tmp, _ in staged:
-            plots._discard(tmp)
+            _discard(tmp)
         raise
     return staged
 
@@ -274,7 +330,7 @@ def _reproduce(args, argv, guard: SignalGuard, run_id: str) -> int:
     matplotlib.use("Agg")
     from . import __version__
     from .engine import run_studies
-    from .studies import PAPER_N, STUDY_NAMES, paper_studies
+    from .studies import PAPER_N, paper_studies
 
     n_values = QUICK_N if args.quick else PAPER_N
     studies = paper_studies(n_values, law=args.law)
@@ -310,13 +366,15 @@ def _reproduce(args, argv, guard: SignalGuard, run_id: str) -> int:
     if guard.received is not None:
         print(f"dpfda: {signal.Signals(guard.received).name} came while the files were being "
               "renamed into place; they are complete", file=sys.stderr)
-        return guard.exit_code
+        return guard.exit_code or 0
     return 0
 
 
 def main(argv=None) -> int:
-    """Entry point; returns the exit code (0 ok, 2 bad input or output folder in use,
-    130 after SIGINT, 143 after SIGTERM)."""
+    """Entry point; returns the exit code.
+
+    0 ok, 2 bad input or output folder in use, 130 after SIGINT, 143 after SIGTERM.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     with SignalGuard() as guard:
         try:

@@ -110,6 +110,7 @@ class PolynomialCurves:
 
     @property
     def n(self) -> int:
+        """Number of curves."""
         return self.theta.shape[0]
 
     def values(self, t) -> np.ndarray:
@@ -117,6 +118,7 @@ class PolynomialCurves:
         return self.space.evaluate(self.theta, t)
 
     def mean_values(self, t) -> np.ndarray:
+        """Values of the sample mean f̄ at points ``t``, shape (len(t),)."""
         return self.space.evaluate(self.theta.mean(axis=0), t)
 
     @property
@@ -125,6 +127,7 @@ class PolynomialCurves:
         return self.theta.mean(axis=0)
 
     def norms(self) -> np.ndarray:
+        """Norms ||θ_i||_2 of the curves in H_m (= their L² norms), shape (n,)."""
         return self.space.norm(self.theta)
 
 
@@ -138,13 +141,16 @@ class KernelCurves:
 
     @property
     def n(self) -> int:
+        """Number of curves."""
         return self.alpha.shape[0]
 
     def values(self, t) -> np.ndarray:
+        """Values of the curves at points ``t``, shape (n, len(t))."""
         t = np.atleast_1d(np.asarray(t, dtype=float))
         return self.alpha @ self.kernel(self.centers[:, None], t[None, :])
 
     def mean_values(self, t) -> np.ndarray:
+        """Values of the sample mean f̄ at points ``t``, shape (len(t),)."""
         return self.values(t).mean(axis=0)
 
     def norms(self) -> np.ndarray:

@@ -19,12 +19,12 @@ Random streams
 Every random number is drawn from a generator that depends only on
 (``seed``, the setting, the repetition):
 
-* latent curves: ``SeedSequence(seed, spawn_key=setting.latent_key())``,
+* latent curves: ``SeedSequence(seed, spawn_key=latent_stream_key(setting))``,
   where the latent key is ("poly", m, n, B) or ("rkhs", n, ρ, centres, B) — it
   leaves out T, μ, σ₀ and B', so every figure uses the same latent functions
   for the same n (and m), and the RKHS functions are evaluated on each grid;
 * repetition r: a PCG64 generator seeded by
-  ``SeedSequence(seed, spawn_key=setting.key() + (r,))``, from which the
+  ``SeedSequence(seed, spawn_key=stream_key(setting) + (r,))``, from which the
   repetition draws, in this order, the n × T observation-noise normals (none
   when σ₀ = 0), the d normals of FTP's privacy noise and the T normals of
   PTF's — exactly what ``observe``, ``ftp`` and ``ptf`` draw when called in
@@ -36,7 +36,8 @@ Every random number is drawn from a generator that depends only on
   checks for exactly that).
 
 Setting keys are SHA-256 hashes of the setting's canonical description
-(never Python's salted ``hash``).  Hence the results are bit-identical for
+(:meth:`~dpfda.studies.Setting.canonical`; never Python's salted ``hash``),
+made here (:func:`stream_key`), next to the generators they seed.  Hence the results are bit-identical for
 any number of workers, any chunk size and any joblib backend, and a setting
 shared by two studies (Figure 1 and Table 1) gets the same numbers in both.
 
@@ -45,7 +46,7 @@ Vectorisation and memory
 Repetitions are processed in chunks: the observed data of a chunk form one
 array (chunk, n, T) that both pipelines' stage functions
 (:func:`~dpfda.pipelines.ftp_fit_mean`, :func:`~dpfda.pipelines.ptf_clipped_mean`,
-:func:`~dpfda.pipelines.fitter`) process at once; only the draws loop over
+:func:`~dpfda.pipelines.ptf_fit`) process at once; only the draws loop over
 repetitions.  The chunk is sized so that it holds at most
 :data:`CHUNK_BYTES` bytes.  When σ₀ = 0 the observed data are the latent
 curves in every repetition, so the per-curve FTP fits and PTF's clipped
@@ -65,41 +66,54 @@ from __future__ import annotations
 
 import ctypes
 import datetime as _dt
+import hashlib
 import math
 import numbers
-import os
 import sys
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._interrupt import pause_for_test
+from ._validation import check_int, check_nonnegative, check_positive
+from .config import Z95
+from .config import quick as quick_mode
 from .data import polynomial_curves, rkhs_curves
 from .pipelines import (
-    fitter,
+    add_noise,
     ftp_fit_mean,
     ftp_sigma,
     ptf_clipped_mean,
     ptf_default_clip,
     ptf_default_weights,
+    ptf_fit,
     ptf_sigmas,
 )
-from .spaces import gaussian_kernel
+from .spaces import GridGeometry, gaussian_kernel
 from .studies import Setting, Study
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CHUNK_BYTES",
     "CI_METHOD",
     "RESULT_COLUMNS",
+    "stream_key",
+    "latent_stream_key",
     "rep_generator",
     "latent_generator",
     "latent_curves",
     "simulate_chunk",
+    "batches",
+    "repeated",
     "repeat_releases",
     "bias_variance",
+    "compare_on_curves",
     "simulate_setting",
     "summarize",
     "run_study",
@@ -110,8 +124,6 @@ __all__ = [
 
 CHUNK_BYTES = 16 * 2**20
 """Upper bound on the observed-data array of one chunk (chunk × n × T doubles)."""
-
-Z95 = 1.959963984540054
 
 CI_METHOD = (
     "95% CI for the ratio of Monte Carlo means FTP/PTF by the delta method on the log ratio, "
@@ -130,11 +142,6 @@ RESULT_COLUMNS = [
 """Columns of the results table, in order (one row per setting)."""
 
 
-def quick_mode() -> bool:
-    """True when the environment variable ``DPFDA_QUICK`` is set to 1/true/yes."""
-    return os.environ.get("DPFDA_QUICK", "").strip().lower() in {"1", "true", "yes", "on"}
-
-
 # ---------------------------------------------------------------------------
 # Random streams
 # ---------------------------------------------------------------------------
@@ -147,6 +154,22 @@ def _check_seed(seed) -> int:
     if seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed}")
     return seed
+
+
+def _words(text: str, k: int = 4) -> tuple[int, ...]:
+    """A stable (unsalted) hash of ``text`` as k non-negative 32-bit integers (SHA-256)."""
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return tuple(int.from_bytes(digest[4 * i: 4 * i + 4], "little") for i in range(k))
+
+
+def stream_key(setting: Setting) -> tuple[int, ...]:
+    """Spawn key of a setting's repetition streams: four 32-bit words of SHA-256 of its canonical text."""
+    return _words(setting.canonical())
+
+
+def latent_stream_key(setting: Setting) -> tuple[int, ...]:
+    """Spawn key of a setting's latent curves (shared by settings with the same latent description)."""
+    return _words(setting.latent_canonical())
 
 
 def _generator(key: tuple, seed: int, rep: int) -> np.random.Generator:
@@ -163,13 +186,15 @@ def rep_generator(setting: Setting, seed: int, rep: int) -> np.random.Generator:
     rep = int(rep)
     if rep < 0:
         raise ValueError(f"rep must be a non-negative integer, got {rep}")
-    return _generator(setting.key(), _check_seed(seed), rep)
+    return _generator(stream_key(setting), _check_seed(seed), rep)
 
 
 def latent_generator(setting: Setting, seed: int) -> np.random.Generator:
-    """The generator of the setting's latent curves (shared by all settings with
-    the same latent key)."""
-    ss = np.random.SeedSequence(seed, spawn_key=setting.latent_key())
+    """The generator of the setting's latent curves.
+
+    Shared by all settings with the same latent key.
+    """
+    ss = np.random.SeedSequence(seed, spawn_key=latent_stream_key(setting))
     return np.random.Generator(np.random.PCG64(ss))
 
 
@@ -178,7 +203,9 @@ def latent_curves(setting: Setting, seed: int):
     seed = _check_seed(seed)
     rng = latent_generator(setting, seed)
     if setting.space == "poly":
+        assert setting.m is not None  # Setting requires m for H_m
         return polynomial_curves(setting.n, setting.m, rng, B=setting.B, law=setting.law)
+    assert setting.rho is not None and setting.centers is not None  # Setting fills them in
     return rkhs_curves(setting.n, rng, kernel=gaussian_kernel(setting.rho),
                        centers=setting.centers, B=setting.B, law=setting.law)
 
@@ -191,7 +218,7 @@ def latent_curves(setting: Setting, seed: int):
 @dataclass(frozen=True, eq=False)
 class _Prepared:
     setting: Setting
-    geometry: object
+    geometry: GridGeometry
     F: np.ndarray  # (n, T) latent values on the grid
     target: np.ndarray  # (d,) coordinates of f̄
     clip: np.ndarray  # (T,)
@@ -273,7 +300,7 @@ def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
     geom = prep.geometry
     n, T, d = setting.n, setting.T, geom.dim
     c = stop - start
-    key = setting.key()
+    key = stream_key(setting)
     priv = np.empty((c, d + T))
     if setting.sigma0 > 0.0:
         X = np.empty((c, n, T))
@@ -291,18 +318,19 @@ def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
     else:
         for i, r in enumerate(range(start, stop)):
             _generator(key, seed, r).standard_normal(out=priv[i])
+        assert prep.noiseless is not None  # prepared whenever sigma0 == 0
         mean_coef, active, xbar = prep.noiseless
         any_active = np.full(c, bool(active.any()))
         frac_active = np.full(c, float(active.mean()))
     # FTP (Algorithm 1): θ̂ + σZ, Z ~ N(0, I_d) in Cameron–Martin coordinates.
-    coef_ftp = mean_coef + prep.sigma_ftp * priv[:, :d]
+    coef_ftp = add_noise(mean_coef, prep.sigma_ftp, priv[:, :d])
     # PTF (Algorithm 2): clipped means + N(0, σ_j²), then the weighted ball fit.
-    xtilde = xbar + prep.sigma_ptf * priv[:, d:]
+    xtilde = add_noise(xbar, prep.sigma_ptf, priv[:, d:])
     # Per-repetition vectors get a singleton axis, (c, 1, ·): numpy then runs one
     # vector-matrix product per repetition, so a repetition's rounding does not
     # depend on how many repetitions share its chunk (a (c, T) @ (T, d) product
     # may round differently for different c).
-    fit = fitter(geom, prep.weights).solve(xtilde[:, None, :], setting.radius)
+    fit = ptf_fit(xtilde[:, None, :], geom, setting.radius, prep.weights)
     coef_ptf = fit.coef[:, 0]
     out = {
         "err_ftp": geom.error(coef_ftp[:, None, :], prep.target)[:, 0],
@@ -315,6 +343,28 @@ def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
         out["coef_ftp"] = coef_ftp
         out["coef_ptf"] = coef_ptf
     return out
+
+
+def batches(reps: int, size: int):
+    """Consecutive chunks ``(start, stop)`` of at most ``size`` of ``reps`` repetitions.
+
+    >>> list(batches(5, 2))
+    [(0, 2), (2, 4), (4, 5)]
+    """
+    for start in range(0, reps, size):
+        yield start, min(start + size, reps)
+
+
+def repeated(release, X, reps: int, size: int, rng):
+    """``release(copies, rng)`` on chunks of at most ``size`` copies of the dataset ``X``.
+
+    ``X`` (n, T) is broadcast to (k, n, T), never copied, so one vectorised
+    call per chunk draws k releases of the same data, with fresh noise from
+    ``rng``.  A generator of the releases, in order.
+    """
+    X = np.asarray(X, dtype=float)
+    for start, stop in batches(reps, size):
+        yield release(np.broadcast_to(X, (stop - start,) + X.shape), rng)
 
 
 def repeat_releases(pipeline, X, grid, space, radius, mu, reps, target, rng, chunk=2_000_000):
@@ -341,18 +391,101 @@ def repeat_releases(pipeline, X, grid, space, radius, mu, reps, target, rng, chu
         rel = pipeline(X, grid, space, radius, mu, rng)
         return rel.error(target), any_active(rel, X)
     n, T = X.shape
-    size = max(1, chunk // (n * T))
     errs, act = [], []
-    for start in range(0, reps, size):
-        k = min(size, reps - start)
-        rel = pipeline(np.broadcast_to(X, (k, n, T)), grid, space, radius, mu, rng)
+    releases = repeated(lambda Y, g: pipeline(Y, grid, space, radius, mu, g), X, reps,
+                        max(1, chunk // (n * T)), rng)
+    for rel in releases:
         errs.append(rel.error(target))
-        act.append(np.broadcast_to(any_active(rel, X), (k,)))
+        act.append(np.broadcast_to(any_active(rel, X), rel.shape))
     return np.concatenate(errs), np.concatenate(act)
 
 
 def _concat(parts: list[dict]) -> dict:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def compare_on_curves(F, target, grid, space, *, radius: float, mu: float, sigma0: float,
+                      reps: int, seed: int, key=(), chunk_bytes: int = CHUNK_BYTES) -> dict:
+    """Monte Carlo comparison of FTP and PTF on fixed latent curves.
+
+    Each repetition observes X = F + σ₀ε (eq. 2), then applies
+    :func:`dpfda.ftp` (Algorithm 1) and :func:`dpfda.ptf` (Algorithm 2) to the
+    same X and scores both releases against ``target`` — the paper's design
+    (§5), run through the public pipelines rather than the engine's stages.
+
+    Parameters
+    ----------
+    F : array (n, T)
+        Latent curves on ``grid``.
+    target : array (d,)
+        Coordinates of the sample mean f̄ in ``space``'s geometry (θ̄ for
+        ``LegendreSpace``; ``geometry.coef_from_values(f̄ on the grid)`` for a
+        ``KernelSpace``).
+    grid, space
+        As for :func:`dpfda.ftp`.
+    radius, mu, sigma0
+        B', μ and σ₀.
+    reps : int
+        Repetitions (>= 2).
+    seed : int, key : tuple of int
+        Chunk j of repetitions draws from
+        ``Generator(PCG64(SeedSequence(seed, spawn_key=key + (j,))))``: first the
+        observation noise, then FTP's privacy noise, then PTF's.  Results are
+        reproducible for a given ``chunk_bytes``.
+    chunk_bytes : int
+        Upper bound on the (chunk, n, T) observed-data array (default
+        :data:`CHUNK_BYTES`).
+
+    Returns
+    -------
+    dict
+        :func:`summarize` of the per-repetition errors
+        (``err_ftp``, ``se_ftp``, ``err_ptf``, ``se_ptf``, ``ratio``,
+        ``ratio_lo``, ``ratio_hi``, ``se_log_ratio``, activation rates) plus
+        ``n``, ``reps`` and ``radius``.
+    """
+    from .pipelines import ftp_privatize, ptf
+
+    F = np.asarray(F, dtype=float)
+    if F.ndim != 2:
+        raise ValueError(f"F must be a 2-D array (n, T) of latent curves, got shape {F.shape}")
+    if not np.all(np.isfinite(F)):
+        raise ValueError("F contains NaN or inf")
+    geom = space.at(grid)
+    if F.shape[1] != geom.T:
+        raise ValueError(f"F has {F.shape[1]} columns, expected T={geom.T} (the grid)")
+    target = np.asarray(target, dtype=float)
+    if target.shape != (geom.dim,):
+        raise ValueError(f"target must have shape ({geom.dim},), got {target.shape}")
+    radius = check_positive(radius, "radius")
+    mu = check_positive(mu, "mu")
+    sigma0 = check_nonnegative(sigma0, "sigma0")
+    reps = check_int(reps, "reps", 2)
+    seed = check_int(seed, "seed", 0)
+    key = tuple(check_int(k, "key entries", 0) for k in key)
+    chunk_bytes = check_int(chunk_bytes, "chunk_bytes", 1)
+    n, T = F.shape
+    size = max(1, chunk_bytes // (8 * n * T))
+    parts = []
+    for j, (start, stop) in enumerate(batches(reps, size)):
+        c = stop - start
+        rng = _generator(key, seed, j)
+        X = F + sigma0 * rng.standard_normal((c, n, T)) if sigma0 > 0 else np.broadcast_to(F, (c, n, T))
+        # FTP as dpfda.ftp runs it, stage by stage: the per-curve activity is a
+        # simulation diagnostic that a release does not carry.
+        mean_coef, active = ftp_fit_mean(X, geom, radius)
+        a = ftp_privatize(mean_coef, geom, radius, mu, n, rng)
+        b = ptf(X, grid, space, radius, mu, rng)
+        parts.append({
+            "err_ftp": a.error(target),
+            "err_ptf": b.error(target),
+            "ftp_any_active": active.any(axis=-1),
+            "ftp_frac_active": active.mean(axis=-1),
+            "ptf_active": b.active,
+        })
+    out = summarize(_concat(parts))
+    out.update({"n": n, "reps": reps, "radius": radius})
+    return out
 
 
 def simulate_setting(setting: Setting, reps: int, seed: int, *, chunk_reps: int | None = None,
@@ -361,8 +494,7 @@ def simulate_setting(setting: Setting, reps: int, seed: int, *, chunk_reps: int 
     reps = _check_reps(reps)
     seed = _check_seed(seed)
     size = _chunk_size(setting, chunk_reps)
-    parts = [simulate_chunk(setting, seed, a, min(a + size, reps), keep_releases=keep_releases)
-             for a in range(0, reps, size)]
+    parts = [simulate_chunk(setting, seed, a, b, keep_releases=keep_releases) for a, b in batches(reps, size)]
     return _concat(parts)
 
 
@@ -450,8 +582,7 @@ def plan(studies, reps: int, chunk_reps: int | None = None):
     tasks = []
     for key, s in settings.items():
         size = _chunk_size(s, chunk_reps)
-        for a in range(0, reps, size):
-            tasks.append((key, a, min(a + size, reps)))
+        tasks += [(key, a, b) for a, b in batches(reps, size)]
     tasks.sort(key=lambda t: -_cost(settings[t[0]], t[2] - t[1]))
     return settings, tasks
 
@@ -520,7 +651,7 @@ def _frame(study: Study, per_setting: dict, reps: int, seed: int, started: str) 
 
     rows = []
     for s in study.settings:
-        row = {"study": study.name, "source": study.source}
+        row: dict[str, object] = {"study": study.name, "source": study.source}
         row.update(s.params())
         row.update({"reps": reps, "seed": seed})
         row.update(summarize(per_setting[s.canonical()]))

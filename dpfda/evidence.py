@@ -17,13 +17,15 @@ Conventions
   every stream by the setting), so the standard error of a difference
   between them is ``sqrt(se_a² + se_b²)``.  FTP and PTF in the *same*
   setting share their data; compare them only through the ratio.
-* ``z`` defaults to :data:`Z` = 3 (a two-sided level of about 0.3% for one
-  comparison).  When one assertion makes k comparisons of the "consistent
-  with" kind, use :func:`bonferroni_z`.
+* ``z`` defaults to :data:`dpfda.config.Z` = 4 (a two-sided level of about
+  6e-5 for one comparison).  When one assertion makes k comparisons, use
+  :func:`~dpfda.config.bonferroni_z` (``bonferroni_z(1) == Z``).  Both, and
+  :func:`~dpfda.config.proportion_se`, live in :mod:`dpfda.config` and are
+  re-exported here for the chapters.
 
-:func:`compare_on_curves` runs FTP and PTF with the public pipelines on
-latent curves of the caller's choosing, for questions the paper's generative
-models cannot ask (e.g. how the verdict depends on the law of the curves).
+This module only reads results tables; simulations (including
+:func:`dpfda.engine.compare_on_curves`, FTP and PTF on latent curves of the
+caller's choosing) are the engine's.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ import numbers
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
-from ._validation import check_int, check_nonnegative, check_positive
+from ._validation import check_nonnegative, check_positive
+from .config import Z, bonferroni_z, proportion_se
 
 __all__ = [
     "Z",
@@ -52,28 +54,11 @@ __all__ = [
     "exceeds",
     "within",
     "proportion_se",
-    "compare_on_curves",
 ]
-
-Z = 3.0
-"""Default multiple of the Monte Carlo standard error."""
 
 
 def _z(z) -> float:
     return check_positive(z, "z")
-
-
-def bonferroni_z(k: int, alpha: float = 0.01) -> float:
-    """Two-sided normal quantile for k simultaneous comparisons at family level ``alpha``.
-
-    >>> round(bonferroni_z(1, 0.05), 3)
-    1.96
-    """
-    k = check_int(k, "k", 1)
-    alpha = check_positive(alpha, "alpha")
-    if alpha >= 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    return float(norm.isf(alpha / (2 * k)))
 
 
 # ---------------------------------------------------------------------------
@@ -210,107 +195,3 @@ def within(x: float, se_x: float, y: float, se_y: float = 0.0, z: float = Z) -> 
     x, se_x = _est(x, se_x, "x")
     y, se_y = _est(y, se_y, "y")
     return abs(x - y) <= _z(z) * math.hypot(se_x, se_y)
-
-
-def proportion_se(p: float, reps: int) -> float:
-    """Standard error of a proportion from ``reps`` trials, Agresti–Coull style.
-
-    Uses p̃ = (x + 2)/(R + 4), so that an observed 0 or 1 still carries an
-    honest, non-zero uncertainty.
-    """
-    p = float(p)
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be a proportion in [0, 1], got {p!r}")
-    reps = check_int(reps, "reps", 1)
-    pt = (p * reps + 2.0) / (reps + 4.0)
-    return math.sqrt(pt * (1.0 - pt) / (reps + 4.0))
-
-
-# ---------------------------------------------------------------------------
-# FTP and PTF on latent curves of one's choosing
-# ---------------------------------------------------------------------------
-
-
-def compare_on_curves(F, target, grid, space, *, radius: float, mu: float, sigma0: float,
-                      reps: int, seed: int, key=(), chunk_bytes: int = 16 * 2**20) -> dict:
-    """Monte Carlo comparison of FTP and PTF on fixed latent curves.
-
-    Each repetition observes X = F + σ₀ε (eq. 2), then applies
-    :func:`dpfda.ftp` (Algorithm 1) and :func:`dpfda.ptf` (Algorithm 2) to the
-    same X and scores both releases against ``target`` — the paper's design
-    (§5), run through the public pipelines rather than the engine's stages.
-
-    Parameters
-    ----------
-    F : array (n, T)
-        Latent curves on ``grid``.
-    target : array (d,)
-        Coordinates of the sample mean f̄ in ``space``'s geometry (θ̄ for
-        ``LegendreSpace``; ``geometry.coef_from_values(f̄ on the grid)`` for a
-        ``KernelSpace``).
-    grid, space
-        As for :func:`dpfda.ftp`.
-    radius, mu, sigma0
-        B', μ and σ₀.
-    reps : int
-        Repetitions (>= 2).
-    seed : int, key : tuple of int
-        Chunk j of repetitions draws from
-        ``Generator(PCG64(SeedSequence(seed, spawn_key=key + (j,))))``: first the
-        observation noise, then FTP's privacy noise, then PTF's.  Results are
-        reproducible for a given ``chunk_bytes``.
-    chunk_bytes : int
-        Upper bound on the (chunk, n, T) observed-data array.
-
-    Returns
-    -------
-    dict
-        :func:`dpfda.engine.summarize` of the per-repetition errors
-        (``err_ftp``, ``se_ftp``, ``err_ptf``, ``se_ptf``, ``ratio``,
-        ``ratio_lo``, ``ratio_hi``, ``se_log_ratio``, activation rates) plus
-        ``n``, ``reps`` and ``radius``.
-    """
-    from .engine import summarize
-    from .pipelines import ftp_fit_mean, ftp_privatize, ptf
-
-    F = np.asarray(F, dtype=float)
-    if F.ndim != 2:
-        raise ValueError(f"F must be a 2-D array (n, T) of latent curves, got shape {F.shape}")
-    if not np.all(np.isfinite(F)):
-        raise ValueError("F contains NaN or inf")
-    geom = space.at(grid)
-    if F.shape[1] != geom.T:
-        raise ValueError(f"F has {F.shape[1]} columns, expected T={geom.T} (the grid)")
-    target = np.asarray(target, dtype=float)
-    if target.shape != (geom.dim,):
-        raise ValueError(f"target must have shape ({geom.dim},), got {target.shape}")
-    radius = check_positive(radius, "radius")
-    mu = check_positive(mu, "mu")
-    sigma0 = check_nonnegative(sigma0, "sigma0")
-    reps = check_int(reps, "reps", 2)
-    seed = check_int(seed, "seed", 0)
-    key = tuple(check_int(k, "key entries", 0) for k in key)
-    chunk_bytes = check_int(chunk_bytes, "chunk_bytes", 1)
-    n, T = F.shape
-    size = max(1, chunk_bytes // (8 * n * T))
-    parts = []
-    for j, start in enumerate(range(0, reps, size)):
-        c = min(size, reps - start)
-        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=key + (j,))))
-        X = F + sigma0 * rng.standard_normal((c, n, T)) if sigma0 > 0 else np.broadcast_to(F, (c, n, T))
-        # FTP as dpfda.ftp runs it, stage by stage: the per-curve activity is a
-        # simulation diagnostic that a release does not carry.
-        mean_coef, active = ftp_fit_mean(X, geom, radius)
-        a = ftp_privatize(mean_coef, geom, radius, mu, n, rng)
-        b = ptf(X, grid, space, radius, mu, rng)
-        parts.append({
-            "err_ftp": a.error(target),
-            "err_ptf": b.error(target),
-            "ftp_any_active": active.any(axis=-1),
-            "ftp_frac_active": active.mean(axis=-1),
-            "ptf_active": b.active,
-        })
-    per_rep = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    out = summarize(per_rep)
-    out.update({"n": n, "reps": reps, "radius": radius})
-    return out

@@ -179,10 +179,10 @@ summary.text = '<b>' + LABELS[space.active] + '</b>, T = ' + T + ', μ = ' + fmt
         if hi_ >= 1:
             break
         fr = int(n_)
+    verdict = (f"FTP is not clearly better at any n shown up to {int(first['n'][-1])}." if fr is None
+               else f"FTP is clearly better (whole 95% band below 1) from n = {fr} on.")
     summary.text = (f"<b>{_label(start['key'])}</b>, T = {start['T']}, μ = {start['mu']:g}, "
-                    f"σ₀ = {start['sigma0']:g}: noiseless limit {lim0:.3f}. " + ("FTP is not clearly better at any n shown up to "
-                                       f"{int(first['n'][-1])}." if fr is None else
-                                       f"FTP is clearly better (whole 95% band below 1) from n = {fr} on."))
+                    f"σ₀ = {start['sigma0']:g}: noiseless limit {lim0:.3f}. " + verdict)
     return column(space_w, T_w, mu_w, s_w, p, summary)
 
 

@@ -94,10 +94,12 @@ class BallLeastSquares:
 
     @property
     def T(self) -> int:
+        """Number of grid points (rows of Phi)."""
         return self.Phi.shape[0]
 
     @property
     def dim(self) -> int:
+        """Number of coordinates d (columns of Phi)."""
         return self.Phi.shape[1]
 
     def unconstrained(self, X) -> np.ndarray:

@@ -35,8 +35,8 @@ from ._validation import (
     check_positive,
     check_rng,
 )
-from .fitting import BallLeastSquares
-from .spaces import GridGeometry, KernelSpace, LegendreSpace
+from .fitting import BallFit, BallLeastSquares
+from .spaces import FunctionSpace, GridGeometry, KernelSpace
 
 __all__ = [
     "Release",
@@ -52,6 +52,8 @@ __all__ = [
     "ptf_clip_bounds",
     "ptf_weight_vector",
     "ptf_clipped_mean",
+    "ptf_fit",
+    "add_noise",
     "ptf_default_clip",
     "ptf_default_weights",
     "fitter",
@@ -141,6 +143,11 @@ def ftp_sigma(n: int, radius: float, mu: float) -> float:
 
     Raises ``ValueError`` when σ would not be a finite, normal float in
     [2^-40·B', 2^960] (see :data:`NOISE_RESOLUTION`, :data:`PARAM_MAX`).
+
+    Examples
+    --------
+    >>> ftp_sigma(100, 1.0, 1.0)
+    0.02
     """
     n = check_int(n, "n", 1)
     radius, mu = check_radius(radius), check_positive(mu, "mu")
@@ -152,6 +159,11 @@ def ptf_sigmas(n: int, clip, mu: float) -> np.ndarray:
 
     Raises ``ValueError`` when some σ_j would not be a finite, normal float in
     [2^-40·c_j, 2^960].
+
+    Examples
+    --------
+    >>> ptf_sigmas(100, [1.0, 2.0], 1.0).round(6)  # 2c_j·sqrt(2)/100
+    array([0.028284, 0.056569])
     """
     n = check_int(n, "n", 1)
     c = check_grid_vector(clip, "clip", None)
@@ -160,13 +172,23 @@ def ptf_sigmas(n: int, clip, mu: float) -> np.ndarray:
 
 
 def ptf_default_clip(geometry: GridGeometry, radius: float) -> np.ndarray:
-    """c_j = B'·a_j with a_j = ||φ(t_j)||_2 or sqrt(K(t_j,t_j)) (Theorems 11, 14)."""
-    return check_radius(radius) * geometry.scale
+    """c_j = B'·a_j with a_j = ||φ(t_j)||_2 or sqrt(K(t_j,t_j)) (Theorems 11, 14).
+
+    a_j is ``geometry.eval_norm``: a function of norm at most B' lies in
+    [-c_j, c_j] at t_j, so clipping never touches noiseless data from the ball.
+
+    Examples
+    --------
+    >>> from dpfda import LegendreSpace, uniform_grid
+    >>> ptf_default_clip(LegendreSpace(2).at(uniform_grid(3)), 1.0)
+    array([2., 1., 2.])
+    """
+    return check_radius(radius) * geometry.eval_norm
 
 
 def ptf_default_weights(geometry: GridGeometry) -> np.ndarray:
-    """W = diag(a_j^{-2}) (Theorems 11, 14)."""
-    return geometry.scale**-2.0
+    """The diagonal of W = diag(a_j^{-2}) (Theorems 11, 14)."""
+    return geometry.eval_norm**-2.0
 
 
 def ptf_clip_bounds(geometry: GridGeometry, radius: float, clip=None) -> np.ndarray:
@@ -233,7 +255,7 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
 
         coef = gaussian_release(mean_coef, sigma, sensitivity=2.0 * radius / n, mu=mu)
     else:
-        coef = mean_coef + sigma * rng.standard_normal(mean_coef.shape)
+        coef = add_noise(mean_coef, sigma, rng.standard_normal(mean_coef.shape))
     residual = _residual_stream(rng, secure) if isinstance(geometry.space, KernelSpace) else None
     return Release(method="ftp", geometry=geometry, coef=coef, mu=mu, radius=radius, n=n,
                    noise_scale=sigma, residual_rng=residual)
@@ -242,6 +264,24 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
 def ptf_clipped_mean(X: np.ndarray, clip: np.ndarray) -> np.ndarray:
     """Coordinate-wise mean of the clipped values, x̄_j^(clip) (Algorithm 2)."""
     return np.clip(X, -clip, clip).mean(axis=-2)
+
+
+def add_noise(centre, scale, normals) -> np.ndarray:
+    """The Gaussian mechanism's step: ``centre + scale·normals`` (Algorithms 1 and 2).
+
+    ``normals`` are standard normal draws of ``centre``'s shape (drawn by the
+    caller, so a simulation may draw many at once); ``scale`` is σ (FTP) or
+    (σ_1, …, σ_T) (PTF).
+    """
+    return centre + scale * normals
+
+
+def ptf_fit(xtilde, geometry: GridGeometry, radius: float, weights) -> BallFit:
+    """Algorithm 2's last step: the weighted fit (eq. 4) of x̃ in the ball of radius B'.
+
+    Post-processing of the noisy means; ``weights`` is the diagonal of W.
+    """
+    return fitter(geometry, weights).solve(xtilde, radius)
 
 
 # ---------------------------------------------------------------------------
@@ -273,21 +313,32 @@ class Release:
     Attributes
     ----------
     method : {"ftp", "ptf"}
-    space, geometry, grid
-        The function space and its geometry on the public grid.
+        Which pipeline made the release.
+    space : FunctionSpace
+        The function space (``geometry.space``).
+    geometry : GridGeometry
+        The space's geometry on the public grid.
+    grid : ndarray (T,)
+        The public grid (``geometry.grid``).
     coef : ndarray (…, d)
         Cameron–Martin coordinates of the released function (restricted to the
         grid span for an RKHS FTP release; see ``__call__``).
     values : ndarray (…, T)
         The release on the grid.
-    mu, radius, n
-        Privacy budget, fitting radius B', number of curves.
+    mu : float
+        The privacy budget: the release is μ-GDP.
+    radius : float
+        The fitting radius B'.
+    n : int
+        The number of curves.
     noise_scale : float or ndarray (T,)
         σ for FTP, (σ_1, …, σ_T) for PTF.
     shape : tuple
         The repetition axes (() for one dataset).
-    clip, weights : ndarray (T,) or None
-        PTF's clipping bounds c_j and weights (the diagonal of W); None for FTP.
+    clip : ndarray (T,) or None
+        PTF's clipping bounds c_j; None for FTP.
+    weights : ndarray (T,) or None
+        PTF's fitting weights (the diagonal of W); None for FTP.
     noisy_means : ndarray (…, T) or None
         PTF's released noisy means x̃ (the Gaussian mechanism's output, before
         the fit, which is post-processing); None for FTP.
@@ -319,6 +370,7 @@ class Release:
 
     @property
     def values(self) -> np.ndarray:
+        """The release on the grid, shape (…, T)."""
         return self.geometry.values(self.coef)
 
     @property
@@ -425,9 +477,9 @@ def _check_secure(secure) -> bool:
 
 
 def _setup(X, grid, space, radius, mu, rng):
-    if not isinstance(space, (LegendreSpace, KernelSpace)):
+    if not isinstance(space, FunctionSpace):
         raise TypeError(
-            f"space must be a LegendreSpace or KernelSpace, got {type(space).__name__}"
+            f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
         )
     geometry = space.at(grid)
     X = check_data(X, geometry.T)
@@ -451,7 +503,8 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
         Observed curves, one per row (samples × grid points), on ``grid``.
     grid : array (T,)
         Public, strictly increasing points of [0, 1].
-    space : LegendreSpace or KernelSpace
+    space : FunctionSpace
+        A :class:`~dpfda.spaces.LegendreSpace` or :class:`~dpfda.spaces.KernelSpace`.
     radius : float
         Fitting radius B' > 0.
     mu : float
@@ -470,6 +523,18 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
     Returns
     -------
     Release
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfda import LegendreSpace, uniform_grid
+    >>> grid, space = uniform_grid(5), LegendreSpace(3)
+    >>> X = np.tile(space.at(grid).values([0.5, 0.2, 0.0]), (100, 1))  # 100 curves
+    >>> rel = ftp(X, grid, space, radius=1.0, mu=1.0, rng=np.random.default_rng(0))
+    >>> rel.noise_scale  # σ = 2B'/(nμ)
+    0.02
+    >>> rel.coef.shape, rel(np.array([0.0, 1.0])).shape
+    ((3,), (2,))
     """
     X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
     secure = _check_secure(secure)
@@ -506,6 +571,18 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=Fals
     Returns
     -------
     Release
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfda import KernelSpace, gaussian_kernel, uniform_grid
+    >>> grid, space = uniform_grid(4), KernelSpace(gaussian_kernel(0.2))
+    >>> X = np.zeros((50, 4))  # 50 curves, all zero on the grid
+    >>> rel = ptf(X, grid, space, radius=1.0, mu=1.0, rng=np.random.default_rng(1))
+    >>> rel.clip  # c_j = B'·sqrt(K(t_j, t_j)) = 1
+    array([1., 1., 1., 1.])
+    >>> rel.noise_scale  # σ_j = 2c_j·sqrt(T)/(nμ)
+    array([0.08, 0.08, 0.08, 0.08])
     """
     X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
     secure = _check_secure(secure)
@@ -520,7 +597,7 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=Fals
         common = float(_noise_scale(1.0, math.sqrt(T), n, mu, "clip"))  # = σ_j / c_j for every j
         xtilde = c * gaussian_release(xbar / c, common, sensitivity=2.0 * np.sqrt(T) / n, mu=mu)
     else:
-        xtilde = xbar + sig * rng.standard_normal(xbar.shape)
-    fit = fitter(geometry, w).solve(xtilde, radius)
+        xtilde = add_noise(xbar, sig, rng.standard_normal(xbar.shape))
+    fit = ptf_fit(xtilde, geometry, radius, w)
     return Release(method="ptf", geometry=geometry, coef=fit.coef, mu=mu, radius=radius, n=n,
                    noise_scale=sig, active=fit.active, clip=c, weights=w, noisy_means=xtilde)

@@ -18,8 +18,8 @@ Tables shown in the book go through :func:`table`: a numbered, captioned table (
 ``mu``), every number formatted by :func:`number` (no reprs, no 16-digit floats).
 
 Every function takes the results table of :func:`dpfda.engine.run_study`.
-The figures are matplotlib figures; nothing is shown or saved here except by
-:func:`save_figure` (which writes atomically).
+The figures are matplotlib figures; nothing is shown or saved here (the command
+line, :mod:`dpfda.cli`, writes a run's files, atomically).
 
 One style for every figure of the book (:func:`use_style`, :data:`STYLE`): figures
 at most :data:`TEXT_WIDTH` inches wide (the book's content column), no text smaller
@@ -30,16 +30,17 @@ same colour and marker for the same quantity everywhere (:func:`level_style`,
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
+from typing import Any
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib import ticker
 import pandas as pd
+from matplotlib import ticker
+from matplotlib.rcsetup import cycler
 
+from .config import Z95
 from .studies import RULE_LABELS, Study
 
 __all__ = [
@@ -60,8 +61,6 @@ __all__ = [
     "table1",
     "table_markdown",
     "caption",
-    "save_figure",
-    "write_text_atomic",
 ]
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
@@ -79,7 +78,7 @@ DPI = 150
 METHOD_STYLE = {"ftp": {"color": COLOURS[0], "marker": "o"},
                 "ptf": {"color": COLOURS[1], "marker": "s"}}
 
-STYLE = {
+STYLE: dict[Any, Any] = {  # rcParams keys (matplotlib types them as literals)
     "figure.figsize": (TEXT_WIDTH, 3.6),
     "figure.dpi": DPI,
     "savefig.dpi": DPI,
@@ -103,7 +102,7 @@ STYLE = {
     "lines.linewidth": 1.4,
     "lines.markersize": 5.0,
     "errorbar.capsize": 2.5,
-    "axes.prop_cycle": mpl.cycler(color=COLOURS),
+    "axes.prop_cycle": cycler(color=COLOURS),
     "mathtext.fontset": "dejavusans",
 }
 
@@ -117,16 +116,21 @@ def use_style() -> None:
 
 
 def level_style(value, values) -> dict:
-    """Colour and marker of the ``value``-th level of a parameter (T, m, B′ rule, ...):
-    the k-th level of any quantity is drawn alike in every figure."""
+    """Colour and marker of the ``value``-th level of a parameter (T, m, B′ rule, ...).
+
+    The k-th level of any quantity is drawn alike in every figure.
+    """
     k = list(values).index(value)
     return {"color": COLOURS[k % len(COLOURS)], "marker": MARKERS[k % len(MARKERS)]}
 
 
 def log_axes(ax, *, x_base: float | None = 2, y_log: bool = True) -> None:
-    """Log axes with readable tick labels: sample sizes as plain integers (4, 16, ...,
-    4096) on a base-2 axis, and, on a log y axis spanning less than two decades, the
-    2 and 5 multiples labelled as plain numbers."""
+    """Log axes with readable tick labels.
+
+    Sample sizes as plain integers (4, 16, ..., 4096) on a base-2 axis, and, on
+    a log y axis spanning less than two decades, the 2 and 5 multiples labelled
+    as plain numbers.
+    """
     if x_base is not None:
         ax.set_xscale("log", base=x_base)
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
@@ -222,7 +226,7 @@ def ratio_figure(df: pd.DataFrame, *, group: str = "T", panel: str | None = "mu"
         ax.axhline(1.0, color="0.6", lw=0.8, ls=":")
         log_axes(ax)
         ax.set_xlabel("sample size $n$")
-        if pv is not None:
+        if panel is not None and pv is not None:
             ax.set_title(_label(panel, pv))
     for ax in axes[::2]:
         ax.set_ylabel(f"{metric} ratio FTP / PTF")
@@ -243,7 +247,7 @@ def scaled_figure(df: pd.DataFrame, *, group: str = "radius_rule", title: str | 
         for gv in groups:
             d = df[df[group] == gv].sort_values("n")
             y = d["n"] * d[f"err_{method}"]
-            err = 1.959963984540054 * d["n"] * d[f"se_{method}"]
+            err = Z95 * d["n"] * d[f"se_{method}"]
             ax.errorbar(d["n"], y, yerr=err, **level_style(gv, groups), label=_label(group, gv))
         log_axes(ax)
         ax.set_xlabel("sample size $n$")
@@ -259,10 +263,12 @@ def scaled_figure(df: pd.DataFrame, *, group: str = "radius_rule", title: str | 
 
 def ratio_map(df: pd.DataFrame, *, panel: str = "T", rows: str = "sigma0",
               cols: str = "n"):
-    """The FTP/PTF ratio as a heat map over ``rows`` × ``cols``, one panel per value of
-    ``panel``, panels stacked. Colour: log₂ of the ratio (blue: FTP more accurate, red:
+    """The FTP/PTF ratio as a heat map over ``rows`` × ``cols``.
+
+    One panel per value of ``panel``, panels stacked. Colour: log₂ of the ratio (blue: FTP more accurate, red:
     PTF); each cell is labelled with the ratio, in bold where the 95% interval excludes
-    1, with "(PTF)" where PTF wins and "(?)" where the interval contains 1."""
+    1, with "(PTF)" where PTF wins and "(?)" where the interval contains 1.
+    """
     from matplotlib.colors import TwoSlopeNorm
 
     df = _check(df)
@@ -298,8 +304,11 @@ def ratio_map(df: pd.DataFrame, *, panel: str = "T", rows: str = "sigma0",
 
 
 def pipeline_diagram():
-    """The two pipelines as block diagrams, one row each: the order in which each clips
-    or fits, averages over the n curves, and adds noise (Algorithms 1 and 2)."""
+    """The two pipelines as block diagrams, one row each.
+
+    The order in which each clips or fits, averages over the n curves, and adds
+    noise (Algorithms 1 and 2).
+    """
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
     rows = [
@@ -340,8 +349,10 @@ def pipeline_diagram():
 
 
 def figure(df: pd.DataFrame, study: Study | None = None, *, title: str | None = None):
-    """The figure of a study, in its kind (ratio or scaled); ``study`` defaults to
-    the paper's study named in ``df["study"]``."""
+    """The figure of a study, in its kind (ratio or scaled).
+
+    ``study`` defaults to the paper's study named in ``df["study"]``.
+    """
     df = _check(df)
     if study is None:
         from .studies import get_study
@@ -421,7 +432,9 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 _GREEK = {"alpha": "α", "delta": "δ", "eps": "ε", "kappa": "κ", "lambda": "λ",
           "sigma0": "σ₀", "sigma": "σ", "tau": "τ", "theta": "θ", "rho": "ρ", "mu": "μ",
           "nu": "ν", "phi": "φ", "Phi": "Φ"}
-_PRETTY = [(re.compile(rf"(?<![A-Za-z]){w}(?![A-Za-z])"), g) for w, g in _GREEK.items()] + [
+_PRETTY: list[tuple[re.Pattern[str], Any]] = [
+    (re.compile(rf"(?<![A-Za-z]){w}(?![A-Za-z])"), g) for w, g in _GREEK.items()
+] + [
     (re.compile(r"\^\((-?\d+)\)|\^(-?\d+)"),
      lambda m: (m.group(1) or m.group(2)).translate(_SUPERSCRIPT)),
     (re.compile(r"'"), "′"),
@@ -429,8 +442,11 @@ _PRETTY = [(re.compile(rf"(?<![A-Za-z]){w}(?![A-Za-z])"), g) for w, g in _GREEK.
 
 
 def pretty(name: str) -> str:
-    """A plain-text column name made readable: Greek letters for their names, powers as
-    superscripts (``tau^2 tr(A^-1)`` → ``τ² tr(A⁻¹)``), primes as ′."""
+    """A plain-text column name made readable.
+
+    Greek letters for their names, powers as superscripts
+    (``tau^2 tr(A^-1)`` → ``τ² tr(A⁻¹)``), primes as ′.
+    """
     name = HEADERS.get(name, name)
     for pattern, repl in _PRETTY:
         name = pattern.sub(repl, name)
@@ -438,8 +454,11 @@ def pretty(name: str) -> str:
 
 
 def number(v, digits: int = 3) -> str:
-    """A number as a reader should see it: integers as integers, others to ``digits``
-    significant digits, very small or large ones as ``1.23 × 10⁻⁵``; NaN as "–"."""
+    """A number as a reader should see it.
+
+    Integers as integers, others to ``digits`` significant digits, very small or
+    large ones as ``1.23 × 10⁻⁵``; NaN as "–".
+    """
     if isinstance(v, (bool, np.bool_)):
         return "yes" if v else "no"
     if isinstance(v, (int, np.integer)):
@@ -499,6 +518,7 @@ class Table:
         self.header_rows, self.rows, self.caption, self.name = header_rows, rows, caption, name
 
     def markdown(self) -> str:
+        """The table as GitHub-flavoured Markdown."""
         if self.caption is None:
             head = [", ".join(x for x in col if x.strip()) or " "
                     for col in zip(*self.header_rows)]
@@ -610,81 +630,13 @@ def table(data, caption: str | None = None, *, name: str | None = None, index: b
 
 
 def table1_layout(table1_df: pd.DataFrame, value: str) -> pd.DataFrame:
-    """One quantity of Table 1 laid out as the paper lays it out: rows n, columns T
-    within μ (two header levels)."""
+    """One quantity of Table 1 laid out as the paper lays it out.
+
+    Rows n, columns T within μ (two header levels).
+    """
     if value not in table1_df.columns:
         raise ValueError(f"value must be a column of table1(df), one of {list(table1_df.columns)}")
     out = table1_df.pivot_table(index="n", columns=["mu", "T"], values=value)
     out.columns = pd.MultiIndex.from_tuples([(f"μ = {_fmt(mu)}", f"T = {int(T)}")
                                              for mu, T in out.columns])
     return out
-
-
-# ---------------------------------------------------------------------------
-# Atomic writes: a file either is complete or does not exist under its name
-# ---------------------------------------------------------------------------
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _temporary_prefix(path) -> str:
-    """Temporary files for ``path`` are named ``.<name>.<random>.part`` beside it."""
-    return "." + os.path.basename(os.fspath(path)) + "."
-
-
-def _discard(tmp) -> None:
-    try:
-        os.unlink(tmp)
-    except OSError:
-        pass
-
-
-def _stage(path, write) -> str:
-    """Write ``path``'s content under a temporary name beside it; return that name.
-
-    ``write(tmp)`` writes the file.  If it fails (or is interrupted) the
-    temporary file is removed.  Renaming the result to ``path`` is the caller's
-    step (:func:`_atomic`, or the command line's all-or-nothing commit).
-    """
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(path), suffix=".part", dir=folder)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
-    except BaseException:
-        _discard(tmp)
-        raise
-    return tmp
-
-
-def _atomic(path, write):
-    tmp = _stage(path, write)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        _discard(tmp)
-        raise
-
-
-def save_figure(fig, path, dpi: int = 150) -> None:
-    """Save a figure as PNG under a temporary name, then rename it into place."""
-    _atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=dpi))
-
-
-def _text_writer(text: str):
-    """A ``write(tmp)`` function for :func:`_stage`/:func:`_atomic` that writes ``text`` (UTF-8)."""
-    def write(tmp):
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    return write
-
-
-def write_text_atomic(path, text: str) -> None:
-    """Write text to a temporary file, then rename it into place."""
-    _atomic(path, _text_writer(text))

@@ -49,6 +49,13 @@ def tradeoff(alpha, mu):
 
     The smallest type II error of any level-α test of N(0, 1) against N(μ, 1).
     Vectorised over ``alpha`` and ``mu``; ``mu`` >= 0, ``alpha`` in [0, 1].
+
+    Examples
+    --------
+    >>> round(float(tradeoff(0.05, 1.0)), 4)
+    0.7405
+    >>> float(tradeoff(0.05, 0.0))  # μ = 0: no test beats guessing
+    0.95
     """
     a = _array(alpha, "alpha", lower=0.0, upper=1.0)
     m = _array(mu, "mu", lower=0.0)
@@ -108,7 +115,15 @@ def delta_from_mu(mu, eps):
 
 
 def epsilon_from_mu(mu, delta):
-    """The smallest ε with μ-GDP ⟹ (ε, δ)-DP; 0 when δ >= δ(0) = 2Φ(μ/2) - 1."""
+    """The smallest ε with μ-GDP ⟹ (ε, δ)-DP; 0 when δ >= δ(0) = 2Φ(μ/2) - 1.
+
+    Examples
+    --------
+    >>> round(float(epsilon_from_mu(1.0, 1e-5)), 3)
+    4.377
+    >>> round(float(delta_from_mu(1.0, float(epsilon_from_mu(1.0, 1e-5)))), 12)
+    1e-05
+    """
     m = _array(mu, "mu", lower=0.0, lower_open=True)
     d = _array(delta, "delta", lower=0.0, upper=1.0, lower_open=True, upper_open=True)
     m, d = np.broadcast_arrays(m, d)
@@ -118,7 +133,9 @@ def epsilon_from_mu(mu, delta):
         ld = np.log(d_i)
         if d_i >= np.exp(_log_delta(mu_i, 0.0)):  # δ >= δ(0), compared as delta_from_mu does
             continue
-        f = lambda e: _log_delta(mu_i, e) - ld  # decreasing in e
+        def f(e, mu_i=mu_i, ld=ld):  # decreasing in e
+            return _log_delta(mu_i, e) - ld
+
         hi = 1.0
         while f(hi) > 0:
             hi *= 2.0
@@ -139,7 +156,9 @@ def mu_from_epsilon_delta(eps, delta):
     out = np.empty(e.shape)
     for idx in np.ndindex(e.shape):
         e_i, ld = float(e[idx]), np.log(float(d[idx]))
-        f = lambda mu: _log_delta(mu, e_i) - ld  # increasing in mu
+        def f(mu, e_i=e_i, ld=ld):  # increasing in mu
+            return _log_delta(mu, e_i) - ld
+
         hi = 1.0
         while f(hi) < 0:
             hi *= 2.0

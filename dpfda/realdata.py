@@ -43,7 +43,7 @@ __all__ = ["Domain", "PublicFrame", "legendre_derivative"]
 def _finite_scalar(value, name: str) -> float:
     if isinstance(value, bool) or not np.isscalar(value) or not np.isreal(value):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
+    value = float(value)  # type: ignore[arg-type]  # a real scalar, checked above
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return value

@@ -8,20 +8,29 @@ Both pipelines see a space only through its *grid geometry* (``space.at(grid)``)
   span of the kernel sections K(t_j, ·) (proof of Theorem 13, eqs. 37 and 41),
   with Phi = K_T^{1/2} and d = T.  In both cases the Cameron–Martin norm of
   the function is the Euclidean norm of its coordinates.
-* ``scale`` — a_j = ||φ(t_j)||_2 or sqrt(K(t_j, t_j)), the pointwise bound
-  used for PTF's default clipping c_j = B' a_j and weights W = diag(a_j^{-2})
+* ``eval_norm`` — a_j = sup_{||f|| <= 1} |f(t_j)|, the norm of evaluation at
+  t_j on the unit ball: ||φ(t_j)||_2 for H_m, sqrt(K(t_j, t_j)) for H_K.  It
+  gives PTF's default clipping c_j = B' a_j and weights W = diag(a_j^{-2})
   (Theorems 11 and 14).
 * ``evaluate(coef, t)`` — the function with those coordinates, anywhere on [0, 1].
 * ``error(coef, target)`` — the paper's utility criterion: IMSE (eq. 7) for
   H_m, computed exactly through the coefficients, and grid MSE (eq. 8) for H_K.
+
+Every space implements :class:`FunctionSpace` (the contract, as scikit-fda's
+``Basis``: the public :meth:`FunctionSpace.at` checks the grid, then calls
+the space's own ``_geometry``); its geometry is a :class:`LegendreGeometry`
+or a :class:`KernelGeometry`, whose typed fields hold what each kind of
+space adds (M = ΦᵀΦ; K_T, K_T^{-1/2} and its eigenvalues).
 
 Shapes follow the project convention: coefficients (..., d), grid values (..., T).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import ClassVar
 
 import numpy as np
 from numpy.polynomial import legendre as _leg
@@ -36,6 +45,9 @@ from ._validation import (
 )
 
 __all__ = [
+    "FunctionSpace",
+    "KernelGeometry",
+    "LegendreGeometry",
     "uniform_grid",
     "LegendreSpace",
     "Kernel",
@@ -58,6 +70,11 @@ def uniform_grid(T: int) -> np.ndarray:
     ----------
     T : int
         Number of grid points, at least 2.
+
+    Examples
+    --------
+    >>> uniform_grid(5)
+    array([0.  , 0.25, 0.5 , 0.75, 1.  ])
     """
     T = check_int(T, "T", 2)
     return np.linspace(0.0, 1.0, T)
@@ -68,23 +85,63 @@ def uniform_grid(T: int) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 
+class FunctionSpace(ABC):
+    """What a function space provides to the pipelines (the interface of a space).
+
+    A space has a dimension-free description (its parameters) and, on each
+    public grid, a :class:`GridGeometry` (``space.at(grid)``) that carries
+    everything FTP, PTF, the bounds and the simulations need.  Subclasses
+    implement ``_geometry`` (build the geometry on a checked grid, checking
+    the space's assumption) and ``_evaluate`` (functions with given
+    coordinates at any points of [0, 1]).
+    """
+
+    metric: ClassVar[str]
+    """The utility criterion: ``"IMSE"`` (eq. 7) or ``"MSE"`` on the grid (eq. 8)."""
+
+    def at(self, grid) -> GridGeometry:
+        """The geometry of this space on ``grid`` (checked: strictly increasing, in [0, 1])."""
+        grid = check_grid(grid)
+        return self._geometry(tuple(grid.tolist()))
+
+    @abstractmethod
+    def _geometry(self, grid: tuple) -> GridGeometry:
+        """The geometry on a checked grid given as a tuple (cached by subclasses)."""
+
+    @abstractmethod
+    def _evaluate(self, geometry: GridGeometry, coef: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Values at checked points ``t`` of the functions with coordinates ``coef``."""
+
+
 @dataclass(frozen=True, eq=False)
 class GridGeometry:
-    """Everything the pipelines need to know about a space on a fixed grid."""
+    """Everything the pipelines need to know about a space on a fixed grid.
 
-    space: object
+    Attributes
+    ----------
+    space : FunctionSpace
+    grid : ndarray (T,)
+    Phi : ndarray (T, d)
+        Design matrix: Cameron–Martin coordinates to grid values.
+    eval_norm : ndarray (T,)
+        a_j = sup_{||f|| <= 1} |f(t_j)|, the norm of evaluation at t_j.
+    metric : {"IMSE", "MSE"}
+    """
+
+    space: FunctionSpace
     grid: np.ndarray
-    Phi: np.ndarray  # (T, d): coordinates -> grid values
-    scale: np.ndarray  # (T,): a_j
-    metric: str  # "IMSE" or "MSE"
-    extras: dict = field(default_factory=dict)
+    Phi: np.ndarray
+    eval_norm: np.ndarray
+    metric: str
 
     @property
     def T(self) -> int:
+        """Number of grid points."""
         return self.grid.size
 
     @property
     def dim(self) -> int:
+        """Number d of Cameron–Martin coordinates."""
         return self.Phi.shape[1]
 
     def values(self, coef) -> np.ndarray:
@@ -118,12 +175,41 @@ class GridGeometry:
         return np.mean((diff @ self.Phi.T) ** 2, axis=-1)
 
 
+@dataclass(frozen=True, eq=False)
+class LegendreGeometry(GridGeometry):
+    """The geometry of H_m on a grid; ``M`` = ΦᵀΦ (positive definite by Assumption A.3)."""
+
+    M: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class KernelGeometry(GridGeometry):
+    """The geometry of an RKHS on a grid (Phi = K_T^{1/2}).
+
+    Attributes
+    ----------
+    K : ndarray (T, T)
+        The Gram matrix K_T.
+    Phi_inv : ndarray (T, T)
+        K_T^{-1/2} (from the eigenvalues below).
+    eigenvalues : ndarray (T,)
+        Eigenvalues of K_T, ascending, after the floor.
+    floored : bool
+        Whether some eigenvalue was lifted to the floor (``regularize=True``).
+    """
+
+    K: np.ndarray
+    Phi_inv: np.ndarray
+    eigenvalues: np.ndarray
+    floored: bool
+
+
 # ---------------------------------------------------------------------------
 # Finite-dimensional Hilbert space of Legendre polynomials (Example 1)
 # ---------------------------------------------------------------------------
 
 
-class LegendreSpace:
+class LegendreSpace(FunctionSpace):
     """H_m spanned by the L²[0,1]-orthonormal shifted Legendre polynomials.
 
     φ_k(t) = sqrt(2k - 1) P_{k-1}(2t - 1), k = 1, ..., m, has degree k - 1
@@ -135,6 +221,17 @@ class LegendreSpace:
     ----------
     m : int
         Dimension of the space (number of basis functions), at least 1.
+
+    Examples
+    --------
+    >>> space = LegendreSpace(2)
+    >>> space.basis([0.0, 0.5, 1.0]).round(4)  # 1 and sqrt(12)(t - 1/2)
+    array([[ 1.    , -1.7321],
+           [ 1.    ,  0.    ],
+           [ 1.    ,  1.7321]])
+    >>> geom = space.at(uniform_grid(3))
+    >>> geom.eval_norm.round(4)  # a_j = ||φ(t_j)||_2
+    array([2., 1., 2.])
     """
 
     metric = "IMSE"
@@ -153,6 +250,7 @@ class LegendreSpace:
 
     @property
     def dim(self) -> int:
+        """Dimension m of H_m."""
         return self.m
 
     def basis(self, t) -> np.ndarray:
@@ -165,10 +263,9 @@ class LegendreSpace:
         """Design matrix Φ = [φ_k(t_j)] of shape (T, m) (§4.2.1)."""
         return self.at(grid).Phi
 
-    def at(self, grid) -> GridGeometry:
-        """Geometry on ``grid``; checks Assumption A.3."""
-        grid = check_grid(grid)
-        return _legendre_geometry(self.m, tuple(grid.tolist()))
+    def _geometry(self, grid: tuple) -> LegendreGeometry:
+        """Geometry on a checked grid; checks Assumption A.3."""
+        return _legendre_geometry(self.m, grid)
 
     def norm(self, coef) -> np.ndarray:
         """Cameron–Martin (= L²[0,1]) norm of θᵀφ: ||θ||_2."""
@@ -206,7 +303,7 @@ class LegendreSpace:
 
 
 @lru_cache(maxsize=256)
-def _legendre_geometry(m: int, grid: tuple) -> GridGeometry:
+def _legendre_geometry(m: int, grid: tuple) -> LegendreGeometry:
     grid_arr = np.array(grid)
     space = LegendreSpace(m)
     T = grid_arr.size
@@ -223,12 +320,13 @@ def _legendre_geometry(m: int, grid: tuple) -> GridGeometry:
         raise AssumptionError(
             f"A.3 fails: M = ΦᵀΦ is singular on this grid (smallest eigenvalue {lam[0]:.3g})"
         )
-    scale = np.linalg.norm(Phi, axis=1)
-    if np.any(scale <= 0):
+    eval_norm = np.linalg.norm(Phi, axis=1)
+    if np.any(eval_norm <= 0):
         raise AssumptionError("A.3 fails: ||φ(t_j)||_2 = 0 at some grid point")
-    scale.setflags(write=False)
-    return GridGeometry(space=space, grid=grid_arr, Phi=Phi, scale=scale, metric="IMSE",
-                        extras={"M": M})
+    for a in (eval_norm, M):
+        a.setflags(write=False)
+    return LegendreGeometry(space=space, grid=grid_arr, Phi=Phi, eval_norm=eval_norm,
+                            metric="IMSE", M=M)
 
 
 # ---------------------------------------------------------------------------
@@ -242,13 +340,16 @@ class Kernel:
     name = "kernel"
 
     def __call__(self, s, t) -> np.ndarray:  # pragma: no cover - abstract
+        """K(s, t), broadcasting ``s`` against ``t``."""
         raise NotImplementedError
 
     def diag(self, t) -> np.ndarray:
+        """K(t, t) at each point of ``t``."""
         t = np.asarray(t, dtype=float)
         return self(t, t)
 
     def gram(self, points) -> np.ndarray:
+        """The Gram matrix [K(p_j, p_k)] of ``points``."""
         points = np.asarray(points, dtype=float)
         return self(points[:, None], points[None, :])
 
@@ -272,11 +373,13 @@ class GaussianKernel(Kernel):
         self.rho = rho
 
     def __call__(self, s, t):
+        """K(s, t), broadcasting ``s`` against ``t``."""
         s = np.asarray(s, dtype=float)
         t = np.asarray(t, dtype=float)
         return np.exp(-((s - t) ** 2) / (2.0 * self.rho**2))
 
     def diag(self, t):
+        """K(t, t) = 1 at each point of ``t``."""
         return np.ones_like(np.asarray(t, dtype=float))
 
     def __repr__(self):
@@ -298,9 +401,11 @@ class BrownianKernel(Kernel):
     name = "brownian"
 
     def __call__(self, s, t):
+        """K(s, t) = min(s, t), broadcasting ``s`` against ``t``."""
         return np.minimum(np.asarray(s, dtype=float), np.asarray(t, dtype=float))
 
     def diag(self, t):
+        """K(t, t) = t at each point of ``t``."""
         return np.asarray(t, dtype=float).copy()
 
     def __repr__(self):
@@ -323,7 +428,7 @@ def brownian_kernel() -> BrownianKernel:
     return BrownianKernel()
 
 
-class KernelSpace:
+class KernelSpace(FunctionSpace):
     """The RKHS H_K of a kernel, fitted through the span of K(t_j, ·) on a grid.
 
     By the representer theorem, every fit in the paper lies in
@@ -343,7 +448,7 @@ class KernelSpace:
         What to do when an eigenvalue falls below ``floor``: ``False`` (default)
         raises an ``AssumptionError`` naming A.4; ``True`` lifts such eigenvalues
         to ``floor``, as the paper's implementation does, and records it in
-        ``geometry.extras["floored"]``.
+        ``geometry.floored``.
     """
 
     metric = "MSE"
@@ -378,10 +483,9 @@ class KernelSpace:
         """K_T^{1/2} (symmetric square root by eigendecomposition)."""
         return self.at(grid).Phi
 
-    def at(self, grid) -> GridGeometry:
-        """Geometry on ``grid``; checks Assumption A.4."""
-        grid = check_grid(grid)
-        return _kernel_geometry(self, tuple(grid.tolist()))
+    def _geometry(self, grid: tuple) -> KernelGeometry:
+        """Geometry on a checked grid; checks Assumption A.4."""
+        return _kernel_geometry(self, grid)
 
     def rkhs_norm(self, alpha, points) -> np.ndarray:
         """||Σ α_j K(p_j, ·)||_H = sqrt(αᵀ K α) for kernel sections at ``points``."""
@@ -393,7 +497,7 @@ class KernelSpace:
     def _evaluate(self, geom, coef, t):
         if coef.shape[-1] != geom.T:
             raise ValueError(f"coef's last axis must have length T={geom.T}, got {coef.shape[-1]}")
-        alpha = coef @ geom.extras["Phi_inv"]  # K_T^{-1/2} β (symmetric)
+        alpha = coef @ geom.Phi_inv  # K_T^{-1/2} β (symmetric)
         return alpha @ self.kernel(geom.grid[:, None], t[None, :])
 
     def sample_gaussian(self, rng, t, size=()) -> np.ndarray:
@@ -412,7 +516,7 @@ def _psd_sqrt(C: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=256)
-def _kernel_geometry(space: KernelSpace, grid: tuple) -> GridGeometry:
+def _kernel_geometry(space: KernelSpace, grid: tuple) -> KernelGeometry:
     grid_arr = np.array(grid)
     diag = space.kernel.diag(grid_arr)
     if np.any(diag <= 0):
@@ -434,10 +538,8 @@ def _kernel_geometry(space: KernelSpace, grid: tuple) -> GridGeometry:
     root = np.sqrt(lam)
     Phi = (V * root) @ V.T
     Phi_inv = (V / root) @ V.T
-    for a in (Phi, Phi_inv, K):
+    eval_norm = np.sqrt(diag)
+    for a in (Phi, Phi_inv, K, lam, eval_norm):
         a.setflags(write=False)
-    scale = np.sqrt(diag)
-    scale.setflags(write=False)
-    return GridGeometry(space=space, grid=grid_arr, Phi=Phi, scale=scale, metric="MSE",
-                        extras={"K": K, "Phi_inv": Phi_inv, "eigenvalues": lam,
-                                "floored": floored})
+    return KernelGeometry(space=space, grid=grid_arr, Phi=Phi, eval_norm=eval_norm, metric="MSE",
+                          K=K, Phi_inv=Phi_inv, eigenvalues=lam, floored=floored)

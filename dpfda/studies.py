@@ -41,11 +41,9 @@ machines without the function.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
-import numbers
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
 import numpy as np
@@ -189,7 +187,8 @@ class Setting:
     law : str
         The latent law, a member of :data:`dpfda.data.LAWS` (default
         ``"default"``, the laws of the paper's setups as :mod:`dpfda.data` reads
-        them).  Part of the setting's key and of its latent key, so each law
+        them).  Part of the setting's stream keys (:func:`dpfda.engine.stream_key`,
+        :func:`dpfda.engine.latent_stream_key`), so each law
         has its own random streams; ``"default"`` adds nothing to the keys
         (its streams are those of dpfda 0.1.0), and ``shift-0``/``wave-0``,
         one and the same centred law, share theirs.
@@ -201,7 +200,7 @@ class Setting:
     mu: float
     sigma0: float
     radius_rule: str
-    radius: float | None = None
+    radius: float = None  # type: ignore[assignment]  # None: from radius_rule (__post_init__)
     m: int | None = None
     B: float = 1.0
     rho: float | None = None
@@ -247,7 +246,10 @@ class Setting:
     @property
     def dim(self) -> int:
         """Dimension d of the fitted coordinates: m for H_m, T for the RKHS."""
-        return self.m if self.space == "poly" else self.T
+        if self.space == "poly":
+            assert self.m is not None  # required for H_m (__post_init__)
+            return self.m
+        return self.T
 
     def function_space(self):
         """The :class:`LegendreSpace` or :class:`KernelSpace` of this setting."""
@@ -256,9 +258,11 @@ class Setting:
         return KernelSpace(gaussian_kernel(self.rho))
 
     def grid(self) -> np.ndarray:
+        """The equally spaced grid of T points (:func:`dpfda.spaces.uniform_grid`)."""
         return uniform_grid(self.T)
 
     def geometry(self):
+        """The geometry of :meth:`function_space` on :meth:`grid`."""
         return self.function_space().at(self.grid())
 
     # -- identity ------------------------------------------------------------
@@ -302,13 +306,6 @@ class Setting:
         return (f"latent|rkhs|n={self.n}|rho={self.rho!r}|centers={self.centers}|B={self.B!r}"
                 + self._law_key())
 
-    def key(self) -> tuple[int, ...]:
-        """Spawn key of this setting's random streams (four 32-bit words of SHA-256)."""
-        return _words(self.canonical())
-
-    def latent_key(self) -> tuple[int, ...]:
-        return _words(self.latent_canonical())
-
     def params(self) -> dict:
         """The parameters as a flat dict (one row of the results table)."""
         return {
@@ -326,12 +323,6 @@ class Setting:
             "law": self.law,
             "metric": self.metric,
         }
-
-
-def _words(text: str, k: int = 4) -> tuple[int, ...]:
-    """A stable (unsalted) hash of ``text`` as k non-negative 32-bit integers."""
-    digest = hashlib.sha256(text.encode("utf-8")).digest()
-    return tuple(int.from_bytes(digest[4 * i: 4 * i + 4], "little") for i in range(k))
 
 
 # ---------------------------------------------------------------------------
@@ -430,6 +421,14 @@ class Study:
         :data:`RADIUS_RULES` or a ``(name, function(n, B))`` pair.  Settings are
         ordered with ``n`` varying fastest.  ``T`` defaults to 20 for
         ``space="poly"`` (the paper's polynomial setup).
+
+        Examples
+        --------
+        >>> st = Study.grid("demo", space="poly", n=[64, 256], m=[2, 4], mu=1.0)
+        >>> len(st), [(s.m, s.n) for s in st]
+        (4, [(2, 64), (2, 256), (4, 64), (4, 256)])
+        >>> st.settings[0].radius, st.settings[0].T  # B' = 1.1B, T = 20
+        (1.1, 20)
         """
         if space == "poly" and T is None:
             T = 20
@@ -480,6 +479,7 @@ class Study:
 
     @property
     def n_values(self) -> tuple:
+        """The sample sizes of the study, in increasing order."""
         return tuple(sorted({s.n for s in self.settings}))
 
 

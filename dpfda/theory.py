@@ -1,7 +1,11 @@
 """The error bounds and limits of §4.2 (Theorems 10–11, 13–14, Corollaries 12, 15).
 
-Every bound takes the grid geometry of a space (``space.at(grid)``) and
-returns a :class:`Bound`: its value, whether the theorem's condition on B'
+Every bound takes the grid geometry of a space (``space.at(grid)``): a
+:class:`~dpfda.spaces.LegendreGeometry` for H_m or a
+:class:`~dpfda.spaces.KernelGeometry` for an RKHS, which is how this module
+tells the two apart (:func:`_is_legendre`); the noise scales and the default
+weights come from :mod:`dpfda.pipelines`, the one place those formulas live.
+Every bound returns a :class:`Bound`: its value, whether the theorem's condition on B'
 holds, and the condition in words.  A bound whose condition fails is still
 computed (it is a formula) but says so in ``holds`` and ``condition``; use
 ``bound.require()`` to turn a failed condition into a ``ValueError``.
@@ -19,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import check_int, check_nonnegative, check_positive, check_rng
-from .spaces import GridGeometry, LegendreSpace
+from .pipelines import ftp_sigma, ptf_default_weights, ptf_sigmas
+from .spaces import GridGeometry, KernelGeometry, LegendreGeometry
 
 __all__ = [
     "Bound",
@@ -36,6 +41,7 @@ __all__ = [
     "chi2_tail_bound",
     "IdenticalCurvesError",
     "ftp_identical_curves",
+    "quad_form_moments",
 ]
 
 
@@ -49,6 +55,7 @@ class Bound:
     theorem: str
 
     def require(self) -> "Bound":
+        """Return the bound, or raise ``ValueError`` if its condition fails."""
         if not self.holds:
             raise ValueError(f"{self.theorem}: condition fails: {self.condition}")
         return self
@@ -57,21 +64,45 @@ class Bound:
         return float(self.value)
 
 
+def _is_legendre(geometry) -> bool:
+    """The kind of space, decided one way: H_m (True) or an RKHS (False)."""
+    if isinstance(geometry, LegendreGeometry):
+        return True
+    if isinstance(geometry, KernelGeometry):
+        return False
+    raise TypeError(
+        "geometry must be the geometry of a LegendreSpace or KernelSpace (use space.at(grid)), "
+        f"got {type(geometry).__name__}"
+    )
+
+
 def _common(geometry, radius, n, mu):
-    if not isinstance(geometry, GridGeometry):
-        raise TypeError("geometry must be a GridGeometry (use space.at(grid))")
+    _is_legendre(geometry)
     return (check_positive(radius, "radius"), check_int(n, "n", 1), check_positive(mu, "mu"))
 
 
+def _bound_args(geometry, B, radius, n, mu, sigma0=0.0):
+    """The checked arguments of a bound: (B', n, μ, B, σ₀)."""
+    radius, n, mu = _common(geometry, radius, n, mu)
+    return radius, n, mu, check_positive(B, "B"), check_nonnegative(sigma0, "sigma0")
+
+
 def tau(radius: float, T: int, n: int, mu: float) -> float:
-    """τ = 2B'·sqrt(T)/(nμ), the PTF noise level of Theorems 11 and 14."""
-    return 2.0 * check_positive(radius, "radius") * np.sqrt(check_int(T, "T", 1)) / (
-        check_int(n, "n", 1) * check_positive(mu, "mu"))
+    """τ = 2B'·sqrt(T)/(nμ), the PTF noise level of Theorems 11 and 14.
+
+    It is PTF's σ_j (:func:`dpfda.pipelines.ptf_sigmas`) for clipping bounds
+    c_j = B', i.e. σ_j/a_j under the default clipping.
+
+    >>> round(tau(1.0, 4, 10, 1.0), 12)
+    0.4
+    """
+    T = check_int(T, "T", 1)
+    return float(ptf_sigmas(n, np.full(T, check_positive(radius, "radius")), mu)[0])
 
 
 def ptf_A(geometry: GridGeometry, weights=None) -> np.ndarray:
     """A = ΦᵀWΦ with the default W = diag(a_j^{-2}) (Theorems 11, 14)."""
-    w = geometry.scale**-2.0 if weights is None else np.asarray(weights, dtype=float)
+    w = ptf_default_weights(geometry) if weights is None else np.asarray(weights, dtype=float)
     return geometry.Phi.T @ (w[:, None] * geometry.Phi)
 
 
@@ -81,8 +112,8 @@ def ftp_noiseless_error(geometry: GridGeometry, radius, n, mu) -> float:
     H_m: IMSE = 4mB'²/(n²μ²) (Theorem 10).  H_K: MSE = 4B'² tr(K_T)/(n²μ²T) (Theorem 13).
     """
     radius, n, mu = _common(geometry, radius, n, mu)
-    s2 = (2.0 * radius / (n * mu)) ** 2
-    if geometry.metric == "IMSE":
+    s2 = ftp_sigma(n, radius, mu) ** 2
+    if _is_legendre(geometry):
         return s2 * geometry.dim
     return s2 * np.trace(geometry.Phi @ geometry.Phi.T) / geometry.T
 
@@ -94,12 +125,12 @@ def ptf_unconstrained_error(geometry: GridGeometry, radius, n, mu) -> float:
     """
     radius, n, mu = _common(geometry, radius, n, mu)
     t2 = tau(radius, geometry.T, n, mu) ** 2
-    if geometry.metric == "IMSE":
+    if _is_legendre(geometry):
         return t2 * np.trace(np.linalg.inv(ptf_A(geometry)))
-    return t2 * np.sum(geometry.scale**2) / geometry.T
+    return t2 * np.sum(geometry.eval_norm**2) / geometry.T
 
 
-def chi2_tail_bound(m: int, x) -> np.ndarray:
+def chi2_tail_bound(m: int, x) -> tuple[np.ndarray, np.ndarray]:
     """Laurent–Massart: P(χ²_m >= m + 2 sqrt(m x) + 2x) <= exp(-x) (eq. 27).
 
     Returns the pair (threshold, bound) for each x >= 0.
@@ -120,16 +151,14 @@ def ftp_imse_bound(geometry: GridGeometry, B, radius, n, mu, sigma0) -> Bound:
 
     σ₀ > 0 requires B' >= B + sqrt(m)σ₀/sqrt(λ_min(M)); σ₀ = 0 requires B' >= B.
     """
-    radius, n, mu = _common(geometry, radius, n, mu)
-    B = check_positive(B, "B")
-    sigma0 = check_nonnegative(sigma0, "sigma0")
-    if not isinstance(geometry.space, LegendreSpace):
+    radius, n, mu, B, sigma0 = _bound_args(geometry, B, radius, n, mu, sigma0)
+    if not isinstance(geometry, LegendreGeometry):
         raise TypeError("Theorem 10 concerns a LegendreSpace geometry")
     m = geometry.dim
     privacy = ftp_noiseless_error(geometry, radius, n, mu)
     if sigma0 == 0.0:
         return Bound(privacy, radius >= B, f"B' = {radius:g} >= B = {B:g}", "Theorem 10")
-    M = geometry.Phi.T @ geometry.Phi
+    M = geometry.M
     lam = np.linalg.eigvalsh(M)
     kappa = lam[-1] / lam[0]
     trMinv = np.trace(np.linalg.inv(M))
@@ -146,9 +175,8 @@ def ptf_imse_lower_bound(geometry: GridGeometry, B, radius, n, mu) -> Bound:
 
     Requires B' >= B + τ sqrt(m)/sqrt(λ_min(A)).
     """
-    radius, n, mu = _common(geometry, radius, n, mu)
-    B = check_positive(B, "B")
-    if not isinstance(geometry.space, LegendreSpace):
+    radius, n, mu, B, _ = _bound_args(geometry, B, radius, n, mu)
+    if not isinstance(geometry, LegendreGeometry):
         raise TypeError("Theorem 11 concerns a LegendreSpace geometry")
     m = geometry.dim
     A = ptf_A(geometry)
@@ -166,16 +194,14 @@ def ftp_mse_bound(geometry: GridGeometry, B, radius, n, mu, sigma0) -> Bound:
 
     σ₀ > 0 requires B' >= B + σ₀ sqrt(T)/sqrt(λ_min(K_T)); σ₀ = 0 requires B' >= B.
     """
-    radius, n, mu = _common(geometry, radius, n, mu)
-    B = check_positive(B, "B")
-    sigma0 = check_nonnegative(sigma0, "sigma0")
-    if geometry.metric != "MSE":
+    radius, n, mu, B, sigma0 = _bound_args(geometry, B, radius, n, mu, sigma0)
+    if not isinstance(geometry, KernelGeometry):
         raise TypeError("Theorem 13 concerns a KernelSpace geometry")
     T = geometry.T
     privacy = ftp_noiseless_error(geometry, radius, n, mu)
     if sigma0 == 0.0:
         return Bound(privacy, radius >= B, f"B' = {radius:g} >= B = {B:g}", "Theorem 13")
-    lam_min = float(geometry.extras["eigenvalues"][0])
+    lam_min = float(geometry.eigenvalues[0])
     need = B + sigma0 * np.sqrt(T) / np.sqrt(lam_min)
     value = (privacy + sigma0**2 / n
              + (1 - 1 / n) * sigma0**2 * np.sqrt((T + 2) / T)
@@ -189,16 +215,15 @@ def ptf_mse_lower_bound(geometry: GridGeometry, B, radius, n, mu) -> Bound:
 
     Requires B' >= B + τ sqrt(T)/sqrt(λ_min(A)), A = K_T^{1/2} W K_T^{1/2}.
     """
-    radius, n, mu = _common(geometry, radius, n, mu)
-    B = check_positive(B, "B")
-    if geometry.metric != "MSE":
+    radius, n, mu, B, _ = _bound_args(geometry, B, radius, n, mu)
+    if not isinstance(geometry, KernelGeometry):
         raise TypeError("Theorem 14 concerns a KernelSpace geometry")
     T = geometry.T
     A = ptf_A(geometry)
     lam = np.linalg.eigvalsh(A)
     t = tau(radius, T, n, mu)
     need = B + t * np.sqrt(T) / np.sqrt(lam[0])
-    base = t**2 * np.sum(geometry.scale**2) / T
+    base = t**2 * np.sum(geometry.eval_norm**2) / T
     value = base * (1 - np.sqrt(3) * _remainder((radius - B) * np.sqrt(lam[0]) / t, np.sqrt(T)))
     return Bound(float(value), radius >= need,
                  f"B' = {radius:g} >= B + τ sqrt(T)/sqrt(λ_min(A)) = {need:g}", "Theorem 14")
@@ -210,15 +235,38 @@ def ratio_limit(geometry: GridGeometry) -> float:
     H_m: m/(T tr A⁻¹) (Corollary 12).  H_K: tr(K_T)/(T tr W⁻¹) = 1/T (Corollary 15).
     """
     T = geometry.T
-    if geometry.metric == "IMSE":
+    if _is_legendre(geometry):
         return geometry.dim / (T * np.trace(np.linalg.inv(ptf_A(geometry))))
     trK = np.trace(geometry.Phi @ geometry.Phi.T)
-    return trK / (T * np.sum(geometry.scale**2))
+    return trK / (T * np.sum(geometry.eval_norm**2))
 
 
 def ratio_limit_upper(geometry: GridGeometry) -> float:
     """The dimension-only bound: 1/m (Corollary 12) or 1/T (Corollary 15)."""
-    return 1.0 / (geometry.dim if geometry.metric == "IMSE" else geometry.T)
+    return 1.0 / (geometry.dim if _is_legendre(geometry) else geometry.T)
+
+
+def quad_form_moments(Sigma, scale: float = 1.0) -> tuple[float, float]:
+    """Mean and standard deviation of scale·||v||² for v ~ N(0, Σ).
+
+    tr(Σ) and sqrt(2 tr(Σ²)), times ``scale``.  A release's error is such a
+    quadratic form whenever no constraint binds (e.g. FTP's σ²||ξ||², PTF's
+    τ²ξᵀA⁻¹ξ), so a Monte Carlo check can use this exact standard deviation
+    instead of the sample one: the sample standard deviation of a skewed error
+    is itself noisy, and too small exactly when the sample mean is too small.
+
+    Examples
+    --------
+    >>> quad_form_moments(np.eye(3))  # ||ξ||² ~ χ²_3: mean 3, variance 6
+    (3.0, 2.449489742783178)
+    """
+    S = np.atleast_2d(np.asarray(Sigma, dtype=float))
+    if S.ndim != 2 or S.shape[0] != S.shape[1]:
+        raise ValueError(f"Sigma must be a square matrix, got shape {S.shape}")
+    if not np.all(np.isfinite(S)):
+        raise ValueError("Sigma must be finite")
+    scale = check_nonnegative(scale, "scale")
+    return scale * float(np.trace(S)), scale * float(np.sqrt(2.0 * np.trace(S @ S)))
 
 
 @dataclass(frozen=True)

@@ -2,33 +2,28 @@
 
 Every stochastic check compares a Monte Carlo mean with an exact value and
 allows ``z`` standard errors, SE = (sample standard deviation) / sqrt(reps).
-With z = 4 a correct implementation fails a given check with probability
-about 6e-5; the seeds are fixed, so a run is reproducible.  When one test
-makes k simultaneous comparisons, ``bonferroni_z(k)`` keeps the family-wise
-false-alarm rate at the same level instead of loosening anything by hand.
+The conventions are the package's (:mod:`dpfda.config`): z = ``Z`` = 4, with
+which a correct implementation fails a given check with probability about
+6e-5 (the seeds are fixed, so a run is reproducible); when one test makes k
+simultaneous comparisons, ``bonferroni_z(k)`` keeps the family-wise
+false-alarm rate at the same level instead of loosening anything by hand;
+quick mode is ``dpfda.config.quick()``.
 """
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
-from scipy import stats
 
-QUICK = os.environ.get("DPFDA_QUICK", "0").strip().lower() not in ("", "0", "false", "no")
+from dpfda.config import Z, bonferroni_z, proportion_se, quick
 
-Z = 4.0
-_ALPHA = 2 * stats.norm.sf(Z)  # two-sided false-alarm rate of a single 4-SE check
+__all__ = ["QUICK", "Z", "assert_mc_close", "bonferroni_z", "mc_mean_se", "proportion_se", "reps"]
+
+QUICK = quick()
 
 
 def reps(full: int, quick: int) -> int:
     """Monte Carlo size: ``full`` normally, ``quick`` under DPFDA_QUICK=1."""
     return quick if QUICK else full
-
-
-def bonferroni_z(k: int) -> float:
-    """The z that keeps k simultaneous two-sided checks at the single-check rate."""
-    return float(stats.norm.isf(_ALPHA / (2 * k)))
 
 
 def mc_mean_se(samples, axis=0):

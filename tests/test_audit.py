@@ -225,7 +225,7 @@ def test_ftp_calibrated_to_grid_l2_norm_is_caught_in_rkhs():
     space = SPACES["gaussian"]
     geom = space.at(GRID)
     factor = A.grid_norm_factor(geom, "l2")
-    assert factor == pytest.approx(np.sqrt(np.linalg.eigvalsh(geom.extras["K"])[-1] / GRID.size))
+    assert factor == pytest.approx(np.sqrt(np.linalg.eigvalsh(geom.K)[-1] / GRID.size))
     assert factor < 1
     mech = A.broken_ftp_grid_norm(GRID, space, RADIUS, MU, n=N, norm="l2")
     X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N)

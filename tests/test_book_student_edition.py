@@ -63,7 +63,8 @@ def _build(folder: Path, *extra: str) -> None:
 
 
 def _texts(html: Path) -> str:
-    return "\n".join(p.read_text(errors="replace") for p in html.rglob("*") if p.is_file() and p.suffix in {".html", ".ipynb", ".txt", ".js"})
+    kinds = {".html", ".ipynb", ".txt", ".js"}
+    return "\n".join(p.read_text(errors="replace") for p in html.rglob("*") if p.is_file() and p.suffix in kinds)
 
 
 @pytest.mark.skipif(not JUPYTER_BOOK.exists(), reason="jupyter-book not installed beside this Python")

@@ -15,7 +15,7 @@ import sys
 import pandas as pd
 import pytest
 
-from dpfda import cli, plots
+from dpfda import cli
 from dpfda.studies import get_study
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -143,9 +143,9 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        plots._atomic(target, failing_writer)
+        cli._stage(target, failing_writer)
     assert os.listdir(tmp_path) == []
-    plots.write_text_atomic(target, "complete\n")
+    os.replace(cli._stage(target, cli._text_writer("complete\n")), target)
     with pytest.raises(KeyboardInterrupt):
-        plots._atomic(target, failing_writer)
+        cli._stage(target, failing_writer)
     assert target.read_text() == "complete\n" and os.listdir(tmp_path) == ["fig.csv"]

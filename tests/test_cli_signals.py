@@ -23,11 +23,10 @@ import tempfile
 import time
 
 import pytest
+from test_cli import ENV, ROOT, run_cli
 
 from dpfda import cli
 from dpfda._interrupt import SignalGuard, Terminated
-
-from test_cli import ENV, ROOT, run_cli
 
 CORES = cli.available_cores()
 JOBS = min(2, CORES)  # --jobs 2, as the run will use it on this machine

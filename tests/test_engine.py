@@ -139,20 +139,21 @@ def test_custom_study_and_subset():
 def test_setting_keys_are_stable_across_interpreters():
     """Keys come from SHA-256, not Python's salted hash: another process agrees."""
     s = get_study("fig3").settings[17]
-    code = ("from dpfda.studies import get_study; s = get_study('fig3').settings[17]; "
-            "print(s.key(), s.latent_key())")
+    code = ("from dpfda.engine import latent_stream_key, stream_key; from dpfda.studies import get_study; "
+            "s = get_study('fig3').settings[17]; print(stream_key(s), latent_stream_key(s))")
     env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=ROOT)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          cwd=ROOT, check=True).stdout.strip()
-    assert out == f"{s.key()} {s.latent_key()}"
-    assert all(0 <= w < 2**32 for w in s.key())
+    assert out == f"{engine.stream_key(s)} {engine.latent_stream_key(s)}"
+    assert all(0 <= w < 2**32 for w in engine.stream_key(s))
 
 
 def test_latent_curves_shared_across_figures():
     """The latent key leaves out T, μ, σ₀ and B': same n (and m) → same curves."""
     f1 = get_study("fig1").subset(n=64, T=2, mu=0.1).settings[0]
     f3 = get_study("fig3").subset(n=64, T=8, sigma0=10.0).settings[0]
-    assert f1.latent_key() == f3.latent_key() and f1.key() != f3.key()
+    assert engine.latent_stream_key(f1) == engine.latent_stream_key(f3)
+    assert engine.stream_key(f1) != engine.stream_key(f3)
     c1, c3 = engine.latent_curves(f1, 5), engine.latent_curves(f3, 5)
     np.testing.assert_array_equal(c1.alpha, c3.alpha)
     p4 = get_study("fig4").subset(n=64, m=6, mu=1.0).settings[0]
@@ -169,7 +170,7 @@ def test_repetition_streams_are_independent():
     A scheme with dependent repetitions (one PCG64 stream per setting advanced
     by r·2⁹⁶) gave a sum of squares near 1800 here."""
     s = CASES[0]
-    expect = np.random.Generator(np.random.PCG64(np.random.SeedSequence(4, spawn_key=s.key() + (7,))))
+    expect = np.random.Generator(np.random.PCG64(np.random.SeedSequence(4, spawn_key=engine.stream_key(s) + (7,))))
     np.testing.assert_array_equal(engine.rep_generator(s, 4, 7).standard_normal(6), expect.standard_normal(6))
     R = 500
     z = []

@@ -2,13 +2,10 @@
 
 import math
 
-import numpy as np
 import pandas as pd
 import pytest
 
-import dpfda
 from dpfda import evidence as ev
-from dpfda.pipelines import ftp_sigma
 
 
 def _row(ratio, se_log, n=64, err_ftp=1.0, se_ftp=0.1, err_ptf=2.0, se_ptf=0.1):
@@ -29,9 +26,11 @@ def test_ratio_checks_use_z_standard_errors_on_the_log_scale():
     r = _row(0.5, 0.1)
     lo, hi = ev.ratio_interval(r, z=2)
     assert lo == pytest.approx(0.5 * math.exp(-0.2)) and hi == pytest.approx(0.5 * math.exp(0.2))
-    # 0.5·e^{0.3} = 0.675: below 0.7 at z = 3 but not at z = 4 (0.5·e^{0.4} = 0.746).
-    assert ev.ratio_below(r, 0.7) and not ev.ratio_below(r, 0.7, z=4)
-    assert ev.ratio_above(r, 0.3) and not ev.ratio_above(r, 0.4)
+    # The default z is Z = 4: 0.5·e^{0.4} = 0.746 is above 0.7 and 0.5·e^{0.5} = 0.824 below 0.85;
+    # at z = 3, 0.5·e^{0.3} = 0.675 is below 0.7.
+    assert ev.Z == 4.0
+    assert ev.ratio_below(r, 0.85) and not ev.ratio_below(r, 0.7) and ev.ratio_below(r, 0.7, z=3)
+    assert ev.ratio_above(r, 0.3) and not ev.ratio_above(r, 0.4)  # 0.5·e^{-0.4} = 0.335
     assert ev.ratio_near(r, 0.6) and not ev.ratio_near(r, 1.0)
 
 
@@ -43,9 +42,9 @@ def test_ratio_changes_combine_independent_standard_errors():
 
 
 def test_exceeds_and_within():
-    assert ev.exceeds(10.0, 1.0, 5.0, 1.0)  # 5 > 3·1.414
-    assert not ev.exceeds(10.0, 1.0, 6.0, 1.0)
-    assert ev.within(1.04, 0.02, 1.0) and not ev.within(1.07, 0.02, 1.0)
+    assert ev.exceeds(10.0, 1.0, 4.0, 1.0)  # 6 > 4·1.414 (the default z = Z = 4)
+    assert not ev.exceeds(10.0, 1.0, 5.0, 1.0) and ev.exceeds(10.0, 1.0, 5.0, 1.0, z=3)
+    assert ev.within(1.07, 0.02, 1.0) and not ev.within(1.09, 0.02, 1.0)
     with pytest.raises(ValueError, match="finite"):
         ev.exceeds(float("nan"), 1.0, 0.0, 1.0)
     with pytest.raises(ValueError, match="se"):
@@ -77,51 +76,3 @@ def test_select_and_one():
         ev.select(df, T=6)
     with pytest.raises(ValueError, match="unknown column"):
         ev.select(df, m=2)
-
-
-def _poly(n=50, m=3, seed=0):
-    rng = np.random.default_rng(seed)
-    curves = dpfda.polynomial_curves(n, m, rng)
-    grid = dpfda.uniform_grid(10)
-    return curves, grid, dpfda.LegendreSpace(m)
-
-
-def test_compare_on_curves_noiseless_ftp_error_matches_theorem_10():
-    # σ₀ = 0 and B' > B: FTP's IMSE is exactly σ²·m in expectation (Theorem 10).
-    curves, grid, space = _poly()
-    reps, radius, mu = 400, 1.1, 1.0
-    out = ev.compare_on_curves(curves.values(grid), curves.mean_coef, grid, space, radius=radius,
-                               mu=mu, sigma0=0.0, reps=reps, seed=7)
-    exact = ftp_sigma(curves.n, radius, mu) ** 2 * space.m
-    assert ev.within(out["err_ftp"], out["se_ftp"], exact)
-    assert out["p_ftp_active"] == 0.0 and out["reps"] == reps
-
-
-def test_compare_on_curves_is_reproducible_and_uses_both_pipelines_on_the_same_data():
-    curves, grid, space = _poly(n=30)
-    kw = dict(radius=1.5, mu=1.0, sigma0=0.5, reps=20, seed=3, key=(1, 2))
-    a = ev.compare_on_curves(curves.values(grid), curves.mean_coef, grid, space, **kw)
-    b = ev.compare_on_curves(curves.values(grid), curves.mean_coef, grid, space, **kw)
-    assert a == b
-    # Recompute repetition set by hand: one chunk, so one generator.
-    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(3, spawn_key=(1, 2, 0))))
-    X = curves.values(grid) + 0.5 * rng.standard_normal((20, 30, 10))
-    f = dpfda.ftp(X, grid, space, 1.5, 1.0, rng).error(curves.mean_coef)
-    p = dpfda.ptf(X, grid, space, 1.5, 1.0, rng).error(curves.mean_coef)
-    assert a["err_ftp"] == pytest.approx(f.mean(), rel=1e-12)
-    assert a["ratio"] == pytest.approx(f.mean() / p.mean(), rel=1e-12)
-
-
-def test_compare_on_curves_rejects_bad_input():
-    curves, grid, space = _poly()
-    F, t = curves.values(grid), curves.mean_coef
-    with pytest.raises(ValueError, match="columns"):
-        ev.compare_on_curves(F[:, :5], t, grid, space, radius=1, mu=1, sigma0=0, reps=5, seed=0)
-    with pytest.raises(ValueError, match="target"):
-        ev.compare_on_curves(F, t[:2], grid, space, radius=1, mu=1, sigma0=0, reps=5, seed=0)
-    with pytest.raises(ValueError, match="reps"):
-        ev.compare_on_curves(F, t, grid, space, radius=1, mu=1, sigma0=0, reps=1, seed=0)
-    with pytest.raises(ValueError, match="sigma0"):
-        ev.compare_on_curves(F, t, grid, space, radius=1, mu=1, sigma0=-1, reps=5, seed=0)
-    with pytest.raises(ValueError, match="NaN"):
-        ev.compare_on_curves(F * np.nan, t, grid, space, radius=1, mu=1, sigma0=0, reps=5, seed=0)

@@ -12,7 +12,6 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-
 from bokeh.models import ColumnDataSource, CustomJS, Slider
 
 from dpfda import theory

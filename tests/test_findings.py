@@ -12,8 +12,8 @@ Standard errors used:
   (``se_log_ratio``, paired over repetitions); two ratios from different
   settings are independent, so their log-difference has variance
   se₁² + se₂²;
-* an activation probability p̂ from R repetitions: sqrt(p̃(1 - p̃)/R) with
-  p̃ = (R p̂ + 1/2)/(R + 1), which stays positive when p̂ is 0 or 1.
+* an activation probability p̂ from R repetitions:
+  :func:`dpfda.config.proportion_se` (Agresti–Coull, positive when p̂ is 0 or 1).
 
 Where our results depart from the paper (the RKHS latent-curve law is not
 specified there; ours is documented in ``dpfda.data``), the test says so with
@@ -29,10 +29,11 @@ import pandas as pd
 import pytest
 
 from dpfda import theory
+from dpfda.config import bonferroni_z, proportion_se
 from dpfda.engine import run_studies
 from dpfda.studies import get_study
 
-from _support import Z, bonferroni_z, reps
+from _support import Z, reps
 
 SEED = 20260101
 R_NOISELESS = reps(1000, 300)  # σ₀ = 0: only privacy noise is drawn, cheap
@@ -54,11 +55,6 @@ def _limit(row, study):
     s = next(s for s in study.settings if s.n == row["n"] and s.mu == row["mu"] and s.T == row["T"]
              and (pd.isna(row["m"]) or s.m == row["m"]))
     return theory.ratio_limit(s.geometry())
-
-
-def _p_se(p, R):
-    pt = (R * p + 0.5) / (R + 1.0)
-    return np.sqrt(pt * (1.0 - pt) / R)
 
 
 # ---------------------------------------------------------------------------
@@ -117,7 +113,7 @@ def test_ptf_activation_falls_with_n(results):
     overall = []
     for (mu, T), d in df.groupby(["mu", "T"]):
         p = d.sort_values("n")["p_ptf_active"].to_numpy()
-        se = _p_se(p, R)
+        se = proportion_se(p, R)
         steps += [(p[k + 1] - p[k]) / math.hypot(se[k], se[k + 1]) for k in range(len(p) - 1)]
         overall.append((p[0] - p[-1]) / math.hypot(se[0], se[-1]))
     # No step up beyond noise, and a clear overall fall in every (μ, T).
@@ -139,12 +135,12 @@ def test_ptf_activation_grows_with_T_and_with_stronger_privacy(results):
     z = bonferroni_z(len(pairs))
     for big, small in pairs:  # never significantly the wrong way round
         diff = df[big] - df[small]
-        assert diff >= -z * math.hypot(_p_se(df[big], R), _p_se(df[small], R)), (big, small)
+        assert diff >= -z * math.hypot(proportion_se(df[big], R), proportion_se(df[small], R)), (big, small)
 
     def summed(a_keys, b_keys):
         a = np.array([df[k] for k in a_keys])
         b = np.array([df[k] for k in b_keys])
-        se = np.sqrt(np.sum(_p_se(a, R) ** 2 + _p_se(b, R) ** 2))
+        se = np.sqrt(np.sum(proportion_se(a, R) ** 2 + proportion_se(b, R) ** 2))
         return (a.sum() - b.sum()) / se
 
     strict = [summed([(mu, 8, n) for n in n_values], [(mu, 2, n) for n in n_values]) for mu in (0.1, 1.0)]

@@ -18,7 +18,7 @@ import pytest
 
 import dpfda
 from dpfda.data import LAW_SHIFTS, LAWS, check_law, polynomial_curves, rkhs_curves
-from dpfda.engine import latent_curves, run_study
+from dpfda.engine import latent_curves, latent_stream_key, run_study, stream_key
 from dpfda.studies import STUDY_NAMES, Setting, Study, get_study, paper_studies
 
 from _support import Z
@@ -79,7 +79,7 @@ def test_centred_law_is_the_same_under_both_names():
         assert np.array_equal(make("shift-0"), make("wave-0"))
     a = Setting("rkhs", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law="shift-0")
     b = Setting("rkhs", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law="wave-0")
-    assert a.key() == b.key() and a.latent_key() == b.latent_key()
+    assert stream_key(a) == stream_key(b) and latent_stream_key(a) == latent_stream_key(b)
 
 
 def test_default_law_keeps_its_streams_and_draws():
@@ -94,7 +94,7 @@ def test_default_law_keeps_its_streams_and_draws():
     alpha = (u / np.sqrt(np.einsum("ij,jk,ik->i", direction, KC, direction)))[:, None] * direction
     np.testing.assert_allclose(rkhs_curves(30, np.random.default_rng(6)).alpha, alpha,
                                rtol=1e-14, atol=0)
-    keys = {Setting("rkhs", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law=law).key()
+    keys = {stream_key(Setting("rkhs", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law=law))
             for law in LAWS}
     assert len(keys) == len(LAWS) - 1  # shift-0 and wave-0 share theirs; all others differ
 

@@ -119,7 +119,10 @@ def test_reference_is_the_least_squares_fit_of_the_band_midpoint():
 
 def test_radius_is_the_l2_norm_of_the_interpolated_clip():
     f = frame(5)
-    c_hat = lambda t: np.interp(t, f.grid, f.clip)  # constant beyond the ends, like the module
+
+    def c_hat(t):  # constant beyond the ends, like the module
+        return np.interp(t, f.grid, f.clip)
+
     ref, _ = integrate.quad(lambda t: c_hat(t) ** 2, 0, 1, points=f.grid, limit=200)
     assert f.radius == pytest.approx(np.sqrt(ref), rel=1e-10)
     # a grid that stops short of 1 extends the last bound to the end

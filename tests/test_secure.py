@@ -134,7 +134,7 @@ def test_secure_ftp_matches_numpy_path(name):
         # grid values carry N(0, σ²K_T) noise (Corollary 8)
         resid = sec.values - geom.values(centre)
         cov = np.cov(resid, rowvar=False) / sec.noise_scale**2
-        K = geom.extras["K"]
+        K = geom.K
         se = np.sqrt((K**2 + np.outer(np.diag(K), np.diag(K))) / (REPS - 1))
         k = GRID.size * (GRID.size + 1) // 2
         assert np.all(np.abs(cov - K) <= _zk(k) * se)

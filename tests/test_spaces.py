@@ -108,8 +108,8 @@ def test_legendre_geometry():
     Phi_ref = np.stack([phi_ref(k, grid) for k in range(1, 5)], axis=1)
     np.testing.assert_allclose(geom.Phi, Phi_ref, rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(space.design(grid), geom.Phi)
-    np.testing.assert_allclose(geom.scale, np.linalg.norm(Phi_ref, axis=1), rtol=1e-13)
-    np.testing.assert_allclose(geom.extras["M"], Phi_ref.T @ Phi_ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(geom.eval_norm, np.linalg.norm(Phi_ref, axis=1), rtol=1e-13)
+    np.testing.assert_allclose(geom.M, Phi_ref.T @ Phi_ref, rtol=1e-12, atol=1e-12)
     assert geom.metric == "IMSE" and geom.T == 20 and geom.dim == 4
     # Values, coef_from_values (exact for f in H_m), evaluate.
     rng = np.random.default_rng(1)
@@ -180,9 +180,9 @@ def test_kernel_geometry(kernel, grid):
     R = space.sqrt_gram(grid)
     np.testing.assert_allclose(R, R.T, atol=1e-14)
     np.testing.assert_allclose(R @ R, K, atol=1e-12)
-    np.testing.assert_allclose(geom.extras["Phi_inv"] @ R, np.eye(grid.size), atol=1e-8)
-    np.testing.assert_allclose(geom.scale, np.sqrt(np.diag(K)), rtol=1e-14)
-    assert geom.metric == "MSE" and geom.dim == grid.size and not geom.extras["floored"]
+    np.testing.assert_allclose(geom.Phi_inv @ R, np.eye(grid.size), atol=1e-8)
+    np.testing.assert_allclose(geom.eval_norm, np.sqrt(np.diag(K)), rtol=1e-14)
+    assert geom.metric == "MSE" and geom.dim == grid.size and not geom.floored
 
     rng = np.random.default_rng(5)
     alpha = rng.standard_normal((4, grid.size))
@@ -248,7 +248,7 @@ def test_gp_sample_covariance(kernel):
 def test_regularize_floors_small_eigenvalues():
     grid = uniform_grid(20)
     geom = KernelSpace(gaussian_kernel(0.2), regularize=True).at(grid)
-    assert geom.extras["floored"]
-    assert geom.extras["eigenvalues"].min() >= 1e-8
-    np.testing.assert_allclose(geom.Phi @ geom.Phi, geom.extras["K"], atol=1e-7)
+    assert geom.floored
+    assert geom.eigenvalues.min() >= 1e-8
+    np.testing.assert_allclose(geom.Phi @ geom.Phi, geom.K, atol=1e-7)
     assert KernelSpace(gaussian_kernel(0.2)) != KernelSpace(gaussian_kernel(0.2), regularize=True)

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from _browser import ARTIFACTS_DIR, BUILT_HTML, REPO_ROOT, LOOPBACK, Chromium, Sentinel, StaticServer, page_problems
+from _browser import ARTIFACTS_DIR, BUILT_HTML, LOOPBACK, REPO_ROOT, Chromium, Sentinel, StaticServer, page_problems
 
 pytestmark = pytest.mark.browser
 

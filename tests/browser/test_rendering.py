@@ -497,7 +497,7 @@ def test_page_renders(page, build, open_page):
 @pytest.mark.parametrize("page", showcase_pages() or ["<no page with a box, a figure and math>"])
 def test_showcase_screenshots(page, build, open_page):
     """Screenshots with the first theorem-like box and the first figure in view."""
-    assert (build / page).is_file(), f"no page has a box, a figure and math (see the test above)"
+    assert (build / page).is_file(), "no page has a box, a figure and math (see the test above)"
     visit = open_page(page)
     shown = "!e.closest('details:not([open])') && e.getBoundingClientRect().height > 0"
     shots = []

@@ -1,0 +1,93 @@
+"""The shared conventions (dpfda.config) and the function-space interface."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import dpfda
+from dpfda import config, evidence, theory
+from dpfda.spaces import FunctionSpace, KernelGeometry, LegendreGeometry
+
+
+@pytest.mark.parametrize("text, on", [("1", True), ("yes", True), (" On ", True), ("0", False),
+                                      ("false", False), ("", False)])
+def test_quick_reads_dpfda_quick(monkeypatch, text, on):
+    monkeypatch.setenv("DPFDA_QUICK", text)
+    assert config.quick() is on
+
+
+def test_quick_refuses_an_unclear_value(monkeypatch):
+    monkeypatch.setenv("DPFDA_QUICK", "maybe")
+    with pytest.raises(ValueError, match="DPFDA_QUICK"):
+        config.quick()
+
+
+def test_n_jobs_reads_dpfda_jobs(monkeypatch):
+    monkeypatch.setenv("DPFDA_JOBS", "-1")
+    assert config.n_jobs() == -1
+    monkeypatch.delenv("DPFDA_JOBS")
+    assert 1 <= config.n_jobs() <= config.MAX_DEFAULT_JOBS
+    for bad in ("0", "-2", "two", "1.5"):
+        monkeypatch.setenv("DPFDA_JOBS", bad)
+        with pytest.raises(ValueError, match="DPFDA_JOBS"):
+            config.n_jobs()
+
+
+def test_one_tolerance_and_one_bonferroni_rule():
+    assert evidence.Z is config.Z and evidence.bonferroni_z is config.bonferroni_z
+    assert config.ALPHA == pytest.approx(2 * stats.norm.sf(config.Z), rel=1e-12)
+    assert config.bonferroni_z(1) == pytest.approx(config.Z, rel=1e-12)
+    # k checks at the family rate of one: each at ALPHA/k
+    assert config.bonferroni_z(8) == pytest.approx(stats.norm.isf(config.ALPHA / 16), rel=1e-12)
+    assert config.Z95 == pytest.approx(stats.norm.isf(0.025), rel=1e-15)
+
+
+def test_proportion_se_is_vectorised_and_checked():
+    p = np.array([0.0, 0.5, 1.0])
+    se = config.proportion_se(p, 100)
+    assert se.shape == (3,) and np.all(se > 0)
+    assert se[1] == pytest.approx(math.sqrt(0.25 / 104))
+    assert config.proportion_se(0.5, 100) == pytest.approx(se[1])
+    with pytest.raises(ValueError, match="proportion"):
+        config.proportion_se([0.2, 1.5], 10)
+    with pytest.raises(ValueError, match="reps"):
+        config.proportion_se(0.5, 0)
+
+
+def test_spaces_implement_the_interface_and_geometries_carry_typed_fields():
+    grid = dpfda.uniform_grid(6)
+    leg = dpfda.LegendreSpace(3).at(grid)
+    ker = dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)).at(grid)
+    assert isinstance(dpfda.LegendreSpace(3), FunctionSpace)
+    assert isinstance(leg, LegendreGeometry) and isinstance(ker, KernelGeometry)
+    np.testing.assert_allclose(leg.M, leg.Phi.T @ leg.Phi, atol=1e-12)
+    np.testing.assert_allclose(ker.K, ker.Phi @ ker.Phi, atol=1e-10)
+    np.testing.assert_allclose(ker.eval_norm, 1.0)  # sqrt(K(t, t)) for the Gaussian kernel
+    # a_j bounds |f(t_j)| on the unit ball, with equality for the right f
+    theta = leg.Phi[2] / np.linalg.norm(leg.Phi[2])
+    assert leg.values(theta)[2] == pytest.approx(leg.eval_norm[2], rel=1e-12)
+
+
+def test_an_incomplete_space_cannot_be_made_and_foreign_objects_are_refused():
+    class Half(FunctionSpace):
+        metric = "IMSE"
+
+        def _geometry(self, grid):
+            raise NotImplementedError
+
+    with pytest.raises(TypeError, match="abstract"):
+        Half()
+    X = np.zeros((3, 4))
+    with pytest.raises(TypeError, match="FunctionSpace"):
+        dpfda.ftp(X, dpfda.uniform_grid(4), "legendre", 1.0, 1.0, np.random.default_rng(0))
+    with pytest.raises(TypeError, match="geometry"):
+        theory.ratio_limit_upper(object())
+
+
+def test_quad_form_moments_match_a_chi_square():
+    mean, sd = theory.quad_form_moments(np.eye(4), scale=0.5)
+    assert (mean, sd) == pytest.approx((0.5 * 4, 0.5 * math.sqrt(8)))
+    with pytest.raises(ValueError, match="square"):
+        theory.quad_form_moments(np.ones((2, 3)))
