@@ -320,12 +320,12 @@ def ftp_identical_curves(geometry: GridGeometry, radius, coef, sigma0, draws, rn
     Q = np.eye(geometry.dim) if geometry.metric == "IMSE" else geometry.Phi.T @ geometry.Phi / geometry.T
     values = geometry.Phi @ coef
     solver = fitter(geometry)
-    fits = []
+    parts = []
     for start in range(0, draws, chunk):
         k = min(chunk, draws - start)
         X = values + sigma0 * rng.standard_normal((k, geometry.T))
-        fits.append(solver.solve(X, radius).coef)
-    fits = np.concatenate(fits)
+        parts.append(solver.solve(X, radius).coef)
+    fits = np.concatenate(parts)
     centre = fits.mean(axis=0)
     d = fits - centre
     C = d.T @ d / (draws - 1)
