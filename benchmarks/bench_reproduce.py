@@ -9,9 +9,10 @@ Measures, in one run on this machine:
    tree (sampled every 0.1 s).
 2. **The random-number floor.**  The full run draws N standard normals (the
    observation noise of every repetition with σ₀ > 0 plus every repetition's
-   privacy noise; counted from the studies).  The floor is the time one process
-   takes to draw N standard normals with the same generator (numpy's PCG64
-   ``Generator.standard_normal`` into a reused buffer).  No implementation that
+   privacy noise; counted from the studies).  The floor is the time (wall and
+   CPU) one process takes to draw N standard normals with the same generator
+   (numpy's PCG64 ``Generator.standard_normal`` into a reused buffer), measured
+   before and after the command.  No implementation that
    draws those numbers on one core can be faster; with J workers the ideal is
    floor / J.  The cost of building each repetition's own SeedSequence-seeded
    generator (the price of results that are bit-identical for any chunking and
@@ -97,17 +98,22 @@ def measured(fn, *args):
     return result, before, load()
 
 
-def rng_floor(total: int, block: int = 1 << 22) -> float:
-    """Seconds for one process to draw ``total`` standard normals (PCG64)."""
+def rng_floor(total: int, block: int = 1 << 22) -> tuple[float, float]:
+    """(wall, CPU) seconds for one process to draw ``total`` standard normals (PCG64).
+
+    On a busy machine the wall time grows with the load while the CPU time
+    barely does, so the command's CPU time is compared with the floor's CPU
+    time and its wall time with the floor's wall time.
+    """
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(1)))
     buf = np.empty(block)
     full, rest = divmod(total, block)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(full):
         rng.standard_normal(out=buf)
     if rest:
         rng.standard_normal(out=buf[:rest])
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def generator_cost(samples: int = 20000) -> float:
@@ -272,9 +278,9 @@ def main(argv=None) -> int:
     # load changes from minute to minute, and the two readings (each with the load average
     # before and after it) show by how much.
     print("random-number floor: drawing the same number of normals in one process ...", flush=True)
-    floor_before, lf0, lf1 = measured(rng_floor, total)
-    print(f"  before the command: {floor_before:.1f} s ({total / floor_before / 1e6:.0f} M normals/s), "
-          f"load {lf0[0]:.2f} -> {lf1[0]:.2f}", flush=True)
+    (floor_before, cpu_floor_before), lf0, lf1 = measured(rng_floor, total)
+    print(f"  before the command: {floor_before:.1f} s wall, {cpu_floor_before:.1f} s CPU "
+          f"({total / floor_before / 1e6:.0f} M normals/s), load {lf0[0]:.2f} -> {lf1[0]:.2f}", flush=True)
     with tempfile.TemporaryDirectory(prefix="dpfda-bench-") as tmp:
         out = os.path.join(tmp, "results")
         print(f"running: python -m dpfda reproduce all --reps {args.reps} --jobs {args.jobs} ...", flush=True)
@@ -284,11 +290,12 @@ def main(argv=None) -> int:
           f"{cmd['peak_rss_single_process_bytes'] / GIB:.2f} GiB (largest process); "
           f"exit {cmd['returncode']}, {len(cmd['files'])} files; load {lc0[0]:.2f} -> {lc1[0]:.2f}",
           flush=True)
-    floor_after, la0, la1 = measured(rng_floor, total)
+    (floor_after, cpu_floor_after), la0, la1 = measured(rng_floor, total)
     floor = min(floor_before, floor_after)
+    cpu_floor = min(cpu_floor_before, cpu_floor_after)
     gen = generator_cost()
     fast = fast_generator_cost()
-    print(f"  floor after the command: {floor_after:.1f} s, load {la0[0]:.2f} -> {la1[0]:.2f}; "
+    print(f"  floor after the command: {floor_after:.1f} s wall, {cpu_floor_after:.1f} s CPU, load {la0[0]:.2f} -> {la1[0]:.2f}; "
           f"per-repetition generators: numpy's constructor {gen * 1e6:.1f} µs each, the engine's "
           f"vectorised states {fast * 1e6:.1f} µs each ({fast * n_reps:.1f} s in all)", flush=True)
 
@@ -307,11 +314,13 @@ def main(argv=None) -> int:
         "info": info, "reps": args.reps, "jobs": args.jobs, "normals": total,
         "observation_normals": obs, "setting_repetitions": n_reps, "command": cmd,
         "rng_floor_s": floor, "rng_floor_before_s": floor_before, "rng_floor_after_s": floor_after,
+        "rng_floor_cpu_s": cpu_floor, "rng_floor_cpu_before_s": cpu_floor_before,
+        "rng_floor_cpu_after_s": cpu_floor_after,
         "load": {"floor_before": [lf0, lf1], "command": [lc0, lc1], "floor_after": [la0, la1]},
         "generator_s_each": gen, "engine_generator_s_each": fast, "loop": loop,
         "wall_over_floor": cmd["wall_s"] / floor,
-        "cpu_over_floor": cmd["cpu_s"] / floor,
-        "cpu_over_jobs_floor": cmd["cpu_s"] / (max(args.jobs, 1) * floor),
+        "cpu_over_floor": cmd["cpu_s"] / cpu_floor,
+        "cpu_over_jobs_floor": cmd["cpu_s"] / (max(args.jobs, 1) * cpu_floor),
         "wall_over_ideal_parallel_floor": cmd["wall_s"] / (floor / max(args.jobs, 1)),
         "loop_over_wall": loop["extrapolated_s"] / cmd["wall_s"] if loop else None,
     }
@@ -324,11 +333,13 @@ def main(argv=None) -> int:
     print("|---|---:|---:|")
     print(f"| `reproduce all --reps {args.reps} --jobs {args.jobs}`, wall | {cmd['wall_s']:.1f} s | {ld((lc0, lc1))} |")
     print(f"| same, CPU time (all processes) | {cmd['cpu_s']:.1f} s | {ld((lc0, lc1))} |")
-    print(f"| random-number floor (1 process), before the command | {floor_before:.1f} s | {ld((lf0, lf1))} |")
-    print(f"| random-number floor (1 process), after the command | {floor_after:.1f} s | {ld((la0, la1))} |")
-    print(f"| **CPU / floor** (target ≤ 2.2) | **{result['cpu_over_floor']:.2f}** | |")
-    print(f"| **wall / floor** (target ≤ 1.1 on an idle 2-core machine) | **{result['wall_over_floor']:.2f}** | |")
-    print(f"| CPU / ({args.jobs} × floor): wall/floor on {args.jobs} idle cores with a perfect split | "
+    print(f"| random-number floor (1 process), before the command, wall / CPU | {floor_before:.1f} s / "
+          f"{cpu_floor_before:.1f} s | {ld((lf0, lf1))} |")
+    print(f"| random-number floor (1 process), after the command, wall / CPU | {floor_after:.1f} s / "
+          f"{cpu_floor_after:.1f} s | {ld((la0, la1))} |")
+    print(f"| **CPU / CPU floor** (target ≤ 2.2) | **{result['cpu_over_floor']:.2f}** | |")
+    print(f"| **wall / wall floor** (target ≤ 1.1 on an idle 2-core machine) | **{result['wall_over_floor']:.2f}** | |")
+    print(f"| CPU / ({args.jobs} × CPU floor): wall/floor on {args.jobs} idle cores with a perfect split | "
           f"{result['cpu_over_jobs_floor']:.2f} | |")
     print(f"| peak resident memory, whole process tree / largest process | "
           f"{cmd['peak_rss_tree_bytes'] / GIB:.2f} / {cmd['peak_rss_single_process_bytes'] / GIB:.2f} GiB | |")
