@@ -28,8 +28,11 @@ Every random number is drawn from a generator that depends only on
   repetition draws, in this order, the n × T observation-noise normals (none
   when σ₀ = 0), the d normals of FTP's privacy noise and the T normals of
   PTF's — exactly what ``observe``, ``ftp`` and ``ptf`` draw when called in
-  that order with that generator (:func:`rep_generator`).  Building it costs
-  about 14 µs (7 s of CPU over a full run).  A cheaper scheme — one stream
+  that order with that generator (:func:`rep_generator`).  Building it with
+  numpy's constructor costs about 14 µs (7 s of CPU over a full run); the
+  engine instead computes the same PCG64 states for a whole chunk at once
+  (``_pcg64_states``, about 3 µs a repetition, checked against numpy's
+  constructor in every chunk).  A cheaper scheme — one stream
   per setting, repetition r starting r·2⁹⁶ draws in (``PCG64.advance``) — was
   tried and rejected: PCG64 states 2⁹⁶ steps apart share their low 96 bits,
   and the repetitions' draws were visibly dependent (tests/test_engine.py
