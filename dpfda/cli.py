@@ -27,11 +27,20 @@ the temporary files are removed, and no file of the interrupted run is left
 under its final name.  ``--jobs`` larger than the number of cores available to
 the process is reduced to that number, with a message.  Bad input gives a
 one-line message on stderr and exit code 2.
+
+``--scheduler ADDRESS`` runs the repetitions on an existing Dask cluster
+(``dask scheduler`` and ``dask worker ADDRESS`` started from an environment
+with the same dpfda and numpy) instead of local processes, through joblib's
+Dask backend; the results are bit-identical to a local run.  An address that
+cannot be reached within :data:`SCHEDULER_TIMEOUT` seconds, a cluster without
+workers and workers with other versions of dpfda or numpy are reported in one
+line with exit code 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import glob
 import json
@@ -45,12 +54,15 @@ import uuid
 from ._interrupt import SignalGuard, pause_for_test, shutdown_workers
 from .studies import STUDY_NAMES
 
-__all__ = ["main", "QUICK_N", "QUICK_REPS"]
+__all__ = ["main", "QUICK_N", "QUICK_REPS", "SCHEDULER_TIMEOUT"]
 
 QUICK_N = (4, 16, 64, 256)
 """Sample sizes of ``--quick`` (the paper's run uses 2², 2³, …, 2¹²)."""
 QUICK_REPS = 20
 """Default repetitions of ``--quick``."""
+
+SCHEDULER_TIMEOUT = 5.0
+"""Seconds ``--scheduler`` waits to connect to the scheduler, and then for a worker."""
 
 STUDY_CHOICES = (*STUDY_NAMES, "all")
 """What ``reproduce`` accepts: a study of the paper (:data:`dpfda.studies.STUDY_NAMES`) or all."""
@@ -90,9 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="which study to run: " + ", ".join(STUDY_CHOICES))
     rep.add_argument("--reps", type=_integer("--reps"), default=None,
                      help="Monte Carlo repetitions per setting (default 1000; 20 with --quick)")
-    rep.add_argument("--jobs", type=_integer("--jobs"), default=1,
+    rep.add_argument("--jobs", type=_integer("--jobs"), default=None,
                      help="parallel worker processes (joblib); -1 for all cores; a number above "
                           "the cores available is reduced to it, with a message (default 1)")
+    rep.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                     help="run on the workers of an existing Dask scheduler, e.g. "
+                          "tcp://10.0.0.5:8786 (needs dask[distributed]; not with --jobs); "
+                          "the results are the same as a local run's")
     rep.add_argument("--seed", type=_integer("--seed"), default=2026,
                      help="master seed, a non-negative integer (default 2026)")
     rep.add_argument("--out", default="results", help="output folder (default ./results)")
@@ -116,6 +132,14 @@ def _validate(args) -> None:
         raise UsageError(f"--reps must be a positive integer, got {args.reps}")
     if args.reps < 2:
         raise UsageError("--reps must be at least 2 (standard errors need two repetitions)")
+    if args.scheduler is not None:
+        if args.jobs is not None:
+            raise UsageError("--jobs and --scheduler exclude each other: on a Dask cluster its "
+                             "workers do the work")
+        if not args.scheduler.strip():
+            raise UsageError("--scheduler needs an address such as tcp://127.0.0.1:8786")
+    if args.jobs is None:
+        args.jobs = 1
     if args.jobs == 0 or args.jobs < -1:
         raise UsageError(f"--jobs must be a positive integer or -1 (all cores), got {args.jobs}")
     if args.seed < 0:
@@ -130,10 +154,93 @@ def _validate(args) -> None:
         raise UsageError(f"--chunk-reps must be a positive integer, got {args.chunk_reps}")
     _check_output_dir(args.out)
     cores = available_cores()
-    if args.jobs > cores:
+    if args.scheduler is None and args.jobs > cores:
         print(f"dpfda: --jobs {args.jobs} is more than the {cores} cores available; using --jobs {cores}",
               file=sys.stderr)
         args.jobs = cores
+
+
+def _worker_versions() -> tuple[str, str]:
+    """(dpfda, numpy) versions of the process that runs it (sent to Dask workers)."""
+    import numpy
+
+    from . import __version__
+
+    return __version__, numpy.__version__
+
+
+def connect_scheduler(address: str, timeout: float = SCHEDULER_TIMEOUT):
+    """A ``distributed.Client`` on the scheduler at ``address``, ready to run a study.
+
+    Raises :class:`UsageError` (one line, exit code 2) when the address is not
+    of the form ``[tcp://|tls://]HOST:PORT``, dask.distributed is missing, the
+    address cannot be reached within ``timeout`` seconds (at once if the
+    connection is refused) or no Dask server answers there, no worker joins
+    within ``timeout`` seconds, or a worker runs other versions of dpfda or
+    numpy than this process (the results would no longer be those of a local
+    run).
+    """
+    import re
+    import socket
+
+    text = address.strip()
+    match = re.fullmatch(r"(?:(tcp|tls)://)?\[?([^\s/\[\]]+?)\]?:(\d{1,5})", text)
+    if match is None or not 0 < int(match.group(3)) < 65536:
+        raise UsageError(f"--scheduler must be a scheduler's address such as tcp://HOST:8786, "
+                         f"got {address!r}")
+    host, port = match.group(2), int(match.group(3))
+    try:  # a plain TCP connection first: a refused or unreachable address fails at once
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise UsageError(f"--scheduler {text!r}: cannot connect ({reason})") from None
+    try:
+        import distributed
+    except ImportError:
+        raise UsageError("--scheduler needs dask.distributed: pip install 'dpfda[dask]'") from None
+    import asyncio
+    import logging
+
+    # A failure is reported in our one line; distributed's own log lines are not needed.
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+    async def handshake():  # distributed's own, without a Client that would linger on failure
+        comm = await distributed.comm.connect(text, timeout=timeout)
+        await comm.close()
+
+    async def handshake_within_timeout():  # a server that accepts and stays silent must not hang us
+        await asyncio.wait_for(handshake(), timeout)
+
+    try:
+        asyncio.run(handshake_within_timeout())
+        client = distributed.Client(text, timeout=timeout, set_as_default=False)
+    except Exception as exc:  # timed out, or something other than Dask listens there
+        reason = " ".join(str(exc).split())[:160]
+        reason = f"{type(exc).__name__}: {reason}" if reason else type(exc).__name__
+        raise UsageError(f"--scheduler {text!r}: no Dask scheduler answered within {timeout:g} s "
+                         f"({reason})") from None
+    try:
+        try:
+            client.wait_for_workers(1, timeout=timeout)
+        except (TimeoutError, OSError):
+            raise UsageError(f"--scheduler {text!r}: no worker joined the scheduler within "
+                             f"{timeout:g} s (start one with: dask worker {text})") from None
+        mine = _worker_versions()
+        try:
+            theirs = client.run(_worker_versions)
+        except Exception as exc:  # e.g. ModuleNotFoundError: dpfda is not installed on a worker
+            raise UsageError(f"--scheduler {text!r}: the workers cannot run dpfda "
+                             f"({type(exc).__name__}: {exc}); install it where they run") from None
+        other = {w: v for w, v in theirs.items() if tuple(v) != mine}
+        if other:
+            worker, (dv, nv) = next(iter(other.items()))
+            raise UsageError(f"--scheduler {text!r}: worker {worker} runs dpfda {dv} with numpy {nv}, "
+                             f"this process dpfda {mine[0]} with numpy {mine[1]}; use the same versions "
+                             "(the results depend on them)")
+    except BaseException:
+        client.close()
+        raise
+    return client
 
 
 def available_cores() -> int:
@@ -324,7 +431,7 @@ def _stage_outputs(study, df, out: str, meta: dict, run: dict) -> list[tuple[str
     return staged
 
 
-def _reproduce(args, argv, guard: SignalGuard, run_id: str) -> int:
+def _reproduce(args, argv, guard: SignalGuard, run_id: str, client=None) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -343,12 +450,22 @@ def _reproduce(args, argv, guard: SignalGuard, run_id: str) -> int:
     _remove_temporaries(args.out, outputs)  # left by a run that was killed outright (SIGKILL)
     try:
         t0 = time.perf_counter()
-        results = run_studies(chosen, args.reps, args.seed, n_jobs=args.jobs, chunk_reps=args.chunk_reps,
-                              progress=not args.no_progress, on_chunk=guard.check)
+        if client is None:
+            results = run_studies(chosen, args.reps, args.seed, n_jobs=args.jobs,
+                                  chunk_reps=args.chunk_reps, progress=not args.no_progress,
+                                  on_chunk=guard.check)
+        else:
+            from joblib import parallel_config
+
+            with parallel_config(backend="dask", client=client):
+                results = run_studies(chosen, args.reps, args.seed, n_jobs=None,
+                                      chunk_reps=args.chunk_reps, progress=not args.no_progress,
+                                      on_chunk=guard.check)
         wall = time.perf_counter() - t0
         shutdown_workers(kill=False)  # the workers' memory is not needed for drawing
         guard.check()
-        extra = {"jobs": args.jobs, "quick": bool(args.quick), "law": args.law,
+        extra = {"jobs": args.jobs if client is None else None, "scheduler": args.scheduler,
+                 "quick": bool(args.quick), "law": args.law,
                  "wall_seconds_all_studies": round(wall, 3)}
         staged = []
         for st in chosen:
@@ -381,8 +498,12 @@ def main(argv=None) -> int:
             args = build_parser().parse_args(argv)
             _validate(args)
             run_id = uuid.uuid4().hex
-            with _FolderLock(args.out, run_id):
-                return _reproduce(args, argv, guard, run_id)
+            with contextlib.ExitStack() as stack:
+                client = None
+                if args.scheduler is not None:
+                    client = stack.enter_context(connect_scheduler(args.scheduler))
+                stack.enter_context(_FolderLock(args.out, run_id))
+                return _reproduce(args, argv, guard, run_id, client)
         except UsageError as exc:
             print(f"dpfda: error: {exc}", file=sys.stderr)
             return 2

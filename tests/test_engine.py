@@ -185,6 +185,38 @@ def test_repetition_streams_are_independent():
         engine.rep_generator(s, 4, -1)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2026, 2**32 - 1, 2**32, 2**100, 2**130 + 7])
+def test_fast_repetition_streams_are_numpys_generators(seed):
+    """The engine sets each repetition's PCG64 state from a vectorised copy of
+    SeedSequence's hash (engine._pcg64_states): it must be the state numpy's
+    own SeedSequence(seed, spawn_key=key + (r,)) gives, for seeds of one to
+    five words, keys of any length and r up to 2³² - 1."""
+    for key in [engine.stream_key(CASES[0]), (), (0,), (5, 2**32 - 1, 0, 7, 9)]:
+        for start, stop in [(0, 40), (2**32 - 6, 2**32)]:
+            states = engine._pcg64_states(key, seed, start, stop)
+            assert len(states) == stop - start
+            for r, state in zip(range(start, stop), states):
+                assert state == engine._generator(key, seed, r).bit_generator.state, (key, r)
+    gens = engine._rep_generators(engine.stream_key(CASES[0]), seed, 3, 9)
+    for r, rng in zip(range(3, 9), gens):
+        expected = engine.rep_generator(CASES[0], seed, r).standard_normal(5)
+        np.testing.assert_array_equal(rng.standard_normal(5), expected)
+
+
+def test_wrong_fast_streams_fall_back_to_numpys_constructor(monkeypatch):
+    """If the vectorised hash ever disagreed with numpy (a changed SeedSequence),
+    the check against numpy's constructor in every chunk would fall back to it."""
+    s = CASES[2]
+    ref = engine.simulate_chunk(s, 5, 0, 6, keep_releases=True)
+
+    right = engine._pcg64_states
+    monkeypatch.setattr(engine, "_pcg64_states", lambda key, seed, a, b: right(key, seed + 1, a, b))
+    engine._prepare.cache_clear()
+    other = engine.simulate_chunk(s, 5, 0, 6, keep_releases=True)
+    for k in ref:
+        np.testing.assert_array_equal(ref[k], other[k], err_msg=k)
+
+
 # ---------------------------------------------------------------------------
 # One repetition is the published algorithms
 # ---------------------------------------------------------------------------
