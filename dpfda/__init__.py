@@ -15,6 +15,7 @@ privacy.  Modules, each readable beside the chapter that introduces it:
 ``secure``     release noise from OpenDP's vetted samplers (``secure=True``)
 ``realdata``   a study's domain onto [0, 1], public value ranges onto c_j and B'
 ``explorer``   the interactive FTP/PTF ratio figure for static pages (needs bokeh)
+``designs``    beyond the paper: one mechanism from PTF's box to FTP's ellipsoid
 =============  ==============================================================
 """
 
@@ -44,7 +45,7 @@ from .spaces import (
     gaussian_kernel,
     uniform_grid,
 )
-from . import audit, secure, theory
+from . import audit, designs, secure, theory
 
 __version__ = "0.1.1"
 
@@ -82,6 +83,7 @@ __all__ = [
     "ptf_sigmas",
     "rkhs_curves",
     "audit",
+    "designs",
     "secure",
     "theory",
     "tradeoff",
