@@ -65,7 +65,7 @@ from .pipelines import (
 )
 from .spaces import GridGeometry, KernelSpace, LegendreSpace
 
-__all__ = ["SETS", "NOISES", "FITS", "Design", "project_ball", "simulate_designs"]
+__all__ = ["SETS", "NOISES", "FITS", "Design", "project_ball", "simulate_designs", "compare_designs", "ratio_panels"]
 
 SETS = ("box", "ball", "ellipsoid", "mix")
 NOISES = ("matched", "diagonal", "isotropic", "ellipsoid")
@@ -506,21 +506,33 @@ class Design:
         metric Q of the space (I for IMSE, ΦᵀΦ/T for grid MSE) its mean is
         (σ₀²/n)·tr(QPPᵀ) + σ²·tr(QHLLᵀHᵀ).
         """
+        M1, M2 = self._error_covariances(n, mu, sigma0)
+        return float(np.trace(M1)), float(np.trace(M2))
+
+    def unconstrained_sd(self, n: int, mu: float, sigma0: float) -> float:
+        """Standard deviation of one repetition's error when nothing binds.
+
+        The error is ||Q^{1/2}(Pε̄ + σHLZ)||², a Gaussian quadratic form with
+        covariance M = M₁ + M₂ (the two terms of :meth:`unconstrained_error`), so
+        its variance is 2·tr(M²) — an exact yardstick for Monte Carlo checks.
+        """
+        M1, M2 = self._error_covariances(n, mu, sigma0)
+        M = M1 + M2
+        return float(np.sqrt(2.0 * np.sum(M * M.T)))
+
+    def _error_covariances(self, n, mu, sigma0):
         n = check_int(n, "n", 1)
         sigma0 = check_nonnegative(sigma0, "sigma0")
         geom = self.geometry
         Phi, w = geom.Phi, self.weights
         H = np.linalg.solve(Phi.T @ (w[:, None] * Phi), Phi.T * w)
         Pi = np.linalg.solve(Phi.T @ Phi, Phi.T)
-        if self.set == "ball":
-            P = H
-        else:
-            P = (1.0 - self._e_w) * H + self._e_w * Pi
+        P = H if self.set == "ball" else (1.0 - self._e_w) * H + self._e_w * Pi
         Q = np.eye(geom.dim) if geom.metric == "IMSE" else Phi.T @ Phi / geom.T
-        HL = H @ self.L
-        sampling = sigma0**2 / n * float(np.trace(Q @ P @ P.T))
-        privacy = self.sigma(n, mu) ** 2 * float(np.trace(Q @ HL @ HL.T))
-        return sampling, privacy
+        lam, V = np.linalg.eigh(Q)
+        Qh = (V * np.sqrt(np.clip(lam, 0.0, None))) @ V.T
+        A1, A2 = Qh @ P, Qh @ H @ self.L
+        return sigma0**2 / n * (A1 @ A1.T), self.sigma(n, mu) ** 2 * (A2 @ A2.T)
 
 
 # ---------------------------------------------------------------------------
@@ -609,3 +621,72 @@ def _shared_parts(built: dict, X) -> dict:
             parts[key], parts["ball_active"] = pieces[key]
         out[id(des)] = parts
     return out
+
+
+def compare_designs(settings, designs: dict, reps: int, seed: int, *, references=("PTF", "FTP")):
+    """A results table: one row per (setting, design), with paired ratios to the references.
+
+    Columns: the setting's parameters (``space``, ``T``, ``m``, ``n``, ``sigma0``,
+    ``radius`` …), ``design``, ``err`` and ``se`` (Monte Carlo mean and standard
+    error), ``free`` (share of repetitions in which no constraint bound),
+    ``formula`` (:meth:`Design.unconstrained_error`, exact when nothing binds) with
+    ``formula_se`` (:meth:`Design.unconstrained_sd` over √reps: the exact standard
+    error of ``err`` when nothing binds), and
+    for each reference R in ``references`` ``ratio_R`` = err/err_R with
+    ``se_log_ratio_R``, the delta-method standard error of its logarithm from
+    the paired repetitions, sd(e_r/ē − e_R,r/ē_R)/√reps (as the engine's
+    FTP/PTF ratio).
+    """
+    import pandas as pd
+
+    reps = check_int(reps, "reps", 2)
+    rows = []
+    for setting in settings:
+        out = simulate_designs(setting, designs, reps, seed)
+        geom = setting.geometry()
+        for name, kw in designs.items():
+            e = out[name]["err"]
+            des = Design(geom.space, geom.grid, setting.radius, **kw)
+            sampling, privacy = des.unconstrained_error(setting.n, setting.mu, setting.sigma0)
+            sd = des.unconstrained_sd(setting.n, setting.mu, setting.sigma0)
+            row = dict(setting.params(), design=name, reps=reps, err=float(e.mean()),
+                       se=float(e.std(ddof=1) / math.sqrt(reps)), free=float(out[name]["free"].mean()),
+                       formula=sampling + privacy, formula_se=sd / math.sqrt(reps))
+            for ref in references:
+                f = out[ref]["err"]
+                rel = e / e.mean() - f / f.mean()
+                row[f"ratio_{ref}"] = float(e.mean() / f.mean())
+                row[f"se_log_ratio_{ref}"] = float(rel.std(ddof=1) / math.sqrt(reps))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def ratio_panels(df, designs, *, panel="sigma0", reference="PTF", z: float = 1.959963984540054):
+    """Error ratio of each design to ``reference`` against n, one panel per ``panel`` value.
+
+    Error bars: the paired confidence interval exp(±z·se_log_ratio) (95% by
+    default).  Returns the figure (the book's style, :func:`dpfda.plots.panel_grid`).
+    """
+    from . import plots
+
+    values = sorted(df[panel].unique())
+    fig, axes, spare = plots.panel_grid(len(values), height=2.4)
+    for ax, value in zip(axes, values):
+        sub = df[df[panel] == value]
+        for name in designs:
+            d = sub[sub["design"] == name].sort_values("n")
+            r, se = d[f"ratio_{reference}"], d[f"se_log_ratio_{reference}"]
+            style = plots.level_style(name, list(designs))
+            ax.errorbar(d["n"], r, yerr=[r - r * np.exp(-z * se), r * np.exp(z * se) - r],
+                        label=name, ms=3.5, lw=1.0, capsize=1.5, **style)
+        ax.axhline(1.0, color="0.5", lw=0.8, ls=":")
+        plots.log_axes(ax, x_base=2)
+        ax.set_title(f"$\\sigma_0 = {value:g}$" if panel == "sigma0" else f"{panel} = {value}")
+        ax.set_xlabel("$n$")
+    axes[0].set_ylabel(f"error / error of {reference}")
+    if len(axes) > 2:
+        axes[2].set_ylabel(f"error / error of {reference}")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), frameon=False)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    return fig
