@@ -47,7 +47,6 @@ import numpy as np
 from ._validation import (
     _as_float_array,
     check_data,
-    check_grid_vector,
     check_int,
     check_nonnegative,
     check_positive,
