@@ -15,10 +15,11 @@ privacy.  Modules, each readable beside the chapter that introduces it:
 ``secure``     release noise from OpenDP's vetted samplers (``secure=True``)
 ``realdata``   a study's domain onto [0, 1], public value ranges onto c_j and B'
 ``explorer``   the interactive FTP/PTF ratio figure for static pages (needs bokeh)
+``designs``    beyond the paper: one mechanism from PTF's box to FTP's ellipsoid
 =============  ==============================================================
 """
 
-from . import audit, secure, theory
+from . import audit, designs, secure, theory
 from ._validation import AssumptionError
 from .data import KernelCurves, PolynomialCurves, observe, polynomial_curves, rkhs_curves, uniform_ball
 from .fitting import BallFit, BallLeastSquares, fit_ball
@@ -88,6 +89,7 @@ __all__ = [
     "ptf_sigmas",
     "rkhs_curves",
     "audit",
+    "designs",
     "secure",
     "theory",
     "tradeoff",

@@ -1,0 +1,325 @@
+"""The design space between PTF and FTP (dpfda.designs, issue #14).
+
+* the identities: FTP = projection onto E + noise N(0, σ²ΦΦᵀ), PTF = the box
+  member, release for release under one noise stream, in both spaces;
+* the projections are Euclidean projections (variational inequality);
+* calibration: σ = 2R/(nμ) with R the radius of C in the noise metric, in
+  closed form where there is one, never exceeded by any point of C, and
+  attained by the explicit worst-case neighbours;
+* every member audited at its worst-case neighbours (tight);
+* adversarial magnitudes 1 … 1e300 and 1e-300 … 1e308, nothing per-person or
+  random-number state in a release;
+* the exact error where no constraint binds, against simulation;
+* bad input.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import dpfda
+from dpfda import audit as A
+from dpfda import evidence as ev
+from dpfda.designs import Design, project_ball, simulate_designs
+from dpfda.studies import Setting
+
+GRID = np.linspace(0.0, 1.0, 6)
+RADIUS, MU, N = 1.1, 1.0, 7
+SPACES = {
+    "legendre": dpfda.LegendreSpace(3),
+    "gaussian": dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)),
+}
+MEMBERS = {
+    "box": dict(set="box"),
+    "box-isotropic": dict(set="box", noise="isotropic"),
+    "ball": dict(set="ball"),
+    "ellipsoid": dict(set="ellipsoid"),
+    "ellipsoid-isotropic": dict(set="ellipsoid", noise="isotropic"),
+    "mix-0.3": dict(set="mix", lam=0.3),
+    "mix-0.7": dict(set="mix", lam=0.7),
+    "mix-0.5-diagonal": dict(set="mix", lam=0.5, noise="diagonal"),
+    "ftp": dict(set="ellipsoid", noise="ellipsoid", fit="none"),
+}
+SCALES = [1.0, 1e3, 1e8, 1e16, 1e17, 1e50, 1e100, 1e200, 1e300]
+TOL = 1e-9
+
+
+def _rng(*key):
+    return np.random.default_rng(np.random.SeedSequence([20261201, *key]))
+
+
+def _design(space_name, member, radius=RADIUS):
+    return Design(SPACES[space_name], GRID, radius, **MEMBERS[member])
+
+
+# ---------------------------------------------------------------------------
+# The identities
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("space_name", SPACES)
+def test_ftp_is_projection_onto_E_plus_E_shaped_noise(space_name):
+    space = SPACES[space_name]
+    X = 3.0 * _rng(1).standard_normal((4, 20, GRID.size))
+    ftp = dpfda.ftp(X, GRID, space, RADIUS, MU, np.random.default_rng(5))
+    des = Design(space, GRID, RADIUS, set="ellipsoid", noise="ellipsoid", fit="none")
+    rel = des.release(X, MU, np.random.default_rng(5))
+    assert des.extent == RADIUS and des.sigma(20, MU) == ftp.noise_scale
+    np.testing.assert_allclose(rel.noisy_means, ftp.values, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(rel.coef, ftp.coef, rtol=0, atol=1e-11)
+
+
+@pytest.mark.parametrize("space_name", SPACES)
+@pytest.mark.parametrize("member", [dict(set="box"), dict(set="mix", lam=0.0)])
+def test_ptf_is_the_box_member(space_name, member):
+    space = SPACES[space_name]
+    X = 3.0 * _rng(2).standard_normal((4, 20, GRID.size))
+    ptf = dpfda.ptf(X, GRID, space, RADIUS, MU, np.random.default_rng(6))
+    rel = Design(space, GRID, RADIUS, **member).release(X, MU, np.random.default_rng(6))
+    np.testing.assert_allclose(rel.noisy_means, ptf.noisy_means, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(rel.coef, ptf.coef, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("space_name", SPACES)
+@pytest.mark.parametrize("member", ["box", "ball", "ellipsoid"])
+def test_maps_are_euclidean_projections(space_name, member):
+    """p = P_C(x) iff (x − p)ᵀ(y − p) <= 0 for every y in C (tested on many y)."""
+    des = _design(space_name, member)
+    X = 4.0 * _rng(3).standard_normal((1, 50, GRID.size))
+    P = des.project(X)[0]
+    Y = des.project(5.0 * _rng(4).standard_normal((1, 400, GRID.size)))[0]  # points of C
+    Y = np.vstack([Y, 0.5 * Y])
+    gaps = np.einsum("ik,ijk->ij", X[0] - P, Y[None, :, :] - P[:, None, :])
+    assert np.max(gaps) <= 1e-9 * max(1.0, np.max(np.abs(X)))
+
+
+# ---------------------------------------------------------------------------
+# Calibration and sensitivity
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("space_name", SPACES)
+def test_closed_form_radii(space_name):
+    space = SPACES[space_name]
+    geom = space.at(GRID)
+    T = GRID.size
+    box = Design(space, GRID, RADIUS, set="box")
+    assert box.extent == pytest.approx(RADIUS * np.sqrt(T), rel=1e-14)
+    assert box.sigma(N, MU) == pytest.approx(2 * RADIUS * np.sqrt(T) / (N * MU), rel=1e-14)
+    ell = Design(space, GRID, RADIUS, set="ellipsoid")
+    assert ell.extent == RADIUS
+    ball = Design(space, GRID, RADIUS, set="ball", ball_radius=2.0)
+    assert ball.extent == pytest.approx(2.0, rel=1e-9)
+    iso = Design(space, GRID, RADIUS, set="ellipsoid", noise="isotropic")
+    assert iso.extent == pytest.approx(RADIUS * np.linalg.norm(geom.Phi, 2), rel=1e-9)
+    assert iso.sensitivity(N) == pytest.approx(2 * iso.extent / N)
+
+
+@pytest.mark.parametrize("space_name", SPACES)
+@pytest.mark.parametrize("member", MEMBERS)
+def test_no_point_of_C_exceeds_R_and_neighbours_attain_it(space_name, member):
+    des = _design(space_name, member)
+    rng = _rng(5)
+    # Points of C: images of random curves of many sizes, and C's extreme points.
+    X = rng.standard_normal((1, 3000, GRID.size)) * np.geomspace(1e-2, 1e3, 3000)[:, None]
+    pts = des.project(X)[0]
+    assert np.max(np.linalg.norm(des.whiten(pts), axis=-1)) <= des.extent * (1 + TOL)
+    X0, X1 = des.worst_case_pair(N)
+    diff = des.whiten(des.summary(X1) - des.summary(X0))
+    assert np.linalg.norm(diff) == pytest.approx(des.sensitivity(N), rel=TOL)
+
+
+@pytest.mark.parametrize("space_name", SPACES)
+@pytest.mark.parametrize("lam", [0.2, 0.5, 0.9])
+def test_mix_radius_against_a_dense_search(space_name, lam):
+    """R of (1−λ)box + λE against max over sign vectors and many directions u."""
+    grid = np.linspace(0.0, 1.0, 3)
+    space = SPACES[space_name]
+    des = Design(space, grid, RADIUS, set="mix", lam=lam)
+    geom = space.at(grid)
+    s = np.array([[a, b, c] for a in (1, -1) for b in (1, -1) for c in (1, -1)], float)
+    u = _rng(6).standard_normal((20000, geom.dim))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    pts = ((1 - lam) * s * des.clip)[:, None, :] + lam * RADIUS * (u @ geom.Phi.T)[None]
+    best = np.max(np.linalg.norm(des.whiten(pts), axis=-1))
+    assert best <= des.extent * (1 + TOL)
+    assert best >= des.extent * (1 - 1e-3)
+
+
+def test_sensitivity_scales_with_n_and_noise_with_mu():
+    des = _design("gaussian", "mix-0.3")
+    assert des.sensitivity(10) == pytest.approx(2 * des.extent / 10)
+    assert des.sigma(10, 0.5) == pytest.approx(2 * des.sigma(10, 1.0))
+
+
+# ---------------------------------------------------------------------------
+# Audits
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("space_name", SPACES)
+@pytest.mark.parametrize("member", MEMBERS)
+def test_every_member_is_audited_tight_at_its_worst_case(space_name, member):
+    des = _design(space_name, member)
+    mech = des.mechanism(N, MU)
+    X0, X1 = des.worst_case_pair(N)
+    assert A.pair_mu(mech, X0, X1) == pytest.approx(MU, rel=TOL)
+    res = A.audit(mech, X0, X1, draws=20000, rng=_rng(7, len(member)))
+    assert not res.violation
+    assert res.mu_lower > 0.8 * MU  # tight: the bound reaches most of μ at 20 000 draws
+    assert res.mu_pair == pytest.approx(MU, rel=TOL)
+
+
+# ---------------------------------------------------------------------------
+# Adversarial magnitudes and what a release holds
+# ---------------------------------------------------------------------------
+
+
+def _pair_mu_of_releases(des, r0, r1):
+    return np.linalg.norm(des.whiten(r1.noisy_means - r0.noisy_means), axis=-1) / r0.noise_scale
+
+
+@pytest.mark.parametrize("space_name", SPACES)
+@pytest.mark.parametrize("member", MEMBERS)
+def test_worst_case_neighbours_at_every_scale(space_name, member):
+    des = _design(space_name, member)
+    for scale in SCALES:
+        X0, X1 = des.worst_case_pair(N, scale=scale)
+        r0 = des.release(X0, MU, np.random.default_rng(11))
+        r1 = des.release(X1, MU, np.random.default_rng(11))
+        mu = float(_pair_mu_of_releases(des, r0, r1))
+        assert mu == pytest.approx(MU, rel=1e-8), scale
+        assert mu <= MU * (1 + TOL), scale
+        assert np.all(np.isfinite(r0.coef)) and np.all(np.isfinite(r1.values))
+
+
+@pytest.mark.parametrize("space_name", SPACES)
+@pytest.mark.parametrize("member", MEMBERS)
+def test_random_neighbours_of_mixed_magnitude(space_name, member):
+    des = _design(space_name, member)
+    rng = _rng(8)
+    mags = 10.0 ** rng.uniform(-300, 308, size=(50, N, GRID.size))
+    X0 = rng.choice([-1.0, 1.0], size=mags.shape) * mags
+    X1 = X0.copy()
+    X1[:, 0] = rng.choice([-1.0, 1.0], size=(50, GRID.size)) * 10.0 ** rng.uniform(-300, 308, (50, GRID.size))
+    r0 = des.release(X0, MU, np.random.default_rng(12))
+    r1 = des.release(X1, MU, np.random.default_rng(12))
+    assert np.max(_pair_mu_of_releases(des, r0, r1)) <= MU * (1 + TOL)
+
+
+def test_project_ball_is_exactly_feasible_at_every_magnitude():
+    rng = _rng(9)
+    for e in (-300, -100, 0, 100, 300, 307):
+        X = rng.standard_normal((100, 8)) * 10.0**e
+        P = project_ball(X, 0.7)
+        top = np.max(np.abs(P), axis=-1, keepdims=True)
+        norms = top[:, 0] * np.linalg.norm(P / np.where(top > 0, top, 1.0), axis=-1)
+        assert np.all(norms <= 0.7)
+
+
+@pytest.mark.parametrize("member", MEMBERS)
+@pytest.mark.parametrize("reps", [None, 3])
+def test_release_holds_nothing_per_person_and_no_random_state(member, reps):
+    des = _design("gaussian", member)
+    n = 11
+    X = _rng(10).standard_normal((n, GRID.size) if reps is None else (reps, n, GRID.size))
+    rel = des.release(X, MU, _rng(13))
+    blob = pickle.dumps(rel)
+    assert b"PCG64" not in blob and b"Generator" not in blob
+    for value in vars(rel).values():
+        if isinstance(value, np.ndarray):
+            assert n not in value.shape
+    assert rel.method == "design" and rel.active is not None or des.fit == "none"
+
+
+# ---------------------------------------------------------------------------
+# Exact error where nothing binds
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("space", ["rkhs", "poly"])
+def test_unconstrained_error_formula_matches_simulation(space):
+    """Noiseless curves inside every set, n large enough that the final fit never binds."""
+    kw = dict(T=8, radius_rule="1.1B") if space == "rkhs" else dict(T=8, m=3, radius_rule="1.1B")
+    setting = Setting(space=space, n=4096, mu=1.0, sigma0=0.0, **kw)
+    specs = {k: MEMBERS[k] for k in ("box", "ellipsoid", "mix-0.3", "ftp")}
+    out = simulate_designs(setting, specs, reps=400, seed=3)
+    geom = setting.geometry()
+    for name, spec in specs.items():
+        err, free = out[name]["err"], out[name]["free"]
+        assert free.all()
+        des = Design(geom.space, geom.grid, setting.radius, **spec)
+        sampling, privacy = des.unconstrained_error(setting.n, setting.mu, 0.0)
+        assert sampling == 0.0
+        se = err.std(ddof=1) / np.sqrt(err.size)
+        assert abs(err.mean() - privacy) <= ev.bonferroni_z(len(specs)) * se, name
+
+
+def test_simulation_is_reproducible_and_keyed_by_seed():
+    setting = Setting(space="rkhs", n=16, T=4, mu=1.0, sigma0=1.0, radius_rule="log_n")
+    specs = {"box": MEMBERS["box"], "mix": MEMBERS["mix-0.3"]}
+    a = simulate_designs(setting, specs, reps=30, seed=1)
+    b = simulate_designs(setting, specs, reps=30, seed=1)
+    c = simulate_designs(setting, specs, reps=30, seed=2)
+    assert np.array_equal(a["mix"]["err"], b["mix"]["err"])
+    assert not np.array_equal(a["mix"]["err"], c["mix"]["err"])
+
+
+# ---------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, word",
+    [
+        (dict(set="cube"), ValueError, "set"),
+        (dict(set="mix"), TypeError, "lam"),
+        (dict(set="mix", lam=1.5), ValueError, "lam"),
+        (dict(set="mix", lam="half"), TypeError, "lam"),
+        (dict(set="box", lam=0.5), ValueError, "lam"),
+        (dict(set="ball", clip=1.0), ValueError, "clip"),
+        (dict(set="box", ball_radius=1.0), ValueError, "ball_radius"),
+        (dict(set="ball", ball_radius=-1.0), ValueError, "radius"),
+        (dict(set="box", noise="pink"), ValueError, "noise"),
+        (dict(set="box", noise=-np.eye(6)), ValueError, "positive definite"),
+        (dict(set="box", noise=np.eye(5)), ValueError, "noise"),
+        (dict(set="box", fit="spline"), ValueError, "fit"),
+        (dict(set="box", clip=[1.0, 2.0]), ValueError, "clip"),
+        (dict(set="box", weights=0.0), ValueError, "weights"),
+    ],
+)
+def test_bad_design_arguments(kwargs, exc, word):
+    with pytest.raises(exc, match=word):
+        Design(SPACES["gaussian"], GRID, RADIUS, **kwargs)
+
+
+def test_bad_space_radius_and_rank_deficient_noise():
+    with pytest.raises(TypeError, match="space"):
+        Design("legendre", GRID, RADIUS)
+    with pytest.raises(ValueError, match="radius"):
+        Design(SPACES["gaussian"], GRID, 0.0, set="box")
+    with pytest.raises(ValueError, match="rank"):
+        Design(SPACES["legendre"], GRID, RADIUS, set="box", noise="ellipsoid")
+    with pytest.raises(ValueError, match="2\\^\\(T-1\\)"):
+        Design(dpfda.LegendreSpace(2), np.linspace(0, 1, 24), RADIUS, set="mix", lam=0.5)
+
+
+def test_bad_release_arguments():
+    des = _design("gaussian", "mix-0.3")
+    X = np.zeros((5, GRID.size))
+    with pytest.raises(TypeError, match="rng"):
+        des.release(X, MU, 42)
+    with pytest.raises(ValueError, match="mu"):
+        des.release(X, -1.0, _rng(1))
+    with pytest.raises(ValueError, match="NaN"):
+        des.release(np.full((5, GRID.size), np.nan), MU, _rng(1))
+    with pytest.raises(ValueError, match="last axis"):
+        des.release(np.zeros((5, 4)), MU, _rng(1))
+    with pytest.raises(ValueError, match="noise"):  # n·μ far too large: the noise-scale guard
+        des.sigma(10**9, 1e6)
+    with pytest.raises(ValueError, match="scale"):
+        des.worst_case_pair(5, scale=0.0)
