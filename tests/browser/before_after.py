@@ -27,10 +27,14 @@ OUT = ROOT / "_build" / "test-artifacts" / "before-after"
 CHAPTERS = ("book/pipelines.html", "book/sim_dimension.html", "book/audit.html")
 WIDTH, HEIGHT = 1400, 2000
 
-# Waits until MathJax has typeset the page and the images have loaded.
+# Light mode (another test may have left the theme's dark mode in the browser profile),
+# then waits until MathJax has typeset the page and the images have loaded.
 SETTLE = r"""
 (async () => {
   const sleep = ms => new Promise(r => setTimeout(r, ms));
+  localStorage.setItem('theme', 'light'); localStorage.setItem('mode', 'light');
+  document.documentElement.dataset.theme = 'light';
+  document.documentElement.dataset.mode = 'light';
   const deadline = Date.now() + 60000;
   while (document.querySelector('script[src*="mathjax"]') &&
          !(window.MathJax && MathJax.startup && MathJax.startup.promise)) {
