@@ -166,16 +166,19 @@ def test_live_code_runs_a_cell_on_a_local_server(tmp_path):
                 })(%s)""" % (SHOWN_CELL, json.dumps(CODE)))
                 assert ran == "ok", ran
                 out = wait_for(browser, session, """(() => {
-                    // Thebe writes the outputs next to the cell's editor, in the cell's container.
-                    const o = (%s).parentElement;
+                    // Thebe renders outputs as JupyterLab output areas (jp-*), the static page
+                    // has none of its own, and this chapter has no other image or LaTeX cell
+                    // output: look for them in the whole page (a cell without a static output
+                    // gets its live output area outside the editor's container).
+                    const o = document;
                     if (!o.querySelector('.jp-OutputArea-output')) return null;
-                    const img = o.querySelector('img[src^="data:image/png"]');
+                    const img = o.querySelector('.jp-RenderedImage img[src^="data:image/png"]');
                     const math = o.querySelector('.jp-RenderedLatex mjx-container');
                     const err = o.querySelector('[data-mime-type="application/vnd.jupyter.error"]');
                     if (err) return {error: err.innerText.slice(0, 2000)};
                     if (!(img && img.complete && img.naturalWidth > 0 && math)) return null;
                     return {img: [img.naturalWidth, img.naturalHeight], math: math.textContent.slice(0, 200)};
-                })()""" % SHOWN_CELL, 120, "the cell's figure and formula")
+                })()""", 120, "the cell's figure and formula")
                 assert "error" not in out, out["error"]
                 assert out["img"][0] > 100 and out["img"][1] > 100, out
                 browser.evaluate(session, f"({SHOWN_CELL}).scrollIntoView({{block: 'start'}})")
