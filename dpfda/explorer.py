@@ -27,7 +27,7 @@ EXPLORER_COLUMNS = ("space", "T", "m", "rho", "n", "mu", "sigma0", "ratio", "rat
 NAMES = {"space": "explorer-space", "T": "explorer-T", "mu": "explorer-mu", "sigma0": "explorer-sigma0",
          "shown": "explorer-shown", "plot": "explorer-plot", "summary": "explorer-summary"}
 
-_SPACE_LABEL = {"rkhs": "RKHS (Gaussian kernel)", "poly": "Legendre H_m"}
+_SPACE_LABEL = {"rkhs": "RKHS (Gaussian kernel)", "poly": "Legendre Hₘ"}
 
 
 def _space_key(row) -> str:
@@ -35,7 +35,8 @@ def _space_key(row) -> str:
 
 
 def _label(key: str) -> str:
-    return _SPACE_LABEL["rkhs"] if key == "rkhs" else f"Legendre H_{key[4:]}"
+    sub = key[4:].translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+    return _SPACE_LABEL["rkhs"] if key == "rkhs" else f"Legendre H{sub}"
 
 
 def _table(df):
@@ -128,6 +129,10 @@ def ratio_explorer(df, *, width: int = 660, height: int = 400):
            legend_label="noiseless limit (Corollaries 12, 15)")
     p.line(ends, [1.0, 1.0], color="grey", line_dash="dotted", line_width=1.5,
            legend_label="ratio 1: above, PTF wins")
+    # Text as large as the book's figures' (9 pt = 12 px at least).
+    p.axis.axis_label_text_font_size = "14px"
+    p.axis.major_label_text_font_size = "13px"
+    p.legend.label_text_font_size = "13px"
     p.legend.location = "top_left"
     p.add_layout(p.legend[0], "below")
     p.legend.orientation = "horizontal"

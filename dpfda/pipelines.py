@@ -388,8 +388,10 @@ class Release:
         return self.geometry.error(self.coef, target_coef)
 
     def __repr__(self):
-        return (f"Release(method={self.method!r}, space={self.space!r}, T={self.geometry.T}, "
-                f"n={self.n}, mu={self.mu}, radius={self.radius}, shape={self.shape})")
+        # Short enough to read as one line of a notebook's output.
+        reps = f", shape={self.shape}" if self.shape else ""
+        return (f"Release({self.method}, {self.space!r}, T={self.geometry.T}, n={self.n}, "
+                f"mu={float(self.mu):g}, radius={float(self.radius):g}{reps})")
 
     def __call__(self, t) -> np.ndarray:
         """Evaluate the released function at points ``t`` in [0, 1].

@@ -37,7 +37,7 @@ from numpy.polynomial import legendre as _leg
 from ._validation import _as_float_array, check_data, check_grid, check_points
 from .spaces import LegendreSpace
 
-__all__ = ["Domain", "PublicFrame", "legendre_derivative"]
+__all__ = ["Domain", "PublicFrame", "legendre_derivative", "smallest_dimension"]
 
 
 def _finite_scalar(value, name: str) -> float:
@@ -113,6 +113,53 @@ def legendre_derivative(space: LegendreSpace, coef, t) -> np.ndarray:
         return np.zeros(coef.shape[:-1] + t.shape)
     dc = _leg.legder(c, axis=0)
     return 2.0 * _leg.legval(2.0 * t - 1.0, dc, tensor=True)
+
+
+def smallest_dimension(grid, curve, tol, m_max: int | None = None):
+    """The smallest m whose least-squares fit in H_m reproduces a *public* curve within ``tol``.
+
+    A data-independent rule for the dimension of the Legendre space: give it a public curve
+    (the midpoint of a growth standard's range, say), never the data, or the choice of m
+    itself depends on the people in the data and leaks.
+
+    Parameters
+    ----------
+    grid : array (T,)
+        Points of [0, 1].
+    curve : array (T,)
+        The public curve's values at ``grid``.
+    tol : float
+        Largest allowed absolute error of the fit at a grid point, > 0 (curve's units).
+    m_max : int, optional
+        Largest dimension tried, 1 <= m_max <= T; by default min(16, T).
+
+    Returns
+    -------
+    m : int
+        The smallest m in 1..m_max with worst misfit <= tol.
+    misfit : dict
+        k -> worst absolute misfit of the fit in H_k at the grid points, k = 1..m_max.
+    """
+    grid = check_grid(grid, "grid")
+    values = _band(curve, "curve", grid.size)
+    tol = _finite_scalar(tol, "tol")
+    if m_max is None:
+        m_max = min(16, grid.size)
+    if tol <= 0:
+        raise ValueError(f"tol must be > 0, got {tol!r}")
+    if isinstance(m_max, bool) or not isinstance(m_max, (int, np.integer)):
+        raise TypeError(f"m_max must be an integer, got {type(m_max).__name__}")
+    if not 1 <= m_max <= grid.size:
+        raise ValueError(f"m_max must lie in 1..T={grid.size} (Assumption A.3), got {m_max}")
+    misfit = {}
+    for k in range(1, int(m_max) + 1):
+        g = LegendreSpace(k).at(grid)
+        misfit[k] = float(np.abs(g.values(g.coef_from_values(values)) - values).max())
+    good = [k for k, e in misfit.items() if e <= tol]
+    if not good:
+        raise ValueError(f"no m <= m_max={m_max} fits the curve within tol={tol:g} "
+                         f"(best misfit {min(misfit.values()):.3g}): raise m_max or tol")
+    return good[0], misfit
 
 
 def _band(value, name: str, T: int) -> np.ndarray:

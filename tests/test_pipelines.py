@@ -117,7 +117,8 @@ def test_shapes(name, method):
             assert rel.noise_scale.shape == (T,) and rel.clip.shape == (T,)
             assert rel.weights.shape == (T,) and rel.noisy_means.shape == lead + (T,)
         assert np.all(np.isfinite(rel.coef))
-        assert "Release" in repr(rel)
+        assert repr(rel).startswith("Release(") and len(repr(rel)) <= 100  # one short line
+        assert "np." not in repr(rel) and "method=" not in repr(rel)
 
 
 def test_inputs_are_not_modified_and_runs_are_reproducible():

@@ -12,7 +12,7 @@ import pytest
 from scipy import integrate, special
 
 import dpfda
-from dpfda import Domain, KernelSpace, LegendreSpace, PublicFrame, gaussian_kernel, legendre_derivative
+from dpfda import Domain, KernelSpace, LegendreSpace, PublicFrame, gaussian_kernel, legendre_derivative, realdata
 
 AGES = np.array([1, 1.25, 1.5, 1.75, 2, 3, 4, 5, 6, 7, 8, 8.5, 9, 9.5, 10, 10.5, 11, 11.5, 12,
                  12.5, 13, 13.5, 14, 14.5, 15, 15.5, 16, 16.5, 17, 17.5, 18])
@@ -209,3 +209,24 @@ def test_frame_rejects_data_of_the_wrong_shape_and_coefficients_of_the_wrong_len
         f.values(np.zeros(5), [2.0])
     with pytest.raises(ValueError, match=r"age must lie in \[1, 18\]"):
         f.derivative(np.zeros(6), [19.0])
+
+
+def test_smallest_dimension_is_the_first_m_within_tolerance():
+    grid = np.linspace(0, 1, 12)
+    curve = 3 * grid**2 - grid  # a quadratic: H_3 reproduces it, H_2 does not
+    m, misfit = realdata.smallest_dimension(grid, curve, tol=1e-9, m_max=6)
+    assert m == 3 and set(misfit) == set(range(1, 7))
+    assert misfit[2] > 1e-3 and misfit[3] < 1e-9
+    assert realdata.smallest_dimension(grid, curve, tol=10.0)[0] == 1
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    (dict(tol=0.0), ValueError, "tol must be > 0"),
+    (dict(tol=1e-3, m_max=13), ValueError, "m_max must lie in 1..T=12"),
+    (dict(tol=1e-3, m_max=2.0), TypeError, "m_max must be an integer"),
+    (dict(tol=1e-30, m_max=2), ValueError, "no m <= m_max=2"),
+])
+def test_smallest_dimension_rejects_bad_input(kwargs, err, match):
+    grid = np.linspace(0, 1, 12)
+    with pytest.raises(err, match=match):
+        realdata.smallest_dimension(grid, np.exp(grid), **kwargs)

@@ -40,6 +40,10 @@ pytestmark = pytest.mark.browser
 
 ROOT, HTML, ARTIFACTS = REPO_ROOT, BUILT_HTML, ARTIFACTS_DIR
 PAGE = "book/growth.html"
+# The first live cell a reader sees: not one whose source is folded away (hide-input puts
+# it in a closed <details>), where the output would not be shown or typeset.
+SHOWN_CELL = ("[...document.querySelectorAll('.thebe-cell')]"
+              ".find(c => !c.closest('details:not([open])'))")
 WIDTH, HEIGHT = 1280, 1800
 
 CODE = r"""import numpy as np, matplotlib.pyplot as plt, dpfda
@@ -151,7 +155,7 @@ def test_live_code_runs_a_cell_on_a_local_server(tmp_path):
 
                 # Type the code into the first live cell and press its run button.
                 ran = browser.evaluate(session, """((code) => {
-                    const cell = document.querySelector('.thebe-cell');
+                    const cell = %s;
                     const cm = cell && cell.querySelector('.CodeMirror');
                     if (!cm || !cm.CodeMirror) return 'no CodeMirror editor in the first live cell';
                     cm.CodeMirror.setValue(code);
@@ -159,13 +163,16 @@ def test_live_code_runs_a_cell_on_a_local_server(tmp_path):
                     if (!run) return 'no run button';
                     run.click();
                     return 'ok';
-                })(%s)""" % json.dumps(CODE))
+                })(%s)""" % (SHOWN_CELL, json.dumps(CODE)))
                 assert ran == "ok", ran
                 out = wait_for(browser, session, """(() => {
-                    // Thebe writes the outputs next to the cell's editor, in the cell's container.
-                    const o = document.querySelector('.thebe-cell').parentElement;
+                    // Thebe renders outputs as JupyterLab output areas (jp-*), the static page
+                    // has none of its own, and this chapter has no other image or LaTeX cell
+                    // output: look for them in the whole page (a cell without a static output
+                    // gets its live output area outside the editor's container).
+                    const o = document;
                     if (!o.querySelector('.jp-OutputArea-output')) return null;
-                    const img = o.querySelector('img[src^="data:image/png"]');
+                    const img = o.querySelector('.jp-RenderedImage img[src^="data:image/png"]');
                     const math = o.querySelector('.jp-RenderedLatex mjx-container');
                     const err = o.querySelector('[data-mime-type="application/vnd.jupyter.error"]');
                     if (err) return {error: err.innerText.slice(0, 2000)};
@@ -174,7 +181,7 @@ def test_live_code_runs_a_cell_on_a_local_server(tmp_path):
                 })()""", 120, "the cell's figure and formula")
                 assert "error" not in out, out["error"]
                 assert out["img"][0] > 100 and out["img"][1] > 100, out
-                browser.evaluate(session, "document.querySelector('.thebe-cell').scrollIntoView({block: 'start'})")
+                browser.evaluate(session, f"({SHOWN_CELL}).scrollIntoView({{block: 'start'}})")
                 time.sleep(0.5)
                 browser.screenshot(session, ARTIFACTS / "live-code.png")
 

@@ -632,3 +632,18 @@ def test_figures_readable_in_dark_mode(build, open_page):
           f"ink L={ink:.3f}, contrast {contrast:.1f}:1; screenshot {path}")
     assert luminance(page_colour) < 0.1, f"the page did not turn dark: {page_colour}"
     assert contrast >= 7.0, f"figure text contrast only {contrast:.1f}:1 in dark mode"
+
+
+def test_after_screenshots_of_three_chapters(build, browser, server):
+    """Issue #11's "after" pictures: three chapters' tops and first figures, 1,400 px wide,
+    saved beside the "before" ones (``before_after.py``) in test-artifacts/before-after/."""
+    import before_after
+
+    out = ARTIFACTS / "before-after"
+    written = before_after.capture(browser, server.base, "after", out)
+    for path in written:
+        check_png(path.read_bytes(), path.name, width=before_after.WIDTH)
+    stems = {Path(p).stem for p in before_after.CHAPTERS}
+    assert {p.stem.removesuffix("-after").removesuffix("-figure") for p in written} == stems
+    assert len(written) == 2 * len(stems), f"a chapter without a figure? {written}"
+    print("after screenshots: " + ", ".join(p.name for p in written))
