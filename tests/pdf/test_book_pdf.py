@@ -83,18 +83,37 @@ def test_pages(pdf):
         f"not A4: {size.group(0)}")
 
 
+def contents_pages(text: str) -> list[str]:
+    """The pages of the table of contents: the page that says "Contents" and the pages after
+    it that are still mostly chapter titles (a long contents runs over a page)."""
+    pages = text.split("\f")
+    first = next(i for i, page in enumerate(pages) if "Contents" in page)
+    known = [plain(t)[:25] for _, t, _ in chapters()]
+    out = [pages[first]]
+    for page in pages[first + 1:]:
+        lines = [plain(line) for line in page.splitlines() if line.strip()]
+        titles = sum(any(line.startswith(k) or k.startswith(line[:25]) for k in known)
+                     for line in lines)
+        if not lines or 2 * titles < len(lines):
+            break
+        out.append(page)
+    return out
+
+
 def test_title_page_and_contents(text):
     first = plain(text[:3000])
     assert "FTP versus PTF" in first, first[:300]
     assert "Contents" in first, first[:600]
-    contents = plain(text[: text.find("\f", text.find("Contents")) + 1])
+    contents = plain("\f".join(contents_pages(text)))
     missing = [t for _, t, _ in chapters() if plain(t)[:25] not in contents]
     assert not missing, f"chapters missing from the table of contents: {missing}"
 
 
 def test_every_chapter_in_order(text):
     """Each numbered chapter's heading ("8. Effect of ...") after the contents, in order."""
-    body = plain(text[text.find("\f", text.find("Contents")) + 1:])
+    pages = text.split("\f")
+    first = next(i for i, page in enumerate(pages) if "Contents" in page)
+    body = plain("\f".join(pages[first + len(contents_pages(text)):]))
     position = 0
     for name, title, number in chapters():
         key = plain(title)[:25]
