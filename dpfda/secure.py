@@ -107,20 +107,11 @@ def gaussian_release(values, scale: float, sensitivity: float, mu: float) -> np.
     scale = check_positive(scale, "scale")
     sensitivity = check_positive(sensitivity, "sensitivity")
     mu = check_positive(mu, "mu")
-    values = np.asarray(values, dtype=float)
-    if not np.all(np.isfinite(values)):
-        raise ValueError("values must be finite before noise is added")
     meas = gaussian_measurement(scale)
-    rho = float(meas.map(sensitivity))
-    if rho > 0.5 * mu * mu * (1.0 + 1e-9):
-        raise ValueError(
-            f"OpenDP's privacy map gives rho = {rho:.6g} > mu^2/2 = {0.5 * mu * mu:.6g}: "
-            f"scale={scale:.6g} is too small for sensitivity={sensitivity:.6g} at mu={mu:.6g}"
-        )
-    if values.size == 0:
-        return values.copy()
-    noisy = np.asarray(meas(values.ravel()), dtype=float)
-    return noisy.reshape(values.shape)
+    return _checked_release(
+        values, meas, sensitivity, 0.5 * mu * mu,
+        f"rho = {{:.6g}} > mu^2/2 = {0.5 * mu * mu:.6g}: scale={scale:.6g} is too small for "
+        f"sensitivity={sensitivity:.6g} at mu={mu:.6g}")
 
 
 def laplace_measurement(scale: float):
@@ -144,16 +135,26 @@ def laplace_release(values, scale: float, sensitivity: float, epsilon: float) ->
     scale = check_positive(scale, "scale")
     sensitivity = check_positive(sensitivity, "sensitivity")
     epsilon = check_positive(epsilon, "epsilon")
+    meas = laplace_measurement(scale)
+    return _checked_release(
+        values, meas, sensitivity, epsilon,
+        f"epsilon = {{:.6g}} > {epsilon:.6g}: scale={scale:.6g} is too small for "
+        f"sensitivity={sensitivity:.6g}")
+
+
+def _checked_release(values, meas, sensitivity: float, budget: float, refusal: str) -> np.ndarray:
+    """``meas`` applied to every vector of ``values`` (last axis), after OpenDP's privacy map.
+
+    The map of ``sensitivity`` must not exceed ``budget`` (up to rounding); otherwise a
+    ``ValueError`` with ``refusal`` (its ``{}`` filled with the map's value).  Values must be
+    finite; leading axes are independent repetitions.
+    """
     values = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(values)):
         raise ValueError("values must be finite before noise is added")
-    meas = laplace_measurement(scale)
-    eps = float(meas.map(sensitivity))
-    if eps > epsilon * (1.0 + 1e-9):
-        raise ValueError(
-            f"OpenDP's privacy map gives epsilon = {eps:.6g} > {epsilon:.6g}: scale={scale:.6g} "
-            f"is too small for sensitivity={sensitivity:.6g}"
-        )
+    spent = float(meas.map(sensitivity))
+    if spent > budget * (1.0 + 1e-9):
+        raise ValueError("OpenDP's privacy map gives " + refusal.format(spent))
     if values.size == 0:
         return values.copy()
     return np.asarray(meas(values.ravel()), dtype=float).reshape(values.shape)
