@@ -95,6 +95,23 @@ class BallLeastSquares:
         self.eigenvalues = lam
         self.eigenvectors = V
         self._P = (w[:, None] * Phi) @ V  # x @ _P = Vᵀ Φᵀ W x
+        self._rows: dict[int, np.ndarray] = {}  # λ tiled to (n, d), by n (_eigenvalue_rows)
+
+    def _eigenvalue_rows(self, shape) -> np.ndarray:
+        """λ repeated for each of the n rows of a (..., n, d) array, or λ itself.
+
+        Dividing by a contiguous (n, d) array gives the same quotients as
+        dividing by λ with broadcasting, but numpy then runs one long inner loop
+        instead of one of length d per row (about 3× faster).
+        """
+        if len(shape) < 2 or shape[-2] < 2:
+            return self.eigenvalues
+        rows = self._rows.get(shape[-2])
+        if rows is None:
+            if len(self._rows) >= 8:
+                self._rows.clear()
+            rows = self._rows[shape[-2]] = np.tile(self.eigenvalues, (shape[-2], 1))
+        return rows
 
     @property
     def T(self) -> int:
@@ -129,56 +146,65 @@ class BallLeastSquares:
             raise ValueError(f"X's last axis has length {X.shape[-1:] or 0}, expected T={self.T}")
         with np.errstate(over="ignore", invalid="ignore"):  # such rows are redone below
             g = X @ self._P  # (..., d) in the eigenbasis of A
-            z = g / self.eigenvalues
+            z = g / self._eigenvalue_rows(g.shape)
             norm = _norm_rows(z)
         e = np.zeros(norm.shape, dtype=np.int64)
         # Rows whose products overflowed (non-finite) or fell towards the subnormal range
         # are redone on the row divided by a power of two (exact); the others are left as
         # they are, so checking costs nothing for data of ordinary size.
         odd = ~(norm < _NORM_HIGH) | ((norm < _NORM_LOW) & (norm > 0))
-        if np.any(odd):
-            e[odd] = _row_exponents(X[odd])
-            Xs = np.ldexp(X[odd], -e[odd][..., None])
-            g[odd] = Xs @ self._P
-            z[odd] = g[odd] / self.eigenvalues
-            norm[odd] = _norm_rows(z[odd])
+        if not np.any(odd):  # every norm finite and normal: e = 0, B' in the rows' units
+            return radius, g, z, e, norm > radius
+        e[odd] = _row_exponents(X[odd])
+        Xs = np.ldexp(X[odd], -e[odd][..., None])
+        g[odd] = Xs @ self._P
+        z[odd] = g[odd] / self.eigenvalues
+        norm[odd] = _norm_rows(z[odd])
         if not np.all(np.isfinite(norm)):  # finite rows always give finite, scaled z
             raise ValueError("X contains NaN or inf; every value must be a finite number")
         with np.errstate(over="ignore"):
             bound = np.ldexp(radius, -e)  # B' in the row's units (inf: the row is far inside)
         return radius, g, z, e, norm > bound
 
-    def _active_solution(self, g_active, e_active, radius):
-        """Constrained solutions of the active rows: (θ (k, d), ν (k,)).
+    def _solve_active(self, g, z, e, active, radius, nu=None):
+        """Overwrite the active rows of ``z`` with their constrained solutions.
 
-        ``g_active`` (k, d) holds the rows' coordinates Vᵀ ΦᵀW x in the
-        eigenbasis, each in its own units 2**e.  Every returned row has
-        Euclidean norm at most B' (up to one rounding): it is a unit vector
-        multiplied by B', whatever the magnitude of the data.  The rows are
-        solved in blocks of :data:`_BLOCK` so that a block's work arrays stay in
-        the processor's cache; each row's arithmetic is the same in any block.
+        ``g``, ``z`` (..., d) and ``e``, ``active`` (...) come from
+        :meth:`_prepare` (``g``, ``z`` are fresh C-contiguous arrays, so the
+        reshapes below are views).  Row i's coordinates Vᵀ ΦᵀW x are ``g[i]``
+        in its own units 2**e[i]; its solution has Euclidean norm at most B'
+        (up to one rounding): a unit vector multiplied by B', whatever the
+        magnitude of the data.  Where ``nu`` (shaped like ``active``) is given,
+        the multipliers of the active rows are written into it.  The rows are
+        gathered straight into the (d, b) layout of :meth:`_active_block` and
+        solved in blocks of :data:`_BLOCK`, so that a block's work arrays stay
+        in the processor's cache; each row's arithmetic is the same in any block.
         """
-        k = g_active.shape[0]
-        theta = np.empty((k, self.dim))
-        nu = np.empty(k)
-        for a in range(0, k, _BLOCK):
-            b = min(a + _BLOCK, k)
-            zt, nu[a:b] = self._active_block(g_active[a:b], e_active[a:b], radius)
-            theta[a:b] = zt.T
-        return theta, nu
+        d = self.dim
+        rows = np.flatnonzero(active)
+        gt, zf, ef = g.reshape(-1, d).T, z.reshape(-1, d), e.reshape(-1)
+        nuf = None if nu is None else nu.reshape(-1)
+        for a in range(0, rows.size, _BLOCK):
+            block = rows[a : a + _BLOCK]
+            zt, nu_block = self._active_block(np.ascontiguousarray(gt[:, block]), ef[block], radius)
+            zf[block] = zt.T
+            if nuf is not None:
+                nuf[block] = nu_block
 
-    def _active_block(self, g_active, e_active, radius):
-        """:meth:`_active_solution` for one block of rows, returned transposed: θ (d, b)."""
+    def _active_block(self, G, e_active, radius):
+        """Constrained solutions of one block of active rows, transposed: (θ (d, b), ν (b,)).
+
+        ``G`` (d, b) holds the rows' coordinates in the eigenbasis, one row per
+        column, so that every step below is an elementwise operation on
+        contiguous length-b rows.
+        """
         lam = self.eigenvalues
-        # Active rows, transposed to (d, b) so that every step below is an
-        # elementwise operation on contiguous length-b rows.  The units 2**e
-        # cancel in u and enter only ρ.
-        G = np.ascontiguousarray(g_active.T)
         # The secular equation is homogeneous: with u = g/max|g| and ρ = B'/max|g| it
         # reads Σ u²/(ρλ + ω)² = 1 in ω = ρν, whose terms are O(1) whatever the
         # magnitudes of x and B' (no overflow or underflow from squaring them).  For
         # data far outside the ball ρ may underflow to 0; the root is then ω = ||u||
-        # and the fit B'·u/||u||, the limit of the constrained fit.
+        # and the fit B'·u/||u||, the limit of the constrained fit.  The units 2**e
+        # cancel in u and enter only ρ.
         gmax = np.abs(G[0])
         for row in G[1:]:
             np.maximum(gmax, np.abs(row), out=gmax)
@@ -200,7 +226,7 @@ class BallLeastSquares:
         radius, g, z, e, active = self._prepare(X, radius)
         nu = np.zeros(active.shape)
         if np.any(active):
-            z[active], nu[active] = self._active_solution(g[active], e[active], radius)
+            self._solve_active(g, z, e, active, radius, nu)
         if np.any(e):
             inactive = ~active
             z[inactive] = np.ldexp(z[inactive], e[inactive][:, None])
@@ -227,7 +253,7 @@ class BallLeastSquares:
         n, d = X.shape[-2], self.dim
         batch = z.shape[:-2]
         if np.any(active):
-            z[active] = self._active_solution(g[active], e[active], radius)[0]
+            self._solve_active(g, z, e, active, radius)
         if np.any(e):
             inactive = ~active
             z[inactive] = np.ldexp(z[inactive], e[inactive][:, None])
@@ -288,8 +314,10 @@ def _sum_rows(a: np.ndarray) -> np.ndarray:
     summation when k = 1, and a row's result must not depend on how many rows
     are solved together (``batch = row by row``, bit for bit).
     """
-    out = a[0].copy()
-    for row in a[1:]:
+    if a.shape[0] == 1:
+        return a[0].copy()
+    out = a[0] + a[1]
+    for row in a[2:]:
         out += row
     return out
 
@@ -341,10 +369,13 @@ def _secular_root(u: np.ndarray, L: np.ndarray) -> np.ndarray:
     lbar = _sum_rows(u2 * L) / unorm2
     om = np.maximum(unorm - lbar, 0.0)
     hi = np.maximum(unorm - L[0], om)
-    idx = np.arange(om.size)
+    idx = np.arange(om.size)  # the columns still in the work arrays
     live = np.ones(om.size, dtype=bool)
     uw, Lw, w, hw = u2, L, om.copy(), hi
     eps4 = 4 * np.finfo(float).eps
+    # Every update is done in place (the same operations, in the same order, as
+    # the plain expressions in the comments): a sweep is about twenty numpy
+    # calls on arrays of one block, so fewer temporaries matter.
     for _ in range(_MAX_ITER):
         inv = Lw + w
         np.reciprocal(inv, out=inv)
@@ -353,18 +384,25 @@ def _secular_root(u: np.ndarray, L: np.ndarray) -> np.ndarray:
         h = _sum_rows(q)  # ||θ(ω)||²
         q *= inv
         h3 = _sum_rows(q)  # Σ u²/(L + ω)³ = -ψ'(ω)·||θ||³
-        step = (np.sqrt(h) - 1.0) * h / h3  # the Newton step -ψ/ψ'
-        new = np.minimum(w + step, hw)
-        moved = live & (step > eps4 * new)  # False for NaN: nothing left to gain
-        w = np.where(moved, new, w)
-        om[idx] = w
-        live = moved & (step > 1e-9 * new)
+        step = np.sqrt(h)  # the Newton step -ψ/ψ' = (√h - 1)·h/h3
+        step -= 1.0
+        step *= h
+        step /= h3
+        new = w + step  # min(w + step, hw)
+        np.minimum(new, hw, out=new)
+        moved = step > eps4 * new  # ... & live; False for NaN: nothing left to gain
+        moved &= live
+        np.copyto(w, new, where=moved)
+        live = step > 1e-9 * new  # ... & moved
+        live &= moved
         n_live = np.count_nonzero(live)
         if n_live == 0:
             break
         if n_live < 0.75 * live.size:  # drop finished columns from the work arrays
+            om[idx] = w
             keep = np.nonzero(live)[0]
             idx, uw, Lw, w, hw, live = idx[keep], uw[:, keep], Lw[:, keep], w[keep], hw[keep], live[keep]
+    om[idx] = w
     return om
 
 
