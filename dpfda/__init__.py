@@ -19,7 +19,8 @@ privacy.  Modules, each readable beside the chapter that introduces it:
 =============  ==============================================================
 """
 
-from . import audit, designs, secure, theory
+from typing import TYPE_CHECKING
+
 from ._validation import AssumptionError
 from .data import KernelCurves, PolynomialCurves, observe, polynomial_curves, rkhs_curves, uniform_ball
 from .fitting import BallFit, BallLeastSquares, fit_ball
@@ -51,6 +52,21 @@ from .spaces import (
 )
 
 __version__ = "0.1.1"
+
+_LAZY = ("audit", "designs", "secure", "theory")
+"""Submodules imported on first use (``dpfda.audit``, ``from dpfda import theory``): they
+need scipy, which a simulation worker never does (``import dpfda.engine`` stays light)."""
+
+if TYPE_CHECKING:
+    from . import audit, designs, secure, theory
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "AssumptionError",

@@ -14,8 +14,8 @@
   its ``joblib_memmapping_folder_*``), if this process started one.
 * :func:`pause_for_test` is a test hook: with ``DPFDA_TEST_PAUSE_AT=<phase>``
   in the environment the run writes its process id to
-  ``DPFDA_TEST_READY_FILE`` when it reaches that phase and then waits to be
-  signalled, so a test can interrupt it at a known point without guessing
+  ``DPFDA_TEST_READY_FILE`` (and creates ``<that file>.<pid>``) when it
+  reaches that phase and then waits to be signalled, so a test can interrupt it at a known point without guessing
   with sleeps.  Without the variable it does nothing.
 """
 
@@ -141,6 +141,7 @@ def pause_for_test(phase: str) -> None:
     tmp = f"{ready}.{os.getpid()}.tmp"
     with open(tmp, "w") as fh:
         fh.write(f"{os.getpid()}\n")
+    open(f"{ready}.{os.getpid()}", "w").close()  # stays: which processes have paused
     os.replace(tmp, ready)  # the test never sees a half-written file
     deadline = time.monotonic() + PAUSE_LIMIT
     while time.monotonic() < deadline:

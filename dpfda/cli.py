@@ -389,22 +389,28 @@ def _provenance_comment(run: dict) -> str:
             f"started {run['started']}; dpfda {run['dpfda_version']} -->\n")
 
 
-def _stage_outputs(study, df, out: str, meta: dict, run: dict) -> list[tuple[str, str]]:
-    """Write a study's files under temporary names; return (temporary, final) pairs."""
-    from . import plots
-
-    staged = []
+def _staging(out: str):
+    """``(staged, stage)``: ``stage(name, write)`` stages one file of ``out`` and records it."""
+    staged: list[tuple[str, str]] = []
 
     def stage(name, write):
         final = os.path.join(out, name)
         staged.append((_stage(final, write), final))
 
+    return staged, stage
+
+
+def _stage_outputs(study, df, out: str, run: dict) -> list[tuple[str, str]]:
+    """Write a study's results (CSV, and the figure or the table) under temporary names.
+
+    Returns (temporary, final) pairs.  Called as soon as the study's
+    simulation is done, while the workers go on with the other studies.
+    """
+    from . import plots
+
+    staged, stage = _staging(out)
     try:
         stage(study.name + ".csv", _text_writer(df.assign(run_id=run["run_id"]).to_csv(index=False)))
-        meta = {**df.attrs.get("dpfda", {}), **meta, **run}  # the run's start time wins
-        meta["columns"] = list(df.columns) + ["run_id"]
-        meta["caption"] = plots.caption(df)
-        stage(study.name + ".json", _text_writer(json.dumps(meta, indent=2, sort_keys=True) + "\n"))
         if study.kind == "table":
             table = plots.table1(df)
             comment = _provenance_comment(run)
@@ -415,7 +421,7 @@ def _stage_outputs(study, df, out: str, meta: dict, run: dict) -> list[tuple[str
             import matplotlib.pyplot as plt
 
             fig = plots.figure(df, study, title=f"{study.source}: {study.title}")
-            png_meta = {"Title": f"{study.source}: {study.title}", "Description": meta["caption"],
+            png_meta = {"Title": f"{study.source}: {study.title}", "Description": plots.caption(df),
                         "Software": f"dpfda {run['dpfda_version']}", "dpfda run_id": run["run_id"],
                         "dpfda command": run["command"], "dpfda seed": str(run["seed"]),
                         "dpfda started": run["started"]}
@@ -428,6 +434,18 @@ def _stage_outputs(study, df, out: str, meta: dict, run: dict) -> list[tuple[str
         for tmp, _ in staged:
             _discard(tmp)
         raise
+    return staged
+
+
+def _stage_metadata(study, df, out: str, meta: dict, run: dict) -> list[tuple[str, str]]:
+    """Write a study's JSON sidecar under a temporary name (once the whole run is done)."""
+    from . import plots
+
+    staged, stage = _staging(out)
+    meta = {**df.attrs.get("dpfda", {}), **meta, **run}  # the run's start time wins
+    meta["columns"] = list(df.columns) + ["run_id"]
+    meta["caption"] = plots.caption(df)
+    stage(study.name + ".json", _text_writer(json.dumps(meta, indent=2, sort_keys=True) + "\n"))
     return staged
 
 
@@ -448,28 +466,32 @@ def _reproduce(args, argv, guard: SignalGuard, run_id: str, client=None) -> int:
            "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "dpfda_version": __version__}
     _remove_temporaries(args.out, outputs)  # left by a run that was killed outright (SIGKILL)
+    by_name = {st.name: st for st in chosen}
+    staged: list[tuple[str, str]] = []
+
+    def on_study(name, df):  # a study is done: draw it while the workers run the next ones
+        staged.extend(_stage_outputs(by_name[name], df, args.out, run))
+        guard.check()
+
     try:
         t0 = time.perf_counter()
+        common = dict(chunk_reps=args.chunk_reps, progress=not args.no_progress, on_chunk=guard.check,
+                      on_study=on_study)
         if client is None:
-            results = run_studies(chosen, args.reps, args.seed, n_jobs=args.jobs,
-                                  chunk_reps=args.chunk_reps, progress=not args.no_progress,
-                                  on_chunk=guard.check)
+            results = run_studies(chosen, args.reps, args.seed, n_jobs=args.jobs, **common)
         else:
             from joblib import parallel_config
 
             with parallel_config(backend="dask", client=client):
-                results = run_studies(chosen, args.reps, args.seed, n_jobs=None,
-                                      chunk_reps=args.chunk_reps, progress=not args.no_progress,
-                                      on_chunk=guard.check)
+                results = run_studies(chosen, args.reps, args.seed, n_jobs=None, **common)
         wall = time.perf_counter() - t0
-        shutdown_workers(kill=False)  # the workers' memory is not needed for drawing
+        shutdown_workers(kill=False)
         guard.check()
         extra = {"jobs": args.jobs if client is None else None, "scheduler": args.scheduler,
                  "quick": bool(args.quick), "law": args.law,
                  "wall_seconds_all_studies": round(wall, 3)}
-        staged = []
         for st in chosen:
-            staged += _stage_outputs(st, results[st.name], args.out, extra, run)
+            staged += _stage_metadata(st, results[st.name], args.out, extra, run)
             guard.check()
             pause_for_test("writing")  # a no-op unless a test asks for it
         with guard.deferred():  # all files appear together: a signal waits for the renames
@@ -479,7 +501,7 @@ def _reproduce(args, argv, guard: SignalGuard, run_id: str, client=None) -> int:
         _remove_temporaries(args.out, outputs)
         raise
     print(f"dpfda: wrote {len(staged)} files to {args.out}, run id {run_id} "
-          f"({wall:.1f} s of simulation)", file=sys.stderr)
+          f"({wall:.1f} s of simulation, figures drawn meanwhile)", file=sys.stderr)
     if guard.received is not None:
         print(f"dpfda: {signal.Signals(guard.received).name} came while the files were being "
               "renamed into place; they are complete", file=sys.stderr)

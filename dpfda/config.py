@@ -28,7 +28,6 @@ import math
 import os
 
 import numpy as np
-from scipy.special import ndtri
 
 __all__ = [
     "ALPHA",
@@ -124,6 +123,8 @@ def bonferroni_z(k: int, alpha: float | None = None) -> float:
     >>> round(bonferroni_z(10), 2)
     4.51
     """
+    from scipy.special import ndtri  # here: importing dpfda (a simulation worker) needs no scipy
+
     from ._validation import check_int, check_positive
 
     k = check_int(k, "k", 1)

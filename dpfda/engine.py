@@ -656,19 +656,26 @@ def plan(studies, reps: int, chunk_reps: int | None = None):
     """Unique settings of ``studies`` and the chunks of repetitions they split into.
 
     Returns ``(settings, tasks)``: ``settings`` maps each setting's canonical
-    text to the Setting; ``tasks`` is a list of (canonical, start, stop),
-    largest first (a good order for load balancing).
+    text to the Setting; ``tasks`` is a list of (canonical, start, stop).
+    The tasks come study by study (a setting with the first study that has
+    it), so that the studies complete one after another and a caller can
+    write each study's outputs while the next ones run (``on_study`` of
+    :func:`run_studies`); within a study they come largest first, which keeps
+    the workers evenly loaded up to the end.  The order changes no result.
     """
     reps = _check_reps(reps)
     settings: "OrderedDict[str, Setting]" = OrderedDict()
-    for study in studies:
+    group: dict[str, int] = {}
+    for i, study in enumerate(studies):
         for s in study.settings:
-            settings.setdefault(s.canonical(), s)
+            key = s.canonical()
+            settings.setdefault(key, s)
+            group.setdefault(key, i)
     tasks = []
     for key, s in settings.items():
         size = _chunk_size(s, chunk_reps)
         tasks += [(key, a, b) for a, b in batches(reps, size)]
-    tasks.sort(key=lambda t: -_cost(settings[t[0]], t[2] - t[1]))
+    tasks.sort(key=lambda t: (group[t[0]], -_cost(settings[t[0]], t[2] - t[1])))
     return settings, tasks
 
 
@@ -677,8 +684,12 @@ def _task(setting: Setting, seed: int, start: int, stop: int):
     return setting.canonical(), start, simulate_chunk(setting, seed, start, stop)
 
 
-def _execute(settings, tasks, seed, n_jobs, progress, desc="settings", on_chunk=None):
-    """Run the tasks (in parallel with joblib) and assemble per-setting arrays in rep order.
+def _execute(settings, tasks, seed, n_jobs, progress, on_setting, desc="settings", on_chunk=None):
+    """Run the tasks (in parallel with joblib); hand each setting's arrays on when complete.
+
+    ``on_setting(key, arrays)`` is called in this process as soon as the last
+    chunk of a setting has arrived, with its per-repetition arrays in
+    repetition order.
 
     If anything interrupts the loop (an exception from ``on_chunk``, a
     KeyboardInterrupt), joblib's generator is closed at once: that aborts the
@@ -706,8 +717,11 @@ def _execute(settings, tasks, seed, n_jobs, progress, desc="settings", on_chunk=
         for key, start, arrays in results:
             parts[key][start] = arrays
             remaining[key] -= 1
-            if bar is not None and remaining[key] == 0:
-                bar.update(1)
+            if remaining[key] == 0:
+                done = parts.pop(key)
+                on_setting(key, _concat([done[a] for a in sorted(done)]))
+                if bar is not None:
+                    bar.update(1)
             if on_chunk is not None:
                 on_chunk()
     finally:
@@ -717,7 +731,6 @@ def _execute(settings, tasks, seed, n_jobs, progress, desc="settings", on_chunk=
                 results.close()
         if bar is not None:
             bar.close()
-    return {key: _concat([p[a] for a in sorted(p)]) for key, p in parts.items()}
 
 
 def _check_jobs(n_jobs) -> int | None:
@@ -775,14 +788,17 @@ def metadata(study: Study, reps: int, seed: int, *, started: str | None = None) 
 
 
 def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_reps: int | None = None,
-                progress: bool = False, *, on_chunk=None) -> "OrderedDict[str, pd.DataFrame]":
+                progress: bool = False, *, on_chunk=None, on_study=None) -> "OrderedDict[str, pd.DataFrame]":
     """Run several studies together; a setting they share is simulated once.
 
     Returns an ordered dict study name → results table (see :func:`run_study`).
     ``on_chunk``, if given, is called (with no arguments, in this process)
     each time a chunk of repetitions has arrived; an exception it raises stops
     the run, and joblib's workers with it (the command line uses it to stop
-    promptly on a signal).
+    promptly on a signal).  ``on_study(name, table)``, if given, is called in
+    this process as soon as a study's last setting is done, while the workers
+    go on with the next studies (the command line draws a study's figure
+    then); an exception it raises stops the run the same way.
     """
     studies = list(studies)
     for st in studies:
@@ -793,10 +809,26 @@ def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_rep
     n_jobs = _check_jobs(n_jobs)
     if on_chunk is not None and not callable(on_chunk):
         raise TypeError(f"on_chunk must be a function of no arguments or None, got {type(on_chunk).__name__}")
+    if on_study is not None and not callable(on_study):
+        raise TypeError(f"on_study must be a function (name, table) or None, got {type(on_study).__name__}")
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     settings, tasks = plan(studies, reps, chunk_reps)
-    per_setting = _execute(settings, tasks, seed, n_jobs, progress, on_chunk=on_chunk)
-    return OrderedDict((st.name, _frame(st, per_setting, reps, seed, started)) for st in studies)
+    per_setting: dict[str, dict] = {}
+    waiting = [{s.canonical() for s in st.settings} for st in studies]
+    frames: dict[int, "pd.DataFrame"] = {}
+
+    def setting_done(key, arrays):
+        per_setting[key] = arrays
+        for i, st in enumerate(studies):
+            if key in waiting[i]:
+                waiting[i].discard(key)
+                if not waiting[i]:
+                    frames[i] = _frame(st, per_setting, reps, seed, started)
+                    if on_study is not None:
+                        on_study(st.name, frames[i])
+
+    _execute(settings, tasks, seed, n_jobs, progress, setting_done, on_chunk=on_chunk)
+    return OrderedDict((st.name, frames[i]) for i, st in enumerate(studies))
 
 
 def run_study(study: Study, reps: int, seed: int, n_jobs: int | None = 1, chunk_reps: int | None = None,

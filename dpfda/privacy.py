@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize, special
 
 from ._validation import check_positive, check_rng
 
@@ -57,6 +56,7 @@ def tradeoff(alpha, mu):
     >>> float(tradeoff(0.05, 0.0))  # μ = 0: no test beats guessing
     0.95
     """
+    from scipy import special  # here: importing dpfda needs no scipy
     a = _array(alpha, "alpha", lower=0.0, upper=1.0)
     m = _array(mu, "mu", lower=0.0)
     return _scalar_or_array(special.ndtr(special.ndtri(1.0 - a) - m))
@@ -85,6 +85,7 @@ _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(12)
 
 def _log_delta(mu, eps):
     """log δ(ε) for μ-GDP, stable for large ε (both terms in log space) and small μ."""
+    from scipy import special  # here: importing dpfda needs no scipy
     mu, eps = np.broadcast_arrays(np.asarray(mu, dtype=float), np.asarray(eps, dtype=float))
     a = -eps / mu + mu / 2.0
     b = -eps / mu - mu / 2.0
@@ -124,6 +125,7 @@ def epsilon_from_mu(mu, delta):
     >>> round(float(delta_from_mu(1.0, float(epsilon_from_mu(1.0, 1e-5)))), 12)
     1e-05
     """
+    from scipy import optimize  # here: importing dpfda needs no scipy
     m = _array(mu, "mu", lower=0.0, lower_open=True)
     d = _array(delta, "delta", lower=0.0, upper=1.0, lower_open=True, upper_open=True)
     m, d = np.broadcast_arrays(m, d)
@@ -150,6 +152,7 @@ def epsilon_from_mu(mu, delta):
 
 def mu_from_epsilon_delta(eps, delta):
     """The largest μ such that μ-GDP implies (ε, δ)-DP (inverse of ``delta_from_mu``)."""
+    from scipy import optimize  # here: importing dpfda needs no scipy
     e = _array(eps, "eps", lower=0.0)
     d = _array(delta, "delta", lower=0.0, upper=1.0, lower_open=True, upper_open=True)
     e, d = np.broadcast_arrays(e, d)

@@ -317,6 +317,35 @@ def test_shared_settings_get_the_same_numbers_in_every_study():
     pd.testing.assert_frame_equal(alone[cols], res["table1"][cols], check_exact=True)
 
 
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_each_study_is_handed_on_as_soon_as_it_is_done(n_jobs):
+    """on_study: once per study, with the table run_studies returns, while later studies
+    still have work left (the tasks come study by study); an exception from it stops the run."""
+    studies = [get_study("fig1").subset(n=[4, 8]), get_study("fig5").subset(n=[4, 8]),
+               get_study("table1").subset(n=[4, 8])]
+    settings, tasks = engine.plan(studies, 6, chunk_reps=2)
+    first = {}
+    for key in settings:
+        first[key] = next(i for i, st in enumerate(studies) if key in {s.canonical() for s in st.settings})
+    assert [first[k] for k, _, _ in tasks] == sorted(first[k] for k, _, _ in tasks)
+    seen, chunks = [], []
+    res = engine.run_studies(studies, 6, seed=3, n_jobs=n_jobs, chunk_reps=2,
+                             on_chunk=lambda: chunks.append(1),
+                             on_study=lambda name, df: seen.append((name, len(chunks), df)))
+    assert [name for name, _, _ in seen] == ["fig1", "table1", "fig5"]  # table1 = fig1's settings
+    assert seen[0][1] < len(tasks)  # fig1 was handed on before the last chunk arrived
+    for name, _, df in seen:
+        pd.testing.assert_frame_equal(df, res[name], check_exact=True)
+
+    def fail(name, df):
+        raise RuntimeError(f"stop after {name}")
+
+    with pytest.raises(RuntimeError, match="stop after fig1"):
+        engine.run_studies(studies, 6, seed=3, n_jobs=n_jobs, chunk_reps=2, on_study=fail)
+    with pytest.raises(TypeError, match="on_study"):
+        engine.run_studies(studies, 6, seed=3, on_study="draw")
+
+
 def test_chunks_respect_the_memory_budget():
     big = get_study("fig6").subset(n=4096, m=8, sigma0=10.0).settings[0]
     size = engine._chunk_size(big, None)
