@@ -18,7 +18,7 @@ import json
 
 import numpy as np
 
-from .studies import check_family
+from .studies import Setting, check_family
 
 __all__ = ["ratio_explorer", "explorer_html", "EXPLORER_COLUMNS"]
 
@@ -58,7 +58,6 @@ def _table(df):
 
 def _limit(row, T: int) -> float:
     """The noiseless large-n ratio of the setting's space on T uniform points (theory.ratio_limit)."""
-    from .studies import Setting
     from .theory import ratio_limit
 
     kw = dict(m=int(row["m"])) if row["family"] == "legendre" else dict(rho=float(row["rho"]))
