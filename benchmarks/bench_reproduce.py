@@ -228,7 +228,7 @@ def loop_extrapolation(reps_full: int, n_loop: int, reps_loop: int, seed: int = 
     settings, _ = engine.plan(list(paper_studies().values()), reps_full)
     combos: dict = {}
     for s in settings.values():
-        key = (s.space, s.T, s.m, s.mu, s.sigma0, s.radius_rule)
+        key = (s.family, s.T, s.m, s.mu, s.sigma0, s.radius_rule)
         combos.setdefault(key, []).append(s)
     total = 0.0
     measured = 0.0

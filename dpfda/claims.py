@@ -514,7 +514,7 @@ def _fig3_3(t):
 
 
 @lru_cache(maxsize=None)
-def _poly_limit(m: int) -> float:
+def _legendre_limit(m: int) -> float:
     return theory.ratio_limit(get_study("fig4", n=[4]).subset(m=m, mu=1.0).settings[0].geometry())
 
 
@@ -533,7 +533,7 @@ def _fig4_1(t):
             first, last = ev.one(df, m=m, mu=mu, n=4), ev.one(df, m=m, mu=mu, n=N)
             out.append(_change(f"mu={mu:g} m={m}: falls 4→{N}", first, last, -1))
             lr, se = _lr(last)
-            out += _equiv(f"mu={mu:g} m={m}: ratio({N}) ≈ limit", lr - math.log(_poly_limit(m)), se, LOG_MARGIN)
+            out += _equiv(f"mu={mu:g} m={m}: ratio({N}) ≈ limit", lr - math.log(_legendre_limit(m)), se, LOG_MARGIN)
             out.append(Component(f"mu={mu:g} m={m}: ratio({N}) < 1.5/m",
                                  math.log(1.0 / m) + LOG_MARGIN - lr, se, 1))
             ends.append(last)
@@ -552,7 +552,7 @@ def _fig4_2(t):
     """
     df, out = t["fig4"], []
     for m in (2, 4, 6, 8):
-        lim = _poly_limit(m)
+        lim = _legendre_limit(m)
         a, sa = _excess(ev.select(df, mu=0.1), "m", m, lim)
         b, sb = _excess(ev.select(df, mu=1.0), "m", m, lim)
         out.append(Component(f"m={m}: area mu=0.1 > mu=1", a - b, math.hypot(sa, sb), 1))

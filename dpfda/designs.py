@@ -630,7 +630,7 @@ def _shared_parts(built: dict, X) -> dict:
 def compare_designs(settings, designs: dict, reps: int, seed: int, *, references=("PTF", "FTP")):
     """A results table: one row per (setting, design), with paired ratios to the references.
 
-    Columns: the setting's parameters (``space``, ``T``, ``m``, ``n``, ``sigma0``,
+    Columns: the setting's parameters (``family``, ``T``, ``m``, ``n``, ``sigma0``,
     ``radius`` …), ``design``, ``err`` and ``se`` (Monte Carlo mean and standard
     error), ``free`` (share of repetitions in which no constraint bound),
     ``formula`` (:meth:`Design.unconstrained_error`, exact when nothing binds) with

@@ -20,7 +20,8 @@ Every random number is drawn from a generator that depends only on
 (``seed``, the setting, the repetition):
 
 * latent curves: ``SeedSequence(seed, spawn_key=latent_stream_key(setting))``,
-  where the latent key is ("poly", m, n, B) or ("rkhs", n, ρ, centres, B) — it
+  where the latent key is ("poly", m, n, B) or ("rkhs", n, ρ, centres, B) (the
+  names dpfda 0.1.x gave the families "legendre" and "kernel", kept so the streams stay) — it
   leaves out T, μ, σ₀ and B', so every figure uses the same latent functions
   for the same n (and m), and the RKHS functions are evaluated on each grid;
 * repetition r: a PCG64 generator seeded by
@@ -135,7 +136,7 @@ CI_METHOD = (
 )
 
 RESULT_COLUMNS = [
-    "study", "source", "space", "T", "m", "n", "mu", "sigma0", "B", "radius_rule", "radius",
+    "study", "source", "family", "T", "m", "n", "mu", "sigma0", "B", "radius_rule", "radius",
     "rho", "centers", "law", "reps", "seed", "metric",
     "err_ftp", "se_ftp", "err_ptf", "se_ptf",
     "ratio", "ratio_lo", "ratio_hi", "se_log_ratio",
@@ -288,7 +289,7 @@ def latent_curves(setting: Setting, seed: int):
     """The fixed latent curves of a setting (``PolynomialCurves`` or ``KernelCurves``)."""
     seed = _check_seed(seed)
     rng = latent_generator(setting, seed)
-    if setting.space == "poly":
+    if setting.family == "legendre":
         assert setting.m is not None  # Setting requires m for H_m
         return polynomial_curves(setting.n, setting.m, rng, B=setting.B, law=setting.law)
     assert setting.rho is not None and setting.centers is not None  # Setting fills them in
@@ -321,7 +322,7 @@ def _prepare(setting: Setting, seed: int) -> _Prepared:
     curves = latent_curves(setting, seed)
     grid = geom.grid
     F = curves.values(grid)
-    if setting.space == "poly":
+    if setting.family == "legendre":
         target = curves.mean_coef
     else:
         target = geom.coef_from_values(curves.mean_values(grid))

@@ -38,6 +38,7 @@ import pandas as pd
 
 from ._validation import check_nonnegative, check_positive
 from .config import Z, bonferroni_z, proportion_se
+from .studies import check_family
 
 __all__ = [
     "Z",
@@ -72,7 +73,10 @@ def _match(df: pd.DataFrame, criteria: dict) -> pd.DataFrame:
     mask = np.ones(len(df), dtype=bool)
     for k, v in criteria.items():
         if k not in df.columns:
-            raise ValueError(f"unknown column {k!r}; the table has {list(df.columns)}")
+            hint = " ('space' is now 'family')" if k == "space" else ""
+            raise ValueError(f"unknown column {k!r}{hint}; the table has {list(df.columns)}")
+        if k == "family":
+            check_family(v)
         col = df[k]
         if isinstance(v, float) or (isinstance(v, numbers.Real) and col.dtype.kind == "f"):
             mask &= np.isclose(col.astype(float), float(v), rtol=1e-12, atol=0.0)
@@ -84,7 +88,7 @@ def _match(df: pd.DataFrame, criteria: dict) -> pd.DataFrame:
 def select(df: pd.DataFrame, **criteria) -> pd.DataFrame:
     """The settings whose columns equal the given values, ordered by n.
 
-    ``select(df, T=8, mu=0.1)``.  Raises ``ValueError`` if none match.
+    ``select(df, family="kernel", T=8, mu=0.1)``.  Raises ``ValueError`` if none match.
     """
     out = _match(df, criteria)
     if out.empty:

@@ -2,7 +2,7 @@
 
 :func:`ratio_explorer` takes the results table of :func:`dpfda.engine.run_study` (or
 several concatenated) and builds a Bokeh figure: the Monte Carlo error ratio FTP/PTF
-against n with its 95% interval as a band, and widgets for the space, T, μ and σ₀ that
+against n with its 95% interval as a band, and widgets for the function space, T, μ and σ₀ that
 redraw it.  Every setting's numbers are embedded in the page and the redraw is a small
 JavaScript callback in the browser: nothing is computed or fetched when a reader moves a
 slider.  :func:`explorer_html` returns the figure as one HTML fragment whose scripts are
@@ -18,31 +18,36 @@ import json
 
 import numpy as np
 
+from .studies import Setting, check_family
+
 __all__ = ["ratio_explorer", "explorer_html", "EXPLORER_COLUMNS"]
 
-EXPLORER_COLUMNS = ("space", "T", "m", "rho", "n", "mu", "sigma0", "ratio", "ratio_lo", "ratio_hi")
+EXPLORER_COLUMNS = ("family", "T", "m", "rho", "n", "mu", "sigma0", "ratio", "ratio_lo", "ratio_hi")
 """Columns the explorer reads from an engine results table."""
 
 # Model names, for readers of the page's Bokeh document (and the browser test).
 NAMES = {"space": "explorer-space", "T": "explorer-T", "mu": "explorer-mu", "sigma0": "explorer-sigma0",
          "shown": "explorer-shown", "plot": "explorer-plot", "summary": "explorer-summary"}
 
-_SPACE_LABEL = {"rkhs": "RKHS (Gaussian kernel)", "poly": "Legendre Hₘ"}
-
 
 def _space_key(row) -> str:
-    return "rkhs" if row["space"] == "rkhs" else f"poly{int(row['m'])}"
+    """The space a widget button selects: "kernel", or "legendre" and m (e.g. "legendre3")."""
+    family = check_family(row["family"], "df's column family")
+    return family if family == "kernel" else f"legendre{int(row['m'])}"
 
 
 def _label(key: str) -> str:
-    sub = key[4:].translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
-    return _SPACE_LABEL["rkhs"] if key == "rkhs" else f"Legendre H{sub}"
+    if key == "kernel":
+        return "RKHS (Gaussian kernel)"
+    sub = key.removeprefix("legendre").translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+    return f"Legendre H{sub}"
 
 
 def _table(df):
     missing = [c for c in EXPLORER_COLUMNS if c not in df.columns]
     if missing:
-        raise ValueError(f"df must be an engine results table; missing columns {missing}")
+        hint = " (the column 'space' is now 'family')" if "family" in missing and "space" in df.columns else ""
+        raise ValueError(f"df must be an engine results table; missing columns {missing}{hint}")
     if len(df) == 0:
         raise ValueError("df has no rows")
     bad = ~np.isfinite(df[["ratio", "ratio_lo", "ratio_hi"]].to_numpy(dtype=float)).all(axis=1)
@@ -53,11 +58,10 @@ def _table(df):
 
 def _limit(row, T: int) -> float:
     """The noiseless large-n ratio of the setting's space on T uniform points (theory.ratio_limit)."""
-    from .studies import Setting
     from .theory import ratio_limit
 
-    kw = dict(m=int(row["m"])) if row["space"] == "poly" else dict(rho=float(row["rho"]))
-    setting = Setting(space=row["space"], n=4, T=int(T), mu=1.0, sigma0=0.0, radius_rule="B", **kw)
+    kw = dict(m=int(row["m"])) if row["family"] == "legendre" else dict(rho=float(row["rho"]))
+    setting = Setting(family=row["family"], n=4, T=int(T), mu=1.0, sigma0=0.0, radius_rule="B", **kw)
     return float(ratio_limit(setting.geometry()))
 
 
@@ -81,7 +85,7 @@ def ratio_explorer(df, *, width: int = 660, height: int = 400):
     from bokeh.plotting import figure
 
     tab = _table(df)
-    keys = sorted(tab["key"].unique(), key=lambda k: (k != "rkhs", k))
+    keys = sorted(tab["key"].unique(), key=lambda k: (k != "kernel", k))
     Ts = sorted(int(v) for v in tab["T"].unique())
     mus = sorted(float(v) for v in tab["mu"].unique())
     sigmas = sorted(float(v) for v in tab["sigma0"].unique())
@@ -92,7 +96,7 @@ def ratio_explorer(df, *, width: int = 660, height: int = 400):
                 for s in sigmas:
                     got = tab[(tab.key == key) & (tab["T"] == T) & (tab["mu"] == mu) & (tab["sigma0"] == s)]
                     if sorted(got["n"].astype(int)) != ns:
-                        raise ValueError(f"df lacks some n for space={key}, T={T}, mu={mu}, sigma0={s}: "
+                        raise ValueError(f"df lacks some n for the space {key}, T={T}, mu={mu}, sigma0={s}: "
                                          "the explorer needs the full grid of settings")
     tab = tab.sort_values(["key", "T", "mu", "sigma0", "n"])
     limits = {f"{i}|{j}": _limit(tab[tab.key == key].iloc[0], T)

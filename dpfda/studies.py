@@ -29,7 +29,7 @@ with n ∈ {2², 2³, …, 2¹²} throughout.
 
 A new study is built the same way, e.g.::
 
-    Study.grid("wide", space="poly", n=[64, 256], T=40, m=[3, 5], mu=[0.5, 1],
+    Study.grid("wide", family="legendre", n=[64, 256], T=40, m=[3, 5], mu=[0.5, 1],
                sigma0=0.5, radius_rule=["log_n", "1.1B"], kind="ratio",
                panel="mu", group="m")
 
@@ -53,6 +53,8 @@ from .data import check_law
 from .spaces import KernelSpace, LegendreSpace, gaussian_kernel, uniform_grid
 
 __all__ = [
+    "FAMILIES",
+    "check_family",
     "RADIUS_RULES",
     "radius_rule",
     "Setting",
@@ -149,20 +151,52 @@ def radius_rule(name: str, n: int, B: float = 1.0) -> float:
 # One setting
 # ---------------------------------------------------------------------------
 
-_SPACES = ("rkhs", "poly")
+FAMILIES = ("kernel", "legendre")
+"""The families of function spaces a :class:`Setting` can use: ``"kernel"``
+(:class:`~dpfda.spaces.KernelSpace`, the Gaussian-kernel RKHS) and ``"legendre"``
+(:class:`~dpfda.spaces.LegendreSpace`, H_m)."""
+
+_RENAMED = {"poly": "legendre", "rkhs": "kernel"}  # the family names of dpfda 0.1.x
+
+# Stream compatibility: the random-stream keys (Setting.canonical, Setting.latent_canonical)
+# hash the family names of dpfda 0.1.x, so that all results of the book stay bit-identical.
+# Never change these strings (tests/test_engine.py pins keys and first draws).
+_STREAM_TOKEN = {"legendre": "poly", "kernel": "rkhs"}
+
+
+def check_family(value, name: str = "family") -> str:
+    """``value`` if it names a family of :data:`FAMILIES`, else a ValueError.
+
+    The names of dpfda 0.1.x, ``"poly"`` and ``"rkhs"``, are refused with
+    their new names.
+
+    >>> check_family("legendre")
+    'legendre'
+    >>> check_family("poly")
+    Traceback (most recent call last):
+    ...
+    ValueError: family must be one of ('kernel', 'legendre'), got 'poly' ('poly' is now 'legendre')
+    """
+    if isinstance(value, str) and value in FAMILIES:
+        return value
+    hint = f" ({value!r} is now {_RENAMED[value]!r})" if isinstance(value, str) and value in _RENAMED else ""
+    raise ValueError(f"{name} must be one of {FAMILIES}, got {value!r}{hint}")
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One simulation setting: space, grid, n, μ, σ₀ and the fitting radius B'.
+    """One simulation setting: function space, grid, n, μ, σ₀ and the fitting radius B'.
 
     Parameters
     ----------
-    space : {"rkhs", "poly"}
-        ``"rkhs"``: the RKHS of the Gaussian kernel with bandwidth ``rho``, latent
-        curves from :func:`dpfda.data.rkhs_curves` with ``centers`` kernel centres,
-        error = grid MSE (eq. 8).  ``"poly"``: the Legendre space H_m, latent
-        curves from :func:`dpfda.data.polynomial_curves`, error = IMSE (eq. 7).
+    family : {"kernel", "legendre"}
+        The family of the function space (:attr:`space`).  ``"kernel"``: the
+        RKHS of the Gaussian kernel with bandwidth ``rho``
+        (:class:`~dpfda.spaces.KernelSpace`), latent curves from
+        :func:`dpfda.data.rkhs_curves` with ``centers`` kernel centres, error =
+        grid MSE (eq. 8).  ``"legendre"``: the Legendre space H_m
+        (:class:`~dpfda.spaces.LegendreSpace`), latent curves from
+        :func:`dpfda.data.polynomial_curves`, error = IMSE (eq. 7).
     n : int
         Number of curves.
     T : int
@@ -177,13 +211,13 @@ class Setting:
     radius : float, optional
         B' > 0.  Computed from ``radius_rule`` when omitted.
     m : int, optional
-        Dimension of H_m (``space="poly"`` only; T >= m, Assumption A.3).
+        Dimension of H_m (``family="legendre"`` only; T >= m, Assumption A.3).
     B : float
         Bound on the norm of each latent curve (Assumption A.1), default 1.
     rho : float, optional
-        Gaussian-kernel bandwidth (``space="rkhs"`` only; default 0.2).
+        Gaussian-kernel bandwidth (``family="kernel"`` only; default 0.2).
     centers : int, optional
-        Number of kernel centres of the latent curves (``"rkhs"`` only; default 20).
+        Number of kernel centres of the latent curves (``"kernel"`` only; default 20).
     law : str
         The latent law, a member of :data:`dpfda.data.LAWS` (default
         ``"default"``, the laws of the paper's setups as :mod:`dpfda.data` reads
@@ -194,7 +228,7 @@ class Setting:
         one and the same centred law, share theirs.
     """
 
-    space: str
+    family: str
     n: int
     T: int
     mu: float
@@ -208,8 +242,7 @@ class Setting:
     law: str = "default"
 
     def __post_init__(self):
-        if self.space not in _SPACES:
-            raise ValueError(f"space must be one of {_SPACES}, got {self.space!r}")
+        check_family(self.family)
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
         set_("n", check_int(self.n, "n", 1))
         set_("T", check_int(self.T, "T", 2))
@@ -222,17 +255,17 @@ class Setting:
         if self.radius is None:
             set_("radius", radius_rule(self.radius_rule, self.n, B))
         set_("radius", check_positive(self.radius, "radius"))
-        if self.space == "poly":
+        if self.family == "legendre":
             if self.m is None:
-                raise ValueError("m (the dimension of H_m) is required when space='poly'")
+                raise ValueError("m (the dimension of H_m) is required when family='legendre'")
             set_("m", check_int(self.m, "m", 1))
             if self.T < self.m:
                 raise ValueError(f"T must be >= m for H_m (Assumption A.3), got T={self.T}, m={self.m}")
             if self.rho is not None or self.centers is not None:
-                raise ValueError("rho and centers apply only to space='rkhs'")
+                raise ValueError("rho and centers apply only to family='kernel'")
         else:
             if self.m is not None:
-                raise ValueError("m applies only to space='poly'")
+                raise ValueError("m applies only to family='legendre'")
             set_("rho", 0.2 if self.rho is None else check_positive(self.rho, "rho"))
             set_("centers", 20 if self.centers is None else check_int(self.centers, "centers", 1))
         check_law(self.law)
@@ -241,20 +274,23 @@ class Setting:
     @property
     def metric(self) -> str:
         """``"IMSE"`` (H_m, eq. 7) or ``"MSE"`` (RKHS grid MSE, eq. 8)."""
-        return "IMSE" if self.space == "poly" else "MSE"
+        return "IMSE" if self.family == "legendre" else "MSE"
 
     @property
     def dim(self) -> int:
         """Dimension d of the fitted coordinates: m for H_m, T for the RKHS."""
-        if self.space == "poly":
+        if self.family == "legendre":
             assert self.m is not None  # required for H_m (__post_init__)
             return self.m
         return self.T
 
-    def function_space(self):
-        """The :class:`LegendreSpace` or :class:`KernelSpace` of this setting."""
-        if self.space == "poly":
+    @property
+    def space(self) -> LegendreSpace | KernelSpace:
+        """The function space: :class:`LegendreSpace` (m) or :class:`KernelSpace` (Gaussian, ρ)."""
+        if self.family == "legendre":
+            assert self.m is not None  # required for H_m (__post_init__)
             return LegendreSpace(self.m)
+        assert self.rho is not None  # filled in for the kernel family (__post_init__)
         return KernelSpace(gaussian_kernel(self.rho))
 
     def grid(self) -> np.ndarray:
@@ -262,8 +298,8 @@ class Setting:
         return uniform_grid(self.T)
 
     def geometry(self):
-        """The geometry of :meth:`function_space` on :meth:`grid`."""
-        return self.function_space().at(self.grid())
+        """The geometry of :attr:`space` on :meth:`grid`."""
+        return self.space.at(self.grid())
 
     # -- identity ------------------------------------------------------------
     def canonical(self) -> str:
@@ -273,7 +309,7 @@ class Setting:
         studies that contain the same setting get the same numbers.
         """
         parts = [
-            f"space={self.space}",
+            f"space={_STREAM_TOKEN[self.family]}",  # dpfda 0.1.x text: the streams stay
             f"n={self.n}",
             f"T={self.T}",
             f"m={self.m}",
@@ -296,20 +332,23 @@ class Setting:
     def latent_canonical(self) -> str:
         """The latent-data key: what determines the latent curves f_1, …, f_n.
 
-        ``("poly", m, n, B)`` or ``("rkhs", n, ρ, centres, B)``, plus the law
-        unless it is the default — independent of T, μ, σ₀ and B', so every
-        figure uses the same latent curves for the same n (and m) and law, and
-        for the RKHS the same functions are evaluated on each grid.
+        ``("poly", m, n, B)`` (family ``"legendre"``) or ``("rkhs", n, ρ,
+        centres, B)`` (family ``"kernel"``; the family names of dpfda 0.1.x, kept
+        so the streams stay), plus the law unless it is the default —
+        independent of T, μ, σ₀ and B', so every figure uses the same latent
+        curves for the same n (and m) and law, and for the RKHS the same
+        functions are evaluated on each grid.
         """
-        if self.space == "poly":
-            return f"latent|poly|m={self.m}|n={self.n}|B={self.B!r}" + self._law_key()
-        return (f"latent|rkhs|n={self.n}|rho={self.rho!r}|centers={self.centers}|B={self.B!r}"
+        token = _STREAM_TOKEN[self.family]
+        if self.family == "legendre":
+            return f"latent|{token}|m={self.m}|n={self.n}|B={self.B!r}" + self._law_key()
+        return (f"latent|{token}|n={self.n}|rho={self.rho!r}|centers={self.centers}|B={self.B!r}"
                 + self._law_key())
 
     def params(self) -> dict:
         """The parameters as a flat dict (one row of the results table)."""
         return {
-            "space": self.space,
+            "family": self.family,
             "T": self.T,
             "m": self.m,
             "n": self.n,
@@ -411,29 +450,36 @@ class Study:
         return iter(self.settings)
 
     @classmethod
-    def grid(cls, name: str, *, space: str, n=PAPER_N, T=None, m=None, mu=1.0, sigma0=0.0,
-             radius_rule="1.1B", B: float = 1.0, rho=None, centers=None, law="default",
+    def grid(cls, name: str, *, family: str | None = None, n=PAPER_N, T=None, m=None, mu=1.0,
+             sigma0=0.0, radius_rule="1.1B", B: float = 1.0, rho=None, centers=None, law="default",
              **study_kwargs) -> "Study":
         """All combinations of the given parameter values, in a fixed order.
 
         Each of ``n``, ``T``, ``m``, ``mu``, ``sigma0``, ``radius_rule`` and
         ``law`` may be a single value or a list.  A radius rule is a name from
         :data:`RADIUS_RULES` or a ``(name, function(n, B))`` pair.  Settings are
-        ordered with ``n`` varying fastest.  ``T`` defaults to 20 for
-        ``space="poly"`` (the paper's polynomial setup).
+        ordered with ``n`` varying fastest.  ``family`` (required) is
+        ``"legendre"`` or ``"kernel"`` (:data:`FAMILIES`).  ``T`` defaults to 20
+        for ``family="legendre"`` (the paper's polynomial setup).
 
         Examples
         --------
-        >>> st = Study.grid("demo", space="poly", n=[64, 256], m=[2, 4], mu=1.0)
+        >>> st = Study.grid("demo", family="legendre", n=[64, 256], m=[2, 4], mu=1.0)
         >>> len(st), [(s.m, s.n) for s in st]
         (4, [(2, 64), (2, 256), (4, 64), (4, 256)])
         >>> st.settings[0].radius, st.settings[0].T  # B' = 1.1B, T = 20
         (1.1, 20)
         """
-        if space == "poly" and T is None:
+        if "space" in study_kwargs:
+            raise TypeError("Study.grid's keyword 'space' is now 'family' "
+                            f"(one of {FAMILIES}; 'poly' is now 'legendre', 'rkhs' is now 'kernel')")
+        if family is None:
+            raise TypeError(f"Study.grid needs family, one of {FAMILIES}")
+        check_family(family)
+        if family == "legendre" and T is None:
             T = 20
         if T is None:
-            raise ValueError("T is required for space='rkhs'")
+            raise ValueError("T is required for family='kernel'")
         rules = _as_list(radius_rule)
         named_rules = []
         for r in rules:
@@ -451,7 +497,7 @@ class Study:
         for law_, sig, mu_, T_, m_, (rname, rfun), n_ in itertools.product(
                 _as_list(law), _as_list(sigma0), _as_list(mu), _as_list(T), _as_list(m), named_rules,
                 _as_list(n)):
-            settings.append(Setting(space=space, n=n_, T=T_, m=m_, mu=mu_, sigma0=sig,
+            settings.append(Setting(family=family, n=n_, T=T_, m=m_, mu=mu_, sigma0=sig,
                                     radius_rule=rname, radius=float(rfun(int(n_), float(B))),
                                     B=B, rho=rho, centers=centers, law=law_))
         return cls(name=name, settings=tuple(settings), **study_kwargs)
@@ -466,8 +512,12 @@ class Study:
             ok = True
             for k, v in criteria.items():
                 if k not in Setting.__dataclass_fields__:
-                    raise ValueError(f"unknown setting parameter {k!r}")
+                    hint = " ('space' is now 'family')" if k == "space" else ""
+                    raise ValueError(f"unknown setting parameter {k!r}{hint}")
                 allowed = _as_list(v)
+                if k == "family":
+                    for value in allowed:
+                        check_family(value)
                 if getattr(s, k) not in allowed:
                     ok = False
                     break
@@ -498,37 +548,37 @@ def paper_studies(n=PAPER_N, law="default") -> dict[str, Study]:
     """
     return {
         "fig1": Study.grid(
-            "fig1", law=law, space="rkhs", n=n, T=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
+            "fig1", law=law, family="kernel", n=n, T=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
             radius_rule="1.1B", kind="ratio", group="T", panel="mu",
             title="Noiseless RKHS: MSE ratio FTP/PTF against n (B' = 1.1, Gaussian kernel, rho = 0.2)",
             source="§5.1, Figure 1"),
         "fig2": Study.grid(
-            "fig2", law=law, space="rkhs", n=n, T=4, mu=1.0, sigma0=1.0, radius_rule=_PAPER_RULES_SCALED,
+            "fig2", law=law, family="kernel", n=n, T=4, mu=1.0, sigma0=1.0, radius_rule=_PAPER_RULES_SCALED,
             kind="scaled", group="radius_rule", panel=None, reference=False,
             title="RKHS, sigma0 = 1, mu = 1, T = 4: n x MSE under different fitting radii",
             source="§5.2, Figure 2"),
         "fig3": Study.grid(
-            "fig3", law=law, space="rkhs", n=n, T=[2, 4, 6, 8], mu=1.0, sigma0=[0.1, 1.0, 10.0],
+            "fig3", law=law, family="kernel", n=n, T=[2, 4, 6, 8], mu=1.0, sigma0=[0.1, 1.0, 10.0],
             radius_rule="log_n", kind="ratio", group="T", panel="sigma0",
             title="RKHS with observation noise: MSE ratio FTP/PTF against n (mu = 1, B' = log n)",
             source="§5.3, Figure 3"),
         "fig4": Study.grid(
-            "fig4", law=law, space="poly", n=n, T=20, m=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
+            "fig4", law=law, family="legendre", n=n, T=20, m=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
             radius_rule="1.1B", kind="ratio", group="m", panel="mu",
             title="Noiseless Legendre space (T = 20): IMSE ratio FTP/PTF against n (B' = 1.1)",
             source="Appendix, Figure 4"),
         "fig5": Study.grid(
-            "fig5", law=law, space="poly", n=n, T=20, m=4, mu=1.0, sigma0=1.0, radius_rule=_PAPER_RULES_SCALED,
+            "fig5", law=law, family="legendre", n=n, T=20, m=4, mu=1.0, sigma0=1.0, radius_rule=_PAPER_RULES_SCALED,
             kind="scaled", group="radius_rule", panel=None, reference=False,
             title="Legendre space, sigma0 = 1, mu = 1, m = 4, T = 20: n x IMSE under different fitting radii",
             source="Appendix, Figure 5"),
         "fig6": Study.grid(
-            "fig6", law=law, space="poly", n=n, T=20, m=[2, 4, 6, 8], mu=1.0, sigma0=[0.1, 1.0, 10.0],
+            "fig6", law=law, family="legendre", n=n, T=20, m=[2, 4, 6, 8], mu=1.0, sigma0=[0.1, 1.0, 10.0],
             radius_rule="sqrt_log_n", kind="ratio", group="m", panel="sigma0",
             title="Legendre space with observation noise: IMSE ratio FTP/PTF (mu = 1, B' = sqrt(log n))",
             source="Appendix, Figure 6"),
         "table1": Study.grid(
-            "table1", law=law, space="rkhs", n=n, T=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
+            "table1", law=law, family="kernel", n=n, T=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
             radius_rule="1.1B", kind="table", group="T", panel="mu",
             title="Noiseless RKHS (B = 1, B' = 1.1, rho = 0.2): MSEs, ratio and p_PTF",
             source="Appendix, Table 1"),

@@ -240,11 +240,11 @@ def test_release_holds_nothing_per_person_and_no_random_state(member, reps):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("space", ["rkhs", "poly"])
-def test_unconstrained_error_formula_matches_simulation(space):
+@pytest.mark.parametrize("family", ["kernel", "legendre"])
+def test_unconstrained_error_formula_matches_simulation(family):
     """Noiseless curves inside every set, n large enough that the final fit never binds."""
-    kw = dict(T=8, radius_rule="1.1B") if space == "rkhs" else dict(T=8, m=3, radius_rule="1.1B")
-    setting = Setting(space=space, n=4096, mu=1.0, sigma0=0.0, **kw)
+    kw = dict(T=8, radius_rule="1.1B") if family == "kernel" else dict(T=8, m=3, radius_rule="1.1B")
+    setting = Setting(family=family, n=4096, mu=1.0, sigma0=0.0, **kw)
     specs = {k: MEMBERS[k] for k in ("box", "ellipsoid", "mix-0.3", "ftp")}
     out = simulate_designs(setting, specs, reps=400, seed=3)
     geom = setting.geometry()
@@ -259,7 +259,7 @@ def test_unconstrained_error_formula_matches_simulation(space):
 
 
 def test_simulation_is_reproducible_and_keyed_by_seed():
-    setting = Setting(space="rkhs", n=16, T=4, mu=1.0, sigma0=1.0, radius_rule="log_n")
+    setting = Setting(family="kernel", n=16, T=4, mu=1.0, sigma0=1.0, radius_rule="log_n")
     specs = {"box": MEMBERS["box"], "mix": MEMBERS["mix-0.3"]}
     a = simulate_designs(setting, specs, reps=30, seed=1)
     b = simulate_designs(setting, specs, reps=30, seed=1)

@@ -56,19 +56,19 @@ def test_paper_studies_match_the_paper():
     n = list(PAPER_N)
     assert n == [2**k for k in range(2, 13)]
     expect = {
-        # name: (space, T values, m values, mu values, sigma0 values, rules, count)
-        "fig1": ("rkhs", [2, 4, 6, 8], [None], [0.1, 1.0], [0.0], ["1.1B"], 4 * 2 * 11),
-        "table1": ("rkhs", [2, 4, 6, 8], [None], [0.1, 1.0], [0.0], ["1.1B"], 4 * 2 * 11),
-        "fig2": ("rkhs", [4], [None], [1.0], [1.0], ["B", "log_n", "n_2_3", "sqrt_log_n", "sqrt_n"], 5 * 11),
-        "fig3": ("rkhs", [2, 4, 6, 8], [None], [1.0], [0.1, 1.0, 10.0], ["log_n"], 4 * 3 * 11),
-        "fig4": ("poly", [20], [2, 4, 6, 8], [0.1, 1.0], [0.0], ["1.1B"], 4 * 2 * 11),
-        "fig5": ("poly", [20], [4], [1.0], [1.0], ["B", "log_n", "n_2_3", "sqrt_log_n", "sqrt_n"], 5 * 11),
-        "fig6": ("poly", [20], [2, 4, 6, 8], [1.0], [0.1, 1.0, 10.0], ["sqrt_log_n"], 4 * 3 * 11),
+        # name: (family, T values, m values, mu values, sigma0 values, rules, count)
+        "fig1": ("kernel", [2, 4, 6, 8], [None], [0.1, 1.0], [0.0], ["1.1B"], 4 * 2 * 11),
+        "table1": ("kernel", [2, 4, 6, 8], [None], [0.1, 1.0], [0.0], ["1.1B"], 4 * 2 * 11),
+        "fig2": ("kernel", [4], [None], [1.0], [1.0], ["B", "log_n", "n_2_3", "sqrt_log_n", "sqrt_n"], 5 * 11),
+        "fig3": ("kernel", [2, 4, 6, 8], [None], [1.0], [0.1, 1.0, 10.0], ["log_n"], 4 * 3 * 11),
+        "fig4": ("legendre", [20], [2, 4, 6, 8], [0.1, 1.0], [0.0], ["1.1B"], 4 * 2 * 11),
+        "fig5": ("legendre", [20], [4], [1.0], [1.0], ["B", "log_n", "n_2_3", "sqrt_log_n", "sqrt_n"], 5 * 11),
+        "fig6": ("legendre", [20], [2, 4, 6, 8], [1.0], [0.1, 1.0, 10.0], ["sqrt_log_n"], 4 * 3 * 11),
     }
-    for name, (space, Ts, ms, mus, s0s, rules, count) in expect.items():
+    for name, (family, Ts, ms, mus, s0s, rules, count) in expect.items():
         study = st[name]
         assert len(study) == count, name
-        assert _values(study, "space") == [space]
+        assert _values(study, "family") == [family]
         assert _values(study, "n") == n
         assert _values(study, "T") == Ts
         assert _values(study, "m") == ms
@@ -76,7 +76,7 @@ def test_paper_studies_match_the_paper():
         assert _values(study, "sigma0") == s0s
         assert sorted(_values(study, "radius_rule")) == rules
         assert _values(study, "B") == [1.0]
-        if space == "rkhs":
+        if family == "kernel":
             assert _values(study, "rho") == [0.2] and _values(study, "centers") == [20]
     # Table 1 tabulates exactly the settings of Figure 1.
     assert [s.canonical() for s in st["table1"]] == [s.canonical() for s in st["fig1"]]
@@ -91,17 +91,19 @@ def test_radius_rules():
     assert radius_rule("sqrt_log_n", 4) == pytest.approx(math.sqrt(math.log(4)))
     assert radius_rule("sqrt_n", 4096) == pytest.approx(64.0)
     assert radius_rule("n_2_3", 4096) == pytest.approx(256.0)
-    s = Setting("rkhs", n=1024, T=4, mu=1, sigma0=1, radius_rule="log_n")
+    s = Setting("kernel", n=1024, T=4, mu=1, sigma0=1, radius_rule="log_n")
     assert s.radius == pytest.approx(math.log(1024))
     with pytest.raises(ValueError, match="unknown radius rule"):
         radius_rule("log_log_n", 8)
 
 
 def test_setting_validation_names_the_argument():
-    ok = dict(space="poly", n=8, T=20, m=4, mu=1.0, sigma0=0.0, radius_rule="B")
+    ok = dict(family="legendre", n=8, T=20, m=4, mu=1.0, sigma0=0.0, radius_rule="B")
     Setting(**ok)
     for change, match in [
-        ({"space": "sobolev"}, "space"),
+        ({"family": "sobolev"}, "family must be one of"),
+        ({"family": "poly"}, "'poly' is now 'legendre'"),
+        ({"family": "rkhs"}, "'rkhs' is now 'kernel'"),
         ({"mu": 0.0}, "mu"),
         ({"mu": float("nan")}, "mu"),
         ({"sigma0": -1.0}, "sigma0"),
@@ -117,11 +119,11 @@ def test_setting_validation_names_the_argument():
     with pytest.raises(TypeError, match="n must be an integer"):
         Setting(**{**ok, "n": 8.5})
     with pytest.raises(ValueError, match="m applies only"):
-        Setting("rkhs", n=8, T=4, m=2, mu=1, sigma0=0, radius_rule="B")
+        Setting("kernel", n=8, T=4, m=2, mu=1, sigma0=0, radius_rule="B")
 
 
 def test_custom_study_and_subset():
-    st = Study.grid("mine", space="poly", n=[16, 64], T=12, m=[3, 5], mu=[0.5, 1.0], sigma0=0.5,
+    st = Study.grid("mine", family="legendre", n=[16, 64], T=12, m=[3, 5], mu=[0.5, 1.0], sigma0=0.5,
                     radius_rule=["log_n", ("twice_B", lambda n, B: 2.0 * B)], kind="ratio",
                     panel="mu", group="m")
     assert len(st) == 2 * 2 * 2 * 2
@@ -134,6 +136,81 @@ def test_custom_study_and_subset():
         Study("x", st.settings, kind="pie")
     with pytest.raises(ValueError, match="unknown study"):
         get_study("fig7")
+
+
+def test_family_names_the_space_and_old_names_are_refused_with_the_new():
+    leg = Setting("legendre", n=8, T=20, m=4, mu=1.0, sigma0=0.0, radius_rule="B")
+    ker = Setting("kernel", n=8, T=6, mu=1.0, sigma0=0.0, radius_rule="B", rho=0.3)
+    assert leg.space == dpfda.LegendreSpace(4) and leg.geometry().space == leg.space
+    assert isinstance(ker.space, dpfda.KernelSpace) and ker.space.kernel.rho == 0.3
+    assert leg.params()["family"] == "legendre" and "space" not in leg.params()
+    with pytest.raises(AttributeError):
+        leg.space = dpfda.LegendreSpace(3)  # read-only: derived from family, m and rho
+    with pytest.raises(ValueError, match="family must be one of .*'poly' is now 'legendre'"):
+        Study.grid("x", family="poly", n=[4], m=2)
+    with pytest.raises(ValueError, match="'rkhs' is now 'kernel'"):
+        Study.grid("x", family="rkhs", n=[4], T=4)
+    with pytest.raises(TypeError, match="'space' is now 'family'"):
+        Study.grid("x", space="legendre", n=[4], m=2)
+    with pytest.raises(TypeError, match="needs family"):
+        Study.grid("x", n=[4], m=2)
+    st = Study.grid("x", family="legendre", n=[4, 8], m=2)
+    assert len(st.subset(family="legendre")) == 2
+    with pytest.raises(ValueError, match="'poly' is now 'legendre'"):
+        st.subset(family="poly")
+    with pytest.raises(ValueError, match="'space' is now 'family'"):
+        st.subset(space="legendre")
+
+
+# Keys and first draws of three settings as dpfda 0.1.x (before the family rename) made them.
+# Every published number rests on these streams, so they must never move.
+_PINNED_STREAMS = [
+    (Setting("legendre", n=8, T=20, m=4, mu=1.0, sigma0=0.0, radius_rule="1.1B"),
+     "setting|space=poly|n=8|T=20|m=4|mu=1.0|sigma0=0.0|radius=1.1|B=1.0|rho=None|centers=None",
+     "latent|poly|m=4|n=8|B=1.0",
+     (1154578363, 3886222810, 2256172808, 683096864), (1175211349, 340908134, 1785224879, 3457850299),
+     [-0.6561490784588211, 1.7017053671727662, -0.6374293865368417],
+     [-0.4199692840560225, -0.3257459617013297, -0.6672931008893342],
+     [-0.11627043421411665, 0.4414732932911444, -0.06857091349715848],
+     [-0.6819364169765701, 0.583920539720322, -0.3301392625807852]),
+    (Setting("kernel", n=16, T=4, mu=1.0, sigma0=1.0, radius_rule="log_n"),
+     "setting|space=rkhs|n=16|T=4|m=None|mu=1.0|sigma0=1.0|radius=2.772588722239781|B=1.0|rho=0.2|centers=20",
+     "latent|rkhs|n=16|rho=0.2|centers=20|B=1.0",
+     (3812618659, 825415070, 505655102, 680997997), (1490358328, 3882590694, 2073116815, 3831055887),
+     [0.6090814270068343, 0.3366960706447348, 0.1133380201560325],
+     [0.02389512404082029, 0.020914085854513226, 0.015886137274511884],
+     [-0.04065242184194684, -0.0005664793098617005, 0.5376310509591958],
+     [0.1794176474321343, 0.574863241858929, 0.043349401448843805]),
+    (Setting("legendre", n=8, T=20, m=3, mu=0.5, sigma0=1.0, radius_rule="B", law="wave-0.5"),
+     "setting|space=poly|n=8|T=20|m=3|mu=0.5|sigma0=1.0|radius=1.0|B=1.0|rho=None|centers=None|law=wave-0.5",
+     "latent|poly|m=3|n=8|B=1.0|law=wave-0.5",
+     (3029760046, 3752297386, 3066852596, 1628296152), (1043684977, 1591016107, 4061551065, 1945484420),
+     [1.6236534277457022, 0.02896400080839403, 1.367816933603133],
+     [0.3776641492206627, 0.013054829092346202, 0.6014860577692785],
+     [-0.18701680485603372, -0.41843291936585697, 0.7383143525631255],
+     [-0.14229764907603132, -0.8449094925539404, 0.5156348790177772]),
+]
+
+
+@pytest.mark.parametrize("pinned", _PINNED_STREAMS, ids=lambda p: p[0].family)
+def test_stream_keys_and_first_draws_are_those_of_dpfda_0_1(pinned):
+    """The family rename ("poly" → "legendre", "rkhs" → "kernel") left the streams alone.
+
+    Keys, texts and a repetition's first normals must match exactly; the latent
+    coordinates and the released coefficients (seed 7, repetition 0) to 1e-9,
+    which allows arithmetic re-ordered by performance work, while a changed
+    stream would move them by O(1).
+    """
+    s, text, latent_text, key, latent_key, normals, latent, ftp, ptf = pinned
+    assert s.canonical() == text and s.latent_canonical() == latent_text
+    assert engine.stream_key(s) == key and engine.latent_stream_key(s) == latent_key
+    assert engine.rep_generator(s, 7, 0).standard_normal(3).tolist() == normals
+    curves = engine.latent_curves(s, 7)
+    coords = curves.theta if s.family == "legendre" else curves.alpha
+    np.testing.assert_allclose(coords.ravel()[:3], latent, rtol=1e-9)
+    out = engine.simulate_chunk(s, 7, 0, 3, keep_releases=True)
+    np.testing.assert_allclose(out["coef_ftp"][0, :3], ftp, rtol=1e-9)
+    np.testing.assert_allclose(out["coef_ptf"][0, :3], ptf, rtol=1e-9)
 
 
 def test_setting_keys_are_stable_across_interpreters():
@@ -222,23 +299,23 @@ def test_wrong_fast_streams_fall_back_to_numpys_constructor(monkeypatch):
 # ---------------------------------------------------------------------------
 
 CASES = [
-    Setting("poly", n=64, T=20, m=4, mu=1.0, sigma0=1.0, radius_rule="sqrt_log_n"),
-    Setting("poly", n=32, T=20, m=6, mu=0.1, sigma0=0.0, radius_rule="1.1B"),
-    Setting("rkhs", n=48, T=6, mu=1.0, sigma0=10.0, radius_rule="log_n"),
-    Setting("rkhs", n=16, T=8, mu=0.1, sigma0=0.0, radius_rule="1.1B"),
-    Setting("rkhs", n=40, T=4, mu=1.0, sigma0=1.0, radius_rule="B"),
+    Setting("legendre", n=64, T=20, m=4, mu=1.0, sigma0=1.0, radius_rule="sqrt_log_n"),
+    Setting("legendre", n=32, T=20, m=6, mu=0.1, sigma0=0.0, radius_rule="1.1B"),
+    Setting("kernel", n=48, T=6, mu=1.0, sigma0=10.0, radius_rule="log_n"),
+    Setting("kernel", n=16, T=8, mu=0.1, sigma0=0.0, radius_rule="1.1B"),
+    Setting("kernel", n=40, T=4, mu=1.0, sigma0=1.0, radius_rule="B"),
 ]
 
 
-@pytest.mark.parametrize("setting", CASES, ids=lambda s: f"{s.space}-T{s.T}-s{s.sigma0}")
+@pytest.mark.parametrize("setting", CASES, ids=lambda s: f"{s.family}-T{s.T}-s{s.sigma0}")
 def test_engine_repetition_equals_public_pipelines(setting):
     seed, reps = 11, 7
     out = engine.simulate_chunk(setting, seed, 0, reps, keep_releases=True)
     curves = engine.latent_curves(setting, seed)
-    grid, space = setting.grid(), setting.function_space()
+    grid, space = setting.grid(), setting.space
     F = curves.values(grid)
     geom = space.at(grid)
-    target = curves.mean_coef if setting.space == "poly" else geom.coef_from_values(curves.mean_values(grid))
+    target = curves.mean_coef if setting.family == "legendre" else geom.coef_from_values(curves.mean_values(grid))
     any_active = []
     for r in range(reps):
         rng = engine.rep_generator(setting, seed, r)
@@ -281,7 +358,7 @@ def test_engine_error_is_against_the_sample_mean_of_the_latent_curves():
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("setting", CASES[::2], ids=lambda s: f"{s.space}-T{s.T}-s{s.sigma0}")
+@pytest.mark.parametrize("setting", CASES[::2], ids=lambda s: f"{s.family}-T{s.T}-s{s.sigma0}")
 def test_results_do_not_depend_on_chunk_size(setting):
     ref = engine.simulate_setting(setting, 23, seed=2, keep_releases=True)
     for chunk in (1, 2, 5, 23, 100):
@@ -408,7 +485,7 @@ def test_noiseless_ftp_error_matches_theorems_10_and_13():
         per = engine.simulate_setting(s, 400, seed=8)
         assert not per["ftp_any_active"].any()
         exact = theory.ftp_noiseless_error(s.geometry(), s.radius, s.n, s.mu)
-        assert_mc_close(per["err_ftp"], exact, z=z, what=f"FTP error {s.space}")
+        assert_mc_close(per["err_ftp"], exact, z=z, what=f"FTP error {s.family}")
 
 
 def test_bad_arguments_are_rejected():

@@ -76,3 +76,14 @@ def test_select_and_one():
         ev.select(df, T=6)
     with pytest.raises(ValueError, match="unknown column"):
         ev.select(df, m=2)
+
+
+def test_family_is_checked_and_old_names_get_the_new():
+    df = pd.DataFrame({"family": ["kernel", "legendre"], "n": [4, 4], "ratio": [1, 2]})
+    assert ev.one(df, family="legendre")["ratio"] == 2
+    with pytest.raises(ValueError, match="'rkhs' is now 'kernel'"):
+        ev.select(df, family="rkhs")
+    with pytest.raises(ValueError, match="family must be one of"):
+        ev.select(df, family="sobolev")
+    with pytest.raises(ValueError, match="'space' is now 'family'"):
+        ev.one(df, space="kernel")

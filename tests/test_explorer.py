@@ -23,8 +23,8 @@ from dpfda.studies import Setting, Study
 @pytest.fixture(scope="module")
 def df():
     common = dict(T=[4, 6], mu=[0.5, 2.0], sigma0=[0.0, 0.5], n=[4, 16, 64], radius_rule="1.1B")
-    res = run_studies([Study.grid("er", space="rkhs", **common),
-                       Study.grid("ep", space="poly", m=3, **common)], reps=20, seed=5)
+    res = run_studies([Study.grid("er", family="kernel", **common),
+                       Study.grid("ep", family="legendre", m=3, **common)], reps=20, seed=5)
     return pd.concat(res.values(), ignore_index=True)
 
 
@@ -48,7 +48,7 @@ def test_initial_view_is_the_middle_setting_of_the_first_space(df):
     shown = model(layout, NAMES["shown"])
     assert isinstance(shown, ColumnDataSource)
     # start: RKHS, T = 6 (middle of [4, 6]), mu = 2.0 (middle of [0.5, 2]), sigma0 = 0
-    want = df[(df.space == "rkhs") & (df["T"] == 6) & (df.mu == 2.0) & (df.sigma0 == 0.0)].sort_values("n")
+    want = df[(df.family == "kernel") & (df["T"] == 6) & (df.mu == 2.0) & (df.sigma0 == 0.0)].sort_values("n")
     np.testing.assert_array_equal(shown.data["n"], want["n"].astype(float))
     np.testing.assert_array_equal(shown.data["ratio"], want["ratio"])
     np.testing.assert_array_equal(shown.data["lo"], want["ratio_lo"])
@@ -59,10 +59,10 @@ def test_initial_view_is_the_middle_setting_of_the_first_space(df):
 
 def test_embedded_table_holds_every_setting_under_its_widget_key(df):
     c = callback_constants(ratio_explorer(df))
-    assert c["KEYS"] == ["rkhs", "poly3"] and len(c["ALL"]["key"]) == len(df)
+    assert c["KEYS"] == ["kernel", "legendre3"] and len(c["ALL"]["key"]) == len(df)
     for k, n, ratio in zip(c["ALL"]["key"], c["ALL"]["n"], c["ALL"]["ratio"]):
         space, iT, imu, isig = (int(v) for v in k.split("|"))
-        row = df[(df.space == ("rkhs", "poly")[space]) & (df["T"] == (4, 6)[iT]) & (df.mu == (0.5, 2.0)[imu])
+        row = df[(df.family == ("kernel", "legendre")[space]) & (df["T"] == (4, 6)[iT]) & (df.mu == (0.5, 2.0)[imu])
                  & (df.sigma0 == (0.0, 0.5)[isig]) & (df.n == n)]
         assert len(row) == 1 and row["ratio"].iloc[0] == ratio
 
@@ -71,7 +71,7 @@ def test_reference_lines_are_the_noiseless_limits_of_the_theory(df):
     lim = callback_constants(ratio_explorer(df))["LIM"]
     for j, T in enumerate((4, 6)):
         assert lim[f"0|{j}"] == pytest.approx(1 / T, rel=1e-12)  # Gaussian kernel: exactly 1/T
-        geom = Setting(space="poly", n=4, T=T, mu=1.0, sigma0=0.0, radius_rule="B", m=3).geometry()
+        geom = Setting(family="legendre", n=4, T=T, mu=1.0, sigma0=0.0, radius_rule="B", m=3).geometry()
         assert lim[f"1|{j}"] == pytest.approx(theory.ratio_limit(geom), rel=1e-12)
         assert lim[f"1|{j}"] < 1 / 3
 
@@ -89,6 +89,8 @@ def test_html_is_self_contained(df):
     (lambda d: d.iloc[:0], "no rows"),
     (lambda d: d.assign(ratio=np.where(d.index == 3, np.nan, d.ratio)), "non-finite"),
     (lambda d: d.drop(index=d.index[5]), "lacks some n"),
+    (lambda d: d.rename(columns={"family": "space"}), "'space' is now 'family'"),
+    (lambda d: d.assign(family=d.family.replace({"legendre": "poly"})), "'poly' is now 'legendre'"),
 ])
 def test_bad_tables_are_refused(df, mutate, match):
     with pytest.raises(ValueError, match=match):

@@ -77,14 +77,14 @@ def test_centred_law_is_the_same_under_both_names():
     for make in (lambda law: polynomial_curves(50, 3, np.random.default_rng(5), law=law).theta,
                  lambda law: rkhs_curves(50, np.random.default_rng(5), law=law).alpha):
         assert np.array_equal(make("shift-0"), make("wave-0"))
-    a = Setting("rkhs", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law="shift-0")
-    b = Setting("rkhs", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law="wave-0")
+    a = Setting("kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law="shift-0")
+    b = Setting("kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law="wave-0")
     assert stream_key(a) == stream_key(b) and latent_stream_key(a) == latent_stream_key(b)
 
 
 def test_default_law_keeps_its_streams_and_draws():
     """The default law adds nothing to a setting's keys, and draws what it drew before."""
-    s = Setting("rkhs", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B")
+    s = Setting("kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B")
     assert "law" not in s.canonical() and "law" not in s.latent_canonical()
     # the pre-law RKHS draw, written out: direction = 1 + ε, then U
     rng = np.random.default_rng(6)
@@ -94,15 +94,15 @@ def test_default_law_keeps_its_streams_and_draws():
     alpha = (u / np.sqrt(np.einsum("ij,jk,ik->i", direction, KC, direction)))[:, None] * direction
     np.testing.assert_allclose(rkhs_curves(30, np.random.default_rng(6)).alpha, alpha,
                                rtol=1e-14, atol=0)
-    keys = {stream_key(Setting("rkhs", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law=law))
+    keys = {stream_key(Setting("kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law=law))
             for law in LAWS}
     assert len(keys) == len(LAWS) - 1  # shift-0 and wave-0 share theirs; all others differ
 
 
 def test_settings_and_studies_carry_the_law():
     with pytest.raises(ValueError, match="unknown law"):
-        Setting("poly", n=4, T=20, m=2, mu=1.0, sigma0=0.0, radius_rule="B", law="nope")
-    st = Study.grid("x", space="poly", n=[4, 8], m=2, law=["default", "wave-0.5"])
+        Setting("legendre", n=4, T=20, m=2, mu=1.0, sigma0=0.0, radius_rule="B", law="nope")
+    st = Study.grid("x", family="legendre", n=[4, 8], m=2, law=["default", "wave-0.5"])
     assert [s.law for s in st] == ["default"] * 2 + ["wave-0.5"] * 2
     studies = paper_studies((4, 8), law="shift-0.75")
     assert set(studies) == set(STUDY_NAMES)
