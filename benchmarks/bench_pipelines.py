@@ -139,8 +139,8 @@ def ftp_loop_package(X, geom, radius, mu, rng):
 
 
 def ptf_loop(X, geom, radius, mu, rng):
-    c = radius * geom.scale
-    w = geom.scale**-2.0
+    c = radius * geom.eval_norm
+    w = geom.eval_norm**-2.0
     solver = BallLeastSquares(geom.Phi, w)
     n, T = X.shape[1], X.shape[2]
     sig = 2 * c / n * np.sqrt(T) / mu

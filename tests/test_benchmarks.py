@@ -1,0 +1,43 @@
+"""The benchmark scripts still run and still check what they compare.
+
+No timing is asserted here (speed targets are measured by the scripts themselves,
+on a machine whose load they report); these tests run them at toy sizes so that a
+change of the package's API cannot leave them broken until someone benchmarks.
+"""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+from test_cli import ENV, ROOT
+
+BENCH = Path(ROOT) / "benchmarks"
+
+
+def test_bench_pipelines_runs_and_its_loops_agree_with_the_package():
+    # The script checks every loop against the vectorised result before timing it
+    # (exit 1 on disagreement); --min-speedup 0 takes the timing out of the verdict.
+    proc = subprocess.run([sys.executable, str(BENCH / "bench_pipelines.py"), "--n", "64", "--reps", "3",
+                           "--loop-reps", "2", "--repeat", "1", "--kernel", "--min-speedup", "0",
+                           "--check", "all"], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    for row in ("| Legendre m=4, T=20 | FTP |", "| Legendre m=4, T=20 | PTF |",
+                "| Gaussian kernel rho=0.2, T=8 | FTP |"):
+        assert row in proc.stdout, proc.stdout
+
+
+def _module(name):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_reproduce_counts_and_its_per_curve_loop_matches_the_engine():
+    bench = _module("bench_reproduce")
+    total, noise, reps = bench.count_normals(10)
+    assert reps == 5280 and 0 < noise < total  # 528 settings; privacy normals come on top
+    loop = bench.loop_extrapolation(reps_full=10, n_loop=4, reps_loop=1)
+    assert loop["combinations"] == 48
+    assert loop["max_rel_diff_vs_engine"] < 1e-12  # the plain loop is the same algorithm
