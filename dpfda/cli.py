@@ -17,7 +17,9 @@ the start time.
 
 A run's files appear together or not at all: each is written under a
 temporary name (``.<name>.<random>.part``) and they are all renamed into place
-when the last one is complete.  While a run writes into a folder it holds a
+when the last one is complete.  A study's CSV and figure (or table) are
+written as soon as its simulation is done, while the workers run the next
+studies; the JSON files, which hold the run's wall time, come last.  While a run writes into a folder it holds a
 lock on ``<out>/.dpfda.lock`` (removed at the end); a second run into the
 same folder stops at once with exit code 2, so two runs never mix files.
 
