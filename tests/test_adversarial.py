@@ -97,6 +97,26 @@ def test_worst_case_neighbours_at_every_scale(space_name, pipeline, scale):
 
 
 @pytest.mark.parametrize("space_name", ["legendre", "gaussian"])
+@pytest.mark.parametrize("radius", [1e-300, 1e-8, 1e8, 1e300])
+def test_ftp_sensitivity_holds_for_every_radius_and_magnitude(space_name, radius):
+    """The FTP summary of neighbours differs by at most 2B'/n, and every curve's fit lies in
+    the ball, for B' from 1e-300 to 1e300 and data from 1e-300 to 1.7e308 (norms taken
+    after dividing by B', so that the check itself cannot overflow)."""
+    geom = SPACES[space_name].at(GRID)
+    solver = fitter(geom)
+    rng = _rng(5, int(np.log10(radius)) + 400)
+    for magnitude in (1e-300, 1e-20, 1.0, 1e20, 1e300, 1.7e308):
+        X = rng.uniform(-1.0, 1.0, (N, GRID.size)) * magnitude
+        Y = X.copy()
+        Y[0] = -np.sign(X[0]) * magnitude  # the first curve replaced by its far opposite
+        m0, _ = ftp_fit_mean(X, geom, radius)
+        m1, _ = ftp_fit_mean(Y, geom, radius)
+        assert np.linalg.norm((m1 - m0) / radius) <= 2.0 / N * (1 + TOL)
+        fits = solver.solve(np.vstack([X, Y]), radius).coef
+        assert np.all(np.linalg.norm(fits / radius, axis=-1) <= 1.0 + 1e-15)
+
+
+@pytest.mark.parametrize("space_name", ["legendre", "gaussian"])
 def test_random_neighbours_of_mixed_magnitude(space_name):
     """Curves from 1e-300 to 1e308 in one dataset: no pair exceeds μ, in any batch layout."""
     space = SPACES[space_name]
