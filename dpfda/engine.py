@@ -685,7 +685,7 @@ def _task(setting: Setting, seed: int, start: int, stop: int):
     return setting.canonical(), start, simulate_chunk(setting, seed, start, stop)
 
 
-def _execute(settings, tasks, seed, n_jobs, progress, on_setting, desc="settings", on_chunk=None):
+def _execute(settings, tasks, seed, n_jobs, progress, on_setting, on_chunk=None):
     """Run the tasks (in parallel with joblib); hand each setting's arrays on when complete.
 
     ``on_setting(key, arrays)`` is called in this process as soon as the last
@@ -707,7 +707,7 @@ def _execute(settings, tasks, seed, n_jobs, progress, on_setting, desc="settings
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(settings), desc=desc, unit="setting", leave=True)
+        bar = tqdm(total=len(settings), desc="settings", unit="setting", leave=True)
     results = None
     try:
         if n_jobs == 1:
