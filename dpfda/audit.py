@@ -40,8 +40,17 @@ composition (:func:`broken_ptf_no_sqrt_T`), FTP calibrated to the sup or L²
 norm on the grid instead of the Cameron–Martin norm (:func:`broken_ftp_grid_norm`),
 FTP without the radius constraint (:func:`broken_ftp_no_radius`), FTP whose
 mean of fits is computed by cancelling large numbers (:func:`broken_ftp_cancellation`,
-correct in exact arithmetic, leaky in floating point) — show that the audit
-catches miscalibration.  They exist for the audit only and are not
+correct in exact arithmetic, leaky in floating point), a ball design whose
+whitening drops a thin noise direction through a pseudo-inverse
+(:func:`broken_design_pinv`) — show that the audit catches miscalibration.
+
+The privacy checks share no code with what they audit: :func:`pair_mu` and the
+``"lr"`` score read the noise law a release publishes (σ, and a design's noise
+factor L) and solve it with :class:`NoiseLaw` — exact power-of-two scaling,
+Householder QR and a condition check that raises instead of cutting off — and
+:func:`worst_case_pair` and :func:`probe_pairs` build neighbours from the
+definitions (B'·a_j, the published noise's thinnest direction), not from the
+mechanisms' calibration code.  They exist for the audit only and are not
 exported by ``dpfda``; never release data with them.
 """
 
@@ -79,6 +88,7 @@ __all__ = [
     "audit",
     "broken_ftp_cancellation",
     "broken_ftp_grid_norm",
+    "broken_design_pinv",
     "broken_ftp_no_radius",
     "broken_ptf_no_sqrt_T",
     "clopper_pearson",
@@ -86,7 +96,10 @@ __all__ = [
     "ftp_mechanism",
     "grid_norm_factor",
     "mu_lower_bound",
+    "NoiseLaw",
     "pair_mu",
+    "probe_pairs",
+    "published_law",
     "ptf_mechanism",
     "worst_case_pair",
 ]
@@ -453,6 +466,80 @@ def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
                         mu=mu, radius=radius, n=n)
 
 
+class _PinvDesign:
+    """Builds the design of :func:`broken_design_pinv` (the subclass is made on first use)."""
+
+    cls = None
+
+    @classmethod
+    def make(cls, *args, **kwargs):
+        if cls.cls is None:
+            from .designs import Design
+
+            class PinvDesign(Design):
+                """BROKEN ON PURPOSE: a ball design whose extent is r·||pinv(L)||₂."""
+
+                def _cached_extent(self):
+                    # dpfda's whitening before issue #19: numpy's pinv cuts off singular values
+                    # below ~1e-15 of the largest, so a thin noise direction is dropped silently.
+                    Lp = np.linalg.pinv(self.L)
+                    _, s, Vt = np.linalg.svd(Lp)
+                    return self.ball_radius * float(s[0]), {"x": self.ball_radius * Vt[0]}
+
+            cls.cls = PinvDesign
+        return cls.cls(*args, **kwargs)
+
+
+def broken_design_pinv(space, grid, radius, mu, *, n, noise, ball_radius=None):
+    """BROKEN ON PURPOSE: a ball design whitened by a pseudo-inverse (dpfda before issue #19).
+
+    ``dpfda.designs.Design(..., set="ball", noise=noise)`` with one change: the
+    extent R = r·||L⁺||₂ is computed with ``numpy.linalg.pinv``, which silently
+    drops singular values below about 1e-15 of the largest.  With a noise shape
+    that has a thin direction (a grid point of tiny variance), R misses it, σ is
+    far too small there, and the release names a person's value in that
+    coordinate.  Returns ``(mechanism, design)``; the mechanism's releases publish
+    the true noise factor L, which the audit solves itself.
+    """
+    des = _PinvDesign.make(space, grid, radius, set="ball", noise=noise, ball_radius=ball_radius)
+    mech = des.mechanism(n, mu)
+    return replace(mech, name=f"ball design whitened by a pseudo-inverse (broken), {des.noise} noise"), des
+
+
+def probe_pairs(mechanism: Mechanism, n: int, T: int, *, size: float, directions=None):
+    """Neighbouring datasets that probe a mechanism's thinnest noise directions.
+
+    From first principles: the audit reads the noise law a release publishes
+    (:class:`NoiseLaw`), whitens each grid coordinate with its own factorisation,
+    and takes as directions every grid coordinate e_j and the direction v that
+    maximises ||L⁻¹v||/||v|| (where the noise is thinnest per unit of signal),
+    plus any ``directions`` given.  For each direction v the pair's first curves
+    are ±size·v/max|v| and all other curves 0 (n curves of length T).  A curve far
+    outside the mechanism's set is mapped onto its boundary, so ``size`` should be
+    several times the set's extent.
+    """
+    n = check_int(n, "n", 1)
+    T = check_int(T, "T", 1)
+    size = check_positive(size, "size")
+    law = published_law(mechanism, np.zeros((n, T)))
+    dirs = [np.eye(T)[j] for j in range(T)]
+    if law.factor is not None:
+        Z, outside = law.white(np.eye(T))  # row j: e_j whitened
+        Z = np.where(outside[:, None], 0.0, Z)
+        _, _, Vt = np.linalg.svd(Z.T)  # ||Zᵀv|| = ||L⁻¹v||/σ is largest at Vt[0]
+        dirs.append(Vt[0])
+    for v in directions or ():
+        dirs.append(_as_float_array(v, "directions"))
+    pairs = []
+    for v in dirs:
+        X0 = np.zeros((n, T))
+        X0[0] = size * v / np.max(np.abs(v))
+        X1 = X0.copy()
+        X1[0] = -X0[0]
+        pairs.append((X0, X1))
+    return pairs
+
+
 def _check_n(mechanism: Mechanism, X) -> None:
     if X.shape[-2] != mechanism.n:
         raise ValueError(
@@ -659,7 +746,11 @@ def worst_case_pair(space, grid, radius, n, *, pipeline="ftp", direction=None, f
     elif pipeline == "ptf":
         if direction is not None:
             raise ValueError("direction applies to pipeline='ftp' only")
-        c = ptf_clip_bounds(geom, radius, clip)
+        # From the definition, not from PTF's own code: c_j = B'·a_j by default.
+        c = radius * geom.eval_norm if clip is None else np.broadcast_to(
+            _as_float_array(clip, "clip"), (geom.T,)).copy()
+        if not (np.all(np.isfinite(c)) and np.all(c > 0)):
+            raise ValueError("clip must be finite and > 0 at every grid point")
         X0 = np.zeros((n, geom.T))
         X0[0] = factor * c
         curve = X0[0]
