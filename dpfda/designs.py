@@ -19,13 +19,54 @@ Every design does the same four things (chapter *The design space*)::
   Σ_λ = (1−λ)·diag(ΦΦᵀ) + λ·ΦΦᵀ, FTP's covariance with its correlations
   shrunk by λ; L = Φ at λ = 1 and diag(a_j) at λ = 0).
 * σ = Δ/μ with the exact sensitivity Δ = sup_{x, x' ∈ C} ||x − x'||_{Σ⁻¹}/n =
-  2R/n, R = max_{x ∈ C} ||L⁺x|| (C is symmetric): the Gaussian mechanism in
-  the whitened coordinates L⁺x̃, μ-GDP (Theorem 6 with an identity covariance
-  after whitening); the fit is post-processing.  R per set: box with diagonal
-  L, ||c/ℓ||; ball of radius r, r·||L⁺||₂; ellipsoid, B'·||L⁺Φ||₂; box with a
+  2R/n, R = max_{x ∈ C} ||L⁻¹x|| (C is symmetric; L⁺ on the span of Φ for
+  FTP's shape): the Gaussian mechanism in the whitened coordinates L⁻¹x̃,
+  μ-GDP (Theorem 6 with an identity covariance after whitening); the fit is
+  post-processing.  R per set: box with diagonal L, ||c/ℓ||; ball of radius r,
+  r·||L⁻¹||₂; ellipsoid, B'·||L⁻¹Φ||₂ (B' exactly for FTP's noise); box with a
   general L and the mix, the maximum over the 2^(T−1) sign vectors s of a
-  trust-region problem max_{||u|| <= 1} ||L⁺((1−λ)c∘s + λB'Φu)|| solved
+  trust-region problem max_{||u|| <= 1} ||L⁻¹((1−λ)c∘s + λB'Φu)|| solved
   through its convex dual (a guaranteed upper bound, tight to rounding).
+
+Floating point (issue #19).  What the guarantee needs is that σ is at least
+2R/(nμ) for the *exact* R of the *computed* summaries, for every public
+parameter the class accepts:
+
+* **no pseudo-inverse.**  L⁻¹ is formed by exact division (diagonal L: PTF's
+  shape, the isotropic shape, a diagonal covariance — however thin a direction)
+  or by Householder QR of L with each row divided by a power of two, with its
+  condition number κ checked: the extent's relative rounding is then at most
+  8·T·κ²·2⁻⁵², and a noise shape for which that exceeds :data:`MAX_ROUNDING`
+  (10⁻⁶) is refused with a ValueError that says what to change.  A
+  pseudo-inverse would instead drop a direction of tiny variance silently — the
+  direction in which the noise protects least (defect 1 of issue #19, kept as
+  :func:`dpfda.audit.broken_design_pinv`).
+* **scale-free extents.**  The set's size (c, r, B') and L⁻¹ are written as
+  mantissa·2^exponent, the maximisation runs on the mantissas and the exponents
+  are added at the end: R/B' has the same relative accuracy for every B' in
+  (0, 2^960] that ftp/ptf accept, and a design whose R or σ leaves the float
+  range is refused with a message about the radius, n and μ.
+* **the rounding is covered.**  Every R except PTF's box (whose T divisions and
+  sum of squares round by at most (T + 2)·2⁻⁵³, as PTF's own σ_j do) is
+  multiplied by 1 + 10⁻¹⁰ + 8·T·κ²·2⁻⁵², which exceeds the relative error of
+  every step above; σ = 2R/(nμ) is formed on mantissas and exponents as
+  :func:`dpfda.ftp_sigma` is.
+* **cached on everything.**  An extent is cached under the geometry, set, λ,
+  the bytes of L, the clipping bounds, the ball radius and B' itself (never
+  rescaled from another radius).
+* **the summaries.**  Each curve's point of C is computed exactly as PTF's
+  clipping (exact), FTP's constrained fit (norm <= B' to a few ulps, see
+  :func:`dpfda.ftp_fit_mean`) or :func:`project_ball` (norm <= r for every
+  finite row) — so each curve's contribution stays in C; their average over
+  curves is the one step whose rounding depends on the order of the curves,
+  treated for every mechanism alike (:meth:`Design.parts`).
+* **the sampler.**  ``release(..., secure=True)`` draws the noise with OpenDP's
+  vector Gaussian mechanism on the whitened summary divided by R (sensitivity
+  2/n, scale 2/(nμ), ρ = μ²/2 checked by OpenDP before drawing); use it for
+  any release of real data.  The numpy path is for simulation: floating-point
+  samplers can leak through their low-order bits (Mironov, 2012) and its draws
+  can be rebuilt from the seed.
+
 * The fit is dpfda's weighted ball-constrained least squares (default PTF's
   W = diag(a_j⁻²) and radius B'); ``fit="none"`` reads off the unconstrained
   weighted least-squares coordinates instead.
@@ -313,6 +354,16 @@ def _sign_vectors(T: int) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # The mechanism
 # ---------------------------------------------------------------------------
+
+
+def _mean_over_curves(P: np.ndarray) -> np.ndarray:
+    """The average over curves (axis −2) of the per-curve points of C: the ball's summation step.
+
+    The box and ellipsoid parts average through :func:`dpfda.pipelines.ptf_clipped_mean`
+    and :func:`dpfda.pipelines.ftp_fit_mean`; this is the design's own sum, kept in one
+    place so its floating-point treatment can be changed for every set at once.
+    """
+    return P.mean(axis=-2)
 
 
 class Design:
@@ -612,7 +663,7 @@ class Design:
             out["ellipsoid_active"] = active.any(axis=-1)
         if self.set == "ball":
             P = project_ball(X, self.ball_radius)
-            out[("ball", self.ball_radius)] = P.mean(axis=-2)
+            out[("ball", self.ball_radius)] = _mean_over_curves(P)
             out["ball_active"] = np.any(P != X, axis=(-2, -1))
         return out
 
