@@ -128,7 +128,7 @@ noise shape for which that exceeds ``MAX_ROUNDING`` is refused with a ValueError
 rather than calibrated on numbers that cannot be trusted."""
 
 NOISE_ROW_RANGE = (2.0**-500, 2.0**500)
-"""Accepted range of each grid point's largest entry in the noise factor L.
+"""Accepted range of each grid point's largest entry in a non-diagonal noise factor L.
 
 Inside it the whitening L⁻¹ (entries up to about κ·2⁵⁰⁰) and its products with the
 set's points, scaled to a unit exponent, stay inside the floating-point range."""
@@ -244,6 +244,22 @@ class _Whitening:
         L = np.asarray(L, dtype=float)
         T, k = L.shape
         rows = np.max(np.abs(L), axis=1)
+        self.diagonal = k == T and not np.any(L - np.diag(np.diag(L)))
+        if self.diagonal:  # exact division: any ℓ_j whose reciprocal is a finite normal float
+            with np.errstate(divide="ignore", over="ignore"):
+                inv = 1.0 / np.diag(L)
+            bad = ~(np.isfinite(inv) & (np.abs(inv) >= np.finfo(float).tiny))
+            if check and np.any(bad):
+                j = int(np.flatnonzero(bad)[0])
+                raise ValueError(
+                    f"the noise shape {label} has standard deviation {L[j, j]:.3g} at grid point index "
+                    f"{j}, whose reciprocal is not a normal floating-point number; rescale the noise "
+                    "matrix, or leave grid points this close to 0 out of the grid"
+                )
+            self.M = np.diag(inv)
+            self.kappa = 1.0
+            self.rounding = 0.0
+            return
         lo, hi = NOISE_ROW_RANGE
         if check and (np.any(rows < lo) or np.any(rows > hi)):
             j = int(np.argmin(rows)) if np.any(rows < lo) else int(np.argmax(rows))
@@ -253,12 +269,6 @@ class _Whitening:
                 "in floating point; rescale the noise matrix, or leave grid points this close to 0 "
                 "out of the grid"
             )
-        self.diagonal = k == T and not np.any(L - np.diag(np.diag(L)))
-        if self.diagonal:
-            self.M = np.diag(1.0 / np.diag(L))
-            self.kappa = 1.0
-            self.rounding = 0.0
-            return
         if k > T:
             raise ValueError(f"the noise factor of {label} has more columns than grid points")
         _, r = np.frexp(rows)

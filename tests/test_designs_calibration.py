@@ -114,6 +114,8 @@ CASES = [
     ("brownian-near-0", dpfda.KernelSpace(dpfda.brownian_kernel(), regularize=True), NEAR0),
     ("brownian-1e-300", dpfda.KernelSpace(dpfda.brownian_kernel(), regularize=True),
      np.array([1e-300, 1e-150, 0.5, 1.0])),
+    ("brownian-1e-306", dpfda.KernelSpace(dpfda.brownian_kernel(), regularize=True),
+     np.array([1e-306, 1e-200, 0.5, 1.0])),
 ]
 
 
