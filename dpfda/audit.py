@@ -40,13 +40,23 @@ composition (:func:`broken_ptf_no_sqrt_T`), FTP calibrated to the sup or L²
 norm on the grid instead of the Cameron–Martin norm (:func:`broken_ftp_grid_norm`),
 FTP without the radius constraint (:func:`broken_ftp_no_radius`), FTP whose
 mean of fits is computed by cancelling large numbers (:func:`broken_ftp_cancellation`,
-correct in exact arithmetic, leaky in floating point) — show that the audit
-catches miscalibration.  They exist for the audit only and are not
+correct in exact arithmetic, leaky in floating point), a ball design whose
+whitening drops a thin noise direction through a pseudo-inverse
+(:func:`broken_design_pinv`) — show that the audit catches miscalibration.
+
+The privacy checks share no code with what they audit: :func:`pair_mu` and the
+``"lr"`` score read the noise law a release publishes (σ, and a design's noise
+factor L) and solve it with :class:`NoiseLaw` — exact power-of-two scaling,
+Householder QR and a condition check that raises instead of cutting off — and
+:func:`worst_case_pair` and :func:`probe_pairs` build neighbours from the
+definitions (B'·a_j, the published noise's thinnest direction), not from the
+mechanisms' calibration code.  They exist for the audit only and are not
 exported by ``dpfda``; never release data with them.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -78,6 +88,7 @@ __all__ = [
     "audit",
     "broken_ftp_cancellation",
     "broken_ftp_grid_norm",
+    "broken_design_pinv",
     "broken_ftp_no_radius",
     "broken_ptf_no_sqrt_T",
     "clopper_pearson",
@@ -85,7 +96,10 @@ __all__ = [
     "ftp_mechanism",
     "grid_norm_factor",
     "mu_lower_bound",
+    "NoiseLaw",
     "pair_mu",
+    "probe_pairs",
+    "published_law",
     "ptf_mechanism",
     "worst_case_pair",
 ]
@@ -241,6 +255,15 @@ class Mechanism:
         The budget the mechanism claims.
     n : int
         The number of curves ``noise_scale`` was calibrated for.
+    noise_factor : array (k, j) or None
+        A correlated noise shape L: the coordinates get σLZ, Z ~ N(0, I_j) (a
+        design's noisy means).  None: independent noise of scale ``noise_scale``.
+
+    The privacy checks (:func:`pair_mu`, the ``"lr"`` score of :func:`audit`) do
+    not trust ``noise_scale`` and ``noise_factor``: they read the noise law that a
+    release of the mechanism *publishes* (``Release.noise_scale`` and
+    ``Release.noise_factor``) and solve it with the audit's own factorisation
+    (:class:`NoiseLaw`).  The two fields describe the mechanism for readers.
     """
 
     name: str
@@ -250,6 +273,7 @@ class Mechanism:
     noise_scale: object
     mu: float
     n: int
+    noise_factor: object = None
 
     def __call__(self, X, rng) -> Release:
         """Draw a release of ``X`` with ``rng`` (the mechanism's ``release``)."""
@@ -442,6 +466,80 @@ def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
                         mu=mu, radius=radius, n=n)
 
 
+class _PinvDesign:
+    """Builds the design of :func:`broken_design_pinv` (the subclass is made on first use)."""
+
+    cls = None
+
+    @classmethod
+    def make(cls, *args, **kwargs):
+        if cls.cls is None:
+            from .designs import Design
+
+            class PinvDesign(Design):
+                """BROKEN ON PURPOSE: a ball design whose extent is r·||pinv(L)||₂."""
+
+                def _cached_extent(self):
+                    # dpfda's whitening before issue #19: numpy's pinv cuts off singular values
+                    # below ~1e-15 of the largest, so a thin noise direction is dropped silently.
+                    Lp = np.linalg.pinv(self.L)
+                    _, s, Vt = np.linalg.svd(Lp)
+                    return self.ball_radius * float(s[0]), {"x": self.ball_radius * Vt[0]}
+
+            cls.cls = PinvDesign
+        return cls.cls(*args, **kwargs)
+
+
+def broken_design_pinv(space, grid, radius, mu, *, n, noise, ball_radius=None):
+    """BROKEN ON PURPOSE: a ball design whitened by a pseudo-inverse (dpfda before issue #19).
+
+    ``dpfda.designs.Design(..., set="ball", noise=noise)`` with one change: the
+    extent R = r·||L⁺||₂ is computed with ``numpy.linalg.pinv``, which silently
+    drops singular values below about 1e-15 of the largest.  With a noise shape
+    that has a thin direction (a grid point of tiny variance), R misses it, σ is
+    far too small there, and the release names a person's value in that
+    coordinate.  Returns ``(mechanism, design)``; the mechanism's releases publish
+    the true noise factor L, which the audit solves itself.
+    """
+    des = _PinvDesign.make(space, grid, radius, set="ball", noise=noise, ball_radius=ball_radius)
+    mech = des.mechanism(n, mu)
+    return replace(mech, name=f"ball design whitened by a pseudo-inverse (broken), {des.noise} noise"), des
+
+
+def probe_pairs(mechanism: Mechanism, n: int, T: int, *, size: float, directions=None):
+    """Neighbouring datasets that probe a mechanism's thinnest noise directions.
+
+    From first principles: the audit reads the noise law a release publishes
+    (:class:`NoiseLaw`), whitens each grid coordinate with its own factorisation,
+    and takes as directions every grid coordinate e_j and the direction v that
+    maximises ||L⁻¹v||/||v|| (where the noise is thinnest per unit of signal),
+    plus any ``directions`` given.  For each direction v the pair's first curves
+    are ±size·v/max|v| and all other curves 0 (n curves of length T).  A curve far
+    outside the mechanism's set is mapped onto its boundary, so ``size`` should be
+    several times the set's extent.
+    """
+    n = check_int(n, "n", 1)
+    T = check_int(T, "T", 1)
+    size = check_positive(size, "size")
+    law = published_law(mechanism, np.zeros((n, T)))
+    dirs = [np.eye(T)[j] for j in range(T)]
+    if law.factor is not None:
+        Z, outside = law.white(np.eye(T))  # row j: e_j whitened
+        Z = np.where(outside[:, None], 0.0, Z)
+        _, _, Vt = np.linalg.svd(Z.T)  # ||Zᵀv|| = ||L⁻¹v||/σ is largest at Vt[0]
+        dirs.append(Vt[0])
+    for v in directions or ():
+        dirs.append(_as_float_array(v, "directions"))
+    pairs = []
+    for v in dirs:
+        X0 = np.zeros((n, T))
+        X0[0] = size * v / np.max(np.abs(v))
+        X1 = X0.copy()
+        X1[0] = -X0[0]
+        pairs.append((X0, X1))
+    return pairs
+
+
 def _check_n(mechanism: Mechanism, X) -> None:
     if X.shape[-2] != mechanism.n:
         raise ValueError(
@@ -469,18 +567,146 @@ def _as_mechanism(mechanism, X, rng) -> Mechanism:
                      n=probe.n)
 
 
+# ---------------------------------------------------------------------------
+# The published noise law, solved from first principles
+# ---------------------------------------------------------------------------
+
+
+AUDIT_MAX_CONDITION = 1e10
+"""Largest condition number of a (scaled) published noise factor the audit will solve."""
+
+
+def _pow2_exponents(v):
+    """Integer exponents e with v·2^-e of magnitude in [1/2, 1) (0 where v is 0)."""
+    _, e = np.frexp(np.asarray(v, dtype=float))
+    return e.astype(np.int64)
+
+
+def _norm_of_ratio(v, scale):
+    """||v/scale|| for a vector v and a positive scale (scalar or per entry), scale-free.
+
+    Every ratio is kept as mantissa·2^exponent, and the squares are summed on one
+    common exponent, so no square over- or underflows however large the ratio
+    (the root of the old ``overflow encountered in square``).  inf only if the
+    norm itself exceeds the float range.
+    """
+    mv, ev = np.frexp(np.asarray(v, dtype=float))
+    ms, es = np.frexp(np.broadcast_to(np.asarray(scale, dtype=float), np.shape(v)))
+    mant, expo = mv / ms, ev.astype(np.int64) - es.astype(np.int64)
+    nz = mant != 0
+    if not np.any(nz):
+        return 0.0
+    E = int(np.max(expo[nz]))
+    with np.errstate(under="ignore"):
+        r = np.ldexp(mant, expo - E)
+    with np.errstate(over="ignore"):
+        return float(np.ldexp(np.sqrt(np.sum(r * r)), E))
+
+
+class NoiseLaw:
+    """The Gaussian noise law N(0, σ²LLᵀ) a release publishes, solved by the audit itself.
+
+    ``scale`` is the release's ``noise_scale`` (σ, or one σ_j per coordinate);
+    ``factor`` its ``noise_factor`` L (T, k), or None for independent noise.  Nothing
+    of the audited mechanism's own whitening or calibration is used:
+
+    * independent noise: the coordinates are v/σ, divided entry by entry on
+      mantissas and exponents;
+    * L: rows and columns of L are divided by powers of two (exact: L = D_r L̃ D_c),
+      L̃ is factorised by Householder QR, and its condition number (from R's
+      singular values) must be at most :data:`AUDIT_MAX_CONDITION`, otherwise a
+      ``ValueError`` — never a silent cut-off.  A vector v is solved as
+      L z = v; if v is not in the range of L (relative residual above 1e-8), the
+      two laws have different supports and the pair is told apart with
+      certainty: its μ is inf.
+    """
+
+    def __init__(self, scale, factor=None):
+        self.scale = np.asarray(scale, dtype=float)
+        if not (np.all(np.isfinite(self.scale)) and np.all(self.scale > 0)):
+            raise ValueError("a release's noise_scale must be finite and > 0 to be audited")
+        self.factor = None if factor is None else _as_float_array(factor, "noise_factor")
+        if self.factor is None:
+            return
+        if self.scale.ndim != 0:
+            raise ValueError("a correlated noise law needs a scalar noise_scale")
+        L = self.factor
+        if L.ndim != 2 or L.shape[1] > L.shape[0] or not np.all(np.isfinite(L)):
+            raise ValueError(f"noise_factor must be a finite (T, k) matrix with k <= T, got shape {L.shape}")
+        rows = np.max(np.abs(L), axis=1)
+        self._r = -_pow2_exponents(np.where(rows > 0, rows, 1.0))
+        Lr = np.ldexp(L, self._r[:, None])
+        cols = np.max(np.abs(Lr), axis=0)
+        if np.any(cols == 0):
+            raise ValueError("noise_factor has a zero column")
+        self._c = -_pow2_exponents(cols)
+        self._Ls = np.ldexp(Lr, self._c[None, :])
+        self._Q, self._R = np.linalg.qr(self._Ls)
+        sv = np.linalg.svd(self._R, compute_uv=False)
+        self.condition = float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf
+        if not self.condition <= AUDIT_MAX_CONDITION:
+            raise ValueError(
+                f"the release's published noise covariance is too ill-conditioned for the audit to "
+                f"solve reliably: condition number {self.condition:.3g} after scaling its rows and "
+                f"columns (the limit is {AUDIT_MAX_CONDITION:g})"
+            )
+
+    def white(self, V):
+        """(Z, outside): Z with V = σ·L·Z row by row (…, k) and, per row, whether V is off range(L)."""
+        from scipy.linalg import solve_triangular
+
+        V = np.asarray(V, dtype=float)
+        if self.factor is None:
+            with np.errstate(over="ignore"):
+                return V / self.scale, np.zeros(V.shape[:-1], dtype=bool)
+        flat = V.reshape(-1, V.shape[-1])
+        top = np.max(np.abs(flat), axis=-1)
+        e = _pow2_exponents(np.where(top > 0, top, 1.0))
+        Vs = np.ldexp(np.ldexp(flat, -e[:, None]), self._r[None, :])
+        Zs = solve_triangular(self._R, self._Q.T @ Vs.T).T
+        resid = np.linalg.norm(Vs - Zs @ self._Ls.T, axis=-1)
+        outside = resid > 1e-8 * np.maximum(np.linalg.norm(Vs, axis=-1), 1e-300)
+        ms, es = math.frexp(float(self.scale))
+        with np.errstate(over="ignore", under="ignore"):
+            Z = np.ldexp(Zs * self._c_scale() / ms, (e - es)[:, None])
+        return Z.reshape(V.shape[:-1] + (Z.shape[-1],)), outside.reshape(V.shape[:-1])
+
+    def _c_scale(self):
+        return np.ldexp(1.0, self._c)[None, :]
+
+    def distance(self, d) -> float:
+        """||L⁻¹d||/σ: the μ of the pair whose summaries differ by ``d`` (inf off the range)."""
+        d = np.asarray(d, dtype=float)
+        if self.factor is None:
+            return _norm_of_ratio(d, self.scale)
+        if not np.any(d):
+            return 0.0
+        z, outside = self.white(d.reshape(1, -1))
+        if outside[0]:
+            return float("inf")
+        return _norm_of_ratio(z[0], 1.0)
+
+
+def published_law(mechanism: Mechanism, X) -> NoiseLaw:
+    """The noise law published by a release of ``mechanism`` on ``X`` (a probe with its own generator)."""
+    probe = mechanism.release(np.asarray(X, dtype=float), np.random.default_rng(0))
+    return NoiseLaw(probe.noise_scale, getattr(probe, "noise_factor", None))
+
+
 def pair_mu(mechanism: Mechanism, X0, X1) -> float:
-    """The exact μ of a Gaussian mechanism on one pair: ||(S(X1) - S(X0))/σ||.
+    """The exact μ of a Gaussian mechanism on one pair: ||L⁻¹(S(X1) - S(X0))||/σ.
 
     By the proof of Theorem 6 the two release laws are then exactly as hard to
-    tell apart as N(0, 1) and N(pair_mu, 1).
+    tell apart as N(0, 1) and N(pair_mu, 1).  σ and L are those a release
+    publishes, solved by :class:`NoiseLaw` (not by the mechanism's own code); inf
+    when the difference leaves the support of the noise.
     """
     if not isinstance(mechanism, Mechanism):
         raise TypeError("mechanism must be a Mechanism (e.g. ftp_mechanism(...))")
     X0, X1 = _as_float_array(X0, "X0"), _as_float_array(X1, "X1")
     _check_n(mechanism, X0)
     d = np.asarray(mechanism.summary(X1)) - np.asarray(mechanism.summary(X0))
-    return float(np.sqrt(np.sum((d / mechanism.noise_scale) ** 2)))
+    return published_law(mechanism, X0).distance(d)
 
 
 # ---------------------------------------------------------------------------
@@ -520,7 +746,11 @@ def worst_case_pair(space, grid, radius, n, *, pipeline="ftp", direction=None, f
     elif pipeline == "ptf":
         if direction is not None:
             raise ValueError("direction applies to pipeline='ftp' only")
-        c = ptf_clip_bounds(geom, radius, clip)
+        # From the definition, not from PTF's own code: c_j = B'·a_j by default.
+        c = radius * geom.eval_norm if clip is None else np.broadcast_to(
+            _as_float_array(clip, "clip"), (geom.T,)).copy()
+        if not (np.all(np.isfinite(c)) and np.all(c > 0)):
+            raise ValueError("clip must be finite and > 0 at every grid point")
         X0 = np.zeros((n, geom.T))
         X0[0] = factor * c
         curve = X0[0]
@@ -608,12 +838,18 @@ def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, threshol
 
     if isinstance(statistic, str) and statistic == "lr":
         s0, s1 = np.asarray(mech.summary(X0)), np.asarray(mech.summary(X1))
-        sig = np.broadcast_to(np.asarray(mech.noise_scale, dtype=float), s0.shape)
+        law = published_law(mech, X0)
         d = s1 - s0
-        dist = float(np.sqrt(np.sum((d / sig) ** 2)))
-        w = d / sig**2 / dist if dist > 0 else np.zeros_like(d)
+        dist = law.distance(d)
         view = mech.coordinates
-        score = lambda Y: (Y - s0) @ w  # noqa: E731
+        if law.factor is None:
+            sig = np.broadcast_to(law.scale, s0.shape)
+            w = d / sig**2 / dist if 0 < dist < np.inf else np.zeros_like(d)
+            score = lambda Y: (Y - s0) @ w  # noqa: E731
+        else:
+            zd, _ = law.white(d.reshape(1, -1))
+            u = zd[0] / np.linalg.norm(zd[0]) if 0 < dist < np.inf else np.zeros(zd.shape[-1])
+            score = lambda Y: law.white(Y - s0)[0] @ u  # noqa: E731
         mu_pair, learn, name = dist, False, "lr"
     elif isinstance(statistic, str) and statistic == "blackbox":
         view, score, mu_pair, learn, name = (lambda rel: rel.values), None, None, True, "blackbox"

@@ -19,13 +19,54 @@ Every design does the same four things (chapter *The design space*)::
   Σ_λ = (1−λ)·diag(ΦΦᵀ) + λ·ΦΦᵀ, FTP's covariance with its correlations
   shrunk by λ; L = Φ at λ = 1 and diag(a_j) at λ = 0).
 * σ = Δ/μ with the exact sensitivity Δ = sup_{x, x' ∈ C} ||x − x'||_{Σ⁻¹}/n =
-  2R/n, R = max_{x ∈ C} ||L⁺x|| (C is symmetric): the Gaussian mechanism in
-  the whitened coordinates L⁺x̃, μ-GDP (Theorem 6 with an identity covariance
-  after whitening); the fit is post-processing.  R per set: box with diagonal
-  L, ||c/ℓ||; ball of radius r, r·||L⁺||₂; ellipsoid, B'·||L⁺Φ||₂; box with a
+  2R/n, R = max_{x ∈ C} ||L⁻¹x|| (C is symmetric; L⁺ on the span of Φ for
+  FTP's shape): the Gaussian mechanism in the whitened coordinates L⁻¹x̃,
+  μ-GDP (Theorem 6 with an identity covariance after whitening); the fit is
+  post-processing.  R per set: box with diagonal L, ||c/ℓ||; ball of radius r,
+  r·||L⁻¹||₂; ellipsoid, B'·||L⁻¹Φ||₂ (B' exactly for FTP's noise); box with a
   general L and the mix, the maximum over the 2^(T−1) sign vectors s of a
-  trust-region problem max_{||u|| <= 1} ||L⁺((1−λ)c∘s + λB'Φu)|| solved
+  trust-region problem max_{||u|| <= 1} ||L⁻¹((1−λ)c∘s + λB'Φu)|| solved
   through its convex dual (a guaranteed upper bound, tight to rounding).
+
+Floating point (issue #19).  What the guarantee needs is that σ is at least
+2R/(nμ) for the *exact* R of the *computed* summaries, for every public
+parameter the class accepts:
+
+* **no pseudo-inverse.**  L⁻¹ is formed by exact division (diagonal L: PTF's
+  shape, the isotropic shape, a diagonal covariance — however thin a direction)
+  or by Householder QR of L with each row divided by a power of two, with its
+  condition number κ checked: the extent's relative rounding is then at most
+  8·T·κ²·2⁻⁵², and a noise shape for which that exceeds :data:`MAX_ROUNDING`
+  (10⁻⁶) is refused with a ValueError that says what to change.  A
+  pseudo-inverse would instead drop a direction of tiny variance silently — the
+  direction in which the noise protects least (defect 1 of issue #19, kept as
+  :func:`dpfda.audit.broken_design_pinv`).
+* **scale-free extents.**  The set's size (c, r, B') and L⁻¹ are written as
+  mantissa·2^exponent, the maximisation runs on the mantissas and the exponents
+  are added at the end: R/B' has the same relative accuracy for every B' in
+  (0, 2^960] that ftp/ptf accept, and a design whose R or σ leaves the float
+  range is refused with a message about the radius, n and μ.
+* **the rounding is covered.**  Every R except PTF's box (whose T divisions and
+  sum of squares round by at most (T + 2)·2⁻⁵³, as PTF's own σ_j do) is
+  multiplied by 1 + 10⁻¹⁰ + 8·T·κ²·2⁻⁵², which exceeds the relative error of
+  every step above; σ = 2R/(nμ) is formed on mantissas and exponents as
+  :func:`dpfda.ftp_sigma` is.
+* **cached on everything.**  An extent is cached under the geometry, set, λ,
+  the bytes of L, the clipping bounds, the ball radius and B' itself (never
+  rescaled from another radius).
+* **the summaries.**  Each curve's point of C is computed exactly as PTF's
+  clipping (exact), FTP's constrained fit (norm <= B' to a few ulps, see
+  :func:`dpfda.ftp_fit_mean`) or :func:`project_ball` (norm <= r for every
+  finite row) — so each curve's contribution stays in C; their average over
+  curves is the one step whose rounding depends on the order of the curves,
+  treated for every mechanism alike (:meth:`Design.parts`).
+* **the sampler.**  ``release(..., secure=True)`` draws the noise with OpenDP's
+  vector Gaussian mechanism on the whitened summary divided by R (sensitivity
+  2/n, scale 2/(nμ), ρ = μ²/2 checked by OpenDP before drawing); use it for
+  any release of real data.  The numpy path is for simulation: floating-point
+  samplers can leak through their low-order bits (Mironov, 2012) and its draws
+  can be rebuilt from the seed.
+
 * The fit is dpfda's weighted ball-constrained least squares (default PTF's
   W = diag(a_j⁻²) and radius B'); ``fit="none"`` reads off the unconstrained
   weighted least-squares coordinates instead.
@@ -53,11 +94,12 @@ from ._validation import (
     check_rng,
 )
 from .pipelines import (
+    NOISE_RESOLUTION,
+    PARAM_MAX,
     Release,
     check_radius,
     fitter,
     ftp_fit_mean,
-    ftp_sigma,
     ptf_clip_bounds,
     ptf_clipped_mean,
     ptf_weight_vector,
@@ -70,9 +112,26 @@ SETS = ("box", "ball", "ellipsoid", "mix")
 NOISES = ("matched", "diagonal", "isotropic", "ellipsoid")
 FITS = ("ball", "none")
 _EXTENTS: dict = {}
+"""Extents already computed, keyed on every input they depend on (see :meth:`Design._cached_extent`)."""
+
+_EPS = float(np.finfo(float).eps)
 
 _SAFETY = 1.0 + 1e-10
-"""Radii computed by SVD or the trust-region dual are raised by this factor (rounding)."""
+"""Radii computed by SVD or the trust-region dual are raised by at least this factor (rounding)."""
+
+MAX_ROUNDING = 1e-6
+"""Largest relative rounding bound of an extent that is accepted.
+
+An extent computed through a whitening with condition number κ (after exact
+power-of-two equilibration) is raised by 8·T·κ²·2⁻⁵² (see :class:`_Whitening`); a
+noise shape for which that exceeds ``MAX_ROUNDING`` is refused with a ValueError
+rather than calibrated on numbers that cannot be trusted."""
+
+NOISE_ROW_RANGE = (2.0**-500, 2.0**500)
+"""Accepted range of each grid point's largest entry in a non-diagonal noise factor L.
+
+Inside it the whitening L⁻¹ (entries up to about κ·2⁵⁰⁰) and its products with the
+set's points, scaled to a unit exponent, stay inside the floating-point range."""
 
 MAX_ENUMERATION_T = 20
 """Largest grid for which a sensitivity is computed by enumerating sign vectors (2^(T−1))."""
@@ -127,34 +186,155 @@ def project_ball(X, radius):
 # ---------------------------------------------------------------------------
 
 
+def _exponent(x: float) -> int:
+    """e with x = m·2^e and 1/2 <= |m| < 1 (0 for x = 0)."""
+    return math.frexp(float(x))[1]
+
+
+def _scaled(v):
+    """(v̂, e) with v = v̂·2^e exactly and max|v̂| in [1/2, 1) (e = 0 for an all-zero array)."""
+    v = np.asarray(v, dtype=float)
+    top = float(np.max(np.abs(v))) if v.size else 0.0
+    if top == 0.0:
+        return v.copy(), 0
+    e = _exponent(top)
+    return np.ldexp(v, -e), e
+
+
+def _entrywise_product(A, c):
+    """(N̂, E) with A·diag(c) = N̂·2^E: each product formed on mantissas and exponents.
+
+    No product over- or underflows on the way; only entries below 2^-1074 of the largest
+    are lost when they are put on the common exponent E.
+    """
+    mA, eA = np.frexp(A)
+    mc, ec = np.frexp(np.asarray(c, dtype=float))
+    exps = eA.astype(np.int64) + ec.astype(np.int64)[None, :]
+    mant = mA * mc[None, :]
+    nz = mant != 0
+    if not np.any(nz):
+        return np.zeros_like(mant), 0
+    E = int(np.max(exps[nz]))
+    with np.errstate(under="ignore"):
+        return np.ldexp(mant, exps - E), E
+
+
+class _Whitening:
+    """The noise metric ||x||_{Σ⁻¹} = ||L⁻¹x|| of a noise factor L, with no pseudo-inverse.
+
+    ``M`` (k, T) is L⁻¹ for a square L and L⁺ = (LᵀL)⁻¹Lᵀ for FTP's tall L = Φ (used
+    on the span of Φ only).  How it is computed, and what rounding it can carry:
+
+    * diagonal L: M = diag(1/ℓ_j), one correctly rounded division per entry
+      (relative error 2⁻⁵³), condition κ = 1 — however thin a direction is;
+    * any other L: the rows are divided by powers of two, L = D·L̃ with D = diag(2^{r_j})
+      (exact), so each row of L̃ has its largest entry in [1/2, 1); then Householder QR,
+      L̃ = QR, and M = R⁻¹Qᵀ·D⁻¹ by triangular solves (backward stable; the column
+      scaling by D⁻¹ is exact).  κ = cond₂(R) = cond₂(L̃) from R's singular values.
+
+    An extent R = max_{x ∈ C} ||Mx|| computed with the rounded M is then within
+    ``rounding`` = 8·T·κ²·2⁻⁵² of the exact one, relatively (the error of M is at most
+    about T·κ·2⁻⁵²·||L̃⁻¹|| per unit of D⁻¹x, and R >= ||D⁻¹x||/||L̃|| at the maximiser);
+    a factor whose bound exceeds :data:`MAX_ROUNDING` is refused with a ValueError
+    instead of giving a silently wrong extent (a pseudo-inverse would drop the thin
+    direction, whose variance is what the extent is about).
+    """
+
+    def __init__(self, L: np.ndarray, label: str, check: bool = True):
+        L = np.asarray(L, dtype=float)
+        T, k = L.shape
+        rows = np.max(np.abs(L), axis=1)
+        self.diagonal = k == T and not np.any(L - np.diag(np.diag(L)))
+        if self.diagonal:  # exact division: any ℓ_j whose reciprocal is a finite normal float
+            with np.errstate(divide="ignore", over="ignore"):
+                inv = 1.0 / np.diag(L)
+            bad = ~(np.isfinite(inv) & (np.abs(inv) >= np.finfo(float).tiny))
+            if check and np.any(bad):
+                j = int(np.flatnonzero(bad)[0])
+                raise ValueError(
+                    f"the noise shape {label} has standard deviation {L[j, j]:.3g} at grid point index "
+                    f"{j}, whose reciprocal is not a normal floating-point number; rescale the noise "
+                    "matrix, or leave grid points this close to 0 out of the grid"
+                )
+            self.M = np.diag(inv)
+            self.kappa = 1.0
+            self.rounding = 0.0
+            return
+        lo, hi = NOISE_ROW_RANGE
+        if check and (np.any(rows < lo) or np.any(rows > hi)):
+            j = int(np.argmin(rows)) if np.any(rows < lo) else int(np.argmax(rows))
+            raise ValueError(
+                f"the noise shape {label} has a standard deviation of scale {rows[j]:.3g} at grid point "
+                f"index {j}, outside [2^-500, 2^500] ≈ [3e-151, 3e150]: the extent cannot be computed "
+                "in floating point; rescale the noise matrix, or leave grid points this close to 0 "
+                "out of the grid"
+            )
+        if k > T:
+            raise ValueError(f"the noise factor of {label} has more columns than grid points")
+        _, r = np.frexp(rows)
+        Lt = np.ldexp(L, -r[:, None])
+        Q, Rf = np.linalg.qr(Lt)
+        sv = np.linalg.svd(Rf, compute_uv=False)
+        self.kappa = float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
+        self.rounding = 8.0 * T * self.kappa**2 * _EPS
+        if check and not self.rounding <= MAX_ROUNDING:
+            raise ValueError(
+                f"the noise shape {label} is too ill-conditioned for a reliable extent: with each grid "
+                f"point scaled, its factor has condition number {self.kappa:.3g}, so rounding could move "
+                f"the extent by up to {self.rounding:.2g} of itself (the limit is {MAX_ROUNDING:g}). "
+                "Choose a better-conditioned noise: noise='diagonal' or 'isotropic', a covariance "
+                "without nearly dependent grid points, lam further from 1, or fewer/more widely "
+                "spaced grid points"
+            )
+        from scipy.linalg import solve_triangular
+
+        Mt = solve_triangular(Rf, Q.T)  # L̃⁺ (k, T)
+        self.M = np.ldexp(Mt, -r[None, :])
+
+    def apply(self, v):
+        """M·v for the rows of ``v`` (…, T), each row scaled by a power of two first."""
+        v = np.asarray(v, dtype=float)
+        top = np.max(np.abs(v), axis=-1, keepdims=True)
+        _, e = np.frexp(top)
+        Ms, eM = _scaled(self.M)
+        with np.errstate(over="ignore", under="ignore"):
+            return np.ldexp(np.ldexp(v, -e) @ Ms.T, e + eM)
+
+
 def _trust_region_max(g: np.ndarray, G: np.ndarray):
     """max over ||u|| <= 1 of ||g_s + G u||² for each row g_s of ``g`` (N, k); G (k, d).
 
-    Through the convex dual (S-lemma): for every η >= α_max(GᵀG),
+    Inputs are expected on a unit scale (the caller divides by a power of two).
+    Through the convex dual (S-lemma): for every η >= α_max(GᵀG) = ||G||₂²,
     ||g + Gu||² <= ||g||² + η + bᵀ(ηI − GᵀG)⁻¹b with b = Gᵀg, with equality
-    at the minimising η.  The dual is minimised by bisection on its
-    derivative 1 − Σ β_k²/(η − α_k)²; the value is taken at the upper end of
-    the final bracket, so it is never below the true maximum (safe for
-    privacy) and exceeds it by rounding only.  Returns (values (N,), u (N, d)):
-    the maximisers (hard case included), for worst-case neighbours.
+    at the minimising η.  The bracket starts at ||G||₂²·(1 + 8d·2⁻⁵²)² (the
+    largest singular value from a backward-stable SVD, raised by its error
+    bound), so every η tried is a valid dual point; the dual is minimised by
+    bisection on its derivative 1 − Σ β_k²/(η − α_k)² and the value is taken at
+    the upper end of the final bracket, so it is never below the true maximum
+    (up to the rounding of the eigendecomposition, relative O(d·2⁻⁵²), which the
+    caller's safety factor covers).  Returns (values (N,), u (N, d)): the
+    maximisers (hard case included), for worst-case neighbours.
     """
+    d = G.shape[1]
     A = G.T @ G
     alpha, V = np.linalg.eigh((A + A.T) / 2.0)
-    alpha = np.maximum(alpha, 0.0)
-    amax = alpha[-1]
+    smax = float(np.linalg.svd(G, compute_uv=False)[0]) if G.size else 0.0
+    amax = (smax * (1.0 + 8 * d * _EPS)) ** 2
+    alpha = np.clip(alpha, 0.0, amax)
     beta = (g @ G) @ V  # (N, d)
     b2 = beta * beta
     bnorm = np.sqrt(b2.sum(axis=-1))
     lo = np.full(g.shape[0], amax)
-    hi = amax + bnorm + 1e-300
-    for _ in range(64):
+    hi = amax + bnorm + 4 * _EPS * amax + 1e-300
+    for _ in range(200):
         mid = 0.5 * (lo + hi)
         with np.errstate(divide="ignore", invalid="ignore"):
             psi = np.sum(np.where(b2 > 0, b2 / (mid[:, None] - alpha) ** 2, 0.0), axis=-1)
         right = ~(psi > 1.0)  # derivative >= 0: the minimiser is at or left of mid
         hi = np.where(right, mid, hi)
         lo = np.where(right, lo, mid)
-        if np.all(hi - lo <= 4 * np.finfo(float).eps * np.maximum(hi, 1e-300)):
+        if np.all(hi - lo <= 4 * _EPS * np.maximum(hi, 1e-300)):
             break
     eta = hi
     gap = eta[:, None] - alpha
@@ -184,6 +364,16 @@ def _sign_vectors(T: int) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # The mechanism
 # ---------------------------------------------------------------------------
+
+
+def _mean_over_curves(P: np.ndarray) -> np.ndarray:
+    """The average over curves (axis −2) of the per-curve points of C: the ball's summation step.
+
+    The box and ellipsoid parts average through :func:`dpfda.pipelines.ptf_clipped_mean`
+    and :func:`dpfda.pipelines.ftp_fit_mean`; this is the design's own sum, kept in one
+    place so its floating-point treatment can be changed for every set at once.
+    """
+    return P.mean(axis=-2)
 
 
 class Design:
@@ -248,7 +438,25 @@ class Design:
         self.fit = fit
         self.noise = noise if isinstance(noise, str) else "custom"
         self.L = self._noise_factor(noise)
-        self._Lpinv = np.linalg.pinv(self.L)
+        self.L.setflags(write=False)
+        # FTP's own shape: noise σΦZ on the ellipsoid, whose extent is B' exactly.
+        self._ftp_shaped = self.L is geom.Phi and self._box_w == 0 and self._e_w == 1.0
+        label = f"noise={noise!r}" if isinstance(noise, str) else "given as a matrix"
+        # FTP's shape needs no whitening for its extent (R = B'); its M serves whiten() only.
+        self._whitening = _Whitening(self.L, label, check=not self._ftp_shaped)
+        if self.ball_radius is not None and self.ball_radius > PARAM_MAX:
+            raise ValueError(
+                f"radius={self.radius!r} is too large for set='ball': the default ball radius "
+                f"radius·||Φ||₂ = {self.ball_radius:.4g} exceeds 2^960 ≈ 9.7e288; lower the radius "
+                "or pass ball_radius"
+            )
+        try:
+            fitter(geom, self.weights)
+        except ValueError as exc:
+            raise ValueError(
+                f"the final fit's weights cannot be used on this grid ({exc}); pass weights=1.0 "
+                "(an unweighted fit) or leave grid points where the space is nearly zero out of the grid"
+            ) from None
         self.extent, self._extreme = self._cached_extent()
 
     # -- the set --------------------------------------------------------------
@@ -280,7 +488,7 @@ class Design:
             try:
                 return np.linalg.cholesky(S)
             except np.linalg.LinAlgError:
-                raise ValueError("noise must be positive definite") from None
+                raise ValueError("noise must be positive definite (its Cholesky factorisation failed)") from None
         if noise not in NOISES:
             raise ValueError(f"noise must be one of {', '.join(NOISES)} or a (T, T) matrix, got {noise!r}")
         if noise == "matched":
@@ -290,7 +498,13 @@ class Design:
             if noise is None:
                 K = Phi @ Phi.T
                 S = (1.0 - self.lam) * np.diag(np.diag(K)) + self.lam * K
-                return np.linalg.cholesky((S + S.T) / 2.0)
+                try:
+                    return np.linalg.cholesky((S + S.T) / 2.0)
+                except np.linalg.LinAlgError:
+                    raise ValueError(
+                        f"noise='matched' for lam={self.lam!r} is not numerically positive definite on "
+                        "this grid; use lam further from 1 or noise='diagonal'"
+                    ) from None
         if noise == "diagonal":
             return np.diag(a)
         if noise == "isotropic":
@@ -300,63 +514,127 @@ class Design:
                 f"noise='ellipsoid' has rank d={geom.dim} < T={T}: it can only protect a set inside "
                 "the span of Φ (set='ellipsoid'); choose a full-rank noise shape"
             )
-        return Phi.copy()
+        return Phi
 
     def _cached_extent(self):
-        """:meth:`_extent`, reused across radii.
+        """:meth:`_extent`, cached on everything it depends on.
 
-        C scales with B' when its bounds are proportional to B' (the defaults), so R/B'
-        depends on the shape only.
+        The key holds the geometry (by identity, checked on a hit), the set, λ, the noise
+        factor's bytes and shape, the clipping bounds, the ball radius and the radius B'
+        itself: nothing is rescaled from another radius, so a design at one radius can
+        never change the extent of another.
         """
-        B = self.radius
-        key = (id(self.geometry), self.set, self.lam, self.L.tobytes(),
-               None if self.clip is None else (self.clip / B).tobytes(),
-               None if self.ball_radius is None else self.ball_radius / B)
+        key = (id(self.geometry), self.set, self.lam, self.L.shape, self.L.tobytes(),
+               None if self.clip is None else self.clip.tobytes(), self.ball_radius, self.radius)
         hit = _EXTENTS.get(key)
         if hit is not None and hit[0] is self.geometry:
-            R1, ext1 = hit[1]
-            return R1 * B, {k: (None if v is None else v * B) for k, v in ext1.items()}
+            R, ext = hit[1]
+            return R, {k: (None if v is None else v.copy()) for k, v in ext.items()}
         R, ext = self._extent()
         if len(_EXTENTS) > 256:
             _EXTENTS.clear()
-        _EXTENTS[key] = (self.geometry, (R / B, {k: (None if v is None else v / B) for k, v in ext.items()}))
+        _EXTENTS[key] = (self.geometry, (R, {k: (None if v is None else v.copy()) for k, v in ext.items()}))
         return R, ext
 
     def _extent(self):
-        """R = max_{x ∈ C} ||L⁺x|| and a maximiser (for worst-case neighbours)."""
-        Lp, geom = self._Lpinv, self.geometry
+        """R = max_{x ∈ C} ||L⁻¹x|| (raised by the rounding bound) and a maximiser x*.
+
+        Computed scale-free: the set's size (c, r or B') and the whitening M are each
+        written as mantissa·2^exponent, the maximisation runs on the mantissas (unit
+        scale, where neither squares nor sums can over- or underflow) and the exponents
+        are added at the end, so B' from 5e-324 to 2^960 gives R/B' to the same relative
+        accuracy.  Where each number comes from, and its rounding:
+
+        * ellipsoid with FTP's noise (L = Φ): R = B' exactly (L⁺Φ = I), no rounding;
+        * ball of radius r: R = r·||M||₂ (SVD: largest singular value to O(T·2⁻⁵²));
+        * ellipsoid with a square L: R = B'·||MΦ||₂ (the same);
+        * box with diagonal L: R = ||c/ℓ||, one product and a sum of T positive squares
+          (relative error <= (T + 2)·2⁻⁵³);
+        * box with any other L, and the mix: the maximum over the 2^(T−1) sign vectors s
+          of max_{||u||<=1} ||M((1−λ)c∘s + λB'Φu)||, by the trust-region dual
+          (:func:`_trust_region_max`: an upper bound up to O(d·2⁻⁵²)).
+
+        Every R is then multiplied by 1 + 10⁻¹⁰ + ``rounding`` (:class:`_Whitening`: the
+        error M itself may carry), which covers these relative errors by orders of
+        magnitude; σ = 2R/(nμ) is then at least the exact σ, so the pair μ of any two
+        neighbours is at most μ in exact arithmetic on the rounded summaries.
+        """
+        geom, W = self.geometry, self._whitening
+        safety = _SAFETY + W.rounding
+        Ms, eM = _scaled(W.M)
         if self.set == "ball":
-            _, s, Vt = np.linalg.svd(Lp)
-            return self.ball_radius * float(s[0]) * _SAFETY, {"x": self.ball_radius * Vt[0]}
+            rs, er = _scaled(self.ball_radius)
+            _, s, Vt = np.linalg.svd(Ms)
+            return self._finish(float(rs) * float(s[0]) * safety, er + eM), {"x": self.ball_radius * Vt[0]}
         if self.set == "ellipsoid" or (self.set == "mix" and self.lam == 1.0):
-            G = Lp @ geom.Phi
-            _, s, Vt = np.linalg.svd(G)
+            Gs = Ms @ geom.Phi
+            _, s, Vt = np.linalg.svd(Gs)
             e = self.radius * (geom.Phi @ Vt[0])
-            if self.L.shape == geom.Phi.shape and np.array_equal(self.L, geom.Phi):
+            if self._ftp_shaped:
                 return self.radius, {"x": e, "e": e}  # L⁺Φ = I: R = B' exactly (FTP)
-            return self.radius * float(s[0]) * _SAFETY, {"x": e, "e": e}
+            Bs, eB = _scaled(self.radius)
+            return self._finish(float(Bs) * float(s[0]) * safety, eB + eM), {"x": e, "e": e}
         c = self.clip
-        if np.count_nonzero(self.L - np.diag(np.diag(self.L))) == 0 and self._e_w == 0.0:
-            ell = np.diag(self.L)
-            return float(np.linalg.norm(c / ell)), {"x": c.copy()}
+        if W.diagonal and self._e_w == 0.0:
+            # PTF's analysis: coordinate j moves by 2c_j/n against noise σℓ_j, so R = ||c/ℓ||.
+            # Each c_j/ℓ_j is one division of mantissas (the bits of c_j/ℓ_j wherever that is a
+            # normal float), the sum of T squares on a common exponent and the root round to a
+            # relative error below (T + 2)·2⁻⁵³ — the few ulps PTF's own σ_j carry; no safety
+            # factor, so the box member releases exactly what PTF releases.
+            mc, ec = np.frexp(c)
+            ml, el = np.frexp(np.diag(self.L))
+            mant, expo = mc / ml, ec.astype(np.int64) - el.astype(np.int64)
+            E = int(np.max(expo))
+            with np.errstate(under="ignore"):
+                ratio = np.ldexp(mant, expo - E)
+            return self._finish(float(np.sqrt(ratio @ ratio)), E), {"x": c.copy()}
         signs = _sign_vectors(geom.T)
-        g = (self._box_w * signs * c) @ Lp.T  # (N, k)
-        G = self._e_w * self.radius * (Lp @ geom.Phi)  # (k, d)
+        # g_s = (1−λ)·M(c∘s) and G = λB'·MΦ, both on one power-of-two scale 2^E.
+        Nb, Eb = _entrywise_product(W.M, c)  # M·diag(c) = Nb·2^Eb
+        MPhi, eMPhi = _scaled(Ms @ geom.Phi)
+        Bs, eB = _scaled(self.radius)
+        EG = eB + eM + eMPhi
+        E = max(Eb, EG) if self._e_w > 0 else Eb
+        with np.errstate(under="ignore"):
+            g = self._box_w * (signs @ np.ldexp(Nb, Eb - E).T)  # (N, k)
+            G = np.ldexp(self._e_w * float(Bs) * MPhi, EG - E) if self._e_w > 0 else np.zeros_like(MPhi)
         # Prune: ||g + Gu||² <= ||g||² + 2||Gᵀg|| + ||G||₂² for ||u|| <= 1, so a sign vector
         # whose bound is below a value attained by another cannot hold the maximum.
         gG = g @ G
         gGnorm = np.sqrt(np.einsum("ij,ij->i", gG, gG))
         u0 = gG / np.maximum(gGnorm, 1e-300)[:, None]
         r0 = g + u0 @ G.T
-        lower = float(np.max(np.einsum("ij,ij->i", r0, r0)))
+        attained = np.einsum("ij,ij->i", r0, r0)
+        lower = float(np.max(attained))
         upper = np.einsum("ij,ij->i", g, g) + 2.0 * gGnorm + np.linalg.norm(G, 2) ** 2
-        keep = np.flatnonzero(upper >= lower * (1.0 - 1e-9))
+        keep = np.union1d(np.flatnonzero(upper >= lower * (1.0 - 1e-9)), [int(np.argmax(attained))])
         values, u = _trust_region_max(g[keep], G)
         best = int(np.argmax(values))
         u, best = u[best:best + 1], int(keep[best])
         b = self._box_w * signs[best] * c
         e = self._e_w * self.radius * (geom.Phi @ u[0])
-        return float(np.sqrt(np.max(values))) * _SAFETY, {"x": b + e, "e": e / self._e_w if self._e_w else None}
+        return (self._finish(float(np.sqrt(np.max(values))) * safety, E),
+                {"x": b + e, "e": e / self._e_w if self._e_w else None})
+
+    def _finish(self, mantissa: float, exponent: int) -> float:
+        """R = mantissa·2^exponent as a float, or a ValueError about the user's radius."""
+        with np.errstate(over="ignore", under="ignore"):
+            R = float(np.ldexp(mantissa, exponent))
+        what = f"set={self.set!r}" + (f", lam={self.lam!r}" if self.lam is not None else "")
+        if not np.isfinite(R):
+            raise ValueError(
+                f"radius={self.radius!r} is too large for this design ({what}, {self.name}): its radius in "
+                f"the noise metric would be about {mantissa:.4g}·2^{exponent}, beyond the floating-point "
+                "range; lower the radius (or clip / ball_radius), or use a noise shape with more "
+                "variance in the set's thin directions"
+            )
+        if R < np.finfo(float).tiny:
+            raise ValueError(
+                f"radius={self.radius!r} is too small for this design ({what}, {self.name}): its radius "
+                f"in the noise metric, {R!r}, is not a normal floating-point number; raise the "
+                "radius (or clip / ball_radius)"
+            )
+        return R
 
     # -- per-curve maps and the summary ----------------------------------------
     def _check_X(self, X):
@@ -395,7 +673,7 @@ class Design:
             out["ellipsoid_active"] = active.any(axis=-1)
         if self.set == "ball":
             P = project_ball(X, self.ball_radius)
-            out[("ball", self.ball_radius)] = P.mean(axis=-2)
+            out[("ball", self.ball_radius)] = _mean_over_curves(P)
             out["ball_active"] = np.any(P != X, axis=(-2, -1))
         return out
 
@@ -414,8 +692,13 @@ class Design:
         return self.summary_from_parts(self.parts(X))
 
     def whiten(self, v) -> np.ndarray:
-        """Coordinates L⁺v (…, k) in which the noise is N(0, σ²I): the audited coordinates."""
-        return np.asarray(v, dtype=float) @ self._Lpinv.T
+        """Coordinates M·v (…, k), M = L⁻¹ (L⁺ on the span of Φ for FTP's shape): N(0, σ²I) noise.
+
+        No pseudo-inverse: M comes from :class:`_Whitening` (exact for a diagonal L, QR
+        with a condition check otherwise), and each row of ``v`` is scaled by a power of
+        two before the product, so it over- or underflows only where the result does.
+        """
+        return self._whitening.apply(v)
 
     # -- calibration -------------------------------------------------------------
     def sensitivity(self, n: int) -> float:
@@ -424,25 +707,61 @@ class Design:
         return 2.0 * self.extent / n
 
     def sigma(self, n: int, mu: float) -> float:
-        """σ = Δ/μ = 2R/(nμ), with the guards of :func:`dpfda.pipelines.ftp_sigma`."""
+        """σ = Δ/μ = 2R/(nμ), computed on mantissas and exponents (as :func:`dpfda.ftp_sigma`).
+
+        Refused with a ValueError naming the user's parameters when σ, or the largest
+        noise standard deviation σ·max|L|, is not a normal float at most 2^960, or when
+        σ < 2^-40·R (n·μ above about 10^12: rounding would erase the noise).
+        """
         n = check_int(n, "n", 1)
         mu = check_positive(mu, "mu")
-        try:
-            return ftp_sigma(n, self.extent, mu)
-        except ValueError as exc:
+        R = self.extent
+        mR, eR = math.frexp(R)
+        mn, en = math.frexp(float(n))
+        mm, em = math.frexp(mu)
+        with np.errstate(over="ignore", under="ignore"):
+            sigma = float(np.ldexp(2.0 * mR / (mn * mm), eR - en - em))  # the order of 2R/(nμ)
+            mL, eL = math.frexp(float(np.max(np.abs(self.L))))
+            top = float(np.ldexp(sigma * mL, eL)) if np.isfinite(sigma) else math.inf
+            ratio = float(np.ldexp(mR / math.frexp(self.radius)[0], eR - math.frexp(self.radius)[1]))
+        what = (f"for radius={self.radius!r}, n={n} and mu={mu!r} (this design's radius in the noise "
+                f"metric is R = {ratio:.4g}·radius)")
+        if not np.isfinite(top) or top > PARAM_MAX or sigma > PARAM_MAX:
             raise ValueError(
-                f"cannot calibrate the noise for this design (R = {self.extent!r}, the radius of C "
-                f"in the noise metric; n={n}, mu={mu!r}): {exc}"
-            ) from None
+                f"the noise of this design, σ = 2R/(n·mu) times the noise shape, is too large {what}: "
+                "above 2^960 ≈ 9.7e288; lower the radius (or clip / ball_radius) or raise mu"
+            )
+        if sigma < np.finfo(float).tiny:
+            raise ValueError(
+                f"the noise scale σ = 2R/(n·mu) of this design underflows {what}: it must be a normal "
+                "floating-point number (> 2.2e-308); raise the radius or lower n·mu"
+            )
+        if sigma < NOISE_RESOLUTION * R:
+            raise ValueError(
+                f"the noise scale is below 2^-40 of R {what}: rounding would erase the noise from "
+                "the released mean (n·mu must be below about 10^12)"
+            )
+        return sigma
 
     # -- release -------------------------------------------------------------------
-    def privatize(self, summary, n: int, mu: float, rng: np.random.Generator) -> Release:
-        """x̃ = summary + σLZ, fitted: a :class:`~dpfda.pipelines.Release` (method "design")."""
+    def privatize(self, summary, n: int, mu: float, rng, *, secure: bool = False) -> Release:
+        """x̃ = summary + σLZ, fitted: a :class:`~dpfda.pipelines.Release` (method "design").
+
+        With ``secure=True`` the noise is drawn by OpenDP's vector Gaussian mechanism
+        (:mod:`dpfda.secure`) in the whitened coordinates: M·summary/R, whose ℓ₂
+        sensitivity is 2/n (R includes its rounding bound), gets noise of scale 2/(nμ)
+        (OpenDP checks ρ = μ²/2 before drawing); multiplying back by R and by L is
+        post-processing.  For FTP's shape the whitened summary is the mean of fits θ̂
+        itself (``summary`` must then be its coefficients, see :meth:`release`).
+        """
         sigma = self.sigma(n, mu)
-        rng = check_rng(rng)
         summary = np.asarray(summary, dtype=float)
-        Z = rng.standard_normal(summary.shape[:-1] + (self.L.shape[1],))
-        xtilde = summary + sigma * (Z @ self.L.T)
+        if secure:
+            xtilde = self._secure_noisy_means(summary, n, mu)
+        else:
+            rng = check_rng(rng)
+            Z = rng.standard_normal(summary.shape[:-1] + (self.L.shape[1],))
+            xtilde = summary + sigma * (Z @ self.L.T)
         solver = fitter(self.geometry, self.weights)
         if self.fit == "ball":
             fit = solver.solve(xtilde, self.radius)
@@ -451,47 +770,100 @@ class Design:
             coef, active = solver.unconstrained(xtilde), None
         return Release(method="design", geometry=self.geometry, coef=coef, mu=float(mu),
                        radius=self.radius, n=n, noise_scale=sigma, active=active, clip=self.clip,
-                       weights=self.weights, noisy_means=xtilde)
+                       weights=self.weights, noisy_means=xtilde, noise_factor=self.L)
 
-    def release(self, X, mu: float, rng: np.random.Generator) -> Release:
-        """The design on data ``X`` (n, T) or (reps, n, T): μ-GDP (module docstring)."""
+    def _secure_noisy_means(self, summary, n, mu):
+        """x̃ through OpenDP: noise on the whitened summary divided by R, mapped back (post-processing)."""
+        from . import secure as _secure
+        from .pipelines import _noise_scale
+
+        unit = float(_noise_scale(1.0, None, n, mu, "radius"))  # 2/(nμ) = σ/R
+        R = self.extent
+        if self._ftp_shaped:  # ``summary`` holds θ̂: exactly FTP's secure path
+            coef = _secure.gaussian_release(summary, self.sigma(n, mu), sensitivity=2.0 * R / n, mu=mu)
+            return coef @ self.geometry.Phi.T
+        white = self.whiten(summary)
+        mR, eR = math.frexp(R)
+        with np.errstate(under="ignore"):
+            y = np.ldexp(white / mR, -eR)  # M·summary/R, entries of size at most about 1
+        noisy = _secure.gaussian_release(y, unit, sensitivity=2.0 / n, mu=mu)
+        with np.errstate(over="ignore"):
+            xtilde = np.ldexp((noisy * mR) @ self.L.T, eR)
+        if not np.all(np.isfinite(xtilde)):
+            raise ValueError(
+                f"the secure release overflows for radius={self.radius!r}, n={n}, mu={mu!r}; lower the "
+                "radius or raise mu"
+            )
+        return xtilde
+
+    def release(self, X, mu: float, rng, *, secure=False) -> Release:
+        """The design on data ``X`` (n, T) or (reps, n, T): μ-GDP (module docstring).
+
+        ``secure=True`` draws the noise with OpenDP (:meth:`privatize`; needs ``opendp``;
+        ``rng`` is then not used and may be None): use it for a release that leaves the
+        building.  The numpy path (default) is for simulation: floating-point samplers can
+        leak through their low-order bits (Mironov, 2012), and its draws can be rebuilt by
+        anyone who knows the seed.
+        """
+        from .pipelines import _check_secure
+
         X = self._check_X(X)
-        rng = check_rng(rng)
+        secure = _check_secure(secure)
+        if not secure:
+            rng = check_rng(rng)
         n = X.shape[-2]
         self.sigma(n, mu)  # calibration errors before any data are touched
-        return self.privatize(self.summary(X), n, mu, rng)
+        if secure and self._ftp_shaped:
+            mean_coef, _ = ftp_fit_mean(X, self.geometry, self.radius)
+            return self.privatize(mean_coef, n, mu, rng, secure=True)
+        return self.privatize(self.summary(X), n, mu, rng, secure=secure)
 
-    def mechanism(self, n: int, mu: float):
-        """The design as :class:`dpfda.audit.Mechanism`, audited in the whitened coordinates."""
+    def mechanism(self, n: int, mu: float, *, secure: bool = False):
+        """The design as :class:`dpfda.audit.Mechanism`.
+
+        Audited on the noisy means x̃ with the noise law the release publishes,
+        N(0, σ²LLᵀ) (``noise_scale`` and ``noise_factor``): :mod:`dpfda.audit` solves it
+        with its own factorisation, never with this design's whitening.
+        """
         from .audit import Mechanism
 
         n = check_int(n, "n", 1)
         mu = check_positive(mu, "mu")
-        return Mechanism(name=f"design ({self.name})", release=lambda X, rng: self.release(X, mu, rng),
-                         summary=lambda X: self.whiten(self.summary(X)),
-                         coordinates=lambda rel: self.whiten(rel.noisy_means),
-                         noise_scale=self.sigma(n, mu), mu=mu, n=n)
+        return Mechanism(name=f"design ({self.name})" + (" (OpenDP)" if secure else ""),
+                         release=lambda X, rng: self.release(X, mu, rng, secure=secure),
+                         summary=self.summary, coordinates=lambda rel: rel.noisy_means,
+                         noise_scale=self.sigma(n, mu), mu=mu, n=n, noise_factor=self.L)
 
     def worst_case_pair(self, n: int, scale: float = 1.0):
         """Neighbours (X0, X1), (n, T) each, whose summaries differ by exactly Δ.
 
         The first curve of X0 is a + t·w, of X1 its negative, all others 0,
-        where x* = argmax_{x ∈ C} ||L⁺x|| (computed with R), w = (L⁺)ᵀL⁺x* is a
+        where x* = argmax_{x ∈ C} ||L⁻¹x|| (computed with R), w = MᵀMx* is a
         normal of C at x* and a is x* (box, ball) or its E part (mix,
         ellipsoid).  Then the curve's map is exactly x* for every t >= t₀ (w is
         in the normal cone of each part at its point), and t = scale·t₀.
+        w is formed on power-of-two-scaled M and x*, so it neither over- nor underflows.
         """
         n = check_int(n, "n", 1)
         scale = check_positive(scale, "scale")
         x_star = self._extreme["x"]
-        w = self._Lpinv.T @ (self._Lpinv @ x_star)
+        xs, _ = _scaled(x_star)
+        Ms, _ = _scaled(self._whitening.M)
+        w = Ms.T @ (Ms @ xs)
         w = w / np.max(np.abs(w))
         anchor = x_star if self._extreme.get("e") is None else self._extreme["e"]
         t0 = 1.0
         if self._box_w > 0 and self._e_w > 0:
             nz = np.abs(w) > 0
-            t0 = float(np.max((self.clip[nz] + np.abs(anchor[nz])) / np.abs(w[nz])))
-        curve = anchor + (scale * t0) * w
+            with np.errstate(over="ignore"):
+                t0 = float(np.max((self.clip[nz] + np.abs(anchor[nz])) / np.abs(w[nz])))
+        with np.errstate(over="ignore", invalid="ignore"):
+            curve = anchor + (scale * t0) * w
+        if not np.all(np.isfinite(curve)):
+            raise ValueError(
+                f"the worst-case curve of this design overflows at radius={self.radius!r} (scale={scale!r}): "
+                "a smaller radius or scale gives a pair at the same μ"
+            )
         X0 = np.zeros((n, self.geometry.T))
         X0[0] = curve
         X1 = X0.copy()

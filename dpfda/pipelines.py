@@ -351,10 +351,15 @@ class Release:
         PTF: whether the final fit of x̃ hit the ball (a function of the
         release).  None for FTP: which curves' fits hit the ball is a fact
         about individuals, available to simulations from :func:`ftp_fit_mean`.
+    noise_factor : ndarray (T, k) or None
+        A design's (:class:`dpfda.designs.Design`) public noise shape L: its noisy
+        means are x̃ = centre + σLZ, Z ~ N(0, I_k), so their covariance is
+        σ²LLᵀ.  None for FTP and PTF (independent noise of scale ``noise_scale``
+        on each coordinate of ``coef`` or ``noisy_means``).
     """
 
     def __init__(self, *, method, geometry, coef, mu, radius, n, noise_scale, active=None,
-                 clip=None, weights=None, noisy_means=None, residual_rng=None):
+                 clip=None, weights=None, noisy_means=None, residual_rng=None, noise_factor=None):
         self.method = method
         self.geometry = geometry
         self.coef = coef
@@ -366,6 +371,7 @@ class Release:
         self.clip = clip
         self.weights = weights
         self.noisy_means = noisy_means
+        self.noise_factor = noise_factor
         # Only an RKHS FTP release has a random part off the grid (see __call__).
         self._residual = None
         self._residual_rng = residual_rng

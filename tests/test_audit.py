@@ -305,3 +305,84 @@ def test_bad_arguments_raise_clear_errors():
         A.mu_lower_bound([np.nan, 1.0], [0.0, 1.0], [0.5])
     with pytest.raises(ValueError, match="alpha"):
         A.clopper_pearson(3, 10, 1.5)
+
+
+# ---------------------------------------------------------------------------
+# An audit that shares no code with what it audits (issue #19)
+# ---------------------------------------------------------------------------
+
+
+def _thin_noise(T=6, j=2, var=1e-32):
+    S = np.eye(T)
+    S[j, j] = var
+    return S
+
+
+def test_pinv_design_is_caught_and_the_real_design_passes():
+    """Defect 1 of issue #19 kept broken on purpose: the audit's own solve sees the thin direction."""
+    grid, space = np.linspace(0.0, 1.0, 6), dpfda.LegendreSpace(3)
+    broken, des = A.broken_design_pinv(space, grid, RADIUS, MU, n=N, noise=_thin_noise())
+    assert des.extent < 10  # the pinv dropped the thin direction
+    pairs = A.probe_pairs(broken, N, grid.size, size=1e3)
+    mus = [A.pair_mu(broken, *p) for p in pairs]
+    assert max(mus) > 1e15
+    X0, X1 = pairs[int(np.argmax(mus))]
+    assert np.isclose(X0[0] @ np.eye(6)[2], 1e3)  # the thin grid point, found by the audit
+    res = A.audit(broken, X0, X1, draws=20_000, rng=_rng(30))
+    assert res.violation and res.mu_pair > 1e15
+    # The score an adversary needs: the sign of the thin coordinate of the noisy means.
+    sign = A.audit(broken, X0, X1, draws=20_000, rng=_rng(31), statistic=lambda rel: -rel.noisy_means[..., 2:3])
+    assert sign.violation
+    # What the audit saw when it whitened with the design's own pinv: nothing.
+    L = des.L
+    d = des.summary(X1) - des.summary(X0)
+    assert np.linalg.norm(np.linalg.pinv(L) @ d) / broken.noise_scale < 1e-6
+    # The real design, same noise, same pairs: at most μ, and tight at its worst case.
+    real = dpfda.designs.Design(space, grid, RADIUS, set="ball", noise=_thin_noise()).mechanism(N, MU)
+    assert max(A.pair_mu(real, *p) for p in pairs) <= MU * (1 + 1e-9)
+    ok = A.audit(real, X0, X1, draws=20_000, rng=_rng(32))
+    assert not ok.violation and ok.mu_lower > 0.8 * MU
+
+
+def test_noise_law_refuses_ill_conditioned_and_detects_off_support():
+    rng = _rng(33)
+    Q, _ = np.linalg.qr(rng.standard_normal((5, 5)))
+    Q2, _ = np.linalg.qr(rng.standard_normal((5, 5)))
+    L = Q @ np.diag([1, 1, 1, 1, 1e-13]) @ Q2  # nearly dependent columns: no scaling helps
+    with pytest.raises(ValueError, match="ill-conditioned"):
+        A.NoiseLaw(1.0, L)
+    tall = rng.standard_normal((5, 2))
+    law = A.NoiseLaw(0.5, tall)
+    assert np.isclose(law.distance(tall @ [3.0, 4.0]), 10.0, rtol=1e-12)
+    assert law.distance(np.eye(5)[0] - tall @ np.linalg.lstsq(tall, np.eye(5)[0], rcond=None)[0]) == np.inf
+    # Diagonal laws at any magnitude, without overflow warnings (issue #23, item 1).
+    with np.errstate(all="raise"):
+        assert A.NoiseLaw(1e-300).distance(np.array([1e300, 1e300])) == np.inf
+        assert np.isclose(A.NoiseLaw(1e-300).distance(np.array([3e-290, 4e-290])), 5e10, rtol=1e-14)
+        assert np.isclose(A.NoiseLaw(np.array([1e300, 1e-300])).distance(np.array([3e300, 4e-300])), 5.0)
+
+
+def test_pair_mu_reads_the_published_noise_not_the_mechanism_fields():
+    """A mechanism whose declared noise_scale is right but whose releases publish another σ."""
+    space = SPACES["legendre"]
+    mech = A.ftp_mechanism(GRID, space, RADIUS, MU, n=N)
+    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N)
+    half = A.Mechanism(name="σ/2", release=lambda X, rng: _half_sigma(mech.release(X, rng)),
+                       summary=mech.summary, coordinates=mech.coordinates,
+                       noise_scale=mech.noise_scale, mu=MU, n=N)
+    assert np.isclose(A.pair_mu(mech, X0, X1), MU, rtol=1e-12)
+    assert np.isclose(A.pair_mu(half, X0, X1), 2 * MU, rtol=1e-12)
+
+
+def _half_sigma(rel):
+    rel.noise_scale = rel.noise_scale / 2
+    return rel
+
+
+def test_the_cancelling_mean_at_1e300_warns_nothing():
+    space = SPACES["legendre"]
+    naive = A.broken_ftp_cancellation(GRID, space, RADIUS, MU, n=N)
+    pair = A.worst_case_pair(space, GRID, RADIUS, N, factor=1e300)
+    with np.errstate(over="raise"):
+        mu = A.pair_mu(naive, *pair)
+    assert mu > MU
