@@ -210,9 +210,12 @@ DESIGN_KINDS = [
     dict(set="mix", lam=0.0, noise="matched"),
 ]
 
-# Radii over which the designs are checked here.  ftp and ptf above take 1e-300 … 1e288;
-# designs at the extremes fail today for reasons outside the sums (issue #19 defects 2–3:
-# extents computed with unscaled squares, raw errors) — see the report of h19b / h19a.
+# Radii (log10) over which the designs are checked.  ftp and ptf above take 1e-300 … 1e288.
+# Designs over that whole range fail today for reasons outside the sums, issue #19 defects
+# 2–3, fixed on a parallel branch (h19a-designs): mix raises LinAlgError at B' ≈ 1e155, and
+# an extent computed at an extreme radius is cached by shape and reused at B' = 1 (pair μ
+# 1.0104 for mix λ = 0.3 after such an example).  Once that fix is merged this must become
+# (-300.0, 288.0), the range ftp and ptf accept.
 DESIGN_RADII = (-100.0, 100.0)
 
 
