@@ -625,7 +625,7 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
     X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
     secure = _check_secure(secure)
     n = X.shape[-2]
-    ftp_sigma(n, radius, mu)  # calibration errors before any data are touched
+    ftp_sigma(n, radius, mu, rounding=ftp_rounding_excess(n, geometry.dim, radius))  # before any data
     mean_coef, _ = ftp_fit_mean(X, geometry, radius)
     return ftp_privatize(mean_coef, geometry, radius, mu, n, rng, secure=secure)
 
