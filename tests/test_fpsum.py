@@ -121,11 +121,14 @@ def _pair_mu(mech: str, X0, X1) -> float:
     return _whitened_norm(des.summary(X1) - des.summary(X0), sigma, des.L)
 
 
-@pytest.mark.parametrize("mech", MECHANISMS)
-@pytest.mark.parametrize("name", PAIRS)  # the outer loop: each pair is built once
+# Pairs outermost, so that each pair is built once (the cache holds one).  The box with
+# isotropic noise averages exactly what design-box does; at n ≈ 2^25 it is left out.
+CASES = [(name, mech) for name in PAIRS for mech in MECHANISMS
+         if name == "binade-32769" or mech != "design-box-isotropic"]
+
+
+@pytest.mark.parametrize(("name", "mech"), CASES, ids=[f"{a}-{b}" for a, b in CASES])
 def test_rounding_neighbours_stay_within_mu(name, mech):
-    if name != "binade-32769" and mech == "design-box-isotropic":
-        pytest.skip("the same clipped mean as design-box; checked at n = 32,769 (saves a minute)")
     X0, X1 = _pair(name)
     mu_pair = _pair_mu(mech, X0, X1)
     assert mu_pair <= MU * (1 + TOL), f"pair mu exceeds mu by {mu_pair / MU - 1:.3g}"
