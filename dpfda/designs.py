@@ -71,6 +71,16 @@ parameter the class accepts:
   W = diag(a_j⁻²) and radius B'); ``fit="none"`` reads off the unconstrained
   weighted least-squares coordinates instead.
 
+Floating point (issue #19; :mod:`dpfda.summation`): every mean over curves —
+of the clipped curves, of the fits, of the projections onto the ball — is
+summed exactly and rounded once (:func:`dpfda.summation.fixed_point_mean`);
+the box part is exact per curve, fits have norm <= B'(1 + 2⁻⁴⁰), projections
+norm <= r(1 + γ_{T+4}).  The maps applied after the mean (Φ·θ̄, the weights of
+a mix) round too; :meth:`Design.rounding_excess` bounds how much all of this
+can add to pair μ, measured through ||L⁺||₂, and σ is calibrated to
+Δ(1 + ε) where ε > 2⁻³¹.  With a rank-deficient noise factor (L = Φ, d < T)
+the rounding of Φ·θ̄ outside the span of Φ gets no noise: that caveat stands.
+
 With the same noise stream, ``Design(set="mix", lam=0)`` releases what
 :func:`dpfda.ptf` releases, and ``Design(set="ellipsoid", noise="ellipsoid",
 fit="none")`` what :func:`dpfda.ftp` releases (on the grid), to rounding.  None
@@ -105,6 +115,14 @@ from .pipelines import (
     ptf_weight_vector,
 )
 from .spaces import GridGeometry, KernelSpace, LegendreSpace
+from .summation import (
+    MEAN_ROUNDING,
+    RECORD_SLACK,
+    TINY_ERR,
+    calibration_factor,
+    fixed_point_mean,
+    gamma,
+)
 
 __all__ = ["SETS", "NOISES", "FITS", "Design", "project_ball", "simulate_designs", "compare_designs", "ratio_panels"]
 
@@ -364,16 +382,6 @@ def _sign_vectors(T: int) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # The mechanism
 # ---------------------------------------------------------------------------
-
-
-def _mean_over_curves(P: np.ndarray) -> np.ndarray:
-    """The average over curves (axis −2) of the per-curve points of C: the ball's summation step.
-
-    The box and ellipsoid parts average through :func:`dpfda.pipelines.ptf_clipped_mean`
-    and :func:`dpfda.pipelines.ftp_fit_mean`; this is the design's own sum, kept in one
-    place so its floating-point treatment can be changed for every set at once.
-    """
-    return P.mean(axis=-2)
 
 
 class Design:
@@ -653,27 +661,30 @@ class Design:
             out += self._e_w * (coef @ self.geometry.Phi.T)
         return out
 
-    def parts(self, X) -> dict:
+    def parts(self, X, *, exact: bool = True) -> dict:
         """The per-curve work every design shares, averaged over curves (…, T).
 
         Keys: ``"box"`` (mean of clip(x) at this design's bounds), ``"ellipsoid"``
         (Φ times FTP's mean of fits), ``("ball", r)``, and the binding flags
         ``"box_active"``, ``"ellipsoid_active"``, ``"ball_active"`` (…,): whether
         some curve was moved.  Flags are diagnostics for simulations, never part
-        of a release.
+        of a release.  Every mean is exact up to one rounding
+        (:func:`dpfda.summation.fixed_point_mean`); ``exact=False`` is the
+        simulations' faster sum (:func:`simulate_designs`; no release uses it).
         """
         X = self._check_X(X)
         out: dict = {}
         if self._box_w > 0:
-            out["box"] = ptf_clipped_mean(X, self.clip)
+            out["box"] = ptf_clipped_mean(X, self.clip, exact=exact)
             out["box_active"] = np.any(np.abs(X) > self.clip, axis=(-2, -1))
         if self._e_w > 0:
-            mean_coef, active = ftp_fit_mean(X, self.geometry, self.radius)
+            mean_coef, active = ftp_fit_mean(X, self.geometry, self.radius, exact=exact)
             out["ellipsoid"] = mean_coef @ self.geometry.Phi.T
             out["ellipsoid_active"] = active.any(axis=-1)
         if self.set == "ball":
             P = project_ball(X, self.ball_radius)
-            out[("ball", self.ball_radius)] = _mean_over_curves(P)
+            out[("ball", self.ball_radius)] = (fixed_point_mean(P, self.ball_radius) if exact
+                                              else P.mean(axis=-2))
             out["ball_active"] = np.any(P != X, axis=(-2, -1))
         return out
 
@@ -706,21 +717,84 @@ class Design:
         n = check_int(n, "n", 1)
         return 2.0 * self.extent / n
 
+    def rounding_excess(self, n: int) -> float:
+        """Proven bound ε on the relative excess of pair μ from the rounding of the summary.
+
+        The summary y is built from means that are exact up to one rounding
+        (:func:`dpfda.summation.fixed_point_mean`) and, for the box, ellipsoid and
+        mix, a few linear maps after the mean.  Per grid point, |y − m| is at most
+
+        * ball: γ₄·r (the projected curves have norm <= r(1 + γ_{T+4}): the
+          projection's own norm check rounds; ρ = γ_{T+4} below);
+        * box part: (1−λ)·γ₈·c_j (clipping exact; the mean, the weight, the sum);
+        * ellipsoid part: λ·γ_{d+8}·B'(1 + 2⁻⁴⁰)·||Φ||_F in ℓ₂ (the fits have norm
+          <= B'(1 + 2⁻⁴⁰), as FTP's; the mean, Φ·θ̄ with d terms, the weight, the sum);
+
+        plus √T·2⁻¹⁰⁷⁴ for the subnormal range, where m is the same map of the
+        exact mean of the curves' points.  The exact means of neighbours move by
+        at most 2R(1 + ρ)/n in the noise metric (ρ = 2⁻⁴⁰ when fits are part of
+        C: they may exceed the ellipsoid by that factor), and an error e moves
+        the whitened summary by at most ||L⁺||₂·||e||₂.  Hence
+        ε = ρ + n·||L⁺||₂·E/R with E the ℓ₂ sum of the bounds above.  A noise
+        factor L with a tiny singular value makes ε large: σ grows to cover it,
+        or calibration is refused (:func:`dpfda.summation.calibration_factor`).
+        With a rank-deficient L (``noise="ellipsoid"``, d < T) this bounds the
+        part of the rounding inside the span of Φ only.
+        """
+        n = check_int(n, "n", 1)
+        geom = self.geometry
+        T, d = geom.T, geom.dim
+        tiny = 2.0 * TINY_ERR  # per grid point, the subnormal range
+        if self.set == "ball":
+            # project_ball keeps a norm <= r up to the rounding of its own norm check; only
+            # an ℓ₂ bound on the whole error vector is known
+            per, total, rho = None, MEAN_ROUNDING * self.ball_radius, gamma(T + 4)
+        else:
+            per, rho = np.zeros(T), 0.0
+            if self._box_w > 0:
+                per = per + self._box_w * gamma(8) * self.clip
+            if self._e_w > 0:
+                rho = RECORD_SLACK
+                _, e_phi, rows = _robust_norm(geom.Phi)  # ||Φ_j,:||₂ = rows·2^e, no overflow
+                with np.errstate(over="ignore"):
+                    per = per + (self._e_w * gamma(d + 8) * self.radius * (1.0 + rho)
+                                 * np.ldexp(rows, e_phi))
+        # ||L⁺ e||₂ where |e_j| <= per_j + tiny: coordinate by coordinate for a diagonal
+        # L (exact reciprocals, however thin a direction), ||L⁺||₂·||e||₂ otherwise.
+        with np.errstate(over="ignore", divide="ignore"):
+            if self._whitening.diagonal and per is not None:
+                white = (per + tiny) / np.abs(np.diag(self.L))
+            else:
+                s = np.linalg.svd(self.L, compute_uv=False)
+                lpinv = (1.0 + 1e-6) / float(s[-1])  # ||L⁺||₂, room for the SVD's own error
+                e_vec = np.sqrt(T) * tiny + (total if per is None else per)
+                _, ee, ne = _robust_norm(np.atleast_1d(np.asarray(e_vec, dtype=float)))
+                white = np.array([float(np.ldexp(ne * lpinv, ee))])
+            _, ew, nw = _robust_norm(white)  # ||white||₂ = nw·2^ew, on mantissas and exponents
+            mR, eR = math.frexp(self.extent)
+            ratio = float(np.ldexp(nw / mR, int(ew) - eR))
+        excess = rho + n * (1.0 + 4 * gamma(T)) * ratio  # the few roundings of this bound itself
+        return excess if np.isfinite(excess) else math.inf
+
     def sigma(self, n: int, mu: float) -> float:
         """σ = Δ/μ = 2R/(nμ), computed on mantissas and exponents (as :func:`dpfda.ftp_sigma`).
 
         Refused with a ValueError naming the user's parameters when σ, or the largest
         noise standard deviation σ·max|L|, is not a normal float at most 2^960, or when
         σ < 2^-40·R (n·μ above about 10^12: rounding would erase the noise).
+        σ covers the rounding of the summary as well (:meth:`rounding_excess`): it is
+        multiplied by :func:`dpfda.summation.calibration_factor` (exactly the formula
+        while that excess is below 2⁻³¹).
         """
         n = check_int(n, "n", 1)
         mu = check_positive(mu, "mu")
         R = self.extent
+        factor = calibration_factor(self.rounding_excess(n), "this design's summary")
         mR, eR = math.frexp(R)
         mn, en = math.frexp(float(n))
         mm, em = math.frexp(mu)
         with np.errstate(over="ignore", under="ignore"):
-            sigma = float(np.ldexp(2.0 * mR / (mn * mm), eR - en - em))  # the order of 2R/(nμ)
+            sigma = float(np.ldexp(2.0 * mR / (mn * mm) * factor, eR - en - em))  # 2R/(nμ)·factor
             mL, eL = math.frexp(float(np.max(np.abs(self.L))))
             top = float(np.ldexp(sigma * mL, eL)) if np.isfinite(sigma) else math.inf
             ratio = float(np.ldexp(mR / math.frexp(self.radius)[0], eR - math.frexp(self.radius)[1]))
@@ -777,16 +851,21 @@ class Design:
         from . import secure as _secure
         from .pipelines import _noise_scale
 
-        unit = float(_noise_scale(1.0, None, n, mu, "radius"))  # 2/(nμ) = σ/R
+        # The rounding of the summary (rounding_excess) scales σ and the sensitivity OpenDP
+        # is told alike, as in ftp/ptf's secure paths.
+        excess = self.rounding_excess(n)
+        factor = calibration_factor(excess, "this design's summary")
+        unit = float(_noise_scale(1.0, None, n, mu, "radius", excess))  # 2/(nμ)·factor = σ/R
         R = self.extent
         if self._ftp_shaped:  # ``summary`` holds θ̂: exactly FTP's secure path
-            coef = _secure.gaussian_release(summary, self.sigma(n, mu), sensitivity=2.0 * R / n, mu=mu)
+            coef = _secure.gaussian_release(summary, self.sigma(n, mu),
+                                            sensitivity=2.0 * R / n * factor, mu=mu)
             return coef @ self.geometry.Phi.T
         white = self.whiten(summary)
         mR, eR = math.frexp(R)
         with np.errstate(under="ignore"):
             y = np.ldexp(white / mR, -eR)  # M·summary/R, entries of size at most about 1
-        noisy = _secure.gaussian_release(y, unit, sensitivity=2.0 / n, mu=mu)
+        noisy = _secure.gaussian_release(y, unit, sensitivity=2.0 / n * factor, mu=mu)
         with np.errstate(over="ignore"):
             xtilde = np.ldexp((noisy * mR) @ self.L.T, eR)
         if not np.all(np.isfinite(xtilde)):
@@ -982,17 +1061,18 @@ def _shared_parts(built: dict, X) -> dict:
         if des.clip is not None:
             key = ("box", des.clip.tobytes())
             if key not in pieces:
-                pieces[key] = (ptf_clipped_mean(X, des.clip), np.any(np.abs(X) > des.clip, axis=(-2, -1)))
+                pieces[key] = (ptf_clipped_mean(X, des.clip, exact=False),
+                               np.any(np.abs(X) > des.clip, axis=(-2, -1)))
             parts["box"], parts["box_active"] = pieces[key]
         if des._e_w > 0:
             if "ellipsoid" not in pieces:
-                mean_coef, active = ftp_fit_mean(X, des.geometry, des.radius)
+                mean_coef, active = ftp_fit_mean(X, des.geometry, des.radius, exact=False)
                 pieces["ellipsoid"] = (mean_coef @ des.geometry.Phi.T, active.any(axis=-1))
             parts["ellipsoid"], parts["ellipsoid_active"] = pieces["ellipsoid"]
         if des.set == "ball":
             key = ("ball", des.ball_radius)
             if key not in pieces:
-                sub = des.parts(X)
+                sub = des.parts(X, exact=False)
                 pieces[key] = (sub[key], sub["ball_active"])
             parts[key], parts["ball_active"] = pieces[key]
         out[id(des)] = parts

@@ -56,6 +56,16 @@ repetitions.  The chunk is sized so that it holds at most
 curves in every repetition, so the per-curve FTP fits and PTF's clipped
 means are computed once and only the privacy noise varies.
 
+The engine sums with the stage functions' fast path (``exact=False``): an
+``einsum`` or BLAS product, curve after curve.  Such a sum can round
+differently for two neighbouring datasets (issue #19), which matters for a
+release but not for an estimate of the error: the engine releases nothing,
+and its sums are within n·u of the exact mean, far below Monte Carlo error.
+A public release (:func:`dpfda.ftp`, :func:`dpfda.ptf`) sums exactly and
+rounds once (:mod:`dpfda.summation`), so the engine's coefficients equal a
+release's to a few ulps, not bit for bit; the published numbers are those of
+the engine, unchanged by that fix.
+
 Uncertainty
 -----------
 With per-repetition errors F_r (FTP) and P_r (PTF), r = 1…R, the table gives
@@ -330,8 +340,8 @@ def _prepare(setting: Setting, seed: int) -> _Prepared:
     weights = ptf_default_weights(geom)
     noiseless = None
     if setting.sigma0 == 0.0:
-        mean_coef, active = ftp_fit_mean(F, geom, setting.radius)
-        noiseless = (mean_coef, active, ptf_clipped_mean(F, clip))
+        mean_coef, active = ftp_fit_mean(F, geom, setting.radius, exact=False)
+        noiseless = (mean_coef, active, ptf_clipped_mean(F, clip, exact=False))
     for a in (F, target):
         a.setflags(write=False)
     clip_rows = np.ascontiguousarray(np.broadcast_to(clip, F.shape))
@@ -396,8 +406,9 @@ def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
             rng.standard_normal(out=priv_i)  # ... then FTP's d and PTF's T privacy normals
             Xi *= setting.sigma0  # X = F + σ₀ε, as dpfda.data.observe (while Xi is in cache)
             Xi += prep.F
-        mean_coef, active = ftp_fit_mean(X, geom, setting.radius)  # (c, d), (c, n)
-        xbar = ptf_clipped_mean(X, prep.clip_rows)  # (c, T); clip bounds c_j for every curve
+        # The engine's own sums (exact=False): it estimates errors and releases nothing.
+        mean_coef, active = ftp_fit_mean(X, geom, setting.radius, exact=False)  # (c, d), (c, n)
+        xbar = ptf_clipped_mean(X, prep.clip_rows, exact=False)  # (c, T); clip bounds c_j for every curve
         del X
         any_active = active.any(axis=-1)
         frac_active = active.mean(axis=-1)
@@ -471,7 +482,7 @@ def repeat_releases(pipeline, X, grid, space, radius, mu, reps, target, rng, chu
     def any_active(rel, data):
         if rel.method == "ptf":
             return np.asarray(rel.active)
-        return ftp_fit_mean(data, rel.geometry, rel.radius)[1].any(axis=-1)
+        return ftp_fit_mean(data, rel.geometry, rel.radius, exact=False)[1].any(axis=-1)
 
     if X.ndim == 3:
         rel = pipeline(X, grid, space, radius, mu, rng)
@@ -559,7 +570,7 @@ def compare_on_curves(F, target, grid, space, *, radius: float, mu: float, sigma
         X = F + sigma0 * rng.standard_normal((c, n, T)) if sigma0 > 0 else np.broadcast_to(F, (c, n, T))
         # FTP as dpfda.ftp runs it, stage by stage: the per-curve activity is a
         # simulation diagnostic that a release does not carry.
-        mean_coef, active = ftp_fit_mean(X, geom, radius)
+        mean_coef, active = ftp_fit_mean(X, geom, radius, exact=False)
         a = ftp_privatize(mean_coef, geom, radius, mu, n, rng)
         b = ptf(X, grid, space, radius, mu, rng)
         parts.append({

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import AssumptionError, _as_float_array, check_grid_vector, check_positive
+from .summation import bound_ball_rows, fixed_point_mean
 
 __all__ = ["BallFit", "BallLeastSquares", "fit_ball"]
 
@@ -233,18 +234,31 @@ class BallLeastSquares:
         coef = z @ self.eigenvectors.T
         return BallFit(coef=coef, active=active, multiplier=nu)
 
-    def solve_mean(self, X, radius):
+    def solve_mean(self, X, radius, *, exact: bool = True):
         """The average of the ball-constrained fits of the curves in ``X`` (..., n, T).
 
-        Returns ``(mean_coef (..., d), active (..., n))``: the same numbers as
-        ``solve(X, radius).coef.mean(axis=-2)`` up to rounding (Algorithm 1,
-        steps 1–2).  Every curve contributes its own fit, of norm at most B' —
-        the unconstrained solution where it lies in the ball, the constrained
-        one where it does not — so the sum never subtracts large numbers: the
-        mean is accurate to a few ulps of B' and two datasets that differ in one
-        curve give means that differ by at most 2B'/n (plus rounding of that
-        order), for curves of any finite magnitude.  The fits stay in the
-        eigenbasis of A until the mean is taken.
+        Returns ``(mean_coef (..., d), active (..., n))``: the mean of
+        ``solve(X, radius).coef`` over the curves (Algorithm 1, steps 1–2).
+        Every curve contributes its own fit, of norm at most B' — the
+        unconstrained solution where it lies in the ball, the constrained one
+        where it does not — so the sum never subtracts large numbers, for
+        curves of any finite magnitude.
+
+        ``exact=True`` (what a release uses): each fit is turned to the original
+        coordinates on its own (a fixed-order sum over the eigenbasis, so a
+        curve's result does not depend on its batch), its norm is checked to be
+        at most B'(1 + 2⁻⁴⁰) with a rigorous bound
+        (:func:`dpfda.summation.bound_ball_rows`), and the fits are averaged by
+        :func:`dpfda.summation.fixed_point_mean`, which is exact up to one
+        rounding whatever the order of the curves.  Two datasets that differ in
+        one curve then give means that differ by at most
+        (2B'/n)(1 + ε), ε = :func:`dpfda.summation.ball_mean_excess` — the
+        floating-point sensitivity that :func:`dpfda.pipelines.ftp` calibrates to.
+
+        ``exact=False`` (the simulation engine's fast path, which releases
+        nothing): the fits are summed in the eigenbasis with a BLAS product and
+        turned once; about as accurate on average, but its rounding can differ
+        for neighbours by up to n²·2⁻⁵⁴ of the sensitivity (issue #19).
         """
         X = _as_float_array(X, "X")
         if X.ndim < 2:
@@ -257,15 +271,22 @@ class BallLeastSquares:
         if np.any(e):
             inactive = ~active
             z[inactive] = np.ldexp(z[inactive], e[inactive][:, None])
-        mean_z = (np.ones(n) @ z).reshape(batch + (d,)) / n  # Σ_i of the fits, per repetition
         # Back to the original coordinates, summed in a fixed order so the result of a
         # repetition does not depend on how many are processed together (a BLAS
         # product would pick different kernels for one row and for many).
         Vt = self.eigenvectors.T
-        coef = mean_z[..., :1] * Vt[0]
+        if not exact:
+            mean_z = (np.ones(n) @ z).reshape(batch + (d,)) / n  # Σ_i of the fits, per repetition
+            coef = mean_z[..., :1] * Vt[0]
+            for k in range(1, d):
+                coef += mean_z[..., k : k + 1] * Vt[k]
+            return coef, active
+        z = z.reshape(batch + (n, d))
+        W = z[..., :1] * Vt[0]  # each fit in the original coordinates, on its own
         for k in range(1, d):
-            coef += mean_z[..., k : k + 1] * Vt[k]
-        return coef, active
+            W += z[..., k : k + 1] * Vt[k]
+        bound_ball_rows(W, radius)
+        return fixed_point_mean(W, radius), active
 
 
 _EXP_LOW, _EXP_HIGH = -400, 400  # rows with max |x| in [2^-400, 2^400) are used as they are

@@ -37,6 +37,7 @@ from ._validation import (
 )
 from .fitting import BallFit, BallLeastSquares
 from .spaces import FunctionSpace, GridGeometry, KernelSpace
+from .summation import ball_mean_excess, box_mean_excess, calibration_factor, fixed_point_mean
 
 __all__ = [
     "Release",
@@ -57,6 +58,8 @@ __all__ = [
     "ptf_default_clip",
     "ptf_default_weights",
     "fitter",
+    "ftp_rounding_excess",
+    "ptf_rounding_excess",
 ]
 
 
@@ -81,8 +84,12 @@ noise keeps 12 of a double's 52 bits; the ratio is 2/(nμ) (times √T for PTF),
 so only n·μ above about 10^12 is refused."""
 
 
-def _noise_scale(bound, factor, n: int, mu: float, bound_name: str) -> np.ndarray:
+def _noise_scale(bound, factor, n: int, mu: float, bound_name: str, rounding: float = 0.0) -> np.ndarray:
     """σ = 2·bound·factor/(n·μ) (``factor=None``: 1), on mantissas and exponents separately.
+
+    ``rounding`` is a proven bound ε on how much the rounding of the summary can
+    add to pair μ, relative (:mod:`dpfda.summation`); the result is multiplied by
+    :func:`dpfda.summation.calibration_factor` (ε) — 1 unless ε > 2⁻³¹.
 
     Mantissas and exponents are combined only at the end, so no intermediate
     over- or underflows (n·μ may overflow, 2/μ may overflow, …) and in the
@@ -102,6 +109,9 @@ def _noise_scale(bound, factor, n: int, mu: float, bound_name: str) -> np.ndarra
     with np.errstate(over="ignore", under="ignore"):
         # The same operations, in the same order, as 2B'/(nμ) (FTP) and (2c_j/n)·√T/μ (PTF).
         mant = 2.0 * mb / (mn * mm) if factor is None else 2.0 * mb / mn * factor / mm
+        inflate = calibration_factor(rounding, f"the mean over n={n} curves")
+        if inflate != 1.0:
+            mant = mant * inflate
         sigma = np.ldexp(mant, eb - en - em)
     what = f"for mu={mu!r}, {bound_name}={_short(bound)} and n={n}"
     if not np.all(np.isfinite(sigma)) or np.any(sigma > PARAM_MAX):
@@ -138,11 +148,15 @@ def _short(x) -> str:
     return repr(float(a)) if a.ndim == 0 else f"[{float(a.min())!r} … {float(a.max())!r}]"
 
 
-def ftp_sigma(n: int, radius: float, mu: float) -> float:
+def ftp_sigma(n: int, radius: float, mu: float, *, rounding: float = 0.0) -> float:
     """FTP noise scale σ = Δ/μ with Cameron–Martin sensitivity Δ = 2B'/n (Algorithm 1).
 
-    Raises ``ValueError`` when σ would not be a finite, normal float in
-    [2^-40·B', 2^960] (see :data:`NOISE_RESOLUTION`, :data:`PARAM_MAX`).
+    ``rounding``: a proven bound ε on the relative excess of pair μ from the
+    rounding of the mean (:func:`ftp_rounding_excess`); σ is multiplied by
+    1 + ε + 8u when ε > 2⁻³¹ (:func:`dpfda.summation.calibration_factor`) and
+    is otherwise exactly the formula.  Raises ``ValueError`` when σ would not
+    be a finite, normal float in [2^-40·B', 2^960] (see
+    :data:`NOISE_RESOLUTION`, :data:`PARAM_MAX`).
 
     Examples
     --------
@@ -151,13 +165,14 @@ def ftp_sigma(n: int, radius: float, mu: float) -> float:
     """
     n = check_int(n, "n", 1)
     radius, mu = check_radius(radius), check_positive(mu, "mu")
-    return float(_noise_scale(radius, None, n, mu, "radius"))
+    return float(_noise_scale(radius, None, n, mu, "radius", rounding))
 
 
-def ptf_sigmas(n: int, clip, mu: float) -> np.ndarray:
+def ptf_sigmas(n: int, clip, mu: float, *, rounding: float = 0.0) -> np.ndarray:
     """PTF noise scales σ_j = (2c_j/n)·sqrt(T)/μ (Algorithm 2; T = len(clip)).
 
-    Raises ``ValueError`` when some σ_j would not be a finite, normal float in
+    ``rounding`` as for :func:`ftp_sigma` (:func:`ptf_rounding_excess`).  Raises
+    ``ValueError`` when some σ_j would not be a finite, normal float in
     [2^-40·c_j, 2^960].
 
     Examples
@@ -168,7 +183,36 @@ def ptf_sigmas(n: int, clip, mu: float) -> np.ndarray:
     n = check_int(n, "n", 1)
     c = check_grid_vector(clip, "clip", None)
     mu = check_positive(mu, "mu")
-    return _noise_scale(c, math.sqrt(c.size), n, mu, "clip")
+    return _noise_scale(c, math.sqrt(c.size), n, mu, "clip", rounding)
+
+
+def ftp_rounding_excess(n: int, dim: int, radius: float) -> float:
+    """Proven bound ε on the relative excess of FTP's pair μ from floating point.
+
+    The mean of fits of :func:`ftp_fit_mean` differs between neighbours by at
+    most (2B'/n)(1 + ε) in the Cameron–Martin coordinates
+    (:func:`dpfda.summation.ball_mean_excess`: fits of norm <= B'(1 + 2⁻⁴⁰),
+    an exact sum, one rounding per coordinate).  About n·4.4e-16: below 2⁻³¹,
+    where σ keeps its formula, up to n ≈ 10^6.
+
+    Examples
+    --------
+    >>> ftp_rounding_excess(100, 4, 1.0) < 2**-31
+    True
+    """
+    return ball_mean_excess(check_int(n, "n", 1), check_int(dim, "dim", 1), check_radius(radius))
+
+
+def ptf_rounding_excess(n: int, clip) -> float:
+    """Proven bound ε on the relative excess of PTF's pair μ from floating point.
+
+    Clipping is exact, and :func:`ptf_clipped_mean` (and the unit-box mean the
+    secure path hands OpenDP, at c_j = 1) is exact up to one rounding per
+    coordinate, so each coordinate moves by at most (2c_j/n)(1 + ε)
+    (:func:`dpfda.summation.box_mean_excess`).
+    """
+    c = np.asarray(clip, dtype=float)
+    return box_mean_excess(check_int(n, "n", 1), np.minimum(c, 1.0))
 
 
 def ptf_default_clip(geometry: GridGeometry, radius: float) -> np.ndarray:
@@ -227,15 +271,20 @@ def fitter(geometry: GridGeometry, weights=None) -> BallLeastSquares:
 # ---------------------------------------------------------------------------
 
 
-def ftp_fit_mean(X: np.ndarray, geometry: GridGeometry, radius: float):
+def ftp_fit_mean(X: np.ndarray, geometry: GridGeometry, radius: float, *, exact: bool = True):
     """Fit each curve in the ball of radius B' (W = I) and average (Algorithm 1, steps 1–2).
 
     Returns ``(mean_coef (…, d), active (…, n))``.  ``active`` says whose fit hit
     the ball: a per-person diagnostic for simulations, never part of a release.
-    Every curve's fit has norm at most B' whatever the magnitude of its data, so
-    the means of two neighbouring datasets differ by at most 2B'/n.
+    Every curve's fit has norm at most B' whatever the magnitude of its data,
+    and the mean is summed exactly and rounded once
+    (:meth:`~dpfda.fitting.BallLeastSquares.solve_mean`), so the means of two
+    neighbouring datasets differ by at most (2B'/n)(1 + ε) in floating point,
+    ε = :func:`ftp_rounding_excess` (n·4.4e-16).  ``exact=False`` is the
+    simulation engine's faster sum, whose rounding is not bounded that way;
+    no release uses it.
     """
-    return fitter(geometry).solve_mean(X, radius)
+    return fitter(geometry).solve_mean(X, radius, exact=exact)
 
 
 def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n: int,
@@ -243,17 +292,21 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
     """Algorithm 1, step 3: the mean of the fits plus σZ, σ = 2B'/(nμ), as a :class:`Release`.
 
     ``mean_coef`` (…, d) must come from :func:`ftp_fit_mean` (or another
-    computation whose sensitivity is 2B'/n in the Cameron–Martin norm).  With
+    computation whose sensitivity is (2B'/n)(1 + ε) in the Cameron–Martin norm,
+    ε = :func:`ftp_rounding_excess`; σ covers ε where it exceeds 2⁻³¹).  With
     ``secure=True`` the noise comes from OpenDP; otherwise from ``rng``.  For an
     RKHS the release also gets its own stream for the Gaussian-process residual
     off the grid (see :meth:`Release.__call__`).
     """
-    sigma = ftp_sigma(n, radius, mu)
+    excess = ftp_rounding_excess(n, geometry.dim, radius)
+    sigma = ftp_sigma(n, radius, mu, rounding=excess)
     mean_coef = np.asarray(mean_coef, dtype=float)
     if secure:
         from .secure import gaussian_release
 
-        coef = gaussian_release(mean_coef, sigma, sensitivity=2.0 * radius / n, mu=mu)
+        # OpenDP is told the floating-point sensitivity of the vector it gets.
+        sens = 2.0 * radius / n * calibration_factor(excess)
+        coef = gaussian_release(mean_coef, sigma, sensitivity=sens, mu=mu)
     else:
         coef = add_noise(mean_coef, sigma, rng.standard_normal(mean_coef.shape))
     residual = _residual_stream(rng, secure) if isinstance(geometry.space, KernelSpace) else None
@@ -261,14 +314,23 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
                    noise_scale=sigma, residual_rng=residual)
 
 
-def ptf_clipped_mean(X: np.ndarray, clip: np.ndarray) -> np.ndarray:
+def ptf_clipped_mean(X: np.ndarray, clip: np.ndarray, *, exact: bool = True) -> np.ndarray:
     """Coordinate-wise mean of the clipped values, x̄_j^(clip) (Algorithm 2).
 
-    The sum over curves is an ``einsum``: curve after curve into the T sums, so
-    the bits do not depend on the batch shape, and for T >= 2 the same
-    additions in the same order as ``mean(axis=-2)``, about three times faster.
+    Clipping is exact, so every curve's point lies in the box ∏[−c_j, c_j].
+    ``exact=True`` (what a release uses): the points are summed exactly and the
+    mean rounded once (:func:`dpfda.summation.fixed_point_mean`), whatever
+    the order of the curves, so neighbours' means differ by at most
+    (2c_j/n)(1 + ε) in coordinate j, ε = :func:`ptf_rounding_excess`.
+    ``exact=False`` (the simulation engine's fast path; no release uses it): an
+    ``einsum``, curve after curve into the T sums — the bits do not depend on
+    the batch shape, but a sum added in order can round differently for
+    neighbours by up to n²·2⁻⁵⁴ of the sensitivity (issue #19).
     """
-    return np.einsum("...ij->...j", np.clip(X, -clip, clip)) / X.shape[-2]
+    clipped = np.clip(X, -clip, clip)
+    if not exact:
+        return np.einsum("...ij->...j", clipped) / X.shape[-2]
+    return fixed_point_mean(clipped, clip)
 
 
 def add_noise(centre, scale, normals) -> np.ndarray:
@@ -537,6 +599,23 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
     -------
     Release
 
+    Notes
+    -----
+    Floating point (issue #19; :mod:`dpfda.summation`).  The summary is the
+    mean of the fits, computed by :func:`ftp_fit_mean`: each curve's fit has
+    norm at most B' whatever its magnitude (the solver rescales by powers of
+    two), is turned to the original coordinates on its own, and its norm is
+    checked against B'(1 + 2⁻⁴⁰) with a rigorous bound; the fits are summed
+    exactly in 64-bit integer limbs (independent of their order) and the mean
+    is rounded once, to within γ₄ = 4u/(1 − 4u) of each coordinate.  So two
+    neighbouring datasets give summaries that differ by at most
+    (2B'/n)(1 + ε), ε = :func:`ftp_rounding_excess` (n, d, B') ≈ n·4.4e-16.
+    σ is the paper's 2B'/(nμ) while ε <= 2⁻³¹ (n up to about a million), so
+    pair μ <= μ(1 + 2⁻³¹ + 4u); above, σ is calibrated to (2B'/n)(1 + ε)
+    and OpenDP (``secure=True``) is told that sensitivity.  Adding the noise
+    rounds once more, which is post-processing of the Gaussian mechanism's
+    output.
+
     Examples
     --------
     >>> import numpy as np
@@ -552,7 +631,7 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
     X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
     secure = _check_secure(secure)
     n = X.shape[-2]
-    ftp_sigma(n, radius, mu)  # calibration errors before any data are touched
+    ftp_sigma(n, radius, mu, rounding=ftp_rounding_excess(n, geometry.dim, radius))  # before any data
     mean_coef, _ = ftp_fit_mean(X, geometry, radius)
     return ftp_privatize(mean_coef, geometry, radius, mu, n, rng, secure=secure)
 
@@ -576,14 +655,29 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=Fals
         W = I).  Default W = diag(||φ(t_j)||_2^{-2}) or
         diag(K(t_j,t_j)^{-1}).
     secure : bool, default False
-        Draw the noise with OpenDP's vector Gaussian mechanism: the clipped
-        means are divided by c_j (common sensitivity 2/n per coordinate, 2√T/n
-        in ℓ₂), noised with scale 2√T/(nμ) and multiplied back by c_j
+        Draw the noise with OpenDP's vector Gaussian mechanism: the mean of the
+        clipped values divided by c_j (common sensitivity 2/n per coordinate,
+        2√T/n in ℓ₂) is noised with scale 2√T/(nμ) and multiplied back by c_j
         (:mod:`dpfda.secure`).  Not reproducible from a seed.  Needs ``opendp``.
 
     Returns
     -------
     Release
+
+    Notes
+    -----
+    Floating point (issue #19; :mod:`dpfda.summation`).  The summary is the
+    mean of the clipped values, :func:`ptf_clipped_mean`: clipping is exact,
+    so each curve's point lies in the box ∏[−c_j, c_j]; the points are summed
+    exactly (64-bit integer limbs, independent of their order) and each mean
+    is rounded once, to within γ₄ = 4u/(1 − 4u).  Neighbours' means then
+    differ by at most (2c_j/n)(1 + ε) in coordinate j,
+    ε = :func:`ptf_rounding_excess` ≈ n·4.4e-16; the secure path averages
+    fl(clip(x_j)/c_j) ∈ [−1, 1] the same way.  σ_j keeps the paper's formula
+    while ε <= 2⁻³¹ (pair μ <= μ(1 + 2⁻³¹ + 4u)); above, σ_j and the
+    sensitivity declared to OpenDP grow by the factor 1 + ε.  The sum in
+    curve order that this replaces could differ between neighbours by
+    n²·2⁻⁵⁴ of the sensitivity (1.5e-8 at n = 32,769).
 
     Examples
     --------
@@ -602,14 +696,20 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=Fals
     n, T = X.shape[-2], geometry.T
     c = ptf_clip_bounds(geometry, radius, clip)
     w = ptf_weight_vector(geometry, weights)
-    sig = ptf_sigmas(n, c, mu)  # calibration errors before any data are touched
-    xbar = ptf_clipped_mean(X, c)
+    excess = ptf_rounding_excess(n, c)
+    sig = ptf_sigmas(n, c, mu, rounding=excess)  # calibration errors before any data are touched
     if secure:
         from .secure import gaussian_release
 
-        common = float(_noise_scale(1.0, math.sqrt(T), n, mu, "clip"))  # = σ_j / c_j for every j
-        xtilde = c * gaussian_release(xbar / c, common, sensitivity=2.0 * np.sqrt(T) / n, mu=mu)
+        # OpenDP gets the mean of the clipped values in units of c_j: each curve's point
+        # fl(clip(x_j)/c_j) lies in [-1, 1] (division rounds monotonically), its mean is
+        # exact up to one rounding, and its sensitivity is 2√T/n up to the same ε.
+        unit = fixed_point_mean(np.clip(X, -c, c) / c, 1.0)
+        common = float(_noise_scale(1.0, math.sqrt(T), n, mu, "clip", excess))  # = σ_j / c_j
+        sens = 2.0 * math.sqrt(T) / n * calibration_factor(excess)
+        xtilde = c * gaussian_release(unit, common, sensitivity=sens, mu=mu)
     else:
+        xbar = ptf_clipped_mean(X, c)
         xtilde = add_noise(xbar, sig, rng.standard_normal(xbar.shape))
     fit = ptf_fit(xtilde, geometry, radius, w)
     return Release(method="ptf", geometry=geometry, coef=fit.coef, mu=mu, radius=radius, n=n,

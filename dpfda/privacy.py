@@ -202,6 +202,19 @@ def laplace_mechanism(value, sensitivity, epsilon, rng, *, secure=False):
         numpy's textbook sampler (``secure=False``) is fine for simulations but
         leaks through the low-order bits of its output (Mironov, 2012; the
         audit chapter shows it).  Needs ``opendp``.
+
+    Notes
+    -----
+    Floating point (issue #19).  This function computes no summary: ``value``
+    is the caller's, and ``sensitivity`` must bound how far it moves between
+    neighbours *as computed in floating point*, rounding included.  For a mean
+    of n points of a box ∏[−c_j, c_j] that is what
+    :func:`dpfda.summation.fixed_point_mean` gives, with ℓ₁ sensitivity
+    Σ_j 2c_j/n·(1 + ε), ε = :func:`dpfda.summation.box_mean_excess` (n, c)
+    (a mean summed curve after curve can exceed 2c_j/n by n²·2⁻⁵⁴ of it).  The
+    addition of the noise rounds once more: post-processing of the mechanism's
+    output.  With ``secure=True`` OpenDP's map is checked against that
+    declared sensitivity before any noise is drawn.
     """
     if not isinstance(secure, (bool, np.bool_)):
         raise TypeError(f"secure must be True or False, got {type(secure).__name__}")
