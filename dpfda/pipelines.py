@@ -239,12 +239,13 @@ def ftp_fit_mean(X: np.ndarray, geometry: GridGeometry, radius: float):
 
 
 def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n: int,
-                  rng: np.random.Generator, *, secure: bool = False) -> "Release":
+                  rng: np.random.Generator | None, *, secure: bool = False) -> "Release":
     """Algorithm 1, step 3: the mean of the fits plus σZ, σ = 2B'/(nμ), as a :class:`Release`.
 
     ``mean_coef`` (…, d) must come from :func:`ftp_fit_mean` (or another
     computation whose sensitivity is 2B'/n in the Cameron–Martin norm).  With
-    ``secure=True`` the noise comes from OpenDP; otherwise from ``rng``.  For an
+    ``secure=True`` the noise comes from OpenDP (``rng`` may be None);
+    otherwise from ``rng``.  For an
     RKHS the release also gets its own stream for the Gaussian-process residual
     off the grid (see :meth:`Release.__call__`).
     """
@@ -255,7 +256,7 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
 
         coef = gaussian_release(mean_coef, sigma, sensitivity=2.0 * radius / n, mu=mu)
     else:
-        coef = add_noise(mean_coef, sigma, rng.standard_normal(mean_coef.shape))
+        coef = add_noise(mean_coef, sigma, check_rng(rng).standard_normal(mean_coef.shape))
     residual = _residual_stream(rng, secure) if isinstance(geometry.space, KernelSpace) else None
     return Release(method="ftp", geometry=geometry, coef=coef, mu=mu, radius=radius, n=n,
                    noise_scale=sigma, residual_rng=residual)
@@ -453,7 +454,7 @@ class _ResidualGP:
 _RESIDUAL_TAG = b"dpfda.Release residual stream v1"
 
 
-def _residual_stream(rng: np.random.Generator, secure: bool) -> np.random.Generator:
+def _residual_stream(rng: np.random.Generator | None, secure: bool) -> np.random.Generator:
     """A generator for an RKHS FTP release's residual off the grid, unlinkable to the noise.
 
     ``secure=True``: seeded from the operating system's cryptographic source
@@ -468,6 +469,7 @@ def _residual_stream(rng: np.random.Generator, secure: bool) -> np.random.Genera
     if secure:
         material = secrets.token_bytes(32)
     else:
+        rng = check_rng(rng)
         try:
             child = rng.spawn(1)[0].bit_generator.seed_seq
             material = np.asarray(child.generate_state(8, np.uint32)).tobytes()
@@ -483,7 +485,7 @@ def _check_secure(secure) -> bool:
     return bool(secure)
 
 
-def _setup(X, grid, space, radius, mu, rng):
+def _setup(X, grid, space, radius, mu, rng, secure):
     if not isinstance(space, FunctionSpace):
         raise TypeError(
             f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
@@ -492,8 +494,10 @@ def _setup(X, grid, space, radius, mu, rng):
     X = check_data(X, geometry.T)
     radius = check_radius(radius)
     mu = check_positive(mu, "mu")
-    rng = check_rng(rng)
-    return X, geometry, radius, mu, rng
+    secure = _check_secure(secure)
+    if not (secure and rng is None):  # secure=True draws from OpenDP: rng may be None
+        rng = check_rng(rng)
+    return X, geometry, radius, mu, rng, secure
 
 
 def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
@@ -516,10 +520,10 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
         Fitting radius B' > 0.
     mu : float
         Privacy budget μ > 0.
-    rng : numpy.random.Generator
-        Source of the privacy noise (not used with ``secure=True``).  Anyone
-        who knows its seed can redraw the noise; the release itself keeps no
-        state of it (see :class:`Release`).
+    rng : numpy.random.Generator or None
+        Source of the privacy noise.  Not used with ``secure=True``, which
+        accepts None here.  Anyone who knows its seed can redraw the noise;
+        the release itself keeps no state of it (see :class:`Release`).
     secure : bool, default False
         Draw the privacy noise with OpenDP's vector Gaussian mechanism
         (:mod:`dpfda.secure`) instead of numpy: on the coefficients for H_m, on
@@ -543,8 +547,7 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
     >>> rel.coef.shape, rel(np.array([0.0, 1.0])).shape
     ((3,), (2,))
     """
-    X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
-    secure = _check_secure(secure)
+    X, geometry, radius, mu, rng, secure = _setup(X, grid, space, radius, mu, rng, secure)
     n = X.shape[-2]
     ftp_sigma(n, radius, mu)  # calibration errors before any data are touched
     mean_coef, _ = ftp_fit_mean(X, geometry, radius)
@@ -591,8 +594,7 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=Fals
     >>> rel.noise_scale  # σ_j = 2c_j·sqrt(T)/(nμ)
     array([0.08, 0.08, 0.08, 0.08])
     """
-    X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
-    secure = _check_secure(secure)
+    X, geometry, radius, mu, rng, secure = _setup(X, grid, space, radius, mu, rng, secure)
     n, T = X.shape[-2], geometry.T
     c = ptf_clip_bounds(geometry, radius, clip)
     w = ptf_weight_vector(geometry, weights)
