@@ -84,10 +84,20 @@ def _integer(name):
 
     def parse(text):
         try:
-            value = int(text)
+            return int(text)
         except ValueError:
+            pass
+        from decimal import Decimal, InvalidOperation
+
+        try:  # 1e9, 2.5e3: a whole number in scientific notation
+            value = Decimal(text.strip())
+        except InvalidOperation:
+            value = None
+        if value is None or not value.is_finite() or value != value.to_integral_value():
             raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
-        return value
+        if value.adjusted() > 30:
+            raise argparse.ArgumentTypeError(f"{name} is far too large, got {text!r}")
+        return int(value)
     return parse
 
 
@@ -154,12 +164,37 @@ def _validate(args) -> None:
         raise UsageError(f"--law: {exc}") from None
     if args.chunk_reps is not None and args.chunk_reps <= 0:
         raise UsageError(f"--chunk-reps must be a positive integer, got {args.chunk_reps}")
-    _check_output_dir(args.out)
     cores = available_cores()
     if args.scheduler is None and args.jobs > cores:
         print(f"dpfda: --jobs {args.jobs} is more than the {cores} cores available; using --jobs {cores}",
               file=sys.stderr)
         args.jobs = cores
+    _check_plan(args)
+    _check_output_dir(args.out)
+
+
+def _chosen_studies(args) -> list:
+    """The studies a ``reproduce`` command runs (paper sizes, or ``--quick``'s)."""
+    from .studies import PAPER_N, paper_studies
+
+    studies = paper_studies(QUICK_N if args.quick else PAPER_N, law=args.law)
+    names = list(STUDY_NAMES) if args.study == "all" else [args.study]
+    return [studies[name] for name in names]
+
+
+def _check_plan(args) -> None:
+    """Refuse, before anything runs, a run whose results or chunks cannot fit in memory.
+
+    The plan is never built for this (:func:`dpfda.engine.check_memory` counts it), so
+    ``--reps 1000000000000`` is refused at once rather than after gigabytes of chunks.
+    """
+    from .engine import check_memory
+
+    try:
+        check_memory(_chosen_studies(args), args.reps, args.chunk_reps,
+                     args.jobs if args.scheduler is None else None, names=("--reps", "--chunk-reps"))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _worker_versions() -> tuple[str, str]:
@@ -457,12 +492,8 @@ def _reproduce(args, argv, guard: SignalGuard, run_id: str, client=None) -> int:
     matplotlib.use("Agg")
     from . import __version__
     from .engine import run_studies
-    from .studies import PAPER_N, paper_studies
 
-    n_values = QUICK_N if args.quick else PAPER_N
-    studies = paper_studies(n_values, law=args.law)
-    names = list(STUDY_NAMES) if args.study == "all" else [args.study]
-    chosen = [studies[name] for name in names]
+    chosen = _chosen_studies(args)
     outputs = [name for st in chosen for name in _output_names(st)]
     run = {"run_id": run_id, "command": "python -m dpfda " + " ".join(argv), "seed": args.seed,
            "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -149,3 +149,79 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         cli._stage(target, failing_writer)
     assert target.read_text() == "complete\n" and os.listdir(tmp_path) == ["fig.csv"]
+
+
+# ---------------------------------------------------------------------------
+# Runs that cannot fit are refused at once (#19 defect 7)
+# ---------------------------------------------------------------------------
+
+
+def _limit_memory():  # so that a regression fails with MemoryError, not by eating the machine
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (["--reps", "1000000000000"], "--reps 1000000000000 cannot fit in memory"),
+    (["--reps", "1e9", "--chunk-reps", "1e9"], "--reps 1000000000 cannot fit in memory"),
+])
+def test_huge_reps_is_one_line_and_exit_2_within_seconds(tmp_path, extra, fragment):
+    """Used to build every chunk up front (MemoryError after 2.8 GB, exit 1) or allocate one
+    chunk of 10^9 repetitions (numpy's _ArrayMemoryError).  The timeout is a generous bound
+    for a loaded machine: the refusal comes before any planning or simulation."""
+    out = tmp_path / "res"
+    proc = subprocess.run([sys.executable, "-m", "dpfda", "reproduce", "all", "--quick", *extra,
+                           "--out", str(out), "--no-progress"], capture_output=True, text=True, cwd=ROOT,
+                          env=ENV, timeout=60, preexec_fn=_limit_memory)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith("dpfda: error: " + fragment) and "repetitions fit" in lines[0]
+    assert not out.exists()
+
+
+def test_a_chunk_that_cannot_fit_is_refused_naming_chunk_reps(tmp_path, capsys, monkeypatch):
+    from dpfda import engine
+
+    monkeypatch.setattr(engine, "memory_limit", lambda: 8 * 2**30)
+    out = tmp_path / "res"
+    code = cli.main(["reproduce", "fig6", "--quick", "--reps", "1000000", "--chunk-reps", "1000000",
+                     "--out", str(out), "--no-progress"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("dpfda: error: --chunk-reps 1000000 cannot fit in memory")
+    assert "8 GiB" in lines[0] and not out.exists()
+    # the same refusal from the engine, in its own terms, before anything runs
+    with pytest.raises(ValueError, match="chunk_reps 1000000 cannot fit in memory"):
+        engine.run_studies([get_study("fig6", n=cli.QUICK_N)], 10**6, seed=1, chunk_reps=10**6)
+    with pytest.raises(ValueError, match="reps 1000000000 cannot fit in memory"):
+        engine.run_studies([get_study("fig6", n=cli.QUICK_N)], 10**9, seed=1)
+
+
+@pytest.mark.parametrize("text, value", [("1e3", 1000), ("2.5e3", 2500), ("12", 12)])
+def test_reps_in_scientific_notation_is_a_whole_number(text, value):
+    args = cli.build_parser().parse_args(["reproduce", "fig1", "--reps", text, "--chunk-reps", text])
+    assert args.reps == value and args.chunk_reps == value
+    for bad in ("1.5", "1e-3", "nan", "inf", "1e400"):
+        with pytest.raises(cli.UsageError, match="--reps"):
+            cli.build_parser().parse_args(["reproduce", "fig1", "--reps", bad])
+
+
+def test_the_plan_is_made_lazily():
+    """A run's chunks are generated as they are needed: planning 50,000 one-repetition chunks
+    of each setting allocates next to nothing (a list of them used to take ~100 MB at the
+    sizes where --reps 10^12 ran out of memory)."""
+    import itertools
+    import tracemalloc
+
+    from dpfda import engine
+
+    studies = [get_study("fig5", n=cli.QUICK_N)]
+    tracemalloc.start()
+    settings, tasks = engine.plan(studies, 50_000, chunk_reps=1)
+    first = list(itertools.islice(tasks, 5))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 2**20, peak
+    assert len(tasks) == 50_000 * len(settings) and len(first) == 5
+    assert all(b - a == 1 for _, a, b in first)
