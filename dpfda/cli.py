@@ -17,7 +17,9 @@ the start time.
 
 A run's files appear together or not at all: each is written under a
 temporary name (``.<name>.<random>.part``) and they are all renamed into place
-when the last one is complete.  A study's CSV and figure (or table) are
+when the last one is complete; if a rename fails, those done are taken back
+and an earlier run's files are restored (:func:`_commit`).  An output name
+taken by a folder is refused before the run starts.  A study's CSV and figure (or table) are
 written as soon as its simulation is done, while the workers run the next
 studies; the JSON files, which hold the run's wall time, come last.  While a run writes into a folder it holds a
 lock on ``<out>/.dpfda.lock`` (removed at the end); a second run into the
@@ -421,6 +423,62 @@ def _remove_temporaries(out: str, names) -> None:
             _discard(tmp)
 
 
+def _check_final_names(out: str, names) -> None:
+    """Refuse, before any work, an output name taken by something other than a file.
+
+    A folder (or a socket, ...) named ``table1.json`` in ``--out`` would make the
+    run's last step fail; better to say so at once than after the simulation.
+    """
+    for name in names:
+        path = os.path.join(out, name)
+        if os.path.lexists(path) and (os.path.islink(path) or not os.path.isfile(path)):
+            kind = "a link" if os.path.islink(path) else "a folder" if os.path.isdir(path) else "not a file"
+            raise UsageError(f"--out {out!r}: {name} is {kind}; the run writes a file of that name, "
+                             "so remove or rename it (or choose another --out)")
+
+
+def _commit(staged: list[tuple[str, str]]) -> None:
+    """Rename every staged file into place, all or none.
+
+    Each final name that already holds a file (from an earlier run) is first
+    hard-linked to a hidden ``.<name>.<random>.old.part`` (the file stays where it
+    is); then the temporaries are renamed over the finals.  If a rename fails,
+    the files renamed so far are taken back: an earlier run's file is restored
+    from its link, a new name is removed.  The links are removed at the end.
+    So the folder shows either all of this run's files or what it held before.
+    """
+    backups: dict[str, str] = {}
+    done: list[str] = []
+    try:
+        for _, final in staged:
+            if os.path.isfile(final) and not os.path.islink(final):
+                backup = os.path.join(os.path.dirname(final), _temporary_prefix(final)
+                                      + uuid.uuid4().hex[:12] + ".old.part")
+                try:
+                    os.link(final, backup)
+                except OSError:  # no hard links here: a copy does as well
+                    import shutil
+
+                    shutil.copy2(final, backup)
+                backups[final] = backup
+        for tmp, final in staged:
+            os.replace(tmp, final)
+            done.append(final)
+    except BaseException:
+        for final in reversed(done):
+            try:
+                if final in backups:
+                    os.replace(backups.pop(final), final)
+                else:
+                    os.unlink(final)
+            except OSError:
+                pass
+        raise
+    finally:
+        for backup in backups.values():
+            _discard(backup)
+
+
 def _provenance_comment(run: dict) -> str:
     return (f"<!-- dpfda run_id {run['run_id']}: {run['command']}; seed {run['seed']}; "
             f"started {run['started']}; dpfda {run['dpfda_version']} -->\n")
@@ -498,6 +556,7 @@ def _reproduce(args, argv, guard: SignalGuard, run_id: str, client=None) -> int:
     run = {"run_id": run_id, "command": "python -m dpfda " + " ".join(argv), "seed": args.seed,
            "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "dpfda_version": __version__}
+    _check_final_names(args.out, outputs)
     _remove_temporaries(args.out, outputs)  # left by a run that was killed outright (SIGKILL)
     by_name = {st.name: st for st in chosen}
     staged: list[tuple[str, str]] = []
@@ -527,9 +586,9 @@ def _reproduce(args, argv, guard: SignalGuard, run_id: str, client=None) -> int:
             staged += _stage_metadata(st, results[st.name], args.out, extra, run)
             guard.check()
             pause_for_test("writing")  # a no-op unless a test asks for it
+        _check_final_names(args.out, outputs)  # again: the folder may have changed meanwhile
         with guard.deferred():  # all files appear together: a signal waits for the renames
-            for tmp, final in staged:
-                os.replace(tmp, final)
+            _commit(staged)
     except BaseException:
         _remove_temporaries(args.out, outputs)
         raise

@@ -225,3 +225,46 @@ def test_the_plan_is_made_lazily():
     assert peak < 2**20, peak
     assert len(tasks) == 50_000 * len(settings) and len(first) == 5
     assert all(b - a == 1 for _, a, b in first)
+
+
+# ---------------------------------------------------------------------------
+# A run's files appear all together or not at all (#19 defect 8)
+# ---------------------------------------------------------------------------
+
+
+def test_a_folder_in_the_way_of_an_output_is_refused_before_the_run(tmp_path, capsys):
+    """With out/table1.json a folder, the run used to exit 2 after renaming 21 of its files
+    into place.  Now it stops before simulating, names the folder, and writes nothing."""
+    out = tmp_path / "res"
+    (out / "table1.json").mkdir(parents=True)
+    code = cli.main(["reproduce", "all", "--quick", "--reps", "2", "--out", str(out), "--no-progress"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, lines
+    assert "table1.json is a folder" in lines[0] and lines[0].startswith("dpfda: error: --out")
+    assert os.listdir(out) == ["table1.json"] and os.listdir(out / "table1.json") == []
+
+
+@pytest.mark.parametrize("fail_at", ["fig5.png", "fig5.json"])
+def test_a_write_failure_leaves_no_final_named_file(tmp_path, capsys, monkeypatch, fail_at):
+    """A rename that fails at the last moment (a full disk, a folder that appeared meanwhile)
+    takes back the renames already done: the earlier run's file is restored, no new name
+    stays, and no temporary file either."""
+    out = tmp_path / "res"
+    out.mkdir()
+    (out / "fig5.csv").write_text("from an earlier run\n")
+    real = os.replace
+
+    def replace(src, dst):
+        if os.fspath(dst).endswith(os.sep + fail_at):
+            raise OSError(28, "No space left on device", os.fspath(dst))
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    code = cli.main(["reproduce", "fig5", "--quick", "--reps", "2", "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot write output" in err and "No space left" in err, err
+    assert os.listdir(out) == ["fig5.csv"]
+    assert (out / "fig5.csv").read_text() == "from an earlier run\n"
+    monkeypatch.setattr(os, "replace", real)
+    assert cli.main(["reproduce", "fig5", "--quick", "--reps", "2", "--out", str(out), "--no-progress"]) == 0
+    assert sorted(os.listdir(out)) == ["fig5.csv", "fig5.json", "fig5.png"]
