@@ -25,10 +25,11 @@ studies; the JSON files, which hold the run's wall time, come last.  While a run
 lock on ``<out>/.dpfda.lock`` (removed at the end); a second run into the
 same folder stops at once with exit code 2, so two runs never mix files.
 
-SIGTERM and SIGINT (Ctrl-C), at any moment, end the run with exit code 143
-or 130: the worker processes are terminated, joblib's temporary folders and
-the temporary files are removed, and no file of the interrupted run is left
-under its final name.  ``--jobs`` larger than the number of cores available to
+SIGTERM, SIGHUP (a closed terminal or ssh session) and SIGINT (Ctrl-C), at any
+moment, end the run with exit code 143, 129 or 130: the worker processes are
+terminated, joblib's temporary folders and the temporary files are removed,
+and no file of the interrupted run is left under its final name (a run
+started under ``nohup`` ignores SIGHUP, as asked).  ``--jobs`` larger than the number of cores available to
 the process is reduced to that number, with a message.  Bad input gives a
 one-line message on stderr and exit code 2.
 
@@ -110,8 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("reproduce", help="re-run a figure or table of the paper (or all of them)",
                          description="Re-run a figure or table of the paper and write PNG/CSV/JSON files.",
                          epilog="A run's files appear together and record its run id. Exit codes: 0 done; "
-                                "2 bad input, or --out in use by another run; 130 after SIGINT (Ctrl-C), "
-                                "143 after SIGTERM: an interrupted run leaves none of its files.")
+                                "2 bad input, or --out in use by another run; 129 after SIGHUP, 130 after "
+                                "SIGINT (Ctrl-C), 143 after SIGTERM: an interrupted run leaves none of "
+                                "its files.")
     rep.add_argument("study", choices=STUDY_CHOICES, metavar="study",
                      help="which study to run: " + ", ".join(STUDY_CHOICES))
     rep.add_argument("--reps", type=_integer("--reps"), default=None,
@@ -604,7 +606,8 @@ def _reproduce(args, argv, guard: SignalGuard, run_id: str, client=None) -> int:
 def main(argv=None) -> int:
     """Entry point; returns the exit code.
 
-    0 ok, 2 bad input or output folder in use, 130 after SIGINT, 143 after SIGTERM.
+    0 ok, 2 bad input or output folder in use, 129 after SIGHUP, 130 after SIGINT, 143 after
+    SIGTERM.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     with SignalGuard() as guard:
