@@ -104,15 +104,15 @@ def finish(proc, sig, *, group):
     wait for the run and every process it started to end."""
     (os.killpg if group else os.kill)(proc.pid, sig)
     try:
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=300)  # an upper bound for a machine under heavy load
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         raise
     # Children end once the main process has gone (loky's resource tracker waits
     # for its pipe to close), so allow them a moment after it.
     try:
-        wait_for(lambda: not session_processes(proc.pid), 60, "the run's child processes to end")
-        wait_for(lambda: not joblib_leftovers(proc.pid), 60, "joblib's temporary files to go")
+        wait_for(lambda: not session_processes(proc.pid), 120, "the run's child processes to end")
+        wait_for(lambda: not joblib_leftovers(proc.pid), 120, "joblib's temporary files to go")
     except AssertionError:  # a failing test must not leave the orphans it found behind
         for pid, cmd in session_processes(proc.pid).items():
             if "resource_tracker" not in cmd:  # the trackers then clean up and exit
@@ -139,6 +139,8 @@ def shm_leftovers(pid):
 def test_signal_during_simulation(tmp_path, sig, code, group):
     out = tmp_path / "res"
     proc, paused = start_paused(tmp_path, "simulation", ["all", "--quick", "--jobs", "2", "--out", str(out)])
+    # Under load the second worker may still be starting when the first has paused: wait for it.
+    wait_for(lambda: len(loky_workers(proc.pid)) >= (JOBS if JOBS > 1 else 0), 120, "the workers to start")
     workers = loky_workers(proc.pid)
     assert len(workers) == (JOBS if JOBS > 1 else 0)
     if JOBS > 1:
@@ -155,7 +157,7 @@ def test_signal_during_simulation(tmp_path, sig, code, group):
     assert proc.returncode == code, err
     assert f"interrupted by {signal.Signals(sig).name}" in err and "Traceback" not in err, err
     assert os.listdir(out) == []  # no result, no temporary file, no lock file
-    wait_for(lambda: not shm_leftovers(proc.pid), 60, "the run's /dev/shm entries to go")
+    wait_for(lambda: not shm_leftovers(proc.pid), 120, "the run's /dev/shm entries to go")
 
 
 @pytest.mark.parametrize("sig, code, group", SIGNALS)
@@ -176,7 +178,7 @@ def test_signal_while_writing(tmp_path, sig, code, group):
     err = finish(proc, sig, group=group)
     assert proc.returncode == code, err
     assert f"interrupted by {signal.Signals(sig).name}" in err and "Traceback" not in err, err
-    wait_for(lambda: not shm_leftovers(proc.pid), 60, "the run's /dev/shm entries to go")
+    wait_for(lambda: not shm_leftovers(proc.pid), 120, "the run's /dev/shm entries to go")
     # Nothing of the interrupted run, and the earlier file untouched.
     assert os.listdir(out) == ["fig1.csv"]
     assert (out / "fig1.csv").read_text() == "from an earlier run\n"
