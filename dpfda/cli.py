@@ -433,8 +433,9 @@ def _check_final_names(out: str, names) -> None:
     """
     for name in names:
         path = os.path.join(out, name)
-        if os.path.lexists(path) and (os.path.islink(path) or not os.path.isfile(path)):
-            kind = "a link" if os.path.islink(path) else "a folder" if os.path.isdir(path) else "not a file"
+        if os.path.lexists(path) and not os.path.isfile(path):  # a link to a file is fine
+            kind = ("a folder" if os.path.isdir(path) else "a broken link" if os.path.islink(path)
+                    else "not a file")
             raise UsageError(f"--out {out!r}: {name} is {kind}; the run writes a file of that name, "
                              "so remove or rename it (or choose another --out)")
 
@@ -443,9 +444,10 @@ def _commit(staged: list[tuple[str, str]]) -> None:
     """Rename every staged file into place, all or none.
 
     Each final name that already holds a file (from an earlier run) is first
-    hard-linked to a hidden ``.<name>.<random>.old.part`` (the file stays where it
-    is); then the temporaries are renamed over the finals.  If a rename fails,
-    the files renamed so far are taken back: an earlier run's file is restored
+    hard-linked (a symbolic link: copied as a link) to a hidden
+    ``.<name>.<random>.old.part`` (the file stays where it is); then the
+    temporaries are renamed over the finals.  If a rename fails, the files
+    renamed so far are taken back: an earlier run's file is restored
     from its link, a new name is removed.  The links are removed at the end.
     So the folder shows either all of this run's files or what it held before.
     """
@@ -453,16 +455,20 @@ def _commit(staged: list[tuple[str, str]]) -> None:
     done: list[str] = []
     try:
         for _, final in staged:
-            if os.path.isfile(final) and not os.path.islink(final):
-                backup = os.path.join(os.path.dirname(final), _temporary_prefix(final)
-                                      + uuid.uuid4().hex[:12] + ".old.part")
+            if not os.path.lexists(final):
+                continue
+            backup = os.path.join(os.path.dirname(final), _temporary_prefix(final)
+                                  + uuid.uuid4().hex[:12] + ".old.part")
+            if os.path.islink(final):  # keep the link itself, not what it points to
+                os.symlink(os.readlink(final), backup)
+            else:
                 try:
                     os.link(final, backup)
                 except OSError:  # no hard links here: a copy does as well
                     import shutil
 
                     shutil.copy2(final, backup)
-                backups[final] = backup
+            backups[final] = backup
         for tmp, final in staged:
             os.replace(tmp, final)
             done.append(final)
