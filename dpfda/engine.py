@@ -54,7 +54,12 @@ array (chunk, n, T) that both pipelines' stage functions
 repetitions.  The chunk is sized so that it holds at most
 :data:`CHUNK_BYTES` bytes.  When σ₀ = 0 the observed data are the latent
 curves in every repetition, so the per-curve FTP fits and PTF's clipped
-means are computed once and only the privacy noise varies.
+means are computed once and only the privacy noise varies.  The chunks are
+generated as they are needed (:class:`Tasks`), never listed, and
+:func:`run_studies` first checks (:func:`check_memory`) that every setting's
+per-repetition results and the largest chunk fit in the memory this process
+may use: a run that cannot fit is refused with ``ValueError`` before anything
+runs.
 
 Uncertainty
 -----------
