@@ -130,8 +130,15 @@ SIGNALS = [pytest.param(signal.SIGTERM, 143, False, id="SIGTERM"),
 
 
 def shm_leftovers(pid):
-    """Anything in /dev/shm that names process ``pid`` (joblib's folders, loky's semaphores)."""
-    return [e for e in os.listdir("/dev/shm") if str(pid) in e] if os.path.isdir("/dev/shm") else []
+    """Anything in /dev/shm that names process ``pid`` as a whole word (joblib's folders,
+    loky's semaphores, ...): the pid between non-hex characters, so that the random hex
+    names of other processes' entries do not match by accident."""
+    import re
+
+    if not os.path.isdir("/dev/shm"):
+        return []
+    word = re.compile(rf"(^|[^0-9a-fA-F]){pid}([^0-9a-fA-F]|$)")
+    return [e for e in os.listdir("/dev/shm") if word.search(e)]
 
 
 @pytest.mark.parametrize("sig, code, group", SIGNALS + [
