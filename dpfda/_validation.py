@@ -7,6 +7,7 @@ rather than surfacing later as a NaN or a silently broadcast array.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -21,7 +22,11 @@ __all__ = [
     "check_data",
     "check_points",
     "check_grid_vector",
+    "FLOAT64_MAX",
 ]
+
+FLOAT64_MAX = float(np.finfo(np.float64).max)
+"""The largest finite double (≈ 1.8e308): every computation of dpfda is in float64."""
 
 
 class AssumptionError(ValueError):
@@ -35,11 +40,40 @@ def _is_real_scalar(x) -> bool:
     )
 
 
+def _describe(value) -> str:
+    """A short text for a number too large to print or convert (10**400 has 401 digits)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, np.integer):
+        digits = len(str(abs(int(value))))
+        if digits > 20:
+            return f"an integer of {digits} digits"
+    if isinstance(value, np.floating):
+        return np.format_float_scientific(value, precision=3, trim="-")
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _to_float(value, name: str) -> float:
+    """``float(value)`` for a real scalar, with a named error where it overflows.
+
+    ``float(10**400)`` raises ``OverflowError`` and ``float(np.longdouble("1e400"))``
+    gives inf: both mean a value beyond the float64 range, which dpfda computes in.
+    """
+    try:
+        out = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be a finite number within the float64 range "
+                         f"(|{name}| <= 1.8e308), got {_describe(value)}") from None
+    if math.isinf(out) and np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number within the float64 range "
+                         f"(|{name}| <= 1.8e308), got {_describe(value)}")
+    return out
+
+
 def check_positive(value, name: str) -> float:
     """Return ``value`` as a float after checking it is a finite number > 0."""
     if not _is_real_scalar(value):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
+    value = _to_float(value, name)
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return value
@@ -49,7 +83,7 @@ def check_nonnegative(value, name: str) -> float:
     """Return ``value`` as a float after checking it is a finite number >= 0."""
     if not _is_real_scalar(value):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
+    value = _to_float(value, name)
     if not np.isfinite(value) or value < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return value
@@ -76,14 +110,53 @@ def check_rng(rng, name: str = "rng") -> np.random.Generator:
 
 
 def _as_float_array(x, name: str) -> np.ndarray:
+    """``x`` as a float64 array, or a named error saying what to change.
+
+    Refused, each with its own message: a masked array with masked entries (the
+    mask would be dropped silently), ragged nesting, strings and other
+    non-numbers (object arrays included), booleans, dates and time spans
+    (``timedelta64`` counts as an integer to numpy), complex numbers, and
+    finite values of a wider float type (``longdouble``) beyond the float64
+    range, which would become inf.  NaN and inf themselves are left to the
+    caller's check, which says what to do about missing values.
+    """
+    if isinstance(x, np.ma.MaskedArray):
+        masked = int(np.count_nonzero(np.ma.getmaskarray(x)))
+        if masked:
+            raise ValueError(
+                f"{name} is a masked array with {masked} masked value(s); dpfda does not apply "
+                "masks (the values under them would be used): drop or impute those values and "
+                "pass a plain array"
+            )
+        x = np.ma.getdata(x)
     try:
         arr = np.asarray(x)
-    except Exception as exc:  # pragma: no cover - exotic inputs
-        raise TypeError(f"{name} must be array-like of real numbers") from exc
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
-        raise TypeError(f"{name} must be array-like of real numbers, got dtype {arr.dtype}")
+    except (ValueError, TypeError) as exc:
+        raise TypeError(
+            f"{name} must be a rectangular array of real numbers (a nested list with rows of "
+            f"equal length, or a numpy array): {exc}"
+        ) from None
+    kind = arr.dtype.kind
+    if kind == "b":
+        raise TypeError(f"{name} must hold real numbers, got booleans; if 0/1 values are meant, "
+                        f"pass {name}.astype(float)")
+    if kind in "mM":
+        what = "time spans (timedelta64)" if kind == "m" else "dates (datetime64)"
+        raise TypeError(f"{name} must hold real numbers, got {what}; convert them to numbers in "
+                        "a unit of your choice first, e.g. x / np.timedelta64(1, 's')")
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"{name} must be array-like of real numbers, got dtype {arr.dtype}; "
+                        "convert it with np.asarray(..., dtype=float) after removing non-numbers")
     if np.iscomplexobj(arr):
         raise TypeError(f"{name} must be real, got a complex array")
+    if kind == "f" and arr.dtype.itemsize > 8 and arr.size:
+        finite = arr[np.isfinite(arr)]
+        if finite.size and np.max(np.abs(finite)) > FLOAT64_MAX:
+            big = np.format_float_scientific(np.max(np.abs(finite)), precision=3, trim="-")
+            raise ValueError(
+                f"{name} holds values beyond the float64 range (largest magnitude {big} > "
+                f"1.8e308); dpfda computes in float64: rescale {name} (e.g. change its unit) first"
+            )
     return arr.astype(float, copy=False)
 
 

@@ -17,16 +17,19 @@ the start time.
 
 A run's files appear together or not at all: each is written under a
 temporary name (``.<name>.<random>.part``) and they are all renamed into place
-when the last one is complete.  A study's CSV and figure (or table) are
+when the last one is complete; if a rename fails, those done are taken back
+and an earlier run's files are restored (:func:`_commit`).  An output name
+taken by a folder is refused before the run starts.  A study's CSV and figure (or table) are
 written as soon as its simulation is done, while the workers run the next
 studies; the JSON files, which hold the run's wall time, come last.  While a run writes into a folder it holds a
 lock on ``<out>/.dpfda.lock`` (removed at the end); a second run into the
 same folder stops at once with exit code 2, so two runs never mix files.
 
-SIGTERM and SIGINT (Ctrl-C), at any moment, end the run with exit code 143
-or 130: the worker processes are terminated, joblib's temporary folders and
-the temporary files are removed, and no file of the interrupted run is left
-under its final name.  ``--jobs`` larger than the number of cores available to
+SIGTERM, SIGHUP (a closed terminal or ssh session) and SIGINT (Ctrl-C), at any
+moment, end the run with exit code 143, 129 or 130: the worker processes are
+terminated, joblib's temporary folders and the temporary files are removed,
+and no file of the interrupted run is left under its final name (a run
+started under ``nohup`` ignores SIGHUP, as asked).  ``--jobs`` larger than the number of cores available to
 the process is reduced to that number, with a message.  Bad input gives a
 one-line message on stderr and exit code 2.
 
@@ -84,10 +87,20 @@ def _integer(name):
 
     def parse(text):
         try:
-            value = int(text)
+            return int(text)
         except ValueError:
+            pass
+        from decimal import Decimal, InvalidOperation
+
+        try:  # 1e9, 2.5e3: a whole number in scientific notation
+            value = Decimal(text.strip())
+        except InvalidOperation:
+            value = None
+        if value is None or not value.is_finite() or value != value.to_integral_value():
             raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
-        return value
+        if value.adjusted() > 30:
+            raise argparse.ArgumentTypeError(f"{name} is far too large, got {text!r}")
+        return int(value)
     return parse
 
 
@@ -98,8 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("reproduce", help="re-run a figure or table of the paper (or all of them)",
                          description="Re-run a figure or table of the paper and write PNG/CSV/JSON files.",
                          epilog="A run's files appear together and record its run id. Exit codes: 0 done; "
-                                "2 bad input, or --out in use by another run; 130 after SIGINT (Ctrl-C), "
-                                "143 after SIGTERM: an interrupted run leaves none of its files.")
+                                "2 bad input, or --out in use by another run; 129 after SIGHUP, 130 after "
+                                "SIGINT (Ctrl-C), 143 after SIGTERM: an interrupted run leaves none of "
+                                "its files.")
     rep.add_argument("study", choices=STUDY_CHOICES, metavar="study",
                      help="which study to run: " + ", ".join(STUDY_CHOICES))
     rep.add_argument("--reps", type=_integer("--reps"), default=None,
@@ -154,12 +168,37 @@ def _validate(args) -> None:
         raise UsageError(f"--law: {exc}") from None
     if args.chunk_reps is not None and args.chunk_reps <= 0:
         raise UsageError(f"--chunk-reps must be a positive integer, got {args.chunk_reps}")
-    _check_output_dir(args.out)
     cores = available_cores()
     if args.scheduler is None and args.jobs > cores:
         print(f"dpfda: --jobs {args.jobs} is more than the {cores} cores available; using --jobs {cores}",
               file=sys.stderr)
         args.jobs = cores
+    _check_plan(args)
+    _check_output_dir(args.out)
+
+
+def _chosen_studies(args) -> list:
+    """The studies a ``reproduce`` command runs (paper sizes, or ``--quick``'s)."""
+    from .studies import PAPER_N, paper_studies
+
+    studies = paper_studies(QUICK_N if args.quick else PAPER_N, law=args.law)
+    names = list(STUDY_NAMES) if args.study == "all" else [args.study]
+    return [studies[name] for name in names]
+
+
+def _check_plan(args) -> None:
+    """Refuse, before anything runs, a run whose results or chunks cannot fit in memory.
+
+    The plan is never built for this (:func:`dpfda.engine.check_memory` counts it), so
+    ``--reps 1000000000000`` is refused at once rather than after gigabytes of chunks.
+    """
+    from .engine import check_memory
+
+    try:
+        check_memory(_chosen_studies(args), args.reps, args.chunk_reps,
+                     args.jobs if args.scheduler is None else None, names=("--reps", "--chunk-reps"))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _worker_versions() -> tuple[str, str]:
@@ -386,6 +425,68 @@ def _remove_temporaries(out: str, names) -> None:
             _discard(tmp)
 
 
+def _check_final_names(out: str, names) -> None:
+    """Refuse, before any work, an output name taken by something other than a file.
+
+    A folder (or a socket, ...) named ``table1.json`` in ``--out`` would make the
+    run's last step fail; better to say so at once than after the simulation.
+    """
+    for name in names:
+        path = os.path.join(out, name)
+        if os.path.lexists(path) and not os.path.isfile(path):  # a link to a file is fine
+            kind = ("a folder" if os.path.isdir(path) else "a broken link" if os.path.islink(path)
+                    else "not a file")
+            raise UsageError(f"--out {out!r}: {name} is {kind}; the run writes a file of that name, "
+                             "so remove or rename it (or choose another --out)")
+
+
+def _commit(staged: list[tuple[str, str]]) -> None:
+    """Rename every staged file into place, all or none.
+
+    Each final name that already holds a file (from an earlier run) is first
+    hard-linked (a symbolic link: copied as a link) to a hidden
+    ``.<name>.<random>.old.part`` (the file stays where it is); then the
+    temporaries are renamed over the finals.  If a rename fails, the files
+    renamed so far are taken back: an earlier run's file is restored
+    from its link, a new name is removed.  The links are removed at the end.
+    So the folder shows either all of this run's files or what it held before.
+    """
+    backups: dict[str, str] = {}
+    done: list[str] = []
+    try:
+        for _, final in staged:
+            if not os.path.lexists(final):
+                continue
+            backup = os.path.join(os.path.dirname(final), _temporary_prefix(final)
+                                  + uuid.uuid4().hex[:12] + ".old.part")
+            if os.path.islink(final):  # keep the link itself, not what it points to
+                os.symlink(os.readlink(final), backup)
+            else:
+                try:
+                    os.link(final, backup)
+                except OSError:  # no hard links here: a copy does as well
+                    import shutil
+
+                    shutil.copy2(final, backup)
+            backups[final] = backup
+        for tmp, final in staged:
+            os.replace(tmp, final)
+            done.append(final)
+    except BaseException:
+        for final in reversed(done):
+            try:
+                if final in backups:
+                    os.replace(backups.pop(final), final)
+                else:
+                    os.unlink(final)
+            except OSError:
+                pass
+        raise
+    finally:
+        for backup in backups.values():
+            _discard(backup)
+
+
 def _provenance_comment(run: dict) -> str:
     return (f"<!-- dpfda run_id {run['run_id']}: {run['command']}; seed {run['seed']}; "
             f"started {run['started']}; dpfda {run['dpfda_version']} -->\n")
@@ -457,16 +558,13 @@ def _reproduce(args, argv, guard: SignalGuard, run_id: str, client=None) -> int:
     matplotlib.use("Agg")
     from . import __version__
     from .engine import run_studies
-    from .studies import PAPER_N, paper_studies
 
-    n_values = QUICK_N if args.quick else PAPER_N
-    studies = paper_studies(n_values, law=args.law)
-    names = list(STUDY_NAMES) if args.study == "all" else [args.study]
-    chosen = [studies[name] for name in names]
+    chosen = _chosen_studies(args)
     outputs = [name for st in chosen for name in _output_names(st)]
     run = {"run_id": run_id, "command": "python -m dpfda " + " ".join(argv), "seed": args.seed,
            "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "dpfda_version": __version__}
+    _check_final_names(args.out, outputs)
     _remove_temporaries(args.out, outputs)  # left by a run that was killed outright (SIGKILL)
     by_name = {st.name: st for st in chosen}
     staged: list[tuple[str, str]] = []
@@ -496,9 +594,9 @@ def _reproduce(args, argv, guard: SignalGuard, run_id: str, client=None) -> int:
             staged += _stage_metadata(st, results[st.name], args.out, extra, run)
             guard.check()
             pause_for_test("writing")  # a no-op unless a test asks for it
+        _check_final_names(args.out, outputs)  # again: the folder may have changed meanwhile
         with guard.deferred():  # all files appear together: a signal waits for the renames
-            for tmp, final in staged:
-                os.replace(tmp, final)
+            _commit(staged)
     except BaseException:
         _remove_temporaries(args.out, outputs)
         raise
@@ -514,7 +612,8 @@ def _reproduce(args, argv, guard: SignalGuard, run_id: str, client=None) -> int:
 def main(argv=None) -> int:
     """Entry point; returns the exit code.
 
-    0 ok, 2 bad input or output folder in use, 130 after SIGINT, 143 after SIGTERM.
+    0 ok, 2 bad input or output folder in use, 129 after SIGHUP, 130 after SIGINT, 143 after
+    SIGTERM.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     with SignalGuard() as guard:

@@ -54,7 +54,12 @@ array (chunk, n, T) that both pipelines' stage functions
 repetitions.  The chunk is sized so that it holds at most
 :data:`CHUNK_BYTES` bytes.  When σ₀ = 0 the observed data are the latent
 curves in every repetition, so the per-curve FTP fits and PTF's clipped
-means are computed once and only the privacy noise varies.
+means are computed once and only the privacy noise varies.  The chunks are
+generated as they are needed (:class:`Tasks`), never listed, and
+:func:`run_studies` first checks (:func:`check_memory`) that every setting's
+per-repetition results and the largest chunk fit in the memory this process
+may use: a run that cannot fit is refused with ``ValueError`` before anything
+runs.
 
 The engine sums with the stage functions' fast path (``exact=False``): an
 ``einsum`` or BLAS product, curve after curve.  Such a sum can round
@@ -81,8 +86,10 @@ from __future__ import annotations
 import ctypes
 import datetime as _dt
 import hashlib
+import heapq
 import math
 import numbers
+import os
 import sys
 import warnings
 from collections import OrderedDict
@@ -133,6 +140,9 @@ __all__ = [
     "run_study",
     "run_studies",
     "plan",
+    "memory_needed",
+    "memory_limit",
+    "check_memory",
     "quick_mode",
 ]
 
@@ -664,11 +674,48 @@ def _cost(setting: Setting, reps: int) -> float:
     return reps * per
 
 
+class Tasks:
+    """The chunks ``(canonical, start, stop)`` of a run, generated when iterated.
+
+    A list of every chunk would cost memory in proportion to the repetitions
+    (10^12 repetitions are billions of chunks); this object holds only the
+    settings and their chunk sizes, and yields the chunks in :func:`plan`'s order
+    each time it is iterated.  ``len()`` and :meth:`count` are arithmetic.
+    """
+
+    def __init__(self, settings, group: dict, reps: int, sizes: dict):
+        self._settings = settings
+        self._group = group
+        self.reps = reps
+        self.sizes = sizes
+
+    def count(self, key: str) -> int:
+        """How many chunks setting ``key`` is split into."""
+        return -(-self.reps // self.sizes[key])
+
+    def __len__(self) -> int:
+        return sum(self.count(key) for key in self._settings)
+
+    def _chunks(self, key: str):
+        for a, b in batches(self.reps, self.sizes[key]):
+            yield -_cost(self._settings[key], b - a), key, a, b
+
+    def __iter__(self):
+        # Study by study; within a study largest first, ties in the order of the settings
+        # and of their chunks (heapq.merge is stable across its inputs): the order a stable
+        # sort of the whole list by (group, -cost) gives, without the list.
+        for g in sorted(set(self._group.values())):
+            keys = [k for k in self._settings if self._group[k] == g]
+            for _, key, a, b in heapq.merge(*(self._chunks(k) for k in keys), key=lambda t: t[0]):
+                yield key, a, b
+
+
 def plan(studies, reps: int, chunk_reps: int | None = None):
     """Unique settings of ``studies`` and the chunks of repetitions they split into.
 
     Returns ``(settings, tasks)``: ``settings`` maps each setting's canonical
-    text to the Setting; ``tasks`` is a list of (canonical, start, stop).
+    text to the Setting; ``tasks`` (a :class:`Tasks`, generated lazily, with a
+    length) yields (canonical, start, stop).
     The tasks come study by study (a setting with the first study that has
     it), so that the studies complete one after another and a caller can
     write each study's outputs while the next ones run (``on_study`` of
@@ -683,12 +730,105 @@ def plan(studies, reps: int, chunk_reps: int | None = None):
             key = s.canonical()
             settings.setdefault(key, s)
             group.setdefault(key, i)
-    tasks = []
-    for key, s in settings.items():
-        size = _chunk_size(s, chunk_reps)
-        tasks += [(key, a, b) for a, b in batches(reps, size)]
-    tasks.sort(key=lambda t: (group[t[0]], -_cost(settings[t[0]], t[2] - t[1])))
-    return settings, tasks
+    sizes = {key: min(_chunk_size(s, chunk_reps), reps) for key, s in settings.items()}
+    return settings, Tasks(settings, group, reps, sizes)
+
+
+RESULT_BYTES_PER_REP = 26
+"""Bytes of per-repetition results a setting keeps until its study is tabulated (two errors,
+the active share, two flags)."""
+
+
+def _chunk_memory(setting: Setting, c: int) -> int:
+    """Rough working memory of one chunk of ``c`` repetitions, in bytes.
+
+    The observed data, the per-curve fits, the privacy normals and a few (c, T) and
+    (c, d) arrays.
+    """
+    n, T, d = setting.n, setting.T, setting.dim
+    per = 8 * 8 * (T + d)  # privacy normals, noisy means, fits, errors
+    if setting.sigma0 > 0.0:
+        per += 2 * 8 * n * (T + d)  # X, the per-curve fits and their temporaries
+    return c * per
+
+
+def memory_needed(studies, reps: int, chunk_reps: int | None = None, n_jobs: int | None = 1) -> dict:
+    """Estimated peak memory of :func:`run_studies` (bytes), without running or planning it.
+
+    ``results``: every setting's per-repetition results, which are kept until the run
+    is tabulated (:data:`RESULT_BYTES_PER_REP` a repetition), and one setting's more
+    while its chunks are joined; ``chunks``: the largest chunk's working memory, once
+    per worker and once more in this process.
+    """
+    reps = _check_reps(reps)
+    settings = {s.canonical(): s for st in studies for s in st.settings}
+    results = (len(settings) + 1) * reps * RESULT_BYTES_PER_REP
+    largest = max((_chunk_memory(s, min(_chunk_size(s, chunk_reps), reps)) for s in settings.values()),
+                  default=0)
+    workers = (os.cpu_count() or 1) if n_jobs in (None, -1) else max(1, int(n_jobs))
+    return {"results": results, "chunks": largest * (workers + 1), "settings": len(settings),
+            "workers": workers}
+
+
+def memory_limit() -> int:
+    """Memory this process may use, in bytes.
+
+    The least of the physical memory, the cgroup's limit (v2 ``memory.max`` or v1
+    ``memory.limit_in_bytes``) and ``RLIMIT_AS``.
+    """
+    limits = []
+    try:
+        limits.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            limits.append(int(text))
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            limits.append(int(soft))
+    except (ImportError, ValueError, OSError):  # pragma: no cover - not POSIX
+        pass
+    return min(limits) if limits else 2**63
+
+
+def _gib(b: float) -> str:
+    return f"{b / 2**30:.3g} GiB"
+
+
+def check_memory(studies, reps: int, chunk_reps: int | None = None, n_jobs: int | None = 1, *,
+                 names: tuple[str, str] = ("reps", "chunk_reps")) -> None:
+    """``ValueError`` if a run of ``studies`` cannot fit in :func:`memory_limit`.
+
+    The message names ``reps`` or ``chunk_reps`` (``names`` gives their names, e.g.
+    the command line's options), whichever is at fault, with the estimate
+    (:func:`memory_needed`) and the limit.  Nothing is planned or run.
+    """
+    need = memory_needed(studies, reps, chunk_reps, n_jobs)
+    limit = memory_limit()
+    if need["results"] > limit:
+        most = limit // ((need["settings"] + 1) * RESULT_BYTES_PER_REP)
+        raise ValueError(
+            f"{names[0]} {reps} cannot fit in memory: the per-repetition results of "
+            f"{need['settings']} settings need about {_gib(need['results'])} "
+            f"({RESULT_BYTES_PER_REP} bytes a repetition and setting) and this process may use "
+            f"{_gib(limit)}; at most about {most} repetitions fit"
+        )
+    if need["chunks"] + need["results"] > limit:
+        raise ValueError(
+            f"{names[1]} {chunk_reps} cannot fit in memory: the largest chunk needs about "
+            f"{_gib(need['chunks'] / max(1, need['workers'] + 1))} of working memory, once per worker "
+            f"and once more here, and this process may use {_gib(limit)}; use fewer repetitions "
+            "per chunk (by default a chunk's data take at most 16 MiB)"
+        )
 
 
 def _task(setting: Setting, seed: int, start: int, stop: int):
@@ -710,9 +850,12 @@ def _execute(settings, tasks, seed, n_jobs, progress, on_setting, on_chunk=None)
     """
     from joblib import Parallel, delayed
 
-    remaining = {}
-    for key, _, _ in tasks:
-        remaining[key] = remaining.get(key, 0) + 1
+    if isinstance(tasks, Tasks):
+        remaining = {key: tasks.count(key) for key in settings}
+    else:
+        remaining = {}
+        for key, _, _ in tasks:
+            remaining[key] = remaining.get(key, 0) + 1
     parts: dict[str, dict[int, dict]] = {key: {} for key in settings}
     bar = None
     if progress:
@@ -823,6 +966,7 @@ def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_rep
         raise TypeError(f"on_chunk must be a function of no arguments or None, got {type(on_chunk).__name__}")
     if on_study is not None and not callable(on_study):
         raise TypeError(f"on_study must be a function (name, table) or None, got {type(on_study).__name__}")
+    check_memory(studies, reps, chunk_reps, n_jobs)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     settings, tasks = plan(studies, reps, chunk_reps)
     per_setting: dict[str, dict] = {}

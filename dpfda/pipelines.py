@@ -48,6 +48,7 @@ __all__ = [
     "check_radius",
     "PARAM_MAX",
     "NOISE_RESOLUTION",
+    "RESIDUAL_POINTS",
     "ftp_fit_mean",
     "ftp_privatize",
     "ptf_clip_bounds",
@@ -288,13 +289,14 @@ def ftp_fit_mean(X: np.ndarray, geometry: GridGeometry, radius: float, *, exact:
 
 
 def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n: int,
-                  rng: np.random.Generator, *, secure: bool = False) -> "Release":
+                  rng: np.random.Generator | None, *, secure: bool = False) -> "Release":
     """Algorithm 1, step 3: the mean of the fits plus σZ, σ = 2B'/(nμ), as a :class:`Release`.
 
     ``mean_coef`` (…, d) must come from :func:`ftp_fit_mean` (or another
     computation whose sensitivity is (2B'/n)(1 + ε) in the Cameron–Martin norm,
     ε = :func:`ftp_rounding_excess`; σ covers ε where it exceeds 2⁻³¹).  With
-    ``secure=True`` the noise comes from OpenDP; otherwise from ``rng``.  For an
+    ``secure=True`` the noise comes from OpenDP (``rng`` may be None);
+    otherwise from ``rng``.  For an
     RKHS the release also gets its own stream for the Gaussian-process residual
     off the grid (see :meth:`Release.__call__`).
     """
@@ -308,7 +310,7 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
         sens = 2.0 * radius / n * calibration_factor(excess)
         coef = gaussian_release(mean_coef, sigma, sensitivity=sens, mu=mu)
     else:
-        coef = add_noise(mean_coef, sigma, rng.standard_normal(mean_coef.shape))
+        coef = add_noise(mean_coef, sigma, check_rng(rng).standard_normal(mean_coef.shape))
     residual = _residual_stream(rng, secure) if isinstance(geometry.space, KernelSpace) else None
     return Release(method="ftp", geometry=geometry, coef=coef, mu=mu, radius=radius, n=n,
                    noise_scale=sigma, residual_rng=residual)
@@ -476,6 +478,14 @@ class Release:
         function.  On the grid R = 0 and the release equals ``values``.  R's
         generator is seeded by a one-way hash (class docstring), so drawing
         more of R reveals nothing about the data or the noise.
+
+        Cost: R is kept as a pivoted Cholesky factor over the points drawn so
+        far, so a call costs O(k²s + s²k + b·k·s) for s new points, a batch of b
+        releases and k ≤ T + :data:`RESIDUAL_POINTS` pivots (few for a smooth
+        kernel, one per point for a rough one such as Brownian motion),
+        whatever the number of earlier calls.  A release draws R at no more
+        than :data:`RESIDUAL_POINTS` distinct points off the grid; a call that
+        would pass that raises ``ValueError`` and draws nothing.
         """
         t = check_points(t)
         base = self.geometry.evaluate(self.coef, t)
@@ -487,31 +497,106 @@ class Release:
         return base + self.noise_scale * self._residual(t)
 
 
+RESIDUAL_POINTS = 2048
+"""Most distinct points off the grid at which one RKHS FTP release draws its residual.
+
+Each call of the release that meets new points conditions them on every
+residual value drawn so far (so repeated calls describe one function), through a
+pivoted Cholesky factor kept between calls: with k ≤ T + RESIDUAL_POINTS pivots,
+s new points and a batch of b releases a call costs O(k²s + s²k + b·k·s) and
+the release keeps O(k² + b·k) numbers, whatever the number of earlier calls.
+More points than this are refused with ``ValueError`` (before anything is
+drawn), so no release can grow without bound."""
+
+RESIDUAL_RTOL = 1e-12
+"""A point becomes a pivot of the residual's factor while its conditional variance exceeds
+this fraction of the largest K(t, t) among the points of the call; below it the point's
+value is fixed by the pivots (an error below 1e-6 standard deviations of Z_K)."""
+
+
+def _pivoted_cholesky(V: np.ndarray, tol: float):
+    """V ≈ M Mᵀ with M (s, r): LAPACK's pivoted Cholesky (``dpstrf``), stopped at pivots <= tol.
+
+    Returns ``(M, piv)``: ``piv`` (r,) are the pivot rows in order, and ``M[piv]``
+    is lower triangular.
+    """
+    from scipy.linalg import lapack  # here: importing dpfda needs no scipy
+
+    s = V.shape[0]
+    if s == 0 or not np.max(np.diag(V)) > tol:
+        return np.zeros((s, 0)), np.zeros(0, dtype=int)
+    c, piv, rank, info = lapack.dpstrf(np.asfortranarray(V), tol=tol, lower=1)
+    if info < 0:  # pragma: no cover - an argument error of the LAPACK call
+        raise RuntimeError(f"dpstrf failed with info={info}")
+    order = piv[:rank] - 1
+    M = np.zeros((s, rank))
+    M[piv - 1] = np.tril(c)[:, :rank]
+    return M, order
+
+
 class _ResidualGP:
-    """R = Z_K - E[Z_K | Z_K(grid)], drawn lazily at new points (zero on the grid)."""
+    """R = Z_K - E[Z_K | Z_K(grid)], drawn lazily at new points (zero on the grid).
+
+    Z_K at the grid points and at every point drawn so far is written as L ζ, a
+    pivoted Cholesky factor L of K over the pivot points times independent normals
+    ζ: the grid's pivots come first, and their ζ are 0 (R vanishes on the grid);
+    each later pivot's ζ is a normal drawn from the release's own stream.  A new
+    point s has Z_K(s) = lᵀζ + (the rest), l = L⁻¹K(pivots, s), so R(s) is
+    l_offᵀζ_off plus fresh Gaussian noise with the conditional covariance of the
+    new points, factored again by pivoted Cholesky; the new pivots extend L.  The
+    cost of a call depends on the number of pivots, at most T + RESIDUAL_POINTS,
+    never on the number of earlier calls (see :data:`RESIDUAL_POINTS`).
+    """
 
     def __init__(self, kernel, grid, batch_shape, rng):
         self.kernel = kernel
-        self.points = np.asarray(grid, dtype=float)
-        self.values = np.zeros(tuple(batch_shape) + (self.points.size,))
         self.rng = rng
+        grid = np.asarray(grid, dtype=float)
+        self.points = grid.copy()  # every point seen, with R's value there
+        self.n_grid_points = grid.size
+        self.values = np.zeros(tuple(batch_shape) + (grid.size,))
+        K = kernel.gram(grid)
+        M, piv = _pivoted_cholesky((K + K.T) / 2, RESIDUAL_RTOL * float(np.max(kernel.diag(grid))))
+        self.pivots = grid[piv]
+        self.L = M[piv]  # lower triangular: Z_K(pivots) = L ζ
+        self.n_grid = piv.size  # the first pivots are grid points, with ζ = 0
+        self.zeta = np.zeros(tuple(batch_shape) + (0,))  # ζ of the pivots off the grid
+
+    @property
+    def drawn(self) -> int:
+        """Distinct points off the grid at which R has been drawn."""
+        return self.points.size - self.n_grid_points
 
     def __call__(self, t):
+        from scipy.linalg import solve_triangular  # here: importing dpfda needs no scipy
+
         new = np.unique(t[~np.isin(t, self.points)])
         if new.size:
-            P = self.points
-            Kpp = self.kernel.gram(P)
-            lam, V = np.linalg.eigh((Kpp + Kpp.T) / 2)
-            keep = lam > lam[-1] * 1e-12
-            Kpp_pinv = (V[:, keep] / lam[keep]) @ V[:, keep].T
-            Ksp = self.kernel(new[:, None], P[None, :])
-            mean = self.values @ (Ksp @ Kpp_pinv).T  # (..., s)
-            cov = self.kernel.gram(new) - Ksp @ Kpp_pinv @ Ksp.T
-            lc, Vc = np.linalg.eigh((cov + cov.T) / 2)
-            root = (Vc * np.sqrt(np.clip(lc, 0.0, None))) @ Vc.T
-            z = self.rng.standard_normal(self.values.shape[:-1] + (new.size,))
-            draw = mean + z @ root.T
-            self.points = np.concatenate([P, new])
+            off = self.drawn
+            if off + new.size > RESIDUAL_POINTS:
+                raise ValueError(
+                    f"t: this release has drawn its random part off the grid at {off} points, and "
+                    f"{new.size} new ones would pass the limit of {RESIDUAL_POINTS} per release "
+                    "(dpfda.pipelines.RESIDUAL_POINTS, which bounds the cost of every call); "
+                    "evaluate it at points it has already seen, or on fewer points"
+                )
+            C = self.kernel(self.pivots[:, None], new[None, :])  # (k, s)
+            ell = solve_triangular(self.L, C, lower=True) if self.pivots.size else C[:0]
+            mean = self.zeta @ ell[self.n_grid:]  # E[R(new) | R at the pivots]
+            Kss = self.kernel.gram(new)
+            V = (Kss + Kss.T) / 2 - ell.T @ ell  # conditional covariance of Z_K(new)
+            M, piv = _pivoted_cholesky(V, RESIDUAL_RTOL * float(np.max(self.kernel.diag(new))))
+            eta = self.rng.standard_normal(self.zeta.shape[:-1] + (piv.size,))
+            draw = mean + eta @ M.T
+            k = self.pivots.size
+            L = np.zeros((k + piv.size, k + piv.size))
+            L[:k, :k] = self.L
+            L[k:, :k] = ell[:, piv].T
+            L[k:, k:] = M[piv]
+            self.L = L
+            self.pivots = np.concatenate([self.pivots, new[piv]])
+            self.zeta = np.concatenate([self.zeta, eta], axis=-1)
+            self.points = np.concatenate([self.points, new])
             self.values = np.concatenate([self.values, draw], axis=-1)
         order = np.argsort(self.points)
         pos = order[np.searchsorted(self.points[order], t)]
@@ -521,7 +606,7 @@ class _ResidualGP:
 _RESIDUAL_TAG = b"dpfda.Release residual stream v1"
 
 
-def _residual_stream(rng: np.random.Generator, secure: bool) -> np.random.Generator:
+def _residual_stream(rng: np.random.Generator | None, secure: bool) -> np.random.Generator:
     """A generator for an RKHS FTP release's residual off the grid, unlinkable to the noise.
 
     ``secure=True``: seeded from the operating system's cryptographic source
@@ -536,6 +621,7 @@ def _residual_stream(rng: np.random.Generator, secure: bool) -> np.random.Genera
     if secure:
         material = secrets.token_bytes(32)
     else:
+        rng = check_rng(rng)
         try:
             child = rng.spawn(1)[0].bit_generator.seed_seq
             material = np.asarray(child.generate_state(8, np.uint32)).tobytes()
@@ -551,7 +637,7 @@ def _check_secure(secure) -> bool:
     return bool(secure)
 
 
-def _setup(X, grid, space, radius, mu, rng):
+def _setup(X, grid, space, radius, mu, rng, secure):
     if not isinstance(space, FunctionSpace):
         raise TypeError(
             f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
@@ -560,8 +646,10 @@ def _setup(X, grid, space, radius, mu, rng):
     X = check_data(X, geometry.T)
     radius = check_radius(radius)
     mu = check_positive(mu, "mu")
-    rng = check_rng(rng)
-    return X, geometry, radius, mu, rng
+    secure = _check_secure(secure)
+    if not (secure and rng is None):  # secure=True draws from OpenDP: rng may be None
+        rng = check_rng(rng)
+    return X, geometry, radius, mu, rng, secure
 
 
 def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
@@ -584,10 +672,10 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
         Fitting radius B' > 0.
     mu : float
         Privacy budget μ > 0.
-    rng : numpy.random.Generator
-        Source of the privacy noise (not used with ``secure=True``).  Anyone
-        who knows its seed can redraw the noise; the release itself keeps no
-        state of it (see :class:`Release`).
+    rng : numpy.random.Generator or None
+        Source of the privacy noise.  Not used with ``secure=True``, which
+        accepts None here.  Anyone who knows its seed can redraw the noise;
+        the release itself keeps no state of it (see :class:`Release`).
     secure : bool, default False
         Draw the privacy noise with OpenDP's vector Gaussian mechanism
         (:mod:`dpfda.secure`) instead of numpy: on the coefficients for H_m, on
@@ -628,8 +716,7 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
     >>> rel.coef.shape, rel(np.array([0.0, 1.0])).shape
     ((3,), (2,))
     """
-    X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
-    secure = _check_secure(secure)
+    X, geometry, radius, mu, rng, secure = _setup(X, grid, space, radius, mu, rng, secure)
     n = X.shape[-2]
     ftp_sigma(n, radius, mu, rounding=ftp_rounding_excess(n, geometry.dim, radius))  # before any data
     mean_coef, _ = ftp_fit_mean(X, geometry, radius)
@@ -691,8 +778,7 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=Fals
     >>> rel.noise_scale  # σ_j = 2c_j·sqrt(T)/(nμ)
     array([0.08, 0.08, 0.08, 0.08])
     """
-    X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
-    secure = _check_secure(secure)
+    X, geometry, radius, mu, rng, secure = _setup(X, grid, space, radius, mu, rng, secure)
     n, T = X.shape[-2], geometry.T
     c = ptf_clip_bounds(geometry, radius, clip)
     w = ptf_weight_vector(geometry, weights)

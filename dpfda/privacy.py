@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_positive, check_rng
+from ._validation import _as_float_array, check_positive, check_rng
 
 __all__ = [
     "tradeoff",
@@ -25,11 +25,20 @@ __all__ = [
     "mu_from_epsilon_delta",
     "laplace_scale",
     "laplace_mechanism",
+    "LAPLACE_MAX",
 ]
+
+LAPLACE_MAX = 2.0**960
+"""Largest magnitude of a value and largest scale Δ₁/ε :func:`laplace_mechanism` accepts (≈ 9.7e288).
+
+Both bounded by 2^960, a release value + noise stays finite: numpy's noise is at
+most about 37 scales (−log of its smallest uniform draw, 2^-53), OpenDP's would
+need 2^64 scales, a chance below e^(−1.8·10^19).  The same bound as
+:data:`dpfda.pipelines.PARAM_MAX`."""
 
 
 def _array(x, name, *, lower=None, upper=None, lower_open=False, upper_open=False):
-    arr = np.asarray(x, dtype=float)
+    arr = _as_float_array(x, name)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite (found NaN or inf)")
     if lower is not None and (np.any(arr <= lower) if lower_open else np.any(arr < lower)):
@@ -188,13 +197,22 @@ def laplace_mechanism(value, sensitivity, epsilon, rng, *, secure=False):
     Parameters
     ----------
     value : array
-        The non-private value(s); every coordinate gets its own noise.
+        The non-private value(s); every coordinate gets its own noise.  The
+        mechanism's input domain is finite values with ``|value| <= 2^960``
+        (:data:`LAPLACE_MAX`), so that value + noise stays finite; a value
+        outside it is refused with ``ValueError``.  As with OpenDP's domains,
+        keeping the statistic inside is the caller's part: if it could leave
+        the domain for some data set, clip it to a public range first (a
+        clipped statistic keeps its sensitivity), or the refusal itself could
+        tell neighbours apart.
     sensitivity : float
         ℓ₁ sensitivity Δ₁ of ``value`` (of one vector along the last axis).
     epsilon : float
-        The pure-DP budget ε > 0.
-    rng : numpy.random.Generator
-        Source of the noise when ``secure=False`` (not used otherwise).
+        The pure-DP budget ε > 0.  The scale Δ₁/ε must be a normal float of at
+        most 2^960 (otherwise ``ValueError``, before anything is drawn).
+    rng : numpy.random.Generator or None
+        Source of the noise when ``secure=False``; not used with ``secure=True``
+        (None is accepted then).
     secure : bool, default False
         Draw the noise with OpenDP's Laplace mechanism (:mod:`dpfda.secure`):
         exact sampling on a lattice from a cryptographically secure source, so
@@ -218,12 +236,19 @@ def laplace_mechanism(value, sensitivity, epsilon, rng, *, secure=False):
     """
     if not isinstance(secure, (bool, np.bool_)):
         raise TypeError(f"secure must be True or False, got {type(secure).__name__}")
-    value = _array(value, "value")
     b = laplace_scale(sensitivity, epsilon)
-    if not np.isfinite(b) or b < np.finfo(float).tiny:
+    if not np.isfinite(b) or b < np.finfo(float).tiny or b > LAPLACE_MAX:
         raise ValueError(
-            f"the Laplace scale sensitivity/epsilon must be a finite, normal number, got {b!r} "
-            f"(sensitivity={sensitivity!r}, epsilon={epsilon!r})"
+            f"the Laplace scale sensitivity/epsilon must be a normal float of at most 2^960 "
+            f"≈ 9.7e288 (so value + noise stays finite), got {b!r} (sensitivity={sensitivity!r}, "
+            f"epsilon={epsilon!r}): choose a smaller sensitivity or a larger epsilon"
+        )
+    value = _array(value, "value")
+    if value.size and np.max(np.abs(value)) > LAPLACE_MAX:
+        raise ValueError(
+            f"value must lie in [-2^960, 2^960] (≈ ±9.7e288, the mechanism's input domain, so "
+            f"value + noise stays finite), got a magnitude of {float(np.max(np.abs(value))):.4g}: "
+            "clip the statistic to a public range (or rescale it) before releasing it"
         )
     if secure:
         from .secure import laplace_release

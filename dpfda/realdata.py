@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.polynomial import legendre as _leg
 
-from ._validation import _as_float_array, check_data, check_grid, check_points
+from ._validation import _as_float_array, _to_float, check_data, check_grid, check_points
 from .spaces import LegendreSpace
 
 __all__ = ["Domain", "PublicFrame", "legendre_derivative", "smallest_dimension"]
@@ -43,7 +43,7 @@ __all__ = ["Domain", "PublicFrame", "legendre_derivative", "smallest_dimension"]
 def _finite_scalar(value, name: str) -> float:
     if isinstance(value, bool) or not np.isscalar(value) or not np.isreal(value):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)  # type: ignore[arg-type]  # a real scalar, checked above
+    value = _to_float(value, name)  # a real scalar, checked above
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return value
@@ -230,9 +230,14 @@ class PublicFrame:
             raise ValueError(f"upper must be > lower at every point; at {pts[j]:g} lower={lo[j]:g}, "
                              f"upper={hi[j]:g}")
         self.lower, self.upper = lo, hi
-        self.reference = self.geometry.coef_from_values((lo + hi) / 2.0)
-        r = self.geometry.values(self.reference)
-        half = np.maximum(hi - r, r - lo)
+        with np.errstate(over="ignore", invalid="ignore"):
+            self.reference = self.geometry.coef_from_values(lo / 2.0 + hi / 2.0)
+            r = self.geometry.values(self.reference)
+            half = np.maximum(hi - r, r - lo)
+            edges = np.concatenate([r - half, r + half])
+        if not np.all(np.isfinite(edges)):  # so that to_unit's clipping bounds are finite
+            raise ValueError("lower and upper: the band about its reference curve reaches beyond "
+                             "the float64 range (±1.8e308); express the values in a larger unit")
         self.scale = float(half.max())
         self.clip = half / self.scale
         self.weights = self.clip**-2.0
@@ -243,9 +248,22 @@ class PublicFrame:
                 f"scale={self.scale:.4g}, radius={self.radius:.4g})")
 
     def to_unit(self, X) -> np.ndarray:
-        """Mapped curves y = (x - r(t_j))/scale, shape as ``X`` ((n, T) or (reps, n, T))."""
+        """Mapped curves y = (clip(x) - r(t_j))/scale, shape as ``X`` ((n, T) or (reps, n, T)).
+
+        Each value is first clipped, in the study's units, to the public band about
+        the reference, [r(t_j) - scale·c_j, r(t_j) + scale·c_j] (which contains
+        [lower_j, upper_j]), and then mapped.  So every finite record maps to a
+        finite curve with |y(t_j)| <= c_j (up to one rounding), and no single record,
+        however extreme, can make the map overflow and decide whether a release
+        happens.  Clipping is a fixed public map applied to each record alone, so
+        neighbours stay neighbours; for a value inside the band it changes nothing,
+        and for PTF with ``clip=frame.clip`` it is the clipping PTF does anyway.
+        NaN and inf are refused (``ValueError``).
+        """
         X = check_data(X, self.grid.size)
-        return (X - self.geometry.values(self.reference)) / self.scale
+        r = self.geometry.values(self.reference)
+        half = self.scale * self.clip  # the band's half-width about r, in the study's units
+        return (np.clip(X, r - half, r + half) - r) / self.scale
 
     def _coef(self, coef) -> np.ndarray:
         coef = np.asarray(getattr(coef, "coef", coef), dtype=float)

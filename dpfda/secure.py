@@ -36,7 +36,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_positive
+from ._validation import _as_float_array, check_positive
+
+VALUE_MAX = 2.0**960
+"""Largest magnitude of a value, and largest noise scale, the releases accept (≈ 9.7e288).
+
+With both bounded so, a noisy value stays finite (noise beyond 2^64 scales has
+probability below e^(-1.8·10^19)); the same bound as
+:data:`dpfda.pipelines.PARAM_MAX` and :data:`dpfda.privacy.LAPLACE_MAX`."""
 
 __all__ = [
     "opendp_available",
@@ -92,8 +99,10 @@ def gaussian_release(values, scale: float, sensitivity: float, mu: float) -> np.
     values : array (..., k)
         The non-private vector(s); leading axes are independent repetitions
         (each gets fresh noise — one OpenDP call on the flattened batch).
+        Real, finite and at most 2^960 in magnitude (:data:`VALUE_MAX`);
+        otherwise ``TypeError``/``ValueError``.
     scale : float
-        Noise standard deviation σ.
+        Noise standard deviation σ, at most 2^960.
     sensitivity : float
         ℓ₂ sensitivity Δ of one vector (the last axis).
     mu : float
@@ -104,9 +113,10 @@ def gaussian_release(values, scale: float, sensitivity: float, mu: float) -> np.
     -------
     ndarray, same shape as ``values``.
     """
-    scale = check_positive(scale, "scale")
+    scale = _check_scale(scale)
     sensitivity = check_positive(sensitivity, "sensitivity")
     mu = check_positive(mu, "mu")
+    values = _check_values(values)
     meas = gaussian_measurement(scale)
     return _checked_release(
         values, meas, sensitivity, 0.5 * mu * mu,
@@ -128,13 +138,16 @@ def laplace_measurement(scale: float):
 def laplace_release(values, scale: float, sensitivity: float, epsilon: float) -> np.ndarray:
     """``values`` + Laplace(scale) noise in every coordinate, drawn by OpenDP.
 
-    ``sensitivity`` is the ℓ₁ sensitivity of one vector (the last axis);
+    ``values`` must be real, finite and at most 2^960 in magnitude, ``scale`` at
+    most 2^960 (:data:`VALUE_MAX`).  ``sensitivity`` is the ℓ₁ sensitivity of one
+    vector (the last axis);
     OpenDP's privacy map of it must not exceed ``epsilon`` (up to rounding),
     otherwise ``ValueError``.  Leading axes are independent repetitions.
     """
-    scale = check_positive(scale, "scale")
+    scale = _check_scale(scale)
     sensitivity = check_positive(sensitivity, "sensitivity")
     epsilon = check_positive(epsilon, "epsilon")
+    values = _check_values(values)
     meas = laplace_measurement(scale)
     return _checked_release(
         values, meas, sensitivity, epsilon,
@@ -142,16 +155,34 @@ def laplace_release(values, scale: float, sensitivity: float, epsilon: float) ->
         f"sensitivity={sensitivity:.6g}")
 
 
+def _check_values(values) -> np.ndarray:
+    """The vector(s) to release: real, finite, of magnitude at most 2^960 (:data:`VALUE_MAX`)."""
+    values = _as_float_array(values, "values")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("values must be finite before noise is added (found NaN or inf)")
+    if values.size and np.max(np.abs(values)) > VALUE_MAX:
+        raise ValueError(
+            f"values must lie in [-2^960, 2^960] (≈ ±9.7e288, so a noisy value stays finite), got a "
+            f"magnitude of {float(np.max(np.abs(values))):.4g}: clip or rescale them first"
+        )
+    return values
+
+
+def _check_scale(scale) -> float:
+    scale = check_positive(scale, "scale")
+    if scale > VALUE_MAX:
+        raise ValueError(f"scale must be at most 2^960 ≈ 9.7e288 (so a noisy value stays finite), "
+                         f"got {scale!r}")
+    return scale
+
+
 def _checked_release(values, meas, sensitivity: float, budget: float, refusal: str) -> np.ndarray:
     """``meas`` applied to every vector of ``values`` (last axis), after OpenDP's privacy map.
 
     The map of ``sensitivity`` must not exceed ``budget`` (up to rounding); otherwise a
-    ``ValueError`` with ``refusal`` (its ``{}`` filled with the map's value).  Values must be
-    finite; leading axes are independent repetitions.
+    ``ValueError`` with ``refusal`` (its ``{}`` filled with the map's value).  ``values`` has
+    been checked by :func:`_check_values`; leading axes are independent repetitions.
     """
-    values = np.asarray(values, dtype=float)
-    if not np.all(np.isfinite(values)):
-        raise ValueError("values must be finite before noise is added")
     spent = float(meas.map(sensitivity))
     if spent > budget * (1.0 + 1e-9):
         raise ValueError("OpenDP's privacy map gives " + refusal.format(spent))

@@ -41,3 +41,11 @@ def test_bench_reproduce_counts_and_its_per_curve_loop_matches_the_engine():
     loop = bench.loop_extrapolation(reps_full=10, n_loop=4, reps_loop=1)
     assert loop["combinations"] == 48
     assert loop["max_rel_diff_vs_engine"] < 1e-12  # the plain loop is the same algorithm
+
+
+def test_bench_residual_runs_and_reports_both_kernels():
+    proc = subprocess.run([sys.executable, str(BENCH / "bench_residual.py"), "--calls", "3", "--points", "20",
+                           "--max-growth", "0"], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "### Gaussian kernel rho=0.2" in proc.stdout and "### Brownian motion" in proc.stdout
+    assert "| 3 |" in proc.stdout

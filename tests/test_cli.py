@@ -149,3 +149,122 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         cli._stage(target, failing_writer)
     assert target.read_text() == "complete\n" and os.listdir(tmp_path) == ["fig.csv"]
+
+
+# ---------------------------------------------------------------------------
+# Runs that cannot fit are refused at once (#19 defect 7)
+# ---------------------------------------------------------------------------
+
+
+def _limit_memory():  # so that a regression fails with MemoryError, not by eating the machine
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (["--reps", "1000000000000"], "--reps 1000000000000 cannot fit in memory"),
+    (["--reps", "1e9", "--chunk-reps", "1e9"], "--reps 1000000000 cannot fit in memory"),
+])
+def test_huge_reps_is_one_line_and_exit_2_within_seconds(tmp_path, extra, fragment):
+    """Used to build every chunk up front (MemoryError after 2.8 GB, exit 1) or allocate one
+    chunk of 10^9 repetitions (numpy's _ArrayMemoryError).  The timeout is a generous bound
+    for a loaded machine: the refusal comes before any planning or simulation."""
+    out = tmp_path / "res"
+    proc = subprocess.run([sys.executable, "-m", "dpfda", "reproduce", "all", "--quick", *extra,
+                           "--out", str(out), "--no-progress"], capture_output=True, text=True, cwd=ROOT,
+                          env=ENV, timeout=60, preexec_fn=_limit_memory)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith("dpfda: error: " + fragment) and "repetitions fit" in lines[0]
+    assert not out.exists()
+
+
+def test_a_chunk_that_cannot_fit_is_refused_naming_chunk_reps(tmp_path, capsys, monkeypatch):
+    from dpfda import engine
+
+    monkeypatch.setattr(engine, "memory_limit", lambda: 8 * 2**30)
+    out = tmp_path / "res"
+    code = cli.main(["reproduce", "fig6", "--quick", "--reps", "1000000", "--chunk-reps", "1000000",
+                     "--out", str(out), "--no-progress"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("dpfda: error: --chunk-reps 1000000 cannot fit in memory")
+    assert "8 GiB" in lines[0] and not out.exists()
+    # the same refusal from the engine, in its own terms, before anything runs
+    with pytest.raises(ValueError, match="chunk_reps 1000000 cannot fit in memory"):
+        engine.run_studies([get_study("fig6", n=cli.QUICK_N)], 10**6, seed=1, chunk_reps=10**6)
+    with pytest.raises(ValueError, match="reps 1000000000 cannot fit in memory"):
+        engine.run_studies([get_study("fig6", n=cli.QUICK_N)], 10**9, seed=1)
+
+
+@pytest.mark.parametrize("text, value", [("1e3", 1000), ("2.5e3", 2500), ("12", 12)])
+def test_reps_in_scientific_notation_is_a_whole_number(text, value):
+    args = cli.build_parser().parse_args(["reproduce", "fig1", "--reps", text, "--chunk-reps", text])
+    assert args.reps == value and args.chunk_reps == value
+    for bad in ("1.5", "1e-3", "nan", "inf", "1e400"):
+        with pytest.raises(cli.UsageError, match="--reps"):
+            cli.build_parser().parse_args(["reproduce", "fig1", "--reps", bad])
+
+
+def test_the_plan_is_made_lazily():
+    """A run's chunks are generated as they are needed: planning 50,000 one-repetition chunks
+    of each setting allocates next to nothing (a list of them used to take ~100 MB at the
+    sizes where --reps 10^12 ran out of memory)."""
+    import itertools
+    import tracemalloc
+
+    from dpfda import engine
+
+    studies = [get_study("fig5", n=cli.QUICK_N)]
+    tracemalloc.start()
+    settings, tasks = engine.plan(studies, 50_000, chunk_reps=1)
+    first = list(itertools.islice(tasks, 5))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 2**20, peak
+    assert len(tasks) == 50_000 * len(settings) and len(first) == 5
+    assert all(b - a == 1 for _, a, b in first)
+
+
+# ---------------------------------------------------------------------------
+# A run's files appear all together or not at all (#19 defect 8)
+# ---------------------------------------------------------------------------
+
+
+def test_a_folder_in_the_way_of_an_output_is_refused_before_the_run(tmp_path, capsys):
+    """With out/table1.json a folder, the run used to exit 2 after renaming 21 of its files
+    into place.  Now it stops before simulating, names the folder, and writes nothing."""
+    out = tmp_path / "res"
+    (out / "table1.json").mkdir(parents=True)
+    code = cli.main(["reproduce", "all", "--quick", "--reps", "2", "--out", str(out), "--no-progress"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, lines
+    assert "table1.json is a folder" in lines[0] and lines[0].startswith("dpfda: error: --out")
+    assert os.listdir(out) == ["table1.json"] and os.listdir(out / "table1.json") == []
+
+
+@pytest.mark.parametrize("fail_at", ["fig5.png", "fig5.json"])
+def test_a_write_failure_leaves_no_final_named_file(tmp_path, capsys, monkeypatch, fail_at):
+    """A rename that fails at the last moment (a full disk, a folder that appeared meanwhile)
+    takes back the renames already done: the earlier run's file is restored, no new name
+    stays, and no temporary file either."""
+    out = tmp_path / "res"
+    out.mkdir()
+    (out / "fig5.csv").write_text("from an earlier run\n")
+    real = os.replace
+
+    def replace(src, dst):
+        if os.fspath(dst).endswith(os.sep + fail_at):
+            raise OSError(28, "No space left on device", os.fspath(dst))
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    code = cli.main(["reproduce", "fig5", "--quick", "--reps", "2", "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot write output" in err and "No space left" in err, err
+    assert os.listdir(out) == ["fig5.csv"]
+    assert (out / "fig5.csv").read_text() == "from an earlier run\n"
+    monkeypatch.setattr(os, "replace", real)
+    assert cli.main(["reproduce", "fig5", "--quick", "--reps", "2", "--out", str(out), "--no-progress"]) == 0
+    assert sorted(os.listdir(out)) == ["fig5.csv", "fig5.json", "fig5.png"]

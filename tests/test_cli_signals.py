@@ -1,4 +1,4 @@
-"""``python -m dpfda reproduce``: SIGTERM/SIGINT at each phase, ``--out`` locking.
+"""``python -m dpfda reproduce``: SIGTERM/SIGHUP/SIGINT at each phase, ``--out`` locking.
 
 The runs are interrupted at a known point, not after a guessed sleep: with
 ``DPFDA_TEST_PAUSE_AT=simulation`` every simulation task (in a worker, with
@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import pytest
@@ -103,15 +104,15 @@ def finish(proc, sig, *, group):
     wait for the run and every process it started to end."""
     (os.killpg if group else os.kill)(proc.pid, sig)
     try:
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=300)  # an upper bound for a machine under heavy load
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         raise
     # Children end once the main process has gone (loky's resource tracker waits
     # for its pipe to close), so allow them a moment after it.
     try:
-        wait_for(lambda: not session_processes(proc.pid), 60, "the run's child processes to end")
-        wait_for(lambda: not joblib_leftovers(proc.pid), 60, "joblib's temporary files to go")
+        wait_for(lambda: not session_processes(proc.pid), 120, "the run's child processes to end")
+        wait_for(lambda: not joblib_leftovers(proc.pid), 120, "joblib's temporary files to go")
     except AssertionError:  # a failing test must not leave the orphans it found behind
         for pid, cmd in session_processes(proc.pid).items():
             if "resource_tracker" not in cmd:  # the trackers then clean up and exit
@@ -121,7 +122,23 @@ def finish(proc, sig, *, group):
 
 
 SIGNALS = [pytest.param(signal.SIGTERM, 143, False, id="SIGTERM"),
-           pytest.param(signal.SIGINT, 130, True, id="SIGINT-to-group")]
+           pytest.param(signal.SIGINT, 130, True, id="SIGINT-to-group"),
+           # a closed terminal or ssh session: SIGHUP to the process, or to its whole group
+           # (workers and loky's resource trackers too, which ignore only SIGINT and SIGTERM)
+           pytest.param(signal.SIGHUP, 129, False, id="SIGHUP"),
+           pytest.param(signal.SIGHUP, 129, True, id="SIGHUP-to-group")]
+
+
+def shm_leftovers(pid):
+    """Anything in /dev/shm that names process ``pid`` as a whole word (joblib's folders,
+    loky's semaphores, ...): the pid between non-hex characters, so that the random hex
+    names of other processes' entries do not match by accident."""
+    import re
+
+    if not os.path.isdir("/dev/shm"):
+        return []
+    word = re.compile(rf"(^|[^0-9a-fA-F]){pid}([^0-9a-fA-F]|$)")
+    return [e for e in os.listdir("/dev/shm") if word.search(e)]
 
 
 @pytest.mark.parametrize("sig, code, group", SIGNALS + [
@@ -129,6 +146,8 @@ SIGNALS = [pytest.param(signal.SIGTERM, 143, False, id="SIGTERM"),
 def test_signal_during_simulation(tmp_path, sig, code, group):
     out = tmp_path / "res"
     proc, paused = start_paused(tmp_path, "simulation", ["all", "--quick", "--jobs", "2", "--out", str(out)])
+    # Under load the second worker may still be starting when the first has paused: wait for it.
+    wait_for(lambda: len(loky_workers(proc.pid)) >= (JOBS if JOBS > 1 else 0), 120, "the workers to start")
     workers = loky_workers(proc.pid)
     assert len(workers) == (JOBS if JOBS > 1 else 0)
     if JOBS > 1:
@@ -145,6 +164,7 @@ def test_signal_during_simulation(tmp_path, sig, code, group):
     assert proc.returncode == code, err
     assert f"interrupted by {signal.Signals(sig).name}" in err and "Traceback" not in err, err
     assert os.listdir(out) == []  # no result, no temporary file, no lock file
+    wait_for(lambda: not shm_leftovers(proc.pid), 120, "the run's /dev/shm entries to go")
 
 
 @pytest.mark.parametrize("sig, code, group", SIGNALS)
@@ -165,6 +185,7 @@ def test_signal_while_writing(tmp_path, sig, code, group):
     err = finish(proc, sig, group=group)
     assert proc.returncode == code, err
     assert f"interrupted by {signal.Signals(sig).name}" in err and "Traceback" not in err, err
+    wait_for(lambda: not shm_leftovers(proc.pid), 120, "the run's /dev/shm entries to go")
     # Nothing of the interrupted run, and the earlier file untouched.
     assert os.listdir(out) == ["fig1.csv"]
     assert (out / "fig1.csv").read_text() == "from an earlier run\n"
@@ -180,6 +201,20 @@ def test_interrupted_run_leaves_nothing_that_looks_complete(tmp_path):
     err = finish(proc, signal.SIGINT, group=False)
     assert proc.returncode == 130, err
     assert "interrupted by SIGINT" in err and "Traceback" not in err
+    assert os.listdir(out) == []
+
+
+def test_sighup_is_left_alone_under_nohup(tmp_path):
+    """A run started with SIGHUP ignored (``nohup``) keeps going when the terminal closes;
+    it still stops on SIGTERM.  (Were SIGHUP honoured, the exit code would be 129.)"""
+    out = tmp_path / "res"
+    proc, paused = start_paused(tmp_path, "writing", ["fig5", "--quick", "--reps", "3", "--out", str(out)],
+                                preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    os.killpg(proc.pid, signal.SIGHUP)
+    time.sleep(2)
+    assert proc.poll() is None
+    err = finish(proc, signal.SIGTERM, group=False)
+    assert proc.returncode == 143 and "interrupted by SIGTERM" in err, err
     assert os.listdir(out) == []
 
 
@@ -254,6 +289,31 @@ def test_signal_guard_turns_signals_into_exceptions_and_remembers_them():
         assert guard.exit_code == 130
         with pytest.raises(KeyboardInterrupt):
             guard.check()
+
+
+def test_signal_guard_takes_sighup_like_sigterm_and_restores_the_mask():
+    before = signal.getsignal(signal.SIGHUP)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    with SignalGuard() as guard:
+        assert signal.SIGHUP in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # inherited by children
+        with pytest.raises(Terminated, match="SIGHUP"):
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(5)  # the guard's thread hands it on before this ends
+        assert guard.exit_code == 129
+    assert signal.getsignal(signal.SIGHUP) is before
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask
+    assert not [t for t in threading.enumerate() if t.name == "dpfda-sighup"]
+    # nohup: an ignored SIGHUP stays ignored, and nothing is blocked
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with SignalGuard() as guard:
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+            assert signal.SIGHUP not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.1)
+            assert guard.received is None
+    finally:
+        signal.signal(signal.SIGHUP, before)
 
 
 def test_engine_stops_its_workers_when_the_loop_is_interrupted():

@@ -32,11 +32,13 @@ from dpfda import (
     uniform_grid,
 )
 from dpfda.pipelines import (
+    RESIDUAL_POINTS,
     ftp_fit_mean,
     ptf_clipped_mean,
     ptf_default_clip,
     ptf_default_weights,
 )
+from dpfda.spaces import GaussianKernel as GaussianKernelType
 
 from _support import assert_mc_close, bonferroni_z, reps
 
@@ -503,3 +505,76 @@ def test_gaussian_ftp_off_grid_covariance_is_sigma2_K():
     prods = (centred[:, :, None] * centred[:, None, :]).reshape(R, -1)
     expect = (sigma**2 * gauss_k(pts, pts)).ravel() * (R - 1) / R
     assert_mc_close(prods, expect, z=bonferroni_z(16), what="off-grid covariance")
+
+
+# ---------------------------------------------------------------------------
+# The cost of the off-grid residual is bounded (#19 defect 9)
+# ---------------------------------------------------------------------------
+
+
+class _CountingGaussian(GaussianKernelType):
+    """The Gaussian kernel, recording how many kernel values each evaluation computes."""
+
+    def __init__(self, rho):
+        super().__init__(rho)
+        self.sizes = []
+
+    def __call__(self, s, t):
+        out = super().__call__(s, t)
+        self.sizes.append(out.size)
+        return out
+
+
+def test_residual_work_per_call_does_not_grow_with_earlier_calls():
+    """It used to eigendecompose K over every point ever evaluated, so the k-th call with
+    new points cost O((T + all earlier points)³): 56 s at ~6,500 points.  Now a call's
+    kernel work depends on its own points and the pivots of the residual's factor, which
+    for a smooth kernel stay few however many points were drawn."""
+    kernel = _CountingGaussian(0.2)
+    space, grid = KernelSpace(kernel), uniform_grid(8)
+    rel = ftp(np.zeros((10, 8)), grid, space, 1.0, 1.0, np.random.default_rng(40))
+    rng = np.random.default_rng(41)
+    work = []
+    for _ in range(20):
+        kernel.sizes.clear()
+        rel(rng.random(100))
+        work.append(sum(kernel.sizes))
+    assert rel._residual.drawn == 2000
+    assert max(work[10:]) <= 1.5 * max(work[:3]), work
+    assert rel._residual.L.shape[0] <= 64  # the factor: grid pivots plus a few off it
+
+
+def test_residual_points_are_capped_with_a_named_error_and_nothing_drawn():
+    """A rough kernel (every new point a pivot) meets the cap on the points a release keeps;
+    the refused call changes nothing, and the points already drawn still answer."""
+    grid = np.array([0.2, 0.4, 0.6, 0.8])
+    rel = ftp(np.zeros((10, 4)), grid, BROWN, 1.0, 1.0, np.random.default_rng(42))
+    first = np.linspace(0.001, 0.999, RESIDUAL_POINTS - 10)
+    first = first[~np.isin(first, grid)]
+    seen = rel(first)
+    state = rel._residual.rng.bit_generator.state
+    with pytest.raises(ValueError, match=f"would pass the limit of {RESIDUAL_POINTS} per release"):
+        rel(np.linspace(0.0005, 0.9995, 50))
+    assert rel._residual.rng.bit_generator.state == state
+    assert np.array_equal(rel(first), seen)
+    assert np.array_equal(rel(first[:5]), seen[:5])
+
+
+def test_residual_is_the_conditional_law_given_the_earlier_draws_exactly():
+    """Deterministic check of the factor: for Brownian motion on a grid, the draws at new
+    points are the bridge's conditional mean given the grid and the earlier points plus
+    noise with the bridge's conditional covariance; both are computed here directly."""
+    grid = np.array([0.25, 0.5, 1.0])
+    rel = ftp(np.zeros((10, 3)), grid, BROWN, 1.0, 1.0, np.random.default_rng(43))
+    sig = rel.noise_scale
+    a = (rel(np.array([0.1, 0.3, 0.7])) - rel.geometry.evaluate(rel.coef, np.array([0.1, 0.3, 0.7]))) / sig
+    res = rel._residual
+    # the second call, at 0.35 between 0.3 (drawn) and 0.5 (grid, R = 0): a Brownian bridge
+    eta_state = res.rng.bit_generator.state
+    b = (rel(np.array([0.35])) - rel.geometry.evaluate(rel.coef, np.array([0.35]))) / sig
+    g = np.random.Generator(np.random.PCG64())
+    g.bit_generator.state = eta_state
+    z = g.standard_normal(1)
+    mean = a[1] * (0.5 - 0.35) / 0.2
+    sd = np.sqrt(0.05 * 0.15 / 0.2)
+    assert b[0] == pytest.approx(mean + sd * z[0], rel=1e-9, abs=1e-12)

@@ -183,6 +183,54 @@ def test_frame_works_with_both_pipelines_and_a_release():
     assert np.all(np.abs(Y) <= f.clip + 1e-12)
 
 
+EXTREMES = [1.5e308, -1.5e308, np.finfo(float).max, -np.finfo(float).max, 1e300, 2.0**-1074]
+
+
+@pytest.mark.parametrize("extreme", EXTREMES)
+@pytest.mark.parametrize("pipeline", ["ftp", "ptf"])
+def test_one_extreme_record_cannot_decide_whether_a_release_happens(extreme, pipeline):
+    """#19 defect 5: the map used to overflow (1.5e308 - 1.25)/0.75 = inf, so one finite
+    record made PTF refuse while its neighbour released.  Both neighbours must release, and
+    their mapped curves differ in that one record only, within the band."""
+    f = PublicFrame(LegendreSpace(2), np.linspace(1, 5, 5), Domain(1, 5), 0.5, 2.0)
+    X = np.ones((10, 5))
+    for row, col in ((0, 2), (3, slice(None))):  # one value of a record, or the whole record
+        Xn = X.copy()
+        Xn[row, col] = extreme
+        Y, Yn = f.to_unit(X), f.to_unit(Xn)
+        assert np.all(np.isfinite(Yn)) and np.all(np.abs(Yn) <= f.clip * (1 + 1e-15))
+        assert np.array_equal(np.delete(Y, row, axis=0), np.delete(Yn, row, axis=0))
+        kw = dict(clip=f.clip, weights=f.weights) if pipeline == "ptf" else {}
+        run = getattr(dpfda, pipeline)
+        rels = [run(Z, f.grid, f.space, f.radius, 1.0, np.random.default_rng(0), **kw) for Z in (Y, Yn)]
+        assert all(np.all(np.isfinite(r.coef)) for r in rels)
+
+
+def test_to_unit_changes_nothing_inside_the_band_and_clips_outside_it():
+    f = frame(6)
+    lo, hi = band()
+    r = f.geometry.values(f.reference)
+    rng = np.random.default_rng(12)
+    inside = lo + rng.random((20, AGES.size)) * (hi - lo)
+    assert np.array_equal(f.to_unit(inside), (inside - r) / f.scale)  # bit for bit the old map
+    # beyond the band a value counts as the band's edge (about r, in the study's units)
+    half = f.scale * f.clip
+    far = np.stack([r + 3 * half, r - 1e9 * half, np.full(AGES.size, 1.7e308)])
+    np.testing.assert_allclose(f.to_unit(far), np.stack([f.clip, -f.clip, f.clip]), rtol=1e-14)
+    with pytest.raises(ValueError, match="X contains NaN or inf"):
+        f.to_unit(np.full((1, AGES.size), np.inf))
+
+
+def test_domain_and_frame_name_numbers_beyond_the_float_range():
+    with pytest.raises(ValueError, match="stop must be a finite number within the float64 range"):
+        Domain(1, 10**400)
+    for lower, upper in (([-1.7e308, 1e308], 1.7e308), (-1.7e308, [-1e308, 1.7e308])):
+        with pytest.raises(ValueError, match="lower and upper: the band .* beyond the float64 range"):
+            PublicFrame(LegendreSpace(1), [0.0, 1.0], Domain(0, 1), lower, upper)
+    wide = PublicFrame(LegendreSpace(2), [0.0, 1.0], Domain(0, 1), -1.7e308, 1.7e308)  # representable
+    assert np.all(np.isfinite(wide.to_unit(np.full((1, 2), -np.finfo(float).max))))
+
+
 @pytest.mark.parametrize("kwargs, err, match", [
     (dict(space=KernelSpace(gaussian_kernel(0.2))), TypeError, "no fitting radius"),
     (dict(domain=(1, 18)), TypeError, "domain must be a dpfda Domain"),

@@ -88,6 +88,49 @@ def test_gaussian_release_refuses_too_little_noise():
         secure.gaussian_release(np.array([np.nan]), scale=1.0, sensitivity=1.0, mu=1.0)
 
 
+@pytest.mark.parametrize("release, budget", [(secure.gaussian_release, "mu"),
+                                             (secure.laplace_release, "epsilon")])
+def test_releases_name_what_is_wrong_with_their_values(release, budget):
+    """#19 defect 10: strings and object arrays gave numpy's own errors; values near the
+    float maximum gave inf silently.  Each is now a named error, before anything is drawn."""
+    kw = {"scale": 1.0, "sensitivity": 1.0, budget: 1.0}
+    for bad in ("abc", np.array([1.0, "x"], dtype=object), np.array([1.0, None], dtype=object),
+                [[1.0, 2.0], [3.0]]):
+        with pytest.raises(TypeError, match="values must be"):
+            release(bad, **kw)
+    for big in (np.array([2.0**961]), np.full(4, np.finfo(float).max), -np.full(3, 1.5e308)):
+        with pytest.raises(ValueError, match=r"values must lie in \[-2\^960, 2\^960\]"):
+            release(big, **kw)
+    with pytest.raises(ValueError, match="scale must be at most 2\\^960"):
+        release(np.zeros(2), **dict(kw, scale=1e300, sensitivity=1e300))
+    # at the edge of the domain a noisy value stays finite
+    edge = release(np.full(200, 2.0**960), **dict(kw, scale=2.0**960, sensitivity=2.0**960))
+    assert np.all(np.isfinite(edge))
+
+
+def test_laplace_mechanism_near_the_float_maximum_is_refused_on_both_paths():
+    for sec in (False, True):
+        with pytest.raises(ValueError, match=r"value must lie in \[-2\^960, 2\^960\]"):
+            dpfda.laplace_mechanism(np.full(5, 1.79e308), 1.0, 1.0, np.random.default_rng(0), secure=sec)
+        with pytest.raises(ValueError, match="Laplace scale"):
+            dpfda.laplace_mechanism(np.full(5, 1.0), 1e306, 1.0, np.random.default_rng(0), secure=sec)
+    assert np.isfinite(dpfda.laplace_mechanism(np.zeros(3), 1.0, 1.0, None, secure=True)).all()
+
+
+@pytest.mark.parametrize("name", list(SPACES))
+def test_secure_releases_need_no_rng(name):
+    """#19 defect 10: the docstring says rng is unused with secure=True; None was a TypeError."""
+    space = SPACES[name]
+    X = _data(space, 1)
+    for pipeline in (dpfda.ftp, dpfda.ptf):
+        rel = pipeline(X, GRID, space, RADIUS, MU, None, secure=True)
+        assert np.all(np.isfinite(rel.coef)) and np.all(np.isfinite(rel(np.array([0.05, 0.5]))))
+        with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
+            pipeline(X, GRID, space, RADIUS, MU, None)  # the numpy path still needs one
+        with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
+            pipeline(X, GRID, space, RADIUS, MU, 42, secure=True)  # not a generator either way
+
+
 def test_missing_opendp_gives_a_helpful_import_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "opendp", None)
     monkeypatch.setitem(sys.modules, "opendp.prelude", None)

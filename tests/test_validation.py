@@ -397,3 +397,92 @@ def test_theory_arguments():
         theory.ftp_imse_bound(geom, 0.0, 1.1, 10, 1.0, 0.0)
     with pytest.raises(ValueError, match="x must be finite and >= 0"):
         theory.chi2_tail_bound(3, -1.0)
+
+
+# ---------------------------------------------------------------------------
+# Inputs that were accepted silently or failed with numpy's or Python's own error
+# (#19 defect 10): each now gets a named error that says what to change
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", PIPELINES)
+def test_a_masked_array_is_refused_not_unmasked(method):
+    X = good_X()
+    masked = np.ma.masked_array(X, mask=np.zeros_like(X, dtype=bool))
+    masked[2, 5] = np.ma.masked  # the value under the mask would have been used
+    with pytest.raises(ValueError, match="X is a masked array with 1 masked value"):
+        method(masked, GRID, LEG, 1.0, 1.0, rng())
+    # a masked array with nothing masked is its data
+    plain = method(np.ma.masked_array(X), GRID, LEG, 1.0, 1.0, rng())
+    assert np.array_equal(plain.coef, method(X, GRID, LEG, 1.0, 1.0, rng()).coef)
+    with pytest.raises(ValueError, match="grid is a masked array"):
+        method(X, np.ma.masked_array(GRID, mask=GRID > 0.9), LEG, 1.0, 1.0, rng())
+
+
+@pytest.mark.parametrize("method", PIPELINES)
+@pytest.mark.parametrize("dtype, match", [
+    (bool, "X must hold real numbers, got booleans"),
+    ("m8[s]", r"X must hold real numbers, got time spans \(timedelta64\)"),
+    ("M8[s]", r"X must hold real numbers, got dates \(datetime64\)"),
+    (object, "X must be array-like of real numbers, got dtype object"),
+])
+def test_X_of_booleans_times_or_objects_is_refused(method, dtype, match):
+    X = (np.abs(good_X()) * 100).astype(int).astype(dtype)
+    with pytest.raises(TypeError, match=match):
+        method(X, GRID, LEG, 1.0, 1.0, rng())
+
+
+@pytest.mark.parametrize("method", PIPELINES)
+def test_ragged_X_is_a_named_type_error(method):
+    with pytest.raises(TypeError, match="X must be a rectangular array"):
+        method([[0.0] * 20, [0.0] * 19], GRID, LEG, 1.0, 1.0, rng())
+
+
+@pytest.mark.parametrize("method", PIPELINES)
+@pytest.mark.parametrize("name", ["mu", "radius"])
+@pytest.mark.parametrize("huge", [10**400, -(10**400)], ids=["10**400", "-10**400"])
+def test_numbers_beyond_the_float_range_are_named(method, name, huge):
+    from fractions import Fraction
+
+    for value in (huge, Fraction(huge, 3)):
+        args = {"mu": 1.0, "radius": 1.0, name: value}
+        with pytest.raises(ValueError, match=f"{name} must be a finite number within the float64 range"):
+            method(good_X(), GRID, LEG, args["radius"], args["mu"], rng())
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).max <= np.finfo(float).max,
+                    reason="longdouble is double on this platform: no value beyond float64 exists")
+@pytest.mark.parametrize("method", PIPELINES)
+def test_longdouble_beyond_float64_is_named_not_called_nan(method):
+    X = good_X().astype(np.longdouble)
+    X[4, 4] = np.longdouble("1e400")
+    with pytest.raises(ValueError, match="X holds values beyond the float64 range .*rescale X"):
+        method(X, GRID, LEG, 1.0, 1.0, rng())
+    with pytest.raises(ValueError, match="mu must be a finite number within the float64 range"):
+        method(good_X(), GRID, LEG, 1.0, np.longdouble("1e400"), rng())
+    X[4, 4] = np.longdouble("1e300")  # within float64: accepted
+    assert np.isfinite(method(X, GRID, LEG, 1.0, 1.0, rng()).coef).all()
+
+
+@pytest.mark.parametrize("bad, err, match", [
+    ("abc", TypeError, "value must be array-like of real numbers"),
+    (np.array([1.0, "x"], dtype=object), TypeError, "value must be array-like of real numbers, got dtype object"),
+    (np.array([True, False]), TypeError, "value must hold real numbers, got booleans"),
+    (np.array([2.0**961]), ValueError, r"value must lie in \[-2\^960, 2\^960\]"),
+    (np.array([0.0, -np.finfo(float).max]), ValueError, r"value must lie in \[-2\^960, 2\^960\]"),
+])
+def test_laplace_value_outside_its_domain_is_named(bad, err, match):
+    with pytest.raises(err, match=match):
+        laplace_mechanism(bad, 1.0, 1.0, rng())
+
+
+def test_laplace_scale_that_could_overflow_is_refused_before_drawing():
+    g = rng()
+    with pytest.raises(ValueError, match="Laplace scale sensitivity/epsilon must be a normal float of at most 2"):
+        laplace_mechanism(np.zeros(3), 1e306, 1.0, g)
+    with pytest.raises(ValueError, match="Laplace scale"):
+        laplace_mechanism(np.zeros(3), 1e300, 1e-300, g)
+    assert g.standard_normal() == rng().standard_normal()  # nothing was drawn
+    # at the edge of the domain, value + noise stays finite
+    edge = laplace_mechanism(np.full(2000, 2.0**960), 2.0**960, 1.0, g)
+    assert np.all(np.isfinite(edge))
