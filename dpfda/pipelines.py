@@ -258,7 +258,7 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
         coef = add_noise(mean_coef, sigma, rng.standard_normal(mean_coef.shape))
     residual = _residual_stream(rng, secure) if isinstance(geometry.space, KernelSpace) else None
     return Release(method="ftp", geometry=geometry, coef=coef, mu=mu, radius=radius, n=n,
-                   noise_scale=sigma, residual_rng=residual)
+                   noise_scale=sigma, residual_rng=residual, secure=secure)
 
 
 def ptf_clipped_mean(X: np.ndarray, clip: np.ndarray) -> np.ndarray:
@@ -347,6 +347,9 @@ class Release:
     noisy_means : ndarray (…, T) or None
         PTF's released noisy means x̃ (the Gaussian mechanism's output, before
         the fit, which is post-processing); None for FTP.
+    secure : bool
+        Whether the noise came from OpenDP's vetted samplers (``secure=True``);
+        False for numpy's generator (simulation and teaching, not publication).
     active : ndarray (…,) of bool or None
         PTF: whether the final fit of x̃ hit the ball (a function of the
         release).  None for FTP: which curves' fits hit the ball is a fact
@@ -354,8 +357,9 @@ class Release:
     """
 
     def __init__(self, *, method, geometry, coef, mu, radius, n, noise_scale, active=None,
-                 clip=None, weights=None, noisy_means=None, residual_rng=None):
+                 clip=None, weights=None, noisy_means=None, residual_rng=None, secure=False):
         self.method = method
+        self.secure = bool(secure)
         self.geometry = geometry
         self.coef = coef
         self.mu = mu
@@ -483,7 +487,7 @@ def _check_secure(secure) -> bool:
     return bool(secure)
 
 
-def _setup(X, grid, space, radius, mu, rng):
+def _setup(X, grid, space, radius, mu, rng, secure):
     if not isinstance(space, FunctionSpace):
         raise TypeError(
             f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
@@ -492,11 +496,17 @@ def _setup(X, grid, space, radius, mu, rng):
     X = check_data(X, geometry.T)
     radius = check_radius(radius)
     mu = check_positive(mu, "mu")
+    secure = _check_secure(secure)
+    if rng is None and secure:  # OpenDP draws the noise from its own secure source
+        rng = np.random.default_rng()  # never used for noise; an RKHS residual is seeded from secrets
+    elif rng is None:
+        raise TypeError("rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)); "
+                        "only secure=True, whose noise comes from OpenDP, may leave it out")
     rng = check_rng(rng)
-    return X, geometry, radius, mu, rng
+    return X, geometry, radius, mu, rng, secure
 
 
-def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
+def ftp(X, grid, space, radius, mu, rng=None, *, secure=False) -> Release:
     """Fit-Then-Protect (Algorithm 1), μ-GDP by Theorem 6 and Corollaries 7–8.
 
     Each curve is fitted by least squares (W = I) inside the ball of radius B'
@@ -516,10 +526,11 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
         Fitting radius B' > 0.
     mu : float
         Privacy budget μ > 0.
-    rng : numpy.random.Generator
-        Source of the privacy noise (not used with ``secure=True``).  Anyone
-        who knows its seed can redraw the noise; the release itself keeps no
-        state of it (see :class:`Release`).
+    rng : numpy.random.Generator, optional
+        Source of the privacy noise; required unless ``secure=True``, which
+        does not use it (leave it out then).  Anyone who knows its seed can
+        redraw the noise; the release itself keeps no state of it (see
+        :class:`Release`).
     secure : bool, default False
         Draw the privacy noise with OpenDP's vector Gaussian mechanism
         (:mod:`dpfda.secure`) instead of numpy: on the coefficients for H_m, on
@@ -543,15 +554,14 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
     >>> rel.coef.shape, rel(np.array([0.0, 1.0])).shape
     ((3,), (2,))
     """
-    X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
-    secure = _check_secure(secure)
+    X, geometry, radius, mu, rng, secure = _setup(X, grid, space, radius, mu, rng, secure)
     n = X.shape[-2]
     ftp_sigma(n, radius, mu)  # calibration errors before any data are touched
     mean_coef, _ = ftp_fit_mean(X, geometry, radius)
     return ftp_privatize(mean_coef, geometry, radius, mu, n, rng, secure=secure)
 
 
-def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=False) -> Release:
+def ptf(X, grid, space, radius, mu, rng=None, clip=None, weights=None, *, secure=False) -> Release:
     """Protect-Then-Fit (Algorithm 2), μ-GDP by Proposition 9.
 
     Coordinate j is clipped to [-c_j, c_j], averaged over curves, and released
@@ -591,8 +601,7 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=Fals
     >>> rel.noise_scale  # σ_j = 2c_j·sqrt(T)/(nμ)
     array([0.08, 0.08, 0.08, 0.08])
     """
-    X, geometry, radius, mu, rng = _setup(X, grid, space, radius, mu, rng)
-    secure = _check_secure(secure)
+    X, geometry, radius, mu, rng, secure = _setup(X, grid, space, radius, mu, rng, secure)
     n, T = X.shape[-2], geometry.T
     c = ptf_clip_bounds(geometry, radius, clip)
     w = ptf_weight_vector(geometry, weights)
@@ -607,4 +616,5 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=Fals
         xtilde = add_noise(xbar, sig, rng.standard_normal(xbar.shape))
     fit = ptf_fit(xtilde, geometry, radius, w)
     return Release(method="ptf", geometry=geometry, coef=fit.coef, mu=mu, radius=radius, n=n,
-                   noise_scale=sig, active=fit.active, clip=c, weights=w, noisy_means=xtilde)
+                   noise_scale=sig, active=fit.active, clip=c, weights=w, noisy_means=xtilde,
+                   secure=secure)
