@@ -26,7 +26,7 @@ neighbouring dataset stays neighbouring, and mapping a release back is post-proc
 commute with the maps, so the mean of the mapped curves maps back to the mean curve.
 
 The value map needs a finite-dimensional space: in an RKHS the norm is not bounded by the
-curve's values, so a value range gives no B' (a ``TypeError`` says so).
+curve's values, so a value range gives no B' (a ``TypeError`` says so, and what to do).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import numpy as np
 from numpy.polynomial import legendre as _leg
 
 from ._validation import _as_float_array, check_data, check_grid, check_points
-from .spaces import LegendreSpace
+from .spaces import KernelSpace, LegendreSpace
 
 __all__ = ["Domain", "PublicFrame", "legendre_derivative", "smallest_dimension"]
 
@@ -180,7 +180,9 @@ class PublicFrame:
     Parameters
     ----------
     space : LegendreSpace
-        H_m, chosen before looking at the data.
+        H_m, chosen before looking at the data.  A :class:`~dpfda.KernelSpace` is refused
+        with a ``TypeError`` that says why (a value range bounds no RKHS norm) and what to
+        do instead.
     points : array (T,)
         The public design points in the study's units (e.g. ages), strictly increasing.
     domain : Domain
@@ -206,12 +208,19 @@ class PublicFrame:
     """
 
     def __init__(self, space, points, domain, lower, upper):
-        if not isinstance(space, LegendreSpace):
+        if isinstance(space, KernelSpace):
             raise TypeError(
-                f"space must be a LegendreSpace, got {type(space).__name__}: a range of values "
-                "bounds the L² norm, which is the Cameron–Martin norm of H_m, but not the norm of "
-                "an RKHS, so it gives no fitting radius there"
+                "space must be a LegendreSpace, got a KernelSpace: a range of values bounds the "
+                "L² norm, which is the Cameron–Martin norm of H_m, but not the norm of an RKHS, so it "
+                "gives no fitting radius there (curves with the same values on the grid can have any "
+                "RKHS norm; the smallest, sqrt(yᵀK_T⁻¹y), is bounded over the band only through "
+                "1/λ_min(K_T), which is astronomically large for a smooth kernel). For an RKHS, map "
+                "the values with a public centre and scale yourself, choose B' as a public bound on "
+                "the curves' RKHS norm (FTP stays μ-GDP for any B'; fits beyond it are shrunk onto "
+                "the ball), and call dpfda.ftp or dpfda.ptf (whose clip may be the band's half-widths)"
             )
+        if not isinstance(space, LegendreSpace):
+            raise TypeError(f"space must be a LegendreSpace, got {type(space).__name__}")
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a dpfda Domain, got {type(domain).__name__}")
         pts = _as_float_array(points, "points")

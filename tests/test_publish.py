@@ -131,3 +131,20 @@ def test_rng_may_be_left_out_only_with_secure_true():
         with pytest.raises(TypeError, match="only secure=True, whose noise comes from OpenDP"):
             method(X, grid, space, 1.0, 1.0)
         assert method(X, grid, space, 1.0, 1.0, np.random.default_rng(0)).secure is False
+
+
+def test_public_frame_refuses_a_kernel_space_saying_why_and_what_to_do():
+    space = dpfda.KernelSpace(dpfda.gaussian_kernel(0.2))
+    with pytest.raises(TypeError) as info:
+        dpfda.PublicFrame(space, AGES, dpfda.Domain(1, 3), 50, 120)
+    text = str(info.value)
+    assert "no fitting radius" in text and "λ_min(K_T)" in text  # why
+    assert "public bound on the curves' RKHS norm" in text and "dpfda.ftp or dpfda.ptf" in text  # what to do
+    # The bound the message names is real: over the band |y_j| <= 1 the smallest RKHS norm of an
+    # interpolant reaches sqrt(T/λ_min) at most, and a sign pattern gets near it for a smooth kernel.
+    K = space.kernel.gram(dpfda.uniform_grid(12))
+    lam, V = np.linalg.eigh(K)
+    y = np.sign(V[:, 0])
+    assert np.sqrt(y @ np.linalg.solve(K, y)) > 1e3  # a band of height 1 allows an RKHS norm above 1000
+    with pytest.raises(TypeError, match="space must be a LegendreSpace, got str"):
+        dpfda.PublicFrame("legendre", AGES, dpfda.Domain(1, 3), 50, 120)
