@@ -424,7 +424,7 @@ class Design:
         return 2.0 * self.extent / n
 
     def sigma(self, n: int, mu: float) -> float:
-        """σ = Δ/μ = 2R/(nμ), with the guards of :func:`dpfda.pipelines.ftp_sigma`."""
+        """σ = Δ/μ = 2R/(nμ), with the guards of :func:`dpfda.ftp_sigma`."""
         n = check_int(n, "n", 1)
         mu = check_positive(mu, "mu")
         try:

@@ -123,7 +123,7 @@ def _noise_scale(bound, factor, n: int, mu: float, bound_name: str) -> np.ndarra
 
 
 def check_radius(radius) -> float:
-    """The fitting radius B': a finite number in (0, 2^960] (see :data:`PARAM_MAX`)."""
+    """The fitting radius B': a finite number in (0, 2^960] (see :data:`~dpfda.pipelines.PARAM_MAX`)."""
     radius = check_positive(radius, "radius")
     if radius > PARAM_MAX:
         raise ValueError(
@@ -142,7 +142,8 @@ def ftp_sigma(n: int, radius: float, mu: float) -> float:
     """FTP noise scale σ = Δ/μ with Cameron–Martin sensitivity Δ = 2B'/n (Algorithm 1).
 
     Raises ``ValueError`` when σ would not be a finite, normal float in
-    [2^-40·B', 2^960] (see :data:`NOISE_RESOLUTION`, :data:`PARAM_MAX`).
+    [2^-40·B', 2^960] (see :data:`~dpfda.pipelines.NOISE_RESOLUTION`,
+    :data:`~dpfda.pipelines.PARAM_MAX`).
 
     Examples
     --------
@@ -209,7 +210,7 @@ _FITTERS: dict = {}
 
 
 def fitter(geometry: GridGeometry, weights=None) -> BallLeastSquares:
-    """A cached :class:`BallLeastSquares` for this geometry and weight vector."""
+    """A cached :class:`~dpfda.BallLeastSquares` for this geometry and weight vector."""
     w = None if weights is None else np.asarray(weights, dtype=float)
     key = (id(geometry), None if w is None else w.tobytes())
     hit = _FITTERS.get(key)
@@ -246,7 +247,7 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
     computation whose sensitivity is 2B'/n in the Cameron–Martin norm).  With
     ``secure=True`` the noise comes from OpenDP; otherwise from ``rng``.  For an
     RKHS the release also gets its own stream for the Gaussian-process residual
-    off the grid (see :meth:`Release.__call__`).
+    off the grid (see :meth:`dpfda.Release.__call__`).
     """
     sigma = ftp_sigma(n, radius, mu)
     mean_coef = np.asarray(mean_coef, dtype=float)
@@ -353,7 +354,7 @@ class Release:
     active : ndarray (…,) of bool or None
         PTF: whether the final fit of x̃ hit the ball (a function of the
         release).  None for FTP: which curves' fits hit the ball is a fact
-        about individuals, available to simulations from :func:`ftp_fit_mean`.
+        about individuals, available to simulations from :func:`~dpfda.pipelines.ftp_fit_mean`.
     """
 
     def __init__(self, *, method, geometry, coef, mu, radius, n, noise_scale, active=None,

@@ -106,7 +106,7 @@ def read_curves(source, *, layout: str = "wide", id=None, point: str = "point", 
     Parameters
     ----------
     source : str, os.PathLike or pandas.DataFrame
-        A CSV file (read with :func:`pandas.read_csv`) or a DataFrame.
+        A CSV file (read with ``pandas.read_csv``) or a DataFrame.
     layout : {"wide", "long"}
         ``"wide"``: one row per subject and one column per grid point, whose header is the
         point (e.g. ``1,1.25,1.5,...`` for ages), plus at most the subject column ``id``.
@@ -262,7 +262,7 @@ def release_record(release, at, *, frame=None, domain=None, deltas=DELTAS) -> di
         Public evaluation points, in the data's units, where the curve is published.
     frame : PublicFrame, optional
         The public frame the data were mapped with; the curve is then mapped back to the
-        data's units (:meth:`PublicFrame.values`), and the frame's public band, reference
+        data's units (:meth:`dpfda.PublicFrame.values`), and the frame's public band, reference
         curve and scale are recorded.
     domain : Domain, optional
         Without a frame: the public interval mapped onto [0, 1] (default: [0, 1] itself).

@@ -75,7 +75,7 @@ class Domain:
 
     @property
     def length(self) -> float:
-        """stop - start: d/dx = (1/length)·d/dt."""
+        """The interval's length, stop - start (d/dx = (1/length)·d/dt)."""
         return self.stop - self.start
 
     def to_unit(self, x) -> np.ndarray:

@@ -17,7 +17,7 @@ Both pipelines see a space only through its *grid geometry* (``space.at(grid)``)
   H_m, computed exactly through the coefficients, and grid MSE (eq. 8) for H_K.
 
 Every space implements :class:`FunctionSpace` (the contract, as scikit-fda's
-``Basis``: the public :meth:`FunctionSpace.at` checks the grid, then calls
+``Basis``: the public :meth:`~dpfda.FunctionSpace.at` checks the grid, then calls
 the space's own ``_geometry``); its geometry is a :class:`LegendreGeometry`
 or a :class:`KernelGeometry`, whose typed fields hold what each kind of
 space adds (M = ΦᵀΦ; K_T, K_T^{-1/2} and its eigenvalues).
@@ -97,7 +97,7 @@ class FunctionSpace(ABC):
     """
 
     metric: ClassVar[str]
-    """The utility criterion: ``"IMSE"`` (eq. 7) or ``"MSE"`` on the grid (eq. 8)."""
+    """The utility criterion, ``"IMSE"`` (eq. 7) or ``"MSE"`` on the grid (eq. 8)."""
 
     def at(self, grid) -> GridGeometry:
         """The geometry of this space on ``grid`` (checked: strictly increasing, in [0, 1])."""
