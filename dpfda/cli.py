@@ -631,8 +631,14 @@ def _add_release_parser(sub) -> None:
                           "must hold exactly these points")
     rel.add_argument("--space", required=True, metavar="SPACE",
                      help="legendre:M, gaussian:RHO or brownian (the paper's function spaces)")
-    rel.add_argument("--radius", required=True, type=_number_option("--radius"), metavar="B",
-                     help="the fitting radius B' > 0, in the data's units")
+    rel.add_argument("--radius", type=_number_option("--radius"), default=None, metavar="B",
+                     help="the fitting radius B' > 0, in the data's units (required unless --lower and "
+                          "--upper are given)")
+    rel.add_argument("--lower", default=None, metavar="L",
+                     help="with --upper: a public range of every value (one number, or one per grid "
+                          "point): the data are centred and scaled by dpfda.PublicFrame, which gives B' "
+                          "and PTF's clip (legendre spaces only); excludes --radius and --clip")
+    rel.add_argument("--upper", default=None, metavar="U", help="see --lower")
     rel.add_argument("--mu", required=True, type=_number_option("--mu"),
                      help="the privacy budget: the release is mu-GDP")
     rel.add_argument("--method", choices=("ftp", "ptf"), default="ftp",
@@ -685,6 +691,23 @@ def _release_inputs(args):
     clip = None if args.clip is None else _points_option(args.clip, "--clip")
     if clip is not None and clip.size == 1:
         clip = float(clip[0])
+    frame = None
+    if (args.lower is None) != (args.upper is None):
+        raise UsageError("--lower and --upper go together (a public range of the values)")
+    if args.lower is not None:
+        if args.radius is not None or args.clip is not None:
+            raise UsageError("--lower/--upper give B' and the clip (dpfda.PublicFrame); leave out "
+                             "--radius and --clip")
+        from .realdata import PublicFrame
+
+        band = [_points_option(v, o) for v, o in ((args.lower, "--lower"), (args.upper, "--upper"))]
+        band = [b[0] if b.size == 1 else b for b in band]
+        try:
+            frame = PublicFrame(space, grid_points, domain, band[0], band[1])
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"--lower/--upper: {exc}") from None
+    elif args.radius is None:
+        raise UsageError("give --radius (B' in the data's units), or a public range with --lower and --upper")
     at = (np.linspace(domain.start, domain.stop, 101) if args.eval_points is None
           else _points_option(args.eval_points, "--eval"))
     if args.seed is not None and not args.insecure_numpy_noise:
@@ -697,7 +720,7 @@ def _release_inputs(args):
     folder = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(folder):
         raise UsageError(f"--out {args.out!r}: the folder {folder!r} does not exist")
-    return grid_points, domain, grid, space, clip, at
+    return grid_points, domain, grid, space, clip, at, frame
 
 
 def _release(args) -> int:
@@ -707,7 +730,7 @@ def _release(args) -> int:
     from . import ftp, ptf
     from .publish import read_curves, release_record
 
-    grid_points, domain, grid, space, clip, at = _release_inputs(args)
+    grid_points, domain, grid, space, clip, at, frame = _release_inputs(args)
     try:
         points, X = read_curves(args.data, layout=args.layout, id=args.id, point=args.point,
                                 value=args.value)
@@ -720,11 +743,17 @@ def _release(args) -> int:
     secure = not args.insecure_numpy_noise
     rng = None if secure else np.random.default_rng(args.seed)
     try:
-        if args.method == "ftp":
-            rel = ftp(X, grid, space, args.radius, args.mu, rng, secure=secure)
+        if frame is not None:  # public centre, scale, B', clip and weights from the range
+            X = frame.to_unit(X)
+            radius, clip, weights = frame.radius, frame.clip, frame.weights
         else:
-            rel = ptf(X, grid, space, args.radius, args.mu, rng, clip=clip, secure=secure)
-        record = release_record(rel, at, domain=domain)
+            radius, weights = args.radius, None
+        if args.method == "ftp":
+            rel = ftp(X, grid, space, radius, args.mu, rng, secure=secure)
+        else:
+            rel = ptf(X, grid, space, radius, args.mu, rng, clip=clip, weights=weights, secure=secure)
+        record = (release_record(rel, at, frame=frame) if frame is not None
+                  else release_record(rel, at, domain=domain))
     except ImportError as exc:
         raise UsageError(f"{exc} (or, for teaching only, --insecure-numpy-noise)") from None
     except (TypeError, ValueError) as exc:

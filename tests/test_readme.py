@@ -62,7 +62,9 @@ def test_readme_quickstart_command_line_runs_verbatim(tmp_path):
     assert "ε = 4.38 at δ = 1e-05" in proc.stdout and "OpenDP" in proc.stdout
     record = json.loads((tmp_path / "release-cli.json").read_text())
     check_record(record)
-    assert record["radius"] == 250.0 and record["frame"] is None
+    # The same public frame as the Python block: the band 60-210 cm, centred, B' = 1.
+    assert abs(record["frame"]["scale"] - 75.0) < 1e-9 and record["radius"] <= 1.0 + 1e-12
+    assert np.allclose(record["curve"]["points"], np.linspace(1, 18, 69))
 
 
 def test_readme_names_the_install_commands():

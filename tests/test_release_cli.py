@@ -191,3 +191,37 @@ def test_secure_releases_are_not_reproducible(tmp_path):
     c2, o2 = release(tmp_path, data, "--id", "subject", *BASE, name="b.json")
     assert c1 == c2 == 0
     assert json.loads(o1.read_text())["curve"] != json.loads(o2.read_text())["curve"]
+
+
+def test_a_public_range_gives_the_frame_its_radius_and_clip(tmp_path):
+    X = 170.0 + 10.0 * curves()  # heights in cm, inside 140-200
+    table = pd.DataFrame(X, columns=[f"{p:g}" for p in POINTS])
+    table.to_csv(tmp_path / "cm.csv", index=False)
+    common = (tmp_path / "cm.csv", "--grid", GRID, "--space", "legendre:3", "--mu", "1")
+    code, out = release(tmp_path, *common, "--lower", "140", "--upper", "200,200,200,200,210",
+                        "--method", "ptf", "--insecure-numpy-noise", "--seed", "4", "--eval", "0,1")
+    assert code == 0
+    rec = json.loads(out.read_text())
+    frame = dpfda.PublicFrame(dpfda.LegendreSpace(3), POINTS, dpfda.Domain(0, 1, name="grid point"),
+                              140.0, [200, 200, 200, 200, 210.0])
+    assert rec["radius"] == frame.radius and rec["clip"] == frame.clip.tolist()
+    assert rec["weights"] == frame.weights.tolist() and rec["frame"]["scale"] == frame.scale
+    rel = dpfda.ptf(frame.to_unit(X), frame.grid, frame.space, frame.radius, 1.0, np.random.default_rng(4),
+                    clip=frame.clip, weights=frame.weights)
+    assert np.allclose(rec["curve"]["values"], frame.values(rel, [0.0, 1.0]), rtol=0, atol=1e-9)  # in cm
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--lower", "140"), "--lower and --upper go together"),
+    (("--lower", "140", "--upper", "200", "--radius", "1"), "leave out --radius and --clip"),
+    (("--lower", "140", "--upper", "130"), "upper must be > lower"),
+    (("--lower", "140", "--upper", "200", "--space", "gaussian:0.2"), "no fitting radius"),
+    ((), "give --radius"),
+])
+def test_public_range_errors_exit_2(tmp_path, capsys, args, message):
+    data = write_wide(tmp_path / "wide.csv", curves())
+    opts = {"--grid": GRID, "--space": "legendre:3", "--mu": "1"}
+    opts.update(dict(zip(args[::2], args[1::2])))
+    code, out = release(tmp_path, data, "--id", "subject", *[x for kv in opts.items() for x in kv])
+    assert code == 2 and not out.exists()
+    assert message in capsys.readouterr().err
