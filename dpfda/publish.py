@@ -212,11 +212,11 @@ def _read_long(table, where: str, id, point: str, value: str):
     present[rows, cols] = True
     if not present.all():
         i, j = np.argwhere(~present)[0]
-        own = int((~present).any(axis=1).sum())
         raise ValueError(
-            f"{where}: subject {labels[i]!r} has no row at point {points[j]:g}, which other subjects "
-            f"have ({own} of {len(labels)} subjects lack some of the {points.size} points). dpfda "
-            "needs one common grid: curves measured at their own points are not supported (the "
+            f"{where}: the subjects are not measured at the same points (together they use "
+            f"{points.size} distinct points; subject {labels[i]!r} has {int(present[i].sum())} of them and "
+            f"none at {points[j]:g}). dpfda needs one common grid: curves measured at their own "
+            "points are not supported (the "
             "paper assumes common points; PTF averages each point over subjects). Put every curve "
             "on one public grid first, by a public rule applied to each subject's own curve (e.g. "
             "linear interpolation); if only a few values are absent: " + _MISSING_HELP)
