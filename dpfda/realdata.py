@@ -12,12 +12,12 @@ it to the paper's setting, and both must be fixed before anyone looks at the dat
   centres the values on a public reference curve r ∈ H_m (the least-squares fit of the
   band's midpoints) and divides by one constant ``scale``, the largest half-width of the
   band about r, so that a curve inside the band becomes y = (x - r)/scale with
-  |y(t_j)| <= c_j <= 1.  From that:
+  ``|y(t_j)| <= c_j <= 1``.  From that:
 
   - PTF's clipping bounds are the c_j (Algorithm 2 with public c), and its weights
     W = diag(c_j^-2) (the noise at t_j has standard deviation proportional to c_j);
   - the fitting radius B' is sqrt(∫ ĉ(t)² dt), with ĉ the piecewise-linear interpolant of
-    the c_j (constant beyond the first and last grid point): a curve with |y| <= ĉ has
+    the c_j (constant beyond the first and last grid point): a curve with ``|y| <= ĉ`` has
     L²[0, 1] norm, hence H_m norm, at most B'.
 
 Because both maps are fixed public affine maps applied to each person's record, a

@@ -9,21 +9,21 @@ study; :mod:`dpfda.plots` draws it.
 
 The paper's studies (all with B = 1 and 1000 repetitions in the paper):
 
-=========  ======================================================================
-``fig1``   RKHS (Gaussian kernel, ρ = 0.2), σ₀ = 0, B' = 1.1B, T ∈ {2,4,6,8},
-           μ ∈ {0.1, 1} — FTP/PTF MSE ratio against n (§5.1, Figure 1)
-``table1`` the settings of Figure 1, tabulated with p̂_PTF (appendix, Table 1)
-``fig2``   RKHS, σ₀ = 1, μ = 1, T = 4, B' ∈ {B, √log n, log n, √n, n^{2/3}} —
-           n × MSE of each pipeline (§5.2, Figure 2)
-``fig3``   RKHS, μ = 1, B' = log n, σ₀ ∈ {0.1, 1, 10}, T ∈ {2,4,6,8} —
-           MSE ratio against n (§5.3, Figure 3)
-``fig4``   Legendre H_m, T = 20, σ₀ = 0, B' = 1.1B, m ∈ {2,4,6,8},
-           μ ∈ {0.1, 1} — IMSE ratio (appendix, Figure 4)
-``fig5``   Legendre, T = 20, σ₀ = 1, μ = 1, m = 4, radius rules of Figure 2 —
-           n × IMSE (appendix, Figure 5)
-``fig6``   Legendre, T = 20, μ = 1, B' = √log n, σ₀ ∈ {0.1, 1, 10},
-           m ∈ {2,4,6,8} — IMSE ratio (appendix, Figure 6)
-=========  ======================================================================
+==========  ======================================================================
+``fig1``    RKHS (Gaussian kernel, ρ = 0.2), σ₀ = 0, B' = 1.1B, T ∈ {2,4,6,8},
+            μ ∈ {0.1, 1} — FTP/PTF MSE ratio against n (§5.1, Figure 1)
+``table1``  the settings of Figure 1, tabulated with p̂_PTF (appendix, Table 1)
+``fig2``    RKHS, σ₀ = 1, μ = 1, T = 4, B' ∈ {B, √log n, log n, √n, n^{2/3}} —
+            n × MSE of each pipeline (§5.2, Figure 2)
+``fig3``    RKHS, μ = 1, B' = log n, σ₀ ∈ {0.1, 1, 10}, T ∈ {2,4,6,8} —
+            MSE ratio against n (§5.3, Figure 3)
+``fig4``    Legendre H_m, T = 20, σ₀ = 0, B' = 1.1B, m ∈ {2,4,6,8},
+            μ ∈ {0.1, 1} — IMSE ratio (appendix, Figure 4)
+``fig5``    Legendre, T = 20, σ₀ = 1, μ = 1, m = 4, radius rules of Figure 2 —
+            n × IMSE (appendix, Figure 5)
+``fig6``    Legendre, T = 20, μ = 1, B' = √log n, σ₀ ∈ {0.1, 1, 10},
+            m ∈ {2,4,6,8} — IMSE ratio (appendix, Figure 6)
+==========  ======================================================================
 
 with n ∈ {2², 2³, …, 2¹²} throughout.
 
