@@ -384,7 +384,7 @@ def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
 def grid_norm_factor(geometry, norm: str) -> float:
     """sup ||f||_norm over the Cameron–Martin unit ball, for a norm of grid values.
 
-    ``"sup"``: max_j |f(t_j)| <= ||f||·a_j, so the factor is max_j a_j.
+    ``"sup"``: ``max_j |f(t_j)| <= ||f||·a_j``, so the factor is max_j a_j.
     ``"l2"``: the grid version of the L²[0,1] norm, sqrt(Σ_j f(t_j)²/T); the
     factor is sqrt(λ_max(ΦᵀΦ)/T).  ``"cm"``: 1.
     """

@@ -39,7 +39,7 @@ TOST), "x does not exceed y" becomes ``δ − (x − y) > 0`` (non-inferiority).
 Ratios are compared on the log scale with the engine's ``se_log_ratio``; two
 settings have independent streams, so a difference has the root-sum-square
 standard error; activation probabilities carry Agresti–Coull standard errors
-(:func:`dpfda.evidence.proportion_se`).
+(:func:`dpfda.config.proportion_se`).
 """
 
 from __future__ import annotations
@@ -89,10 +89,10 @@ VERDICTS = ("holds", "inconclusive", "fails")
 """The three verdicts, in the order of the matrix's colour scale."""
 
 LOG_MARGIN = math.log(1.5)
-"""δ for "agrees with", "near" and "flat" on the log scale of a ratio: a factor 1.5."""
+"""δ for "agrees with", "near" and "flat" on the log scale of a ratio (a factor 1.5)."""
 
 P_MARGIN = 0.1
-"""δ for "the estimated probability is 0.755": ±0.1 (about three quarters)."""
+"""δ for "the estimated probability is 0.755", ±0.1 (about three quarters)."""
 
 PAPER_P = 0.755
 """Table 1's p̂_PTF at T = 8, n = 2¹⁰, μ = 0.1 (appendix)."""
@@ -773,7 +773,7 @@ CATEGORIES = ("robust", "norm", "shape", "undecided", "default only", "none")
 
 
 def classify(matrix: pd.DataFrame) -> pd.Series:
-    """Sort each claim of a verdict matrix (all of :data:`LAWS` as columns) into a category.
+    """Sort each claim of a verdict matrix (all of :data:`~dpfda.data.LAWS` as columns) into a category.
 
     Only decisive contrasts count (a law where the claim holds against one where
     it fails); a difference between "holds" and "inconclusive" may be a matter
@@ -815,7 +815,7 @@ def classify(matrix: pd.DataFrame) -> pd.Series:
 
 
 NOISELESS_STUDIES = ("fig1", "table1", "fig4")
-"""The studies without observation noise: only privacy noise is drawn, so they are cheap."""
+"""The studies without observation noise (only privacy noise is drawn, so they are cheap)."""
 
 
 def simulate(laws=LAWS, *, reps_noiseless: int, reps_noisy: int, seed: int, n_jobs=2, n=None) -> dict:
@@ -847,6 +847,7 @@ def simulate(laws=LAWS, *, reps_noiseless: int, reps_noisy: int, seed: int, n_jo
 # Figures and tables of the matrix (the chapter book/robustness.ipynb)
 # ---------------------------------------------------------------------------
 
+#: The colour of each verdict (green, grey, red; see VERDICT_MARKS).
 VERDICT_COLOURS = {"holds": "#1b7837", "inconclusive": "#d9d9d9", "fails": "#b2182b"}
 VERDICT_MARKS = {"holds": "✓", "inconclusive": "?", "fails": "✗"}
 """Colours (green, grey, red) and marks of the verdicts; the marks keep the figure

@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpfda reproduce {fig1,…,fig6,table1,all}``.
+"""Command line: ``python -m dpfda reproduce {fig1,…,fig6,table1,all}`` and ``python -m dpfda release``.
 
 Re-runs the paper's simulation studies (§5 and the appendix) with
 :func:`dpfda.engine.run_studies` and writes, for each study, into ``--out``:
@@ -40,6 +40,18 @@ Dask backend; the results are bit-identical to a local run.  An address that
 cannot be reached within :data:`SCHEDULER_TIMEOUT` seconds, a cluster without
 workers and workers with other versions of dpfda or numpy are reported in one
 line with exit code 2.
+
+``python -m dpfda release DATA.csv --grid … --space … --radius … --mu … --out
+release.json`` releases one private mean curve of the curves in ``DATA.csv``
+(wide or long form, :func:`dpfda.publish.read_curves`) with FTP, or PTF with
+``--method ptf [--clip …]``, and writes the curve on a public evaluation grid
+with every public parameter (:func:`dpfda.publish.release_record`) as JSON.
+The noise comes from OpenDP (``secure=True``); ``--insecure-numpy-noise``
+uses numpy's generator instead, for teaching only.  Every choice is given on
+the command line, none is read from the data: the CSV's grid must be the
+``--grid`` given.  Bad input (a missing value, a grid that differs, …) gives
+one line on stderr and exit code 2; ``--out`` is never overwritten (a second
+release of the same data spends the budget again).
 """
 
 from __future__ import annotations
@@ -106,7 +118,8 @@ def _integer(name):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m dpfda",
-                     description="dpfda: reproduce the simulation studies of the FTP vs PTF paper.")
+                     description="dpfda: release a private mean curve from your data, or reproduce the "
+                                 "simulation studies of the FTP vs PTF paper.")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     rep = sub.add_parser("reproduce", help="re-run a figure or table of the paper (or all of them)",
                          description="Re-run a figure or table of the paper and write PNG/CSV/JSON files.",
@@ -136,12 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="latent law of the curves: default, shift-S or wave-S with S in "
                           "{0, 0.25, 0.5, 0.75, 0.9} (see dpfda.data); default: default")
     rep.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    _add_release_parser(sub)
     return parser
 
 
 def _validate(args) -> None:
     if args.command != "reproduce":
-        raise UsageError("choose a command: reproduce (see python -m dpfda --help)")
+        raise UsageError("choose a command: reproduce or release (see python -m dpfda --help)")
     if args.reps is None:
         args.reps = QUICK_REPS if args.quick else 1000
     if args.reps <= 0:
@@ -619,6 +633,8 @@ def main(argv=None) -> int:
     with SignalGuard() as guard:
         try:
             args = build_parser().parse_args(argv)
+            if args.command == "release":
+                return _release(args)
             _validate(args)
             run_id = uuid.uuid4().hex
             with contextlib.ExitStack() as stack:
@@ -642,3 +658,226 @@ def main(argv=None) -> int:
             return guard.exit_code or 130
         finally:
             shutdown_workers(kill=True)  # whatever happened, leave no worker behind
+
+
+# ---------------------------------------------------------------------------
+# python -m dpfda release: one private mean curve from a CSV file
+# ---------------------------------------------------------------------------
+
+
+def _points_option(text: str, option: str):
+    """A list of numbers: ``a,b,c`` or ``START:STOP:COUNT`` (COUNT equally spaced, ends included)."""
+    import numpy as np
+
+    text = text.strip()
+    try:
+        if text.count(":") == 2 and "," not in text:
+            start, stop, count = text.split(":")
+            k = int(count)
+            if k < 1:
+                raise UsageError(f"{option}: the count in START:STOP:COUNT must be >= 1, got {k}")
+            values = np.linspace(float(start), float(stop), k)
+        else:
+            values = np.array([float(v) for v in text.split(",")], dtype=float)
+    except ValueError:
+        raise UsageError(f"{option} must be numbers separated by commas, or START:STOP:COUNT, "
+                         f"got {text!r}") from None
+    if not np.all(np.isfinite(values)):
+        raise UsageError(f"{option} must hold finite numbers, got {text!r}")
+    return values
+
+
+def _space_option(text: str):
+    """``legendre:M``, ``gaussian:RHO`` or ``brownian`` as a dpfda function space."""
+    from .spaces import KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
+
+    kind, _, param = text.strip().partition(":")
+    try:
+        if kind == "legendre" and param:
+            return LegendreSpace(int(param))
+        if kind == "gaussian" and param:
+            return KernelSpace(gaussian_kernel(float(param)))
+        if kind == "brownian" and not param:
+            return KernelSpace(brownian_kernel())
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"--space {text!r}: {exc}") from None
+    raise UsageError(f"--space must be legendre:M (dimension M), gaussian:RHO (bandwidth RHO) or "
+                     f"brownian, got {text!r}")
+
+
+def _number_option(name):
+    def parse(text):
+        try:
+            return float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+    return parse
+
+
+def _add_release_parser(sub) -> None:
+    rel = sub.add_parser(
+        "release", help="release one private mean curve from a CSV file of curves (secure by default)",
+        description="Release the mean curve of the curves in a CSV file under mu-GDP (FTP, or PTF with "
+                    "--method ptf) and write it, with every public parameter, as JSON. Every choice "
+                    "below is public and must be fixed before looking at the data.",
+        epilog="Exit codes: 0 released; 2 bad input (one line on stderr; nothing written). The noise "
+               "comes from OpenDP unless --insecure-numpy-noise is given.")
+    rel.add_argument("data", metavar="DATA.csv",
+                     help="the curves: wide (one row per subject, one column per grid point, headers = "
+                          "the points) or long (--layout long: columns subject, point, value)")
+    rel.add_argument("--grid", required=True, metavar="POINTS",
+                     help="the public grid in the data's units: a,b,c,... or START:STOP:COUNT; the CSV "
+                          "must hold exactly these points")
+    rel.add_argument("--space", required=True, metavar="SPACE",
+                     help="legendre:M, gaussian:RHO or brownian (the paper's function spaces)")
+    rel.add_argument("--radius", type=_number_option("--radius"), default=None, metavar="B",
+                     help="the fitting radius B' > 0, in the data's units (required unless --lower and "
+                          "--upper are given)")
+    rel.add_argument("--lower", default=None, metavar="L",
+                     help="with --upper: a public range of every value (one number, or one per grid "
+                          "point): the data are centred and scaled by dpfda.PublicFrame, which gives B' "
+                          "and PTF's clip (legendre spaces only); excludes --radius and --clip")
+    rel.add_argument("--upper", default=None, metavar="U", help="see --lower")
+    rel.add_argument("--mu", required=True, type=_number_option("--mu"),
+                     help="the privacy budget: the release is mu-GDP")
+    rel.add_argument("--method", choices=("ftp", "ptf"), default="ftp",
+                     help="Fit-Then-Protect (default) or Protect-Then-Fit")
+    rel.add_argument("--clip", default=None, metavar="C",
+                     help="PTF's clipping bounds c_j, in the data's units: one number or one per grid "
+                          "point (a,b,c,...); default B' times ||phi(t_j)|| (Theorems 11, 14)")
+    rel.add_argument("--domain", default=None, metavar="START,STOP",
+                     help="the public interval mapped onto [0, 1] (default: the first and last grid point)")
+    rel.add_argument("--eval", default=None, metavar="POINTS", dest="eval_points",
+                     help="where to publish the curve: a,b,c,... or START:STOP:COUNT (default: 101 "
+                          "equally spaced points of the domain)")
+    rel.add_argument("--layout", choices=("wide", "long"), default="wide", help="the CSV's form (default wide)")
+    rel.add_argument("--id", default=None, metavar="COLUMN",
+                     help="the subject column (required with --layout long)")
+    rel.add_argument("--point", default="point", metavar="COLUMN", help="long form: the point column")
+    rel.add_argument("--value", default="value", metavar="COLUMN", help="long form: the value column")
+    rel.add_argument("--out", required=True, metavar="release.json",
+                     help="the JSON file to write (must not exist yet)")
+    rel.add_argument("--insecure-numpy-noise", action="store_true",
+                     help="draw the noise with numpy instead of OpenDP: for teaching only, never for "
+                          "a release that leaves the building")
+    rel.add_argument("--seed", type=_integer("--seed"), default=None,
+                     help="with --insecure-numpy-noise: numpy's seed (default: fresh OS entropy)")
+
+
+def _release_inputs(args):
+    """Check the public choices (before the data are read); return the objects they describe."""
+    import numpy as np
+
+    from .realdata import Domain
+
+    grid_points = _points_option(args.grid, "--grid")
+    if grid_points.size > 1 and np.any(np.diff(grid_points) <= 0):
+        raise UsageError("--grid must be strictly increasing")
+    if args.domain is None:
+        domain_ends = grid_points[[0, -1]]
+    else:
+        domain_ends = _points_option(args.domain, "--domain")
+        if domain_ends.size != 2:
+            raise UsageError(f"--domain must be two numbers START,STOP, got {args.domain!r}")
+    try:
+        domain = Domain(float(domain_ends[0]), float(domain_ends[1]), name="grid point")
+        grid = domain.to_unit(grid_points)
+    except ValueError as exc:
+        raise UsageError(f"--grid/--domain: {exc}") from None
+    space = _space_option(args.space)
+    if args.method == "ftp" and args.clip is not None:
+        raise UsageError("--clip is PTF's clipping bound; FTP does not clip (use --method ptf)")
+    clip = None if args.clip is None else _points_option(args.clip, "--clip")
+    if clip is not None and clip.size == 1:
+        clip = float(clip[0])
+    frame = None
+    if (args.lower is None) != (args.upper is None):
+        raise UsageError("--lower and --upper go together (a public range of the values)")
+    if args.lower is not None:
+        if args.radius is not None or args.clip is not None:
+            raise UsageError("--lower/--upper give B' and the clip (dpfda.PublicFrame); leave out "
+                             "--radius and --clip")
+        from .realdata import PublicFrame
+
+        band = [_points_option(v, o) for v, o in ((args.lower, "--lower"), (args.upper, "--upper"))]
+        band = [b[0] if b.size == 1 else b for b in band]
+        try:
+            frame = PublicFrame(space, grid_points, domain, band[0], band[1])
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"--lower/--upper: {exc}") from None
+    elif args.radius is None:
+        raise UsageError("give --radius (B' in the data's units), or a public range with --lower and --upper")
+    at = (np.linspace(domain.start, domain.stop, 101) if args.eval_points is None
+          else _points_option(args.eval_points, "--eval"))
+    if args.seed is not None and not args.insecure_numpy_noise:
+        raise UsageError("--seed is for --insecure-numpy-noise only: OpenDP's noise cannot be seeded")
+    if args.seed is not None and args.seed < 0:
+        raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
+    if os.path.exists(args.out):
+        raise UsageError(f"--out {args.out!r} exists: dpfda does not overwrite a release (a second "
+                         "release of the same data spends the budget again); choose another name")
+    folder = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(folder):
+        raise UsageError(f"--out {args.out!r}: the folder {folder!r} does not exist")
+    return grid_points, domain, grid, space, clip, at, frame
+
+
+def _release(args) -> int:
+    """``python -m dpfda release``: read, check, release, write; 0 or :class:`UsageError`."""
+    import numpy as np
+
+    from . import ftp, ptf
+    from .publish import read_curves, release_record
+
+    grid_points, domain, grid, space, clip, at, frame = _release_inputs(args)
+    try:
+        points, X = read_curves(args.data, layout=args.layout, id=args.id, point=args.point,
+                                value=args.value)
+    except ValueError as exc:
+        raise UsageError(f"{args.data}: {exc}") from None
+    if points.shape != grid_points.shape or not np.allclose(points, grid_points, rtol=1e-12, atol=0.0):
+        raise UsageError(f"{args.data}: the data's grid ({_short_points(points)}) is not the public "
+                         f"--grid ({_short_points(grid_points)}); the grid is fixed before the data "
+                         "are read, and every curve must be observed on it")
+    secure = not args.insecure_numpy_noise
+    rng = None if secure else np.random.default_rng(args.seed)
+    try:
+        if frame is not None:  # public centre, scale, B', clip and weights from the range
+            X = frame.to_unit(X)
+            radius, clip, weights = frame.radius, frame.clip, frame.weights
+        else:
+            radius, weights = args.radius, None
+        if args.method == "ftp":
+            rel = ftp(X, grid, space, radius, args.mu, rng, secure=secure)
+        else:
+            rel = ptf(X, grid, space, radius, args.mu, rng, clip=clip, weights=weights, secure=secure)
+        record = (release_record(rel, at, frame=frame) if frame is not None
+                  else release_record(rel, at, domain=domain))
+    except ImportError as exc:
+        raise UsageError(f"{exc} (or, for teaching only, --insecure-numpy-noise)") from None
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    record["command"] = {"data": os.path.basename(args.data), "layout": args.layout,
+                         "grid": args.grid, "space": args.space}
+    text = json.dumps(record, indent=2) + "\n"
+    tmp = _stage(args.out, _text_writer(text))
+    try:
+        os.link(tmp, args.out)  # fails if --out appeared meanwhile: never overwrite a release
+    except FileExistsError:
+        raise UsageError(f"--out {args.out!r} appeared while releasing; not overwritten") from None
+    except OSError:  # a file system without hard links: check, then rename
+        if os.path.exists(args.out):
+            raise UsageError(f"--out {args.out!r} appeared while releasing; not overwritten") from None
+        os.replace(tmp, args.out)
+    finally:
+        _discard(tmp)
+    pairs = ", ".join(f"ε = {p['epsilon']:.3g} at δ = {p['delta']:g}" for p in record["epsilon_delta"])
+    noise = "OpenDP" if secure else "numpy (INSECURE: teaching only, do not publish)"
+    print(f"dpfda: released the {args.method.upper()} mean of n = {rel.n} curves at μ = {rel.mu:g} "
+          f"({pairs}); noise from {noise}; wrote {args.out}")
+    return 0
+
+
+def _short_points(points) -> str:
+    shown = ", ".join(f"{p:g}" for p in points[:4])
+    return f"{points.size} points: {shown}{', …' if points.size > 4 else ''}"

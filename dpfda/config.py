@@ -47,7 +47,7 @@ ALPHA = math.erfc(Z / math.sqrt(2.0))
 """Two-sided false-alarm rate of one check at :data:`Z` standard errors (≈ 6.3e-5)."""
 
 Z95 = 1.959963984540054
-"""Φ⁻¹(0.975): half-width, in standard errors, of a two-sided 95% normal interval."""
+"""Φ⁻¹(0.975), the half-width, in standard errors, of a two-sided 95% normal interval."""
 
 MAX_DEFAULT_JOBS = 8
 """The most worker processes :func:`n_jobs` chooses by itself (``DPFDA_JOBS`` may ask more)."""

@@ -69,7 +69,7 @@ LAW_SHIFTS = (0.0, 0.25, 0.5, 0.75, 0.9)
 """The shares S of the mean direction in the ``shift-S`` and ``wave-S`` laws."""
 
 LAWS = ("default",) + tuple(f"{shape}-{S:g}" for shape in ("shift", "wave") for S in LAW_SHIFTS)
-"""The latent laws, fixed before any run: ``default``, ``shift-S`` and ``wave-S``."""
+"""The latent laws, fixed before any run (``default``, ``shift-S`` and ``wave-S``)."""
 
 
 def check_law(law) -> str:

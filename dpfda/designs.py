@@ -844,7 +844,8 @@ class Design:
             coef, active = solver.unconstrained(xtilde), None
         return Release(method="design", geometry=self.geometry, coef=coef, mu=float(mu),
                        radius=self.radius, n=n, noise_scale=sigma, active=active, clip=self.clip,
-                       weights=self.weights, noisy_means=xtilde, noise_factor=self.L)
+                       weights=self.weights, noisy_means=xtilde, noise_factor=self.L,
+                       secure=bool(secure))
 
     def _secure_noisy_means(self, summary, n, mu):
         """x̃ through OpenDP: noise on the whitened summary divided by R, mapped back (post-processing)."""

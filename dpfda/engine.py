@@ -482,7 +482,7 @@ def repeat_releases(pipeline, X, grid, space, radius, mu, reps, target, rng, chu
     (broadcast in chunks of at most ``chunk`` values, so the data are never
     copied), or (reps, n, T) noisy data, released once per repetition.  Returns
     ``(errors (reps,), any_active (reps,))``: the error of each release against
-    ``target`` (:meth:`Release.error`) and whether a ball constraint was active —
+    ``target`` (:meth:`dpfda.Release.error`) and whether a ball constraint was active —
     PTF's final fit (a function of the release) or any curve's FTP fit, which
     comes from the stage function :func:`~dpfda.pipelines.ftp_fit_mean` because a
     release carries no per-curve flag.
@@ -1021,7 +1021,7 @@ def run_study(study: Study, reps: int, seed: int, n_jobs: int | None = 1, chunk_
         some curve's FTP constraint was active), ``p_ftp_active_curves`` (mean
         share of curves), ``p_ptf_active`` (share of repetitions in which PTF's
         constraint was active), with binomial standard errors.
-        ``df.attrs["dpfda"]`` holds the run's metadata (:func:`metadata`).
+        ``df.attrs["dpfda"]`` holds the run's metadata (``metadata``).
     """
     if not isinstance(study, Study):
         raise TypeError(f"study must be a Study, got {type(study).__name__}")

@@ -192,7 +192,7 @@ def exceeds(x: float, se_x: float, y: float, se_y: float, z: float = Z) -> bool:
 
 
 def within(x: float, se_x: float, y: float, se_y: float = 0.0, z: float = Z) -> bool:
-    """|x − y| ≤ z·sqrt(se_x² + se_y²): the two agree up to Monte Carlo error.
+    """``|x − y| ≤ z·sqrt(se_x² + se_y²)``: the two agree up to Monte Carlo error.
 
     With ``se_y = 0``, ``y`` is an exact value (e.g. a formula).
     """

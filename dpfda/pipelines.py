@@ -134,7 +134,7 @@ def _noise_scale(bound, factor, n: int, mu: float, bound_name: str, rounding: fl
 
 
 def check_radius(radius) -> float:
-    """The fitting radius B': a finite number in (0, 2^960] (see :data:`PARAM_MAX`)."""
+    """The fitting radius B': a finite number in (0, 2^960] (see :data:`~dpfda.pipelines.PARAM_MAX`)."""
     radius = check_positive(radius, "radius")
     if radius > PARAM_MAX:
         raise ValueError(
@@ -153,11 +153,11 @@ def ftp_sigma(n: int, radius: float, mu: float, *, rounding: float = 0.0) -> flo
     """FTP noise scale σ = Δ/μ with Cameron–Martin sensitivity Δ = 2B'/n (Algorithm 1).
 
     ``rounding``: a proven bound ε on the relative excess of pair μ from the
-    rounding of the mean (:func:`ftp_rounding_excess`); σ is multiplied by
+    rounding of the mean (:func:`~dpfda.pipelines.ftp_rounding_excess`); σ is multiplied by
     1 + ε + 8u when ε > 2⁻³¹ (:func:`dpfda.summation.calibration_factor`) and
     is otherwise exactly the formula.  Raises ``ValueError`` when σ would not
     be a finite, normal float in [2^-40·B', 2^960] (see
-    :data:`NOISE_RESOLUTION`, :data:`PARAM_MAX`).
+    :data:`~dpfda.pipelines.NOISE_RESOLUTION`, :data:`~dpfda.pipelines.PARAM_MAX`).
 
     Examples
     --------
@@ -254,7 +254,7 @@ _FITTERS: dict = {}
 
 
 def fitter(geometry: GridGeometry, weights=None) -> BallLeastSquares:
-    """A cached :class:`BallLeastSquares` for this geometry and weight vector."""
+    """A cached :class:`~dpfda.BallLeastSquares` for this geometry and weight vector."""
     w = None if weights is None else np.asarray(weights, dtype=float)
     key = (id(geometry), None if w is None else w.tobytes())
     hit = _FITTERS.get(key)
@@ -298,7 +298,7 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
     ``secure=True`` the noise comes from OpenDP (``rng`` may be None);
     otherwise from ``rng``.  For an
     RKHS the release also gets its own stream for the Gaussian-process residual
-    off the grid (see :meth:`Release.__call__`).
+    off the grid (see :meth:`dpfda.Release.__call__`).
     """
     excess = ftp_rounding_excess(n, geometry.dim, radius)
     sigma = ftp_sigma(n, radius, mu, rounding=excess)
@@ -313,7 +313,7 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
         coef = add_noise(mean_coef, sigma, check_rng(rng).standard_normal(mean_coef.shape))
     residual = _residual_stream(rng, secure) if isinstance(geometry.space, KernelSpace) else None
     return Release(method="ftp", geometry=geometry, coef=coef, mu=mu, radius=radius, n=n,
-                   noise_scale=sigma, residual_rng=residual)
+                   noise_scale=sigma, residual_rng=residual, secure=secure)
 
 
 def ptf_clipped_mean(X: np.ndarray, clip: np.ndarray, *, exact: bool = True) -> np.ndarray:
@@ -411,10 +411,13 @@ class Release:
     noisy_means : ndarray (…, T) or None
         PTF's released noisy means x̃ (the Gaussian mechanism's output, before
         the fit, which is post-processing); None for FTP.
+    secure : bool
+        Whether the noise came from OpenDP's vetted samplers (``secure=True``);
+        False for numpy's generator (simulation and teaching, not publication).
     active : ndarray (…,) of bool or None
         PTF: whether the final fit of x̃ hit the ball (a function of the
         release).  None for FTP: which curves' fits hit the ball is a fact
-        about individuals, available to simulations from :func:`ftp_fit_mean`.
+        about individuals, available to simulations from :func:`~dpfda.pipelines.ftp_fit_mean`.
     noise_factor : ndarray (T, k) or None
         A design's (:class:`dpfda.designs.Design`) public noise shape L: its noisy
         means are x̃ = centre + σLZ, Z ~ N(0, I_k), so their covariance is
@@ -423,8 +426,10 @@ class Release:
     """
 
     def __init__(self, *, method, geometry, coef, mu, radius, n, noise_scale, active=None,
-                 clip=None, weights=None, noisy_means=None, residual_rng=None, noise_factor=None):
+                 clip=None, weights=None, noisy_means=None, residual_rng=None, noise_factor=None,
+                 secure=False):
         self.method = method
+        self.secure = bool(secure)
         self.geometry = geometry
         self.coef = coef
         self.mu = mu
@@ -652,7 +657,7 @@ def _setup(X, grid, space, radius, mu, rng, secure):
     return X, geometry, radius, mu, rng, secure
 
 
-def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
+def ftp(X, grid, space, radius, mu, rng=None, *, secure=False) -> Release:
     """Fit-Then-Protect (Algorithm 1), μ-GDP by Theorem 6 and Corollaries 7–8.
 
     Each curve is fitted by least squares (W = I) inside the ball of radius B'
@@ -672,10 +677,11 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
         Fitting radius B' > 0.
     mu : float
         Privacy budget μ > 0.
-    rng : numpy.random.Generator or None
-        Source of the privacy noise.  Not used with ``secure=True``, which
-        accepts None here.  Anyone who knows its seed can redraw the noise;
-        the release itself keeps no state of it (see :class:`Release`).
+    rng : numpy.random.Generator, optional
+        Source of the privacy noise; required unless ``secure=True``, which
+        does not use it (leave it out then).  Anyone who knows its seed can
+        redraw the noise; the release itself keeps no state of it (see
+        :class:`Release`).
     secure : bool, default False
         Draw the privacy noise with OpenDP's vector Gaussian mechanism
         (:mod:`dpfda.secure`) instead of numpy: on the coefficients for H_m, on
@@ -723,7 +729,7 @@ def ftp(X, grid, space, radius, mu, rng, *, secure=False) -> Release:
     return ftp_privatize(mean_coef, geometry, radius, mu, n, rng, secure=secure)
 
 
-def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=False) -> Release:
+def ptf(X, grid, space, radius, mu, rng=None, clip=None, weights=None, *, secure=False) -> Release:
     """Protect-Then-Fit (Algorithm 2), μ-GDP by Proposition 9.
 
     Coordinate j is clipped to [-c_j, c_j], averaged over curves, and released
@@ -799,4 +805,5 @@ def ptf(X, grid, space, radius, mu, rng, clip=None, weights=None, *, secure=Fals
         xtilde = add_noise(xbar, sig, rng.standard_normal(xbar.shape))
     fit = ptf_fit(xtilde, geometry, radius, w)
     return Release(method="ptf", geometry=geometry, coef=fit.coef, mu=mu, radius=radius, n=n,
-                   noise_scale=sig, active=fit.active, clip=c, weights=w, noisy_means=xtilde)
+                   noise_scale=sig, active=fit.active, clip=c, weights=w, noisy_means=xtilde,
+                   secure=secure)

@@ -67,17 +67,18 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 # Okabe-Ito colours (safe for colour-blind readers, legible on white and in print).
 COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
            "#F0E442"]
-#: Width of the book's content column in inches: no figure is wider.
+#: Width of the book's content column in inches; no figure is wider.
 TEXT_WIDTH = 6.4
 #: Smallest font size (points) of any text in a figure; the browser test checks that
 #: this is at least 9 CSS px tall as displayed.
 MIN_FONT_PT = 9.0
-#: Resolution of the figures' PNGs (dots per inch): sharp on high-density screens.
+#: Resolution of the figures' PNGs in dots per inch, sharp on high-density screens.
 DPI = 150
 #: FTP and PTF drawn alike in every chapter.
 METHOD_STYLE = {"ftp": {"color": COLOURS[0], "marker": "o"},
                 "ptf": {"color": COLOURS[1], "marker": "s"}}
 
+#: The matplotlib rcParams of the book's figures, applied by :func:`use_style`.
 STYLE: dict[Any, Any] = {  # rcParams keys (matplotlib types them as literals)
     "figure.figsize": (TEXT_WIDTH, 3.6),
     "figure.dpi": DPI,

@@ -12,12 +12,12 @@ it to the paper's setting, and both must be fixed before anyone looks at the dat
   centres the values on a public reference curve r ∈ H_m (the least-squares fit of the
   band's midpoints) and divides by one constant ``scale``, the largest half-width of the
   band about r, so that a curve inside the band becomes y = (x - r)/scale with
-  |y(t_j)| <= c_j <= 1.  From that:
+  ``|y(t_j)| <= c_j <= 1``.  From that:
 
   - PTF's clipping bounds are the c_j (Algorithm 2 with public c), and its weights
     W = diag(c_j^-2) (the noise at t_j has standard deviation proportional to c_j);
   - the fitting radius B' is sqrt(∫ ĉ(t)² dt), with ĉ the piecewise-linear interpolant of
-    the c_j (constant beyond the first and last grid point): a curve with |y| <= ĉ has
+    the c_j (constant beyond the first and last grid point): a curve with ``|y| <= ĉ`` has
     L²[0, 1] norm, hence H_m norm, at most B'.
 
 Because both maps are fixed public affine maps applied to each person's record, a
@@ -26,7 +26,7 @@ neighbouring dataset stays neighbouring, and mapping a release back is post-proc
 commute with the maps, so the mean of the mapped curves maps back to the mean curve.
 
 The value map needs a finite-dimensional space: in an RKHS the norm is not bounded by the
-curve's values, so a value range gives no B' (a ``TypeError`` says so).
+curve's values, so a value range gives no B' (a ``TypeError`` says so, and what to do).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import numpy as np
 from numpy.polynomial import legendre as _leg
 
 from ._validation import _as_float_array, _to_float, check_data, check_grid, check_points
-from .spaces import LegendreSpace
+from .spaces import KernelSpace, LegendreSpace
 
 __all__ = ["Domain", "PublicFrame", "legendre_derivative", "smallest_dimension"]
 
@@ -75,7 +75,7 @@ class Domain:
 
     @property
     def length(self) -> float:
-        """stop - start: d/dx = (1/length)·d/dt."""
+        """The interval's length, stop - start (d/dx = (1/length)·d/dt)."""
         return self.stop - self.start
 
     def to_unit(self, x) -> np.ndarray:
@@ -180,7 +180,9 @@ class PublicFrame:
     Parameters
     ----------
     space : LegendreSpace
-        H_m, chosen before looking at the data.
+        H_m, chosen before looking at the data.  A :class:`~dpfda.KernelSpace` is refused
+        with a ``TypeError`` that says why (a value range bounds no RKHS norm) and what to
+        do instead.
     points : array (T,)
         The public design points in the study's units (e.g. ages), strictly increasing.
     domain : Domain
@@ -206,12 +208,19 @@ class PublicFrame:
     """
 
     def __init__(self, space, points, domain, lower, upper):
-        if not isinstance(space, LegendreSpace):
+        if isinstance(space, KernelSpace):
             raise TypeError(
-                f"space must be a LegendreSpace, got {type(space).__name__}: a range of values "
-                "bounds the L² norm, which is the Cameron–Martin norm of H_m, but not the norm of "
-                "an RKHS, so it gives no fitting radius there"
+                "space must be a LegendreSpace, got a KernelSpace: a range of values bounds the "
+                "L² norm, which is the Cameron–Martin norm of H_m, but not the norm of an RKHS, so it "
+                "gives no fitting radius there (curves with the same values on the grid can have any "
+                "RKHS norm; the smallest, sqrt(yᵀK_T⁻¹y), is bounded over the band only through "
+                "1/λ_min(K_T), which is astronomically large for a smooth kernel). For an RKHS, map "
+                "the values with a public centre and scale yourself, choose B' as a public bound on "
+                "the curves' RKHS norm (FTP stays μ-GDP for any B'; fits beyond it are shrunk onto "
+                "the ball), and call dpfda.ftp or dpfda.ptf (whose clip may be the band's half-widths)"
             )
+        if not isinstance(space, LegendreSpace):
+            raise TypeError(f"space must be a LegendreSpace, got {type(space).__name__}")
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a dpfda Domain, got {type(domain).__name__}")
         pts = _as_float_array(points, "points")

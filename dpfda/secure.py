@@ -29,7 +29,7 @@ Proposition 17, Example 3) goes through OpenDP's Laplace mechanism in the same
 way: its map sends an ℓ₁ sensitivity Δ₁ to ε = Δ₁/scale, checked by
 :func:`laplace_release`.
 
-OpenDP is an optional dependency (``pip install dpfda[secure]``).
+OpenDP is a run-time dependency of dpfda (``pip install .`` installs it).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Both pipelines see a space only through its *grid geometry* (``space.at(grid)``)
   span of the kernel sections K(t_j, ·) (proof of Theorem 13, eqs. 37 and 41),
   with Phi = K_T^{1/2} and d = T.  In both cases the Cameron–Martin norm of
   the function is the Euclidean norm of its coordinates.
-* ``eval_norm`` — a_j = sup_{||f|| <= 1} |f(t_j)|, the norm of evaluation at
+* ``eval_norm`` — ``a_j = sup_{||f|| <= 1} |f(t_j)|``, the norm of evaluation at
   t_j on the unit ball: ||φ(t_j)||_2 for H_m, sqrt(K(t_j, t_j)) for H_K.  It
   gives PTF's default clipping c_j = B' a_j and weights W = diag(a_j^{-2})
   (Theorems 11 and 14).
@@ -17,7 +17,7 @@ Both pipelines see a space only through its *grid geometry* (``space.at(grid)``)
   H_m, computed exactly through the coefficients, and grid MSE (eq. 8) for H_K.
 
 Every space implements :class:`FunctionSpace` (the contract, as scikit-fda's
-``Basis``: the public :meth:`FunctionSpace.at` checks the grid, then calls
+``Basis``: the public :meth:`~dpfda.FunctionSpace.at` checks the grid, then calls
 the space's own ``_geometry``); its geometry is a :class:`LegendreGeometry`
 or a :class:`KernelGeometry`, whose typed fields hold what each kind of
 space adds (M = ΦᵀΦ; K_T, K_T^{-1/2} and its eigenvalues).
@@ -97,7 +97,7 @@ class FunctionSpace(ABC):
     """
 
     metric: ClassVar[str]
-    """The utility criterion: ``"IMSE"`` (eq. 7) or ``"MSE"`` on the grid (eq. 8)."""
+    """The utility criterion, ``"IMSE"`` (eq. 7) or ``"MSE"`` on the grid (eq. 8)."""
 
     def at(self, grid) -> GridGeometry:
         """The geometry of this space on ``grid`` (checked: strictly increasing, in [0, 1])."""
@@ -124,7 +124,7 @@ class GridGeometry:
     Phi : ndarray (T, d)
         Design matrix: Cameron–Martin coordinates to grid values.
     eval_norm : ndarray (T,)
-        a_j = sup_{||f|| <= 1} |f(t_j)|, the norm of evaluation at t_j.
+        ``a_j = sup_{||f|| <= 1} |f(t_j)|``, the norm of evaluation at t_j.
     metric : {"IMSE", "MSE"}
     """
 

@@ -9,21 +9,21 @@ study; :mod:`dpfda.plots` draws it.
 
 The paper's studies (all with B = 1 and 1000 repetitions in the paper):
 
-=========  ======================================================================
-``fig1``   RKHS (Gaussian kernel, ρ = 0.2), σ₀ = 0, B' = 1.1B, T ∈ {2,4,6,8},
-           μ ∈ {0.1, 1} — FTP/PTF MSE ratio against n (§5.1, Figure 1)
-``table1`` the settings of Figure 1, tabulated with p̂_PTF (appendix, Table 1)
-``fig2``   RKHS, σ₀ = 1, μ = 1, T = 4, B' ∈ {B, √log n, log n, √n, n^{2/3}} —
-           n × MSE of each pipeline (§5.2, Figure 2)
-``fig3``   RKHS, μ = 1, B' = log n, σ₀ ∈ {0.1, 1, 10}, T ∈ {2,4,6,8} —
-           MSE ratio against n (§5.3, Figure 3)
-``fig4``   Legendre H_m, T = 20, σ₀ = 0, B' = 1.1B, m ∈ {2,4,6,8},
-           μ ∈ {0.1, 1} — IMSE ratio (appendix, Figure 4)
-``fig5``   Legendre, T = 20, σ₀ = 1, μ = 1, m = 4, radius rules of Figure 2 —
-           n × IMSE (appendix, Figure 5)
-``fig6``   Legendre, T = 20, μ = 1, B' = √log n, σ₀ ∈ {0.1, 1, 10},
-           m ∈ {2,4,6,8} — IMSE ratio (appendix, Figure 6)
-=========  ======================================================================
+==========  ======================================================================
+``fig1``    RKHS (Gaussian kernel, ρ = 0.2), σ₀ = 0, B' = 1.1B, T ∈ {2,4,6,8},
+            μ ∈ {0.1, 1} — FTP/PTF MSE ratio against n (§5.1, Figure 1)
+``table1``  the settings of Figure 1, tabulated with p̂_PTF (appendix, Table 1)
+``fig2``    RKHS, σ₀ = 1, μ = 1, T = 4, B' ∈ {B, √log n, log n, √n, n^{2/3}} —
+            n × MSE of each pipeline (§5.2, Figure 2)
+``fig3``    RKHS, μ = 1, B' = log n, σ₀ ∈ {0.1, 1, 10}, T ∈ {2,4,6,8} —
+            MSE ratio against n (§5.3, Figure 3)
+``fig4``    Legendre H_m, T = 20, σ₀ = 0, B' = 1.1B, m ∈ {2,4,6,8},
+            μ ∈ {0.1, 1} — IMSE ratio (appendix, Figure 4)
+``fig5``    Legendre, T = 20, σ₀ = 1, μ = 1, m = 4, radius rules of Figure 2 —
+            n × IMSE (appendix, Figure 5)
+``fig6``    Legendre, T = 20, μ = 1, B' = √log n, σ₀ ∈ {0.1, 1, 10},
+            m ∈ {2,4,6,8} — IMSE ratio (appendix, Figure 6)
+==========  ======================================================================
 
 with n ∈ {2², 2³, …, 2¹²} throughout.
 
@@ -106,7 +106,7 @@ RADIUS_RULES: dict[str, Callable[[int, float], float]] = {
     "sqrt_n": _rule_sqrt_n,
     "n_2_3": _rule_n_2_3,
 }
-"""The fitting radii of §5: B' ∈ {B, 1.1B, √log n, log n, √n, n^{2/3}} (natural log)."""
+"""The fitting radii of §5, B' ∈ {B, 1.1B, √log n, log n, √n, n^{2/3}} (natural log)."""
 
 RULE_LABELS = {
     "B": "$B$",
@@ -193,10 +193,10 @@ class Setting:
         The family of the function space (:attr:`space`).  ``"kernel"``: the
         RKHS of the Gaussian kernel with bandwidth ``rho``
         (:class:`~dpfda.spaces.KernelSpace`), latent curves from
-        :func:`dpfda.data.rkhs_curves` with ``centers`` kernel centres, error =
+        :func:`dpfda.rkhs_curves` with ``centers`` kernel centres, error =
         grid MSE (eq. 8).  ``"legendre"``: the Legendre space H_m
         (:class:`~dpfda.spaces.LegendreSpace`), latent curves from
-        :func:`dpfda.data.polynomial_curves`, error = IMSE (eq. 7).
+        :func:`dpfda.polynomial_curves`, error = IMSE (eq. 7).
     n : int
         Number of curves.
     T : int
@@ -278,7 +278,7 @@ class Setting:
 
     @property
     def dim(self) -> int:
-        """Dimension d of the fitted coordinates: m for H_m, T for the RKHS."""
+        """Dimension d of the fitted coordinates (m for H_m, T for the RKHS)."""
         if self.family == "legendre":
             assert self.m is not None  # required for H_m (__post_init__)
             return self.m
@@ -286,7 +286,7 @@ class Setting:
 
     @property
     def space(self) -> LegendreSpace | KernelSpace:
-        """The function space: :class:`LegendreSpace` (m) or :class:`KernelSpace` (Gaussian, ρ)."""
+        """The function space, a :class:`~dpfda.LegendreSpace` (m) or :class:`~dpfda.KernelSpace` (Gaussian, ρ)."""
         if self.family == "legendre":
             assert self.m is not None  # required for H_m (__post_init__)
             return LegendreSpace(self.m)
@@ -294,7 +294,7 @@ class Setting:
         return KernelSpace(gaussian_kernel(self.rho))
 
     def grid(self) -> np.ndarray:
-        """The equally spaced grid of T points (:func:`dpfda.spaces.uniform_grid`)."""
+        """The equally spaced grid of T points (:func:`dpfda.uniform_grid`)."""
         return uniform_grid(self.T)
 
     def geometry(self):

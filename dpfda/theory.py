@@ -3,7 +3,7 @@
 Every bound takes the grid geometry of a space (``space.at(grid)``): a
 :class:`~dpfda.spaces.LegendreGeometry` for H_m or a
 :class:`~dpfda.spaces.KernelGeometry` for an RKHS, which is how this module
-tells the two apart (:func:`_is_legendre`); the noise scales and the default
+tells the two apart (``_is_legendre``); the noise scales and the default
 weights come from :mod:`dpfda.pipelines`, the one place those formulas live.
 Every bound returns a :class:`Bound`: its value, whether the theorem's condition on B'
 holds, and the condition in words.  A bound whose condition fails is still
@@ -90,7 +90,7 @@ def _bound_args(geometry, B, radius, n, mu, sigma0=0.0):
 def tau(radius: float, T: int, n: int, mu: float) -> float:
     """τ = 2B'·sqrt(T)/(nμ), the PTF noise level of Theorems 11 and 14.
 
-    It is PTF's σ_j (:func:`dpfda.pipelines.ptf_sigmas`) for clipping bounds
+    It is PTF's σ_j (:func:`dpfda.ptf_sigmas`) for clipping bounds
     c_j = B', i.e. σ_j/a_j under the default clipping.
 
     >>> round(tau(1.0, 4, 10, 1.0), 12)

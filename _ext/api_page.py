@@ -1,0 +1,149 @@
+"""Write the book's API reference page, book/api.md, from dpfda.__all__ and the modules' __all__.
+
+Run `.venv/bin/python _ext/api_page.py` after a public name is added or removed;
+tests/test_api_page.py fails while the committed page differs from what this script writes.
+The page holds autodoc directives only: the docstrings themselves are read when the book is
+built (sphinx.ext.autodoc, napoleon for the numpy-style sections, autosummary tables).
+"""
+
+import importlib
+import inspect
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import dpfda  # noqa: E402
+
+GROUPS = [
+    ("Releasing a mean curve", ["ftp", "ptf", "Release", "ftp_sigma", "ptf_sigmas"]),
+    ("Real data on the paper's terms", ["Domain", "PublicFrame", "legendre_derivative"]),
+    ("Function spaces and grids", ["FunctionSpace", "LegendreSpace", "KernelSpace", "Kernel", "GaussianKernel",
+                                   "BrownianKernel", "gaussian_kernel", "brownian_kernel", "GridGeometry",
+                                   "LegendreGeometry", "KernelGeometry", "uniform_grid"]),
+    ("Fitting in the ball", ["fit_ball", "BallLeastSquares", "BallFit"]),
+    ("Privacy accounting", ["tradeoff", "compose", "gaussian_sigma", "epsilon_from_mu", "delta_from_mu",
+                            "mu_from_epsilon_delta", "laplace_mechanism", "laplace_scale"]),
+    ("The paper's data models", ["polynomial_curves", "rkhs_curves", "uniform_ball", "observe", "PolynomialCurves",
+                                 "KernelCurves"]),
+    ("Errors", ["AssumptionError"]),
+]
+MODULES = [
+    ("publish", "From a table of curves to a published release"),
+    ("realdata", "Real data"),
+    ("pipelines", "The two pipelines, stage by stage"),
+    ("spaces", "Function spaces"),
+    ("fitting", "Ball-constrained least squares"),
+    ("privacy", "Gaussian differential privacy"),
+    ("secure", "OpenDP's samplers"),
+    ("theory", "The paper's bounds and limits"),
+    ("data", "Data models"),
+    ("audit", "Empirical privacy audits"),
+    ("designs", "Beyond the paper: other mechanism designs"),
+    ("explorer", "The interactive ratio figure"),
+    ("config", "Settings of the chapters"),
+    ("engine", "The simulation engine"),
+    ("studies", "The paper's simulation studies"),
+    ("evidence", "Monte Carlo evidence for the chapters' checks"),
+    ("claims", "The paper's claims, judged"),
+    ("plots", "Figures and tables"),
+    ("cli", "The command line"),
+]
+
+# Public constants that the docstrings refer to but their module's __all__ leaves out.
+EXTRA = {"plots": ["TEXT_WIDTH", "MIN_FONT_PT", "DPI", "METHOD_STYLE", "HEADERS"]}
+# dpfda.__all__ also names four modules, imported on first use; they get their own sections.
+LAZY_MODULES = {"audit", "designs", "secure", "theory"}
+
+INTRO = """(api)=
+# API reference
+
+Every public name of the package `dpfda`, with its docstring, generated from the code
+when the book is built. {ref}`The names the package exports <api-top>` come first,
+grouped by what they are for; the {ref}`modules <api-modules>` follow, each with its own
+names beyond those. `python -m dpfda` is described under {ref}`dpfda.cli <api-cli>`; the
+chapter {doc}`release` shows the functions a practitioner needs, in the order they are
+used.
+
+(api-top)=
+## The package `dpfda`
+
+```{eval-rst}
+.. automodule:: dpfda
+   :no-members:
+```
+"""
+
+LAZY = """### Modules imported on first use
+
+`dpfda.audit`, `dpfda.designs`, `dpfda.secure` and `dpfda.theory` are in `dpfda.__all__`
+too; they are imported when first used (they need scipy) and documented with the modules
+below: {ref}`audit <api-audit>`, {ref}`designs <api-designs>`, {ref}`secure <api-secure>`,
+{ref}`theory <api-theory>`.
+
+(api-modules)=
+## The modules
+"""
+
+
+def directive(qual: str, obj) -> str:
+    """The autodoc directive for one object."""
+    if inspect.isclass(obj):
+        if issubclass(obj, BaseException):
+            return f".. autoexception:: {qual}\n"
+        call = vars(obj).get("__call__")
+        special = "   :special-members: __call__\n" if call is not None and call.__doc__ else ""
+        return f".. autoclass:: {qual}\n   :members:\n{special}"
+    if callable(obj):
+        return f".. autofunction:: {qual}\n"
+    return f".. autodata:: {qual}\n   :no-value:\n"
+
+
+def block(module: str, names: list[str], objects: dict) -> str:
+    """An autosummary table of ``names`` and their directives, in ``module``."""
+    table = "".join(f"   {n}\n" for n in names)
+    body = "\n".join(directive(f"{module}.{n}", objects[n]) for n in names)
+    return (f"```{{eval-rst}}\n.. currentmodule:: {module}\n\n.. autosummary::\n\n{table}```\n\n"
+            f"```{{eval-rst}}\n{body}```\n")
+
+
+def render() -> str:
+    """The page's MyST text."""
+    top = set(dpfda.__all__)
+    listed = [n for _, names in GROUPS for n in names]
+    unlisted = top - LAZY_MODULES - set(listed)
+    if unlisted:
+        raise SystemExit(f"add these names of dpfda.__all__ to a group in GROUPS: {sorted(unlisted)}")
+    out = [INTRO]
+    for title, names in GROUPS:
+        out.append(f"### {title}\n\n" + block("dpfda", names, {n: getattr(dpfda, n) for n in names}))
+    out.append(LAZY)
+    seen: dict = {}
+    home: dict = {}
+    for name, title in MODULES:
+        mod = importlib.import_module(f"dpfda.{name}")
+        own = [n for n in mod.__all__ if n in top and getattr(dpfda, n) is getattr(mod, n)]
+        extra = [n for n in mod.__all__ if n not in own] + EXTRA.get(name, [])
+        reexported = [n for n in extra if n in seen and seen[n] is getattr(mod, n)]
+        extra = [n for n in extra if n not in reexported]
+        text = (f"(api-{name})=\n### `dpfda.{name}`: {title}\n\n"
+                f"```{{eval-rst}}\n.. automodule:: dpfda.{name}\n   :no-members:\n```\n\n")
+        if own:
+            text += ("Exported by `dpfda` and documented {ref}`above <api-top>`: "
+                     + ", ".join(f"{{py:obj}}`~dpfda.{n}`" for n in own) + ".\n\n")
+        if reexported:
+            text += ("Also importable from here, documented where they are defined: "
+                     + ", ".join(f"{{py:obj}}`~{home[n]}.{n}`" for n in reexported) + ".\n\n")
+        for n in extra:
+            seen.setdefault(n, getattr(mod, n))
+            home.setdefault(n, f"dpfda.{name}")
+        if extra:
+            text += block(f"dpfda.{name}", extra, {n: getattr(mod, n) for n in extra})
+        out.append(text)
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    (ROOT / "book" / "api.md").write_text(render(), encoding="utf-8")
+    print("wrote book/api.md")

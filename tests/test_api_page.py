@@ -1,0 +1,72 @@
+"""The API reference page (book/api.md) documents every public name and is up to date.
+
+The page is written by _ext/api_page.py from dpfda.__all__ and the modules' __all__; the
+book build (-W -n) then checks that every docstring renders and every reference resolves.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+from pathlib import Path
+
+import yaml
+
+import dpfda
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = (ROOT / "book" / "api.md").read_text(encoding="utf-8")
+
+
+def documented() -> set[str]:
+    return set(re.findall(r"^\.\. auto(?:function|class|exception|data|module):: (\S+)$", PAGE, flags=re.M))
+
+
+def public_modules() -> list[str]:
+    return sorted(p.stem for p in (ROOT / "dpfda").glob("*.py") if not p.stem.startswith("_"))
+
+
+def test_the_committed_page_is_what_the_generator_writes():
+    spec = importlib.util.spec_from_file_location("api_page", ROOT / "_ext" / "api_page.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.render() == PAGE, "book/api.md is out of date: run .venv/bin/python _ext/api_page.py"
+
+
+def test_every_name_of_dpfda_all_is_documented():
+    names = documented()
+    for name in dpfda.__all__:
+        obj = getattr(dpfda, name)
+        target = f"dpfda.{name}"
+        assert target in names, f"{target} is not on the API page"
+        if isinstance(obj, type(dpfda)):
+            assert obj.__name__ == target
+
+
+def test_every_public_module_and_its_names_are_documented():
+    names = documented()
+    for mod_name in public_modules():
+        if mod_name == "__main__":
+            continue
+        mod = importlib.import_module(f"dpfda.{mod_name}")
+        assert f"dpfda.{mod_name}" in names, f"module dpfda.{mod_name} has no section"
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if f"dpfda.{mod_name}.{name}" in names:
+                continue
+            # otherwise documented where the very same object is documented
+            owners = ["dpfda"] + [f"dpfda.{m}" for m in public_modules() if m != "__main__"]
+            same = [o for o in owners if f"{o}.{name}" in names
+                    and getattr(importlib.import_module(o), name, None) is obj]
+            assert same, f"dpfda.{mod_name}.{name} is not on the API page"
+
+
+def test_the_page_is_in_the_back_matter_and_autodoc_is_enabled():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    back = [p for p in toc["parts"] if p["caption"] == "Back matter"][0]
+    files = [c["file"] for c in back["chapters"]]
+    assert "book/api" in files and files[-1] == "book/references"
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    ext = config["sphinx"]["extra_extensions"]
+    assert {"sphinx.ext.autodoc", "sphinx.ext.autosummary", "sphinx.ext.napoleon"} <= set(ext)

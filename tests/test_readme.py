@@ -1,0 +1,72 @@
+"""The README's quickstart runs as written: its Python block and its command line.
+
+The blocks are taken from README.md verbatim and run in a folder holding a heights.csv
+of the Berkeley growth data (one row per child, one column per age).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+from _readme import ROOT, quickstart_blocks, write_heights_csv
+
+import dpfda
+
+
+def check_record(record: dict, secure: bool = True) -> None:
+    assert record["dpfda_version"] == dpfda.__version__
+    assert record["secure"] is secure and ("OpenDP" in record["noise"]) is secure
+    assert record["mu"] == 1.0 and record["n"] == 93
+    pairs = {p["delta"]: p["epsilon"] for p in record["epsilon_delta"]}
+    assert set(pairs) == {1e-5, 1e-6, 1e-7}
+    assert abs(pairs[1e-5] - float(dpfda.epsilon_from_mu(1.0, 1e-5))) < 1e-12
+    assert round(pairs[1e-5], 1) == 4.4  # the README's comment says (ε, δ) = (4.4, 1e-5)
+    assert record["space"] == {"kind": "legendre", "dimension": 8}
+    points, values = np.array(record["curve"]["points"]), np.array(record["curve"]["values"])
+    assert points.shape == values.shape and np.isfinite(values).all()
+    assert len(record["grid"]["points"]) == 31 and record["grid"]["points"][0] == 1.0
+
+
+def test_readme_quickstart_python_block_runs_verbatim(tmp_path):
+    blocks = quickstart_blocks()
+    assert len(blocks["python"]) == 1
+    code = blocks["python"][0]
+    assert len([line for line in code.splitlines() if line.strip()]) <= 14  # about ten lines
+    write_heights_csv(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((tmp_path / "release.json").read_text())
+    check_record(record)
+    assert record["frame"]["scale"] > 0 and record["radius"] <= 1.0 + 1e-12
+    # The curve is in centimetres: a private mean height between the band's ends, rising.
+    values = np.array(record["curve"]["values"])
+    assert 60 < values.min() and values.max() < 210 and values[-1] - values[0] > 50
+
+
+def test_readme_quickstart_command_line_runs_verbatim(tmp_path):
+    blocks = quickstart_blocks()
+    assert len(blocks["bash"]) == 1
+    write_heights_csv(tmp_path)
+    bindir = os.path.dirname(sys.executable)  # `python` is this environment's
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    proc = subprocess.run(["bash", "-ec", blocks["bash"][0]], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "ε = 4.38 at δ = 1e-05" in proc.stdout and "OpenDP" in proc.stdout
+    record = json.loads((tmp_path / "release-cli.json").read_text())
+    check_record(record)
+    # The same public frame as the Python block: the band 60-210 cm, centred, B' = 1.
+    assert abs(record["frame"]["scale"] - 75.0) < 1e-9 and record["radius"] <= 1.0 + 1e-12
+    assert np.allclose(record["curve"]["points"], np.linspace(1, 18, 69))
+
+
+def test_readme_names_the_install_commands():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "pip install .\n" in text and "make book" in text and "make test" in text
