@@ -2,8 +2,8 @@
 #   make book     full-size build of the book into _build/html, then the student edition
 #                 (into _build/html/student/, linked from the preface); runs `make assignments` first
 #   make test     static checks (ruff, mypy, doctests), unit tests, notebook tests (quick
-#                 mode), the Binder replay, the full book build, the browser tests of that
-#                 build (with the student edition), the PDF
+#                 mode), the Binder replay, the full book build (with the student edition),
+#                 the browser tests of that build, the PDF
 #   make test-static  ruff on the repository, mypy on dpfda, the doctests of dpfda
 #   make test-binder   every notebook, full size, in a fresh environment installed as Binder does
 #   make test-browser  the built book in headless Chromium (after `make book`)
