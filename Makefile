@@ -1,13 +1,16 @@
 # dpfda-book: build the book, run the tests.
-#   make book     full-size build of the book into _build/html
+#   make book     full-size build of the book into _build/html, then the student edition
+#                 (into _build/html/student/, linked from the preface); runs `make assignments` first
 #   make test     static checks (ruff, mypy, doctests), unit tests, notebook tests (quick
-#                 mode), the Binder replay, the full book build, the browser tests of that
-#                 build, the PDF, then the student edition
+#                 mode), the Binder replay, the full book build (with the student edition),
+#                 the browser tests of that build, the PDF
 #   make test-static  ruff on the repository, mypy on dpfda, the doctests of dpfda
 #   make test-binder   every notebook, full size, in a fresh environment installed as Binder does
 #   make test-browser  the built book in headless Chromium (after `make book`)
 #   make pdf      the whole book as one PDF, _build/pdf/book.pdf (after `make book`)
 #   make test-pdf the PDF's test (after `make pdf`)
+#   make assignments  the autograded assignments (otter-grader): student notebooks with public
+#                 checks and autograder zips, into _build/assignments
 #   make student  the student edition (solutions hidden) into _build/student/_build/html
 #   make clean    remove build outputs (keeps .venv and _vendor)
 #   make distclean  also remove .venv and the copied MathJax and Thebe
@@ -33,7 +36,7 @@ MATHJAX         := $(MATHJAX_DIR)/tex-chtml-full.js
 THEBE_DIR     := _vendor/thebe
 THEBE         := $(THEBE_DIR)/index.js
 
-.PHONY: thebe venv mathjax book student test test-static test-unit test-notebooks test-browser test-binder browser-deps pdf pdf-deps test-pdf clean distclean
+.PHONY: thebe venv mathjax book student assignments test test-static test-unit test-notebooks test-browser test-binder browser-deps pdf pdf-deps test-pdf clean distclean
 
 venv: $(STAMP)
 
@@ -79,17 +82,35 @@ $(THEBE): $(STAMP) _ext/mathjax2-shim.js
 	cp _ext/mathjax2-shim.js $(THEBE_DIR)/
 	test -f $@ && touch $@
 
-book: venv mathjax thebe
+book: venv mathjax thebe assignments
 	$(RUN) jupyter-book build . $(JB_FLAGS)
+	$(MAKE) student
+
+# Autograded assignments, one per Part (book/assignments/part*.ipynb, otter-grader master
+# notebooks). `otter assign` writes, for each, _build/assignments/NAME/student/NAME.ipynb (the
+# questions with `...` and the public checks) and _build/assignments/NAME/autograder/ (the
+# reference solution and NAME-autograder_*.zip with the hidden tests); the student notebook is
+# also zipped to _build/assignments/NAME-student.zip, which the course guide links. Grade a
+# submission offline, without Docker:
+#   .venv/bin/otter run -a _build/assignments/NAME/autograder/NAME-autograder_*.zip -o OUT SUBMISSION.ipynb
+assignments: venv
+	rm -rf _build/assignments
+	for src in book/assignments/part*.ipynb; do \
+	  name=$$(basename $$src .ipynb); \
+	  $(RUN) otter assign $$src _build/assignments/$$name || exit 1; \
+	  $(BIN)/python -m zipfile -c _build/assignments/$$name-student.zip _build/assignments/$$name/student/$$name.ipynb || exit 1; \
+	done
 
 # Student edition: the same book with every solution left out (sphinx-exercise's
 # hide_solutions, made to cover gated solutions by _ext/student_edition.py). Jupyter Book 1
 # has no command-line config override, so a copy of _config.yml with the override is
 # written to _build/ and passed with --config. It reuses the main build's execution cache.
-# HTML: _build/student/_build/html/index.html
-student: venv mathjax thebe
+# HTML: _build/student/_build/html/index.html, copied to _build/html/student/ (when the main
+# edition exists) so the main edition's preface links to it. `make book` ends with it.
+student: venv mathjax thebe assignments
 	$(BIN)/python _ext/student_edition.py _config.yml _build/_config_student.yml
 	$(RUN) jupyter-book build . --config _build/_config_student.yml --path-output _build/student $(JB_FLAGS)
+	if [ -d _build/html ]; then rm -rf _build/html/student && cp -r _build/student/_build/html _build/html/student; fi
 
 # Static checks, first in `make test`: ruff (lint, import order, numpy-style docstrings; rules in
 # pyproject.toml), mypy on the package in basic mode, and the examples in dpfda's docstrings.
@@ -128,7 +149,6 @@ test: venv mathjax thebe
 	$(MAKE) test-browser
 	$(MAKE) pdf
 	$(MAKE) test-pdf
-	$(MAKE) student
 
 # The built book in a real browser (tests/browser/test_rendering.py): _build/html served on
 # 127.0.0.1 and every page opened in headless Chromium with no other network; math must be

@@ -95,6 +95,10 @@ def write_student_config(source: Path, target: Path) -> None:
     # hand out the notebooks with their solutions: leave them out of this edition.
     sphinx_config["html_copy_source"] = False
     config.setdefault("launch_buttons", {})["binderhub_url"] = ""
+    # The preface links to the student edition; in the student edition it says so instead.
+    config.setdefault("parse", {}).setdefault("myst_substitutions", {})["student_edition"] = (
+        "this is the student edition"
+    )
     # Jupyter Book resolves these against the configuration file's folder.
     if sphinx.get("local_extensions"):
         sphinx["local_extensions"] = {
