@@ -7,3 +7,15 @@ def pytest_configure(config):
         "slow: a seeded Monte Carlo check (sizes shrink under DPFDA_QUICK=1); "
         "deselect with -m 'not slow'",
     )
+
+
+# Property-based tests draw their examples deterministically (a fixed sequence per test,
+# no example database), so a run in CI checks exactly what the last run checked; a failure
+# found by exploring locally (e.g. with --hypothesis-seed) is added as an @example.
+try:
+    from hypothesis import settings as _hyp_settings
+except ImportError:  # hypothesis comes with the test extra
+    pass
+else:
+    _hyp_settings.register_profile("dpfda", derandomize=True, database=None)
+    _hyp_settings.load_profile("dpfda")
