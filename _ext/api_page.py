@@ -36,6 +36,7 @@ MODULES = [
     ("spaces", "Function spaces"),
     ("fitting", "Ball-constrained least squares"),
     ("privacy", "Gaussian differential privacy"),
+    ("summation", "Exact sums and their floating-point bounds"),
     ("secure", "OpenDP's samplers"),
     ("theory", "The paper's bounds and limits"),
     ("data", "Data models"),
