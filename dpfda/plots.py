@@ -780,8 +780,12 @@ def layout_problems(fig) -> list[str]:
                 problems.append(f"{a} overlaps {b}")
     # Tick labels under a title, a legend or another panel's text.
     for ax in data_axes:
-        ticks = [t.get_window_extent(renderer) for t in ax.get_xticklabels() + ax.get_yticklabels()
-                 if t.get_visible() and t.get_text()]
+        # Only the ticks matplotlib draws: those inside the axis' view limits.
+        box_ax = ax.get_window_extent(renderer)
+        ticks = [b for t in ax.get_xticklabels() if t.get_visible() and t.get_text()
+                 for b in [t.get_window_extent(renderer)] if box_ax.x0 - 1 <= (b.x0 + b.x1) / 2 <= box_ax.x1 + 1]
+        ticks += [b for t in ax.get_yticklabels() if t.get_visible() and t.get_text()
+                  for b in [t.get_window_extent(renderer)] if box_ax.y0 - 1 <= (b.y0 + b.y1) / 2 <= box_ax.y1 + 1]
         for what, box in boxes:
             if what.startswith("legend of") or what.startswith("x label") or what.startswith("y label"):
                 continue
