@@ -20,7 +20,7 @@ import numpy as np
 
 from .studies import Setting, check_family
 
-__all__ = ["ratio_explorer", "explorer_html", "EXPLORER_COLUMNS"]
+__all__ = ["ratio_explorer", "explorer_html", "explorer_tables", "EXPLORER_COLUMNS"]
 
 EXPLORER_COLUMNS = ("family", "T", "m", "rho", "n", "mu", "sigma0", "ratio", "ratio_lo", "ratio_hi")
 """Columns the explorer reads from an engine results table."""
@@ -166,6 +166,7 @@ const lim = LIM[space.active + '|' + Tw.value];
 ref.data = {n: ref.data.n, y: [lim, lim]};
 let from = null;
 for (let i = d.n.length - 1; i >= 0 && d.hi[i] < 1; i--) from = d.n[i];
+if (window.dpfdaLabelSliders) window.dpfdaLabelSliders();
 summary.text = '<b>' + LABELS[space.active] + '</b>, T = ' + T + ', μ = ' + fmt(mu) + ', σ₀ = ' + fmt(s) +
   ': noiseless limit ' + lim.toFixed(3) + '. ' +
   (from === null ? 'FTP is not clearly better at any n shown up to ' + d.n[d.n.length - 1] + '.'
@@ -195,11 +196,91 @@ summary.text = '<b>' + LABELS[space.active] + '</b>, T = ' + T + ', μ = ' + fmt
     return column(space_w, T_w, mu_w, s_w, p, summary)
 
 
-def explorer_html(layout) -> str:
-    """One HTML fragment: BokehJS (core and widgets) inline, then the figure's script and div."""
+def explorer_html(layout, label: str | None = None) -> str:
+    """One HTML fragment: BokehJS (core and widgets) inline, then the figure's script and div.
+
+    ``label`` (optional) names the figure for assistive technology: the div is wrapped in a
+    ``role="figure"`` element with that ``aria-label`` (Bokeh's canvas itself has no ARIA).
+    """
     from bokeh.embed import components
     from bokeh.resources import Resources
 
     resources = Resources(mode="inline", components=["bokeh", "bokeh-widgets"])
     script, div = components(layout)
-    return resources.render_js() + script + div
+    if label is not None:
+        if not (isinstance(label, str) and label.strip()):
+            raise ValueError("label must be a non-empty string or None")
+        from html import escape
+
+        div = f'<div class="dpfda-explorer" role="figure" aria-label="{escape(" ".join(label.split()))}">{div}</div>'
+    return resources.render_js() + script + div + _SLIDER_LABELS
+
+
+# Bokeh's slider handles (role="slider") carry no accessible name: each gets its widget's
+# title ("μ = 1") as aria-label once BokehJS has rendered, and again after every change
+# (the widgets' callback calls window.dpfdaLabelSliders).
+_SLIDER_LABELS = """<script>
+(function () {
+  const names = %s;
+  function label() {
+    if (!(window.Bokeh && Bokeh.documents.length && Bokeh.index && Bokeh.index.roots.length)) return false;
+    const doc = Bokeh.documents[0];
+    let done = 0;
+    for (const name of names) {
+      const model = doc.get_model_by_name(name);
+      if (!model) continue;
+      for (const root of Bokeh.index.roots) {
+        let view = null;
+        try { view = root.owner.get_one(model); } catch (e) { view = null; }
+        const handle = view && view.shadow_el && view.shadow_el.querySelector('[role="slider"]');
+        if (handle) { handle.setAttribute('aria-label', model.title); done += 1; }
+      }
+    }
+    return done > 0;
+  }
+  window.dpfdaLabelSliders = label;
+  let tries = 0;
+  const timer = setInterval(() => { tries += 1; if (label() || tries > 300) clearInterval(timer); }, 100);
+})();
+</script>""" % json.dumps([NAMES["T"], NAMES["mu"], NAMES["sigma0"]])
+
+
+def explorer_tables(df, *, digits: int = 2) -> list:
+    """The explorer's numbers as tables: its text alternative (a canvas is not read aloud).
+
+    One :class:`dpfda.plots.Table` per function space, a row per setting (T, μ, σ₀) and a
+    column per n, each cell the ratio FTP/PTF with its 95% interval ("0.52 (0.48–0.57)"),
+    and a last column with the sentence under the figure: from which n on FTP is clearly
+    better (the whole interval below 1), or "not at any n shown". Captions say which space.
+    """
+    import functools
+
+    import pandas as pd
+
+    from . import plots
+
+    df = _table(df)
+    out = []
+    for key in sorted(df["key"].unique(), key=lambda k: (k != "kernel", k)):
+        sub = df[df["key"] == key]
+        rows = {}
+        for (T, mu, s0), g in sub.groupby(["T", "mu", "sigma0"], sort=True):
+            g = g.sort_values("n")
+            num = functools.partial(plots.number, digits=digits)
+            cells: dict[object, str] = {int(n): f"{num(r)} ({num(lo)}–{num(hi)})"
+                                        for n, r, lo, hi in zip(g["n"], g["ratio"], g["ratio_lo"], g["ratio_hi"])}
+            start = None
+            for n, hi in zip(reversed(g["n"].tolist()), reversed(g["ratio_hi"].tolist())):
+                if hi >= 1:
+                    break
+                start = int(n)
+            cells["FTP clearly better"] = f"from n = {start}" if start is not None else "not at any n shown"
+            rows[(int(T), float(mu), float(s0))] = cells
+        table = pd.DataFrame.from_dict(rows, orient="index")
+        table.index = pd.MultiIndex.from_tuples(table.index, names=["T", "mu", "sigma0"])
+        table.columns = [f"n = {c}" if isinstance(c, int) else c for c in table.columns]
+        out.append(plots.table(
+            table, f"The explorer's numbers, {_label(key)}: ratio FTP/PTF with its 95% interval, "
+                   "by setting and $n$ (below 1: FTP more accurate).",
+            formats={c: str for c in table.columns}))
+    return out
