@@ -248,10 +248,12 @@ _SLIDER_LABELS = """<script>
 def explorer_tables(df, *, digits: int = 2) -> list:
     """The explorer's numbers as tables: its text alternative (a canvas is not read aloud).
 
-    One :class:`dpfda.plots.Table` per function space, a row per setting (T, μ, σ₀) and a
-    column per n, each cell the ratio FTP/PTF with its 95% interval ("0.52 (0.48–0.57)"),
-    and a last column with the sentence under the figure: from which n on FTP is clearly
-    better (the whole interval below 1), or "not at any n shown". Captions say which space.
+    One :class:`dpfda.plots.Table` per function space, a row per setting (columns T, μ, σ₀)
+    and a column per n holding the ratio FTP/PTF, marked "▼" where its whole 95% interval
+    lies below 1 (FTP clearly more accurate) and "▲" where it lies above 1 (PTF clearly more
+    accurate); a last column says what the sentence under the figure says: from which n on
+    FTP is clearly better, or "not at any n shown". The captions say which space and what
+    the marks mean, so the marks never carry meaning alone.
     """
     import functools
 
@@ -260,27 +262,28 @@ def explorer_tables(df, *, digits: int = 2) -> list:
     from . import plots
 
     df = _table(df)
+    num = functools.partial(plots.number, digits=digits)
     out = []
     for key in sorted(df["key"].unique(), key=lambda k: (k != "kernel", k)):
         sub = df[df["key"] == key]
-        rows = {}
+        rows = []
         for (T, mu, s0), g in sub.groupby(["T", "mu", "sigma0"], sort=True):
             g = g.sort_values("n")
-            num = functools.partial(plots.number, digits=digits)
-            cells: dict[object, str] = {int(n): f"{num(r)} ({num(lo)}–{num(hi)})"
-                                        for n, r, lo, hi in zip(g["n"], g["ratio"], g["ratio_lo"], g["ratio_hi"])}
+            row: dict[str, object] = {"T": int(T), "mu": float(mu), "sigma0": float(s0)}
+            for n, r, lo, hi in zip(g["n"], g["ratio"], g["ratio_lo"], g["ratio_hi"]):
+                row[f"n = {int(n)}"] = num(r) + (" ▼" if hi < 1 else " ▲" if lo > 1 else "")
             start = None
             for n, hi in zip(reversed(g["n"].tolist()), reversed(g["ratio_hi"].tolist())):
                 if hi >= 1:
                     break
                 start = int(n)
-            cells["FTP clearly better"] = f"from n = {start}" if start is not None else "not at any n shown"
-            rows[(int(T), float(mu), float(s0))] = cells
-        table = pd.DataFrame.from_dict(rows, orient="index")
-        table.index = pd.MultiIndex.from_tuples(table.index, names=["T", "mu", "sigma0"])
-        table.columns = [f"n = {c}" if isinstance(c, int) else c for c in table.columns]
+            row["FTP clearly better"] = f"from n = {start}" if start is not None else "not at any n shown"
+            rows.append(row)
+        table = pd.DataFrame(rows)
+        text = [c for c in table.columns if c not in ("T", "mu", "sigma0")]
         out.append(plots.table(
-            table, f"The explorer's numbers, {_label(key)}: ratio FTP/PTF with its 95% interval, "
-                   "by setting and $n$ (below 1: FTP more accurate).",
-            formats={c: str for c in table.columns}))
+            table, f"The explorer's numbers, {_label(key)}: ratio FTP/PTF by setting and $n$ "
+                   "(below 1: FTP more accurate). ▼: the whole 95% interval lies below 1 (FTP clearly "
+                   "more accurate); ▲: above 1 (PTF clearly more accurate); no mark: undecided.",
+            index=False, formats={c: str for c in text}))
     return out
