@@ -61,6 +61,12 @@ __all__ = [
     "table1",
     "table_markdown",
     "caption",
+    "layout_problems",
+    "colour_distance",
+    "pipeline_run_figure",
+    "design_ratio_figure",
+    "release_bands_figure",
+    "nested_bands_figure",
 ]
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
