@@ -6,7 +6,8 @@
 #                 the browser tests of that build, the PDF
 #   make test-static  ruff on the repository, mypy on dpfda, the doctests of dpfda
 #   make test-binder   every notebook, full size, in a fresh environment installed as Binder does
-#   make test-browser  the built book in headless Chromium (after `make book`)
+#   make test-browser  the built book in headless Chromium, driven by Playwright, with the
+#                 axe-core accessibility check on every page (after `make book`)
 #   make pdf      the whole book as one PDF, _build/pdf/book.pdf (after `make book`)
 #   make test-pdf the PDF's test (after `make pdf`)
 #   make assignments  the autograded assignments (otter-grader): student notebooks with public
@@ -36,7 +37,14 @@ MATHJAX         := $(MATHJAX_DIR)/tex-chtml-full.js
 THEBE_DIR     := _vendor/thebe
 THEBE         := $(THEBE_DIR)/index.js
 
-.PHONY: thebe venv mathjax book student assignments test test-static test-unit test-notebooks test-browser test-binder browser-deps pdf pdf-deps test-pdf clean distclean
+# axe-core (the accessibility engine of the browser test), the npm package from the npm
+# registry with the machine's npm, into the git-ignored _build/npm; the test serves its
+# axe.min.js from its own local server (never a CDN). Not part of the book.
+AXE_VERSION := 4.14.1
+AXE_DIR     := _build/npm/node_modules/axe-core
+AXE         := $(AXE_DIR)/axe.min.js
+
+.PHONY: axe thebe venv mathjax book student assignments test test-static test-unit test-notebooks test-browser test-binder browser-deps pdf pdf-deps test-pdf clean distclean
 
 venv: $(STAMP)
 
@@ -151,13 +159,24 @@ test: venv mathjax thebe
 	$(MAKE) test-pdf
 
 # The built book in a real browser (tests/browser/test_rendering.py): _build/html served on
-# 127.0.0.1 and every page opened in headless Chromium with no other network; math must be
+# 127.0.0.1 and every page opened in headless Chromium (Debian's, driven by Playwright for
+# Python; no browser download) with no other network; axe-core checks every page for
+# WCAG 2.1 AA (report: _build/test-artifacts/axe-report.md); math must be
 # typeset by the book's own MathJax, theorem boxes and figures shown, nothing fetched from
 # elsewhere. Screenshots go to _build/test-artifacts/. Run after `make book`: it fails
 # (does not skip) when the build or Chromium is missing. DPFDA_HTML=<folder> tests another
 # build, e.g. DPFDA_HTML=_build/student/_build/html after `make student`.
-test-browser: venv browser-deps
-	$(RUN) pytest -m browser -rA tests/browser
+test-browser: venv browser-deps axe
+	DPFDA_AXE=$(CURDIR)/$(AXE_DIR) $(RUN) pytest -m browser -rA tests/browser
+
+axe: $(AXE)
+
+$(AXE):
+	@command -v npm >/dev/null || (apt-get update && apt-get install -y npm)
+	mkdir -p _build/npm
+	npm install --prefix _build/npm --no-save --no-package-lock --ignore-scripts --no-audit --no-fund \
+	  axe-core@$(AXE_VERSION)
+	test -f $@ && touch $@
 
 # Binder's view of the repository (tests/binder/test_binder_replay.py): copy the tracked files,
 # create a fresh Python 3.11 environment (runtime.txt), `pip install -r requirements.txt` then

@@ -5,7 +5,8 @@ Usage: ``python _ext/book_pdf.py SINGLEHTML_DIR OUT.pdf``
 ``SINGLEHTML_DIR`` is Jupyter Book's single-page build (``--builder singlehtml``): every
 chapter on one page, from the same execution cache as the HTML book, with the book's own
 MathJax. The page is served on 127.0.0.1 and opened in the Chromium of the browser test
-(``tests/browser/_browser.py``, same network isolation: nothing but loopback). Once MathJax
+(Debian's chromium driven by Playwright, ``tests/browser/_browser.py``, same network
+isolation: nothing but loopback) and printed with Playwright's ``page.pdf``. Once MathJax
 has typeset every formula and every figure has loaded, a title page and a table of
 contents (parts and chapters, with links) are put in front, the site's navigation is left
 out, and the page is printed to A4 with page numbers and a PDF outline (bookmarks) made
@@ -15,7 +16,6 @@ Offline: no TeX installation, no download.
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import shutil
@@ -46,11 +46,35 @@ PREPARE = r"""
     await sleep(100);
   }
   // Solutions (sphinx-exercise dropdowns, sphinx-togglebutton) and the dropdowns of the
-  // prose are part of the printed book; code folded on the site (myst-nb's details.hide)
-  // stays folded.
+  // prose are part of the printed book.
   document.querySelectorAll('details.sd-dropdown').forEach(d => d.open = true);
   document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
   document.querySelectorAll('button.toggle-button').forEach(b => b.remove());
+  // Code folded on the site (myst-nb's hide-input: a <details class="hide above-input">
+  // holding the cell's source) is left out with a note; folded outputs are unfolded. No
+  // "Show code cell source/outputs" toggle is printed.
+  let foldedCode = 0, foldedLines = 0;
+  for (const d of [...document.querySelectorAll('details.hide')]) {
+    const code = d.querySelector('.cell_input pre, .highlight pre');
+    if (d.classList.contains('above-input') && code) {
+      const lines = code.textContent.replace(/\n+$/, '').split('\n').length;
+      foldedCode += 1; foldedLines += lines;
+      const note = document.createElement('p');
+      note.className = 'pdf-folded-note';
+      note.textContent = `[${lines} line${lines === 1 ? '' : 's'} of code, folded in the online book, ` +
+                         'left out here; the chapter\'s notebook has them.]';
+      const outputs = [...d.querySelectorAll('.cell_output')];  // a folded cell's outputs stay
+      d.replaceWith(note);
+      note.after(...outputs);
+    } else {
+      d.open = true;
+      d.querySelectorAll(':scope > summary').forEach(s => s.remove());
+    }
+  }
+  document.querySelectorAll('details > summary').forEach(s => {
+    const said = s.innerText + ' ' + (s.getAttribute('aria-label') || '');
+    if (/Show code cell|Hide code cell|Toggle hidden content/i.test(said)) s.remove();
+  });
   // Title page and contents: the parts of _toc.yml and their chapters, found by title (in
   // the single page the chapters are sections nested in the root document's).
   const article = document.querySelector('article.bd-article') || document.querySelector('main');
@@ -103,10 +127,19 @@ PREPARE = r"""
     figure, img, table, .proof, .exercise, .solution, mjx-container[display="true"] {
       page-break-inside: avoid; }
     img { max-width: 100% !important; }
+    /* Code wraps at the margin, a little smaller, so no character is cut off. */
+    pre, .highlight pre, .cell_output pre, .output pre {
+      white-space: pre-wrap !important; overflow-wrap: anywhere !important;
+      word-break: break-all !important; overflow: visible !important; font-size: 0.78em !important; }
+    div.highlight, .cell_input, .cell_output, .output { overflow: visible !important; max-width: 100% !important; }
+    .pdf-folded-note { font-size: 0.85em; font-style: italic; color: #444; margin: 0.3em 0 0.6em; }
   `;
   document.head.appendChild(style);
   await sleep(500);
+  const clipped = [...document.querySelectorAll('pre')].filter(p => p.scrollWidth > p.clientWidth + 1)
+      .map(p => p.innerText.split('\n').find(l => l.length > 0) || '').slice(0, 5);
   return {chapters: chapters.length, expected: parts.reduce((k, p) => k + p[1].length, 0),
+          foldedCode, foldedLines, clipped,
           math: document.querySelectorAll('mjx-container').length,
           errors: document.querySelectorAll('mjx-merror, merror').length};
 })()
@@ -144,35 +177,31 @@ def main(src: str, out: str) -> None:
     if redirect:
         page = "book-single-page.html"
         shutil.copyfile(root / redirect.group(1), root / page)
-    executable = shutil.which("chromium")
-    if not executable:
-        raise SystemExit("Debian's chromium is not installed: run `make browser-deps`")
     target = Path(out).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     with Sentinel() as sentinel, StaticServer(root) as server, \
-            Chromium(executable, proxy_port=sentinel.port,
-                     log_path=target.parent / "chromium.log") as browser:
-        session = browser.open_page(1200, 1600)
+            Chromium(proxy_port=sentinel.port, log_path=target.parent / "chromium.log",
+                     timeout=TIMEOUT) as browser:
+        tab = browser.open_page(1200, 1600)
         started = time.monotonic()
-        browser.navigate(session, server.base + page, timeout=TIMEOUT)
+        browser.navigate(tab, server.base + page, timeout=TIMEOUT)
         script = (PREPARE.replace("WAIT_MS", str(int(TIMEOUT * 1000)))
                   .replace("PARTS_JSON", json.dumps(toc_parts(ROOT))))
-        info = browser.evaluate(session, script,
-                                timeout=TIMEOUT + 30)
+        info = browser.evaluate(tab, script, timeout=TIMEOUT + 30)
         if info["chapters"] != info["expected"] or info["errors"]:
             raise SystemExit(f"the single page is not ready to print: {info}")
+        if info["clipped"]:
+            raise SystemExit(f"code wider than the page after wrapping: {info['clipped']}")
         footer = ('<div style="font-size:8px;width:100%;text-align:center;color:#555">'
                   '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
-        reply = browser.send("Page.printToPDF", {
-            "printBackground": True, "preferCSSPageSize": True,
-            "displayHeaderFooter": True, "headerTemplate": "<span></span>",
-            "footerTemplate": footer, "generateDocumentOutline": True,
-            "generateTaggedPDF": True,
-        }, session=session, timeout=TIMEOUT)
-        data = base64.b64decode(reply["data"])
+        tab.page.emulate_media(media="print")
+        data = tab.page.pdf(print_background=True, prefer_css_page_size=True, display_header_footer=True,
+                            header_template="<span></span>", footer_template=footer, outline=True,
+                            tagged=True)
     target.write_bytes(data)
     print(f"{target}: {len(data) // 1024} KiB, {info['chapters']} chapters, "
-          f"{info['math']} formulas, {time.monotonic() - started:.0f} s")
+          f"{info['math']} formulas, {info['foldedCode']} folded code cells "
+          f"({info['foldedLines']} lines) left out with a note, {time.monotonic() - started:.0f} s")
 
 
 if __name__ == "__main__":

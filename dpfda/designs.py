@@ -1122,28 +1122,10 @@ def ratio_panels(df, designs, *, panel="sigma0", reference="PTF", z: float = 1.9
     """Error ratio of each design to ``reference`` against n, one panel per ``panel`` value.
 
     Error bars: the paired confidence interval exp(±z·se_log_ratio) (95% by
-    default).  Returns the figure (the book's style, :func:`dpfda.plots.panel_grid`).
+    default). Drawn by :func:`dpfda.plots.design_ratio_figure` (the book's style; the
+    designs of one n side by side, each with its own marker and line style); returns the
+    figure.
     """
     from . import plots
 
-    values = sorted(df[panel].unique())
-    fig, axes, spare = plots.panel_grid(len(values), height=2.4)
-    for ax, value in zip(axes, values):
-        sub = df[df[panel] == value]
-        for name in designs:
-            d = sub[sub["design"] == name].sort_values("n")
-            r, se = d[f"ratio_{reference}"], d[f"se_log_ratio_{reference}"]
-            style = plots.level_style(name, list(designs))
-            ax.errorbar(d["n"], r, yerr=[r - r * np.exp(-z * se), r * np.exp(z * se) - r],
-                        label=name, ms=3.5, lw=1.0, capsize=1.5, **style)
-        ax.axhline(1.0, color="0.5", lw=0.8, ls=":")
-        plots.log_axes(ax, x_base=2)
-        ax.set_title(f"$\\sigma_0 = {value:g}$" if panel == "sigma0" else f"{panel} = {value}")
-        ax.set_xlabel("$n$")
-    axes[0].set_ylabel(f"error / error of {reference}")
-    if len(axes) > 2:
-        axes[2].set_ylabel(f"error / error of {reference}")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), frameon=False)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
-    return fig
+    return plots.design_ratio_figure(df, designs, panel=panel, reference=reference, z=z)

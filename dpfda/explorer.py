@@ -20,7 +20,7 @@ import numpy as np
 
 from .studies import Setting, check_family
 
-__all__ = ["ratio_explorer", "explorer_html", "EXPLORER_COLUMNS"]
+__all__ = ["ratio_explorer", "explorer_html", "explorer_tables", "EXPLORER_COLUMNS"]
 
 EXPLORER_COLUMNS = ("family", "T", "m", "rho", "n", "mu", "sigma0", "ratio", "ratio_lo", "ratio_hi")
 """Columns the explorer reads from an engine results table."""
@@ -166,6 +166,7 @@ const lim = LIM[space.active + '|' + Tw.value];
 ref.data = {n: ref.data.n, y: [lim, lim]};
 let from = null;
 for (let i = d.n.length - 1; i >= 0 && d.hi[i] < 1; i--) from = d.n[i];
+if (window.dpfdaLabelSliders) window.dpfdaLabelSliders();
 summary.text = '<b>' + LABELS[space.active] + '</b>, T = ' + T + ', μ = ' + fmt(mu) + ', σ₀ = ' + fmt(s) +
   ': noiseless limit ' + lim.toFixed(3) + '. ' +
   (from === null ? 'FTP is not clearly better at any n shown up to ' + d.n[d.n.length - 1] + '.'
@@ -195,11 +196,94 @@ summary.text = '<b>' + LABELS[space.active] + '</b>, T = ' + T + ', μ = ' + fmt
     return column(space_w, T_w, mu_w, s_w, p, summary)
 
 
-def explorer_html(layout) -> str:
-    """One HTML fragment: BokehJS (core and widgets) inline, then the figure's script and div."""
+def explorer_html(layout, label: str | None = None) -> str:
+    """One HTML fragment: BokehJS (core and widgets) inline, then the figure's script and div.
+
+    ``label`` (optional) names the figure for assistive technology: the div is wrapped in a
+    ``role="figure"`` element with that ``aria-label`` (Bokeh's canvas itself has no ARIA).
+    """
     from bokeh.embed import components
     from bokeh.resources import Resources
 
     resources = Resources(mode="inline", components=["bokeh", "bokeh-widgets"])
     script, div = components(layout)
-    return resources.render_js() + script + div
+    if label is not None:
+        if not (isinstance(label, str) and label.strip()):
+            raise ValueError("label must be a non-empty string or None")
+        from html import escape
+
+        div = f'<div class="dpfda-explorer" role="figure" aria-label="{escape(" ".join(label.split()))}">{div}</div>'
+    return resources.render_js() + script + div + _SLIDER_LABELS
+
+
+# Bokeh's slider handles (role="slider") carry no accessible name: each gets its widget's
+# title ("μ = 1") as aria-label once BokehJS has rendered, and again after every change
+# (the widgets' callback calls window.dpfdaLabelSliders).
+_SLIDER_LABELS = """<script>
+(function () {
+  const names = %s;
+  function label() {
+    if (!(window.Bokeh && Bokeh.documents.length && Bokeh.index && Bokeh.index.roots.length)) return false;
+    const doc = Bokeh.documents[0];
+    let done = 0;
+    for (const name of names) {
+      const model = doc.get_model_by_name(name);
+      if (!model) continue;
+      for (const root of Bokeh.index.roots) {
+        let view = null;
+        try { view = root.owner.get_one(model); } catch (e) { view = null; }
+        const handle = view && view.shadow_el && view.shadow_el.querySelector('[role="slider"]');
+        if (handle) { handle.setAttribute('aria-label', model.title); done += 1; }
+      }
+    }
+    return done > 0;
+  }
+  window.dpfdaLabelSliders = label;
+  let tries = 0;
+  const timer = setInterval(() => { tries += 1; if (label() || tries > 300) clearInterval(timer); }, 100);
+})();
+</script>""" % json.dumps([NAMES["T"], NAMES["mu"], NAMES["sigma0"]])
+
+
+def explorer_tables(df, *, digits: int = 2) -> list:
+    """The explorer's numbers as tables: its text alternative (a canvas is not read aloud).
+
+    One :class:`dpfda.plots.Table` per function space, a row per setting (columns T, μ, σ₀)
+    and a column per n holding the ratio FTP/PTF, marked "▼" where its whole 95% interval
+    lies below 1 (FTP clearly more accurate) and "▲" where it lies above 1 (PTF clearly more
+    accurate); a last column says what the sentence under the figure says: from which n on
+    FTP is clearly better, or "not at any n shown". The captions say which space and what
+    the marks mean, so the marks never carry meaning alone.
+    """
+    import functools
+
+    import pandas as pd
+
+    from . import plots
+
+    df = _table(df)
+    num = functools.partial(plots.number, digits=digits)
+    out = []
+    for key in sorted(df["key"].unique(), key=lambda k: (k != "kernel", k)):
+        sub = df[df["key"] == key]
+        rows = []
+        for (T, mu, s0), g in sub.groupby(["T", "mu", "sigma0"], sort=True):
+            g = g.sort_values("n")
+            row: dict[str, object] = {"T": int(T), "mu": float(mu), "sigma0": float(s0)}
+            for n, r, lo, hi in zip(g["n"], g["ratio"], g["ratio_lo"], g["ratio_hi"]):
+                row[f"n = {int(n)}"] = num(r) + (" ▼" if hi < 1 else " ▲" if lo > 1 else "")
+            start = None
+            for n, hi in zip(reversed(g["n"].tolist()), reversed(g["ratio_hi"].tolist())):
+                if hi >= 1:
+                    break
+                start = int(n)
+            row["FTP clearly better"] = f"from n = {start}" if start is not None else "not at any n shown"
+            rows.append(row)
+        table = pd.DataFrame(rows)
+        text = [c for c in table.columns if c not in ("T", "mu", "sigma0")]
+        out.append(plots.table(
+            table, f"The explorer's numbers, {_label(key)}: ratio FTP/PTF by setting and $n$ "
+                   "(below 1: FTP more accurate). ▼: the whole 95% interval lies below 1 (FTP clearly "
+                   "more accurate); ▲: above 1 (PTF clearly more accurate); no mark: undecided.",
+            index=False, formats={c: str for c in text}))
+    return out

@@ -61,6 +61,12 @@ __all__ = [
     "table1",
     "table_markdown",
     "caption",
+    "layout_problems",
+    "colour_distance",
+    "pipeline_run_figure",
+    "design_ratio_figure",
+    "release_bands_figure",
+    "nested_bands_figure",
 ]
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
@@ -641,3 +647,457 @@ def table1_layout(table1_df: pd.DataFrame, value: str) -> pd.DataFrame:
     out.columns = pd.MultiIndex.from_tuples([(f"μ = {_fmt(mu)}", f"T = {int(T)}")
                                              for mu, T in out.columns])
     return out
+
+
+# ---------------------------------------------------------------------------
+# Figures a reader can read: what a drawn figure gets wrong, from its own boxes
+# ---------------------------------------------------------------------------
+
+#: Two series of one figure whose colours are closer than this (CIE76 ΔE in CIELAB) look
+#: alike to many readers (and in print); each must then differ in marker or line style too.
+MIN_COLOUR_DELTA_E = 30.0
+#: A filled band thinner than this on average (display pixels at :data:`DPI`) is not seen.
+MIN_BAND_PX = 2.5
+
+
+def _lab(colour) -> np.ndarray:
+    """CIELAB (D65) of a matplotlib colour."""
+    rgb = np.asarray(mpl.colors.to_rgb(colour), dtype=float)
+    lin = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722],
+                    [0.0193, 0.1192, 0.9505]]) @ lin / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > (6 / 29) ** 3, np.cbrt(xyz), xyz / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def colour_distance(a, b) -> float:
+    """CIE76 colour difference ΔE between two matplotlib colours (0: the same colour)."""
+    return float(np.linalg.norm(_lab(a) - _lab(b)))
+
+
+def _data_lines(ax) -> list:
+    """Lines drawn in data coordinates (not axhline/axvline references), shown, with data."""
+    return [ln for ln in ax.lines if ln.get_visible() and ln.get_transform().contains_branch(ax.transData)
+            and len(ln.get_xydata()) and not ln.get_label().startswith("_child")
+            and (ln.get_linestyle() not in ("None", "", " ") or ln.get_marker() not in (None, "None", "", " "))]
+
+
+def _data_bands(ax) -> list:
+    from matplotlib.collections import PolyCollection
+
+    return [c for c in ax.collections if isinstance(c, PolyCollection) and c.get_visible()
+            and len(c.get_paths())]
+
+
+def _legend_colours(legend) -> list:
+    colours = []
+    for handle in getattr(legend, "legend_handles", None) or getattr(legend, "legendHandles", []):
+        if handle is None:
+            continue
+        for getter in ("get_color", "get_facecolor", "get_edgecolor"):
+            if hasattr(handle, getter):
+                value = getattr(handle, getter)()
+                value = np.asarray(mpl.colors.to_rgba_array(value))
+                colours += [tuple(v[:3]) for v in value if v[3] > 0]
+    return colours
+
+
+def _series_colour(artist):
+    from matplotlib.lines import Line2D
+
+    if isinstance(artist, Line2D):
+        return mpl.colors.to_rgb(artist.get_color())
+    face = mpl.colors.to_rgba_array(artist.get_facecolor())
+    return tuple(face[0][:3]) if len(face) else None
+
+
+def _overlap(a, b, pad: float = 0.5) -> bool:
+    return (a.x0 + pad < b.x1 and b.x0 + pad < a.x1 and a.y0 + pad < b.y1 and b.y0 + pad < a.y1)
+
+
+def _band_thickness(collection) -> float:
+    """Mean thickness (display px) of a filled band: its area over its width."""
+    area, width = 0.0, 0.0
+    for path in collection.get_paths():
+        xy = collection.get_transform().transform(path.vertices)
+        x, y = xy[:, 0], xy[:, 1]
+        area += 0.5 * abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
+        width += float(np.ptp(x))
+    return area / width if width > 0 else 0.0
+
+
+def layout_problems(fig) -> list[str]:
+    """What a reader would trip over in ``fig``, measured on matplotlib's own bounding boxes.
+
+    The figure is drawn, then checked for:
+
+    * **colliding text**: titles, axis labels, the figure's title and the legends must not
+      overlap one another, and no text may run outside the figure;
+    * **a legend over the data**: no point or line vertex of a panel's data, and no filled
+      band, under a legend box;
+    * **unnamed colours**: when a figure has legends, every colour of every panel's data is
+      named by a legend of that panel or of the figure (a legend in a switched-off spare
+      panel counts as the figure's); a panel whose data only another panel's legend explains
+      is reported;
+    * **mixed colours**: two translucent bands of different colours that overlap in one
+      panel make a third colour no legend names;
+    * **invisible data**: a filled band thinner than :data:`MIN_BAND_PX` pixels on average;
+    * **hidden series**: a series with markers of which half the points or more sit under
+      another series' markers (within a marker's radius);
+    * **look-alike series**: two labelled series closer in colour than
+      :data:`MIN_COLOUR_DELTA_E` with the same marker and line style.
+
+    Returns a list of sentences, empty when nothing was found.
+    """
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    problems: list[str] = []
+    frame = fig.bbox
+    data_axes = [ax for ax in fig.axes if ax.axison and ax.get_label() != "<colorbar>"]
+
+    def name(ax) -> str:
+        title = ax.get_title() or ax.get_title("left") or ax.get_ylabel()
+        k = fig.axes.index(ax) + 1
+        return f"panel {k}" + (f" ({title})" if title else "")
+
+    # 1. Text boxes that collide or leave the figure.
+    boxes = []
+    if fig._suptitle is not None and fig._suptitle.get_text():
+        boxes.append(("figure title", fig._suptitle.get_window_extent(renderer)))
+    for ax in fig.axes:
+        for loc in ("left", "center", "right"):
+            t = ax._left_title if loc == "left" else ax.title if loc == "center" else ax._right_title
+            if t.get_visible() and t.get_text():
+                boxes.append((f"title {t.get_text()!r}", t.get_window_extent(renderer)))
+        if ax.axison:
+            for label, what in ((ax.xaxis.label, "x label"), (ax.yaxis.label, "y label")):
+                if label.get_visible() and label.get_text():
+                    boxes.append((f"{what} {label.get_text()!r}", label.get_window_extent(renderer)))
+        legend = ax.get_legend()
+        if legend is not None and legend.get_visible():
+            boxes.append((f"legend of {name(ax)}", legend.get_window_extent(renderer)))
+    for legend in fig.legends:
+        boxes.append(("figure legend", legend.get_window_extent(renderer)))
+    for what, box in boxes:
+        if box.x0 < frame.x0 - 1 or box.x1 > frame.x1 + 1 or box.y0 < frame.y0 - 1 or box.y1 > frame.y1 + 1:
+            problems.append(f"{what} runs outside the figure")
+    for i, (a, box_a) in enumerate(boxes):
+        for b, box_b in boxes[i + 1:]:
+            if _overlap(box_a, box_b):
+                problems.append(f"{a} overlaps {b}")
+    # Tick labels under a title, a legend or another panel's text.
+    for ax in data_axes:
+        # Only the ticks matplotlib draws: those inside the axis' view limits.
+        box_ax = ax.get_window_extent(renderer)
+        ticks = [b for t in ax.get_xticklabels() if t.get_visible() and t.get_text()
+                 for b in [t.get_window_extent(renderer)] if box_ax.x0 - 1 <= (b.x0 + b.x1) / 2 <= box_ax.x1 + 1]
+        ticks += [b for t in ax.get_yticklabels() if t.get_visible() and t.get_text()
+                  for b in [t.get_window_extent(renderer)] if box_ax.y0 - 1 <= (b.y0 + b.y1) / 2 <= box_ax.y1 + 1]
+        for what, box in boxes:
+            if what.startswith("legend of") or what.startswith("x label") or what.startswith("y label"):
+                continue
+            if any(_overlap(box, tick) for tick in ticks):
+                problems.append(f"{what} overlaps the tick labels of {name(ax)}")
+
+    # 2. Legends over data.
+    legends = [(ax, ax.get_legend()) for ax in fig.axes if ax.get_legend() is not None]
+    legends += [(None, lg) for lg in fig.legends]
+    for owner, legend in legends:
+        box = legend.get_window_extent(renderer).shrunk(0.98, 0.98)
+        for ax in data_axes:
+            if not _overlap(box, ax.get_window_extent(renderer), pad=0):
+                continue
+            covered = 0
+            for line in _data_lines(ax):
+                xy = line.get_transform().transform(line.get_xydata())
+                xy = xy[np.isfinite(xy).all(axis=1)]
+                covered += int(np.sum((xy[:, 0] > box.x0) & (xy[:, 0] < box.x1)
+                                      & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1)))
+            for band in _data_bands(ax):
+                covered += sum(bool(p.intersects_bbox(box.transformed(band.get_transform().inverted()),
+                                                      filled=True)) for p in band.get_paths())
+            if covered:
+                where = "its own panel" if owner is ax else name(ax)
+                problems.append(f"the legend of {name(owner) if owner else 'the figure'} covers data of {where}")
+
+    # 3. Colours no legend names (only for figures that have legends at all).
+    if legends:
+        figure_level = [lg for ax, lg in legends if ax is None or not ax.axison]
+        named_figure = [c for lg in figure_level for c in _legend_colours(lg)]
+        for ax in data_axes:
+            named = named_figure + (_legend_colours(ax.get_legend()) if ax.get_legend() else [])
+            for artist in _data_lines(ax) + _data_bands(ax):
+                colour = _series_colour(artist)
+                if colour is None:
+                    continue
+                if not any(colour_distance(colour, c) < 1.0 for c in named):
+                    kind = "band" if artist in ax.collections else "line"
+                    problems.append(f"{name(ax)}: a {kind} in {mpl.colors.to_hex(colour)} that no legend "
+                                    "of this panel or of the figure names")
+
+    # 4. Translucent bands of different colours overlapping: a mixed colour without a name.
+    for ax in data_axes:
+        bands = [b for b in _data_bands(ax) if 0 < (b.get_alpha() if b.get_alpha() is not None
+                                                     else mpl.colors.to_rgba_array(b.get_facecolor())[0][3]) < 1]
+        for i, a in enumerate(bands):
+            for b in bands[i + 1:]:
+                ca, cb = _series_colour(a), _series_colour(b)
+                if ca is None or cb is None or colour_distance(ca, cb) < 1.0:
+                    continue
+                ea, eb = a.get_window_extent(renderer), b.get_window_extent(renderer)
+                if _overlap(ea, eb) and any(
+                        pa.intersects_path(pb, filled=True)
+                        for pa in (p.transformed(a.get_transform()) for p in a.get_paths())
+                        for pb in (p.transformed(b.get_transform()) for p in b.get_paths())):
+                    problems.append(f"{name(ax)}: translucent bands in {mpl.colors.to_hex(ca)} and "
+                                    f"{mpl.colors.to_hex(cb)} overlap, mixing a colour no legend names")
+
+    # 5. Bands too thin to see.
+    for ax in data_axes:
+        for band in _data_bands(ax):
+            thickness = _band_thickness(band)
+            if thickness < MIN_BAND_PX:
+                problems.append(f"{name(ax)}: a band ({band.get_label()!r}) is {thickness:.1f} px thick "
+                                "on average: a reader sees nothing")
+
+    # 6. Series hidden under others, 7. look-alike series. An errorbar's line is named by
+    # its container.
+    px_per_pt = fig.dpi / 72
+
+    def series_name(line) -> str:
+        for ax in fig.axes:
+            for container in ax.containers:
+                if line in container.get_children():
+                    return container.get_label()
+        return line.get_label()
+
+    for ax in data_axes:
+        caps = {cap for c in ax.containers if hasattr(c, "lines") and len(c.lines) > 1
+                for cap in (c.lines[1] or ())}  # an errorbar's caps, part of its own series
+        lines = [ln for ln in _data_lines(ax) if ln.get_marker() not in (None, "None", "", " ") and ln not in caps]
+        for i, low in enumerate(lines):
+            xy_low = low.get_transform().transform(low.get_xydata())
+            for high in lines[i + 1:]:
+                if high.get_zorder() < low.get_zorder():
+                    continue
+                xy_high = high.get_transform().transform(high.get_xydata())
+                radius = 0.5 * max(low.get_markersize(), 1.0) * px_per_pt
+                d = np.min(np.linalg.norm(xy_low[:, None, :] - xy_high[None, :, :], axis=2), axis=1)
+                if len(d) and np.mean(d < radius) >= 0.5:
+                    problems.append(f"{name(ax)}: {series_name(low)!r} is hidden under {series_name(high)!r} "
+                                    f"at {int(np.sum(d < radius))} of {len(d)} points")
+    series: dict[str, Any] = {}
+    for ax in data_axes:
+        for ln in _data_lines(ax):
+            if not series_name(ln).startswith("_"):
+                series.setdefault(series_name(ln), ln)
+    items = list(series.items())
+    for i, (la, a) in enumerate(items):
+        for lb, b in items[i + 1:]:
+            if (colour_distance(a.get_color(), b.get_color()) < MIN_COLOUR_DELTA_E
+                    and a.get_marker() == b.get_marker() and a.get_linestyle() == b.get_linestyle()):
+                problems.append(f"{la!r} and {lb!r} look alike: colours ΔE = "
+                                f"{colour_distance(a.get_color(), b.get_color()):.0f} with the same marker "
+                                "and line style")
+    return problems
+
+
+def _tint(colour, share: float) -> tuple:
+    """``colour`` mixed with white: ``share`` of the colour, the rest white (opaque)."""
+    rgb = np.asarray(mpl.colors.to_rgb(colour))
+    return tuple(share * rgb + (1 - share) * 1.0)
+
+
+def pipeline_run_figure(rows, t):
+    """One run of both pipelines (the chapter "The two pipelines"), one row per space.
+
+    ``rows`` is a list of dicts, one per space, with ``title``; ``curves`` and ``fits``
+    (a few latent curves and their fits inside the ball, evaluated at ``t``); ``grid`` and
+    ``observed`` (those curves' noisy values on the grid); ``target``, ``ftp`` and ``ptf``
+    (the target mean and the two releases at ``t``) and ``noisy_means`` (PTF's noisy grid
+    means). Left: curves, observations and fits; right: the target and the releases.
+    Every series is named in one legend under the panels, and each differs from the others
+    in line style or marker as well as colour.
+    """
+    t = np.asarray(t, dtype=float)
+    fig, axes = plt.subplots(len(rows), 2, figsize=(TEXT_WIDTH, 2.55 * len(rows) + 1.3),
+                             sharex=True, squeeze=False, layout="constrained")
+    ftp, ptf = METHOD_STYLE["ftp"]["color"], METHOD_STYLE["ptf"]["color"]
+    for (left, right), row in zip(axes, rows):
+        left.plot(t, np.asarray(row["curves"]).T, color="0.55", lw=0.8,
+                  label=["latent curve"] + ["_"] * (len(row["curves"]) - 1))
+        left.plot(row["grid"], np.asarray(row["observed"]).T, ".", color="0.2", ms=3,
+                  label=["noisy grid value"] + ["_"] * (len(row["observed"]) - 1))
+        left.plot(t, np.asarray(row["fits"]).T, color=COLOURS[2], lw=0.9, ls="--",
+                  label=["its fit in the ball"] + ["_"] * (len(row["fits"]) - 1))
+        left.set_title(f"{row['title']}\ncurves and their fits", fontsize=MIN_FONT_PT)
+        right.plot(t, row["target"], color="k", lw=2.0, label=r"target $\bar f$")
+        right.plot(t, row["ftp"], color=ftp, lw=1.3, label="FTP release")
+        right.plot(t, row["ptf"], color=ptf, lw=1.3, ls="-.", label="PTF release")
+        right.plot(row["grid"], row["noisy_means"], "s", color=ptf, ms=3.5, ls="none",
+                   label=r"PTF's noisy means $\tilde x_j$")
+        right.set_title(f"{row['title']}\ntarget and the two releases", fontsize=MIN_FONT_PT)
+    for ax in axes[-1]:
+        ax.set_xlabel("$t$")
+    handles, labels = [], []
+    for ax in axes[0]:
+        h, lab = ax.get_legend_handles_labels()
+        handles += h
+        labels += lab
+    fig.legend(handles, labels, loc="outside lower center", ncols=3)
+    return fig
+
+
+def _design_style(name: str, names) -> dict:
+    """How a design of the design-space chapter is drawn.
+
+    FTP and PTF as everywhere in the book, FTP followed by the ball fit as FTP with hollow
+    markers and a dashed line, the ball in black, the other designs (the mix) in the
+    remaining colours and markers.
+    """
+    fixed = {"PTF": dict(color=METHOD_STYLE["ptf"]["color"], marker="s", ls="-"),
+             "FTP": dict(color=METHOD_STYLE["ftp"]["color"], marker="o", ls="-"),
+             "FTP+fit": dict(color=METHOD_STYLE["ftp"]["color"], marker="o", ls="--", mfc="white"),
+             "ball": dict(color="black", marker="X", ls=":")}
+    if name in fixed:
+        return fixed[name]
+    others = [n for n in names if n not in fixed]
+    k = others.index(name)
+    palette, marks = [COLOURS[2], COLOURS[3], COLOURS[4], COLOURS[5]], ["^", "D", "v", "P"]
+    return dict(color=palette[k % len(palette)], marker=marks[k % len(marks)], ls="-")
+
+
+def design_ratio_figure(df: pd.DataFrame, designs, *, panel: str = "sigma0", reference: str = "PTF",
+                        z: float = Z95):
+    """Error of each design relative to ``reference`` against n, one panel per ``panel`` value.
+
+    ``df`` is :func:`dpfda.designs.compare_designs`' table (columns ``design``, ``n``,
+    ``panel``, ``ratio_<reference>``, ``se_log_ratio_<reference>``). Error bars: the paired
+    confidence interval exp(±z·se_log_ratio). The designs of one n are drawn side by side
+    (a small horizontal offset on the log axis), so no design hides another where their
+    errors coincide; each has its own marker and line style as well as its colour, and one
+    legend under the panels names them all.
+    """
+    if not isinstance(df, pd.DataFrame) or df.empty:
+        raise ValueError("df must be a non-empty DataFrame from compare_designs")
+    designs = list(designs)
+    need = {"design", "n", panel, f"ratio_{reference}", f"se_log_ratio_{reference}"}
+    if need - set(df.columns):
+        raise ValueError(f"df lacks columns {sorted(need - set(df.columns))}")
+    values = sorted(df[panel].unique())
+    cols = 1 if len(values) == 1 else 2
+    nrows = -(-len(values) // cols)
+    fig, grid = plt.subplots(nrows, cols, figsize=(TEXT_WIDTH, 2.5 * nrows + 0.9), sharey=True,
+                             squeeze=False, layout="constrained")
+    axes = list(grid.ravel())
+    for spare in axes[len(values):]:
+        spare.set_axis_off()
+    spread = 0.15  # log2 units between neighbouring designs at one n
+    for ax, value in zip(axes, values):
+        sub = df[df[panel] == value]
+        for k, name in enumerate(designs):
+            d = sub[sub["design"] == name].sort_values("n")
+            if d.empty:
+                continue
+            r, se = d[f"ratio_{reference}"].to_numpy(float), d[f"se_log_ratio_{reference}"].to_numpy(float)
+            x = d["n"].to_numpy(float) * 2.0 ** ((k - (len(designs) - 1) / 2) * spread)
+            ax.errorbar(x, r, yerr=[r - r * np.exp(-z * se), r * np.exp(z * se) - r], label=name,
+                        ms=3.5, lw=1.0, capsize=1.5, **_design_style(name, designs))
+        ax.axhline(1.0, color="0.5", lw=0.8, ls=":")
+        log_axes(ax, x_base=2)
+        ax.set_title(f"$\\sigma_0 = {value:g}$" if panel == "sigma0" else f"{panel} = {value}")
+        ax.set_xlabel("$n$")
+    for ax in axes[:len(values):cols]:
+        ax.set_ylabel(f"error / error of {reference}")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=4)
+    return fig
+
+
+def release_bands_figure(t, truth, releases, *, detail_mu=None, unit: str = "cm",
+                         ylabel: str = "mean height (cm)", xlabel: str = "age (years)"):
+    """Private mean curves: the band holding 90% of the releases, FTP against PTF.
+
+    ``releases[mu][name]`` holds the releases (one per row) of pipeline ``name`` ("FTP" or
+    "PTF") at budget ``mu``, evaluated at ``t``; ``truth`` is the non-private mean at ``t``.
+    Top: the curves themselves at the smallest budget (or ``detail_mu``), where the bands are
+    wide enough to see on the scale of the data. Bottom, one panel per budget on its own
+    scale: the bands and one release of each pipeline as differences from the non-private
+    mean. FTP's band is filled, PTF's is drawn by its dashed edges, so no band hides the
+    other and no mixed colour appears; one legend names everything.
+    """
+    t, truth = np.asarray(t, dtype=float), np.asarray(truth, dtype=float)
+    mus = sorted(releases)
+    detail_mu = mus[0] if detail_mu is None else detail_mu
+    fig = plt.figure(figsize=(TEXT_WIDTH, 6.2), layout="constrained")
+    spec = fig.add_gridspec(2, len(mus), height_ratios=(1.1, 1.0))
+    top = fig.add_subplot(spec[0, :])
+    bottom = [fig.add_subplot(spec[1, k], sharex=top) for k in range(len(mus))]
+    ftp, ptf = METHOD_STYLE["ftp"]["color"], METHOD_STYLE["ptf"]["color"]
+
+    def draw(ax, curves_by_name, offset, one):
+        for name, colour in (("FTP", ftp), ("PTF", ptf)):
+            lo, hi = np.quantile(np.asarray(curves_by_name[name], dtype=float) - offset, [0.05, 0.95], axis=0)
+            if name == "FTP":
+                ax.fill_between(t, lo, hi, color=_tint(colour, 0.35), lw=0, label="FTP: 90% of releases")
+            else:
+                ax.plot(t, lo, color=colour, lw=1.1, ls="--", label="PTF: 90% of releases (edges)")
+                ax.plot(t, hi, color=colour, lw=1.1, ls="--", label="_")
+            if one:
+                ax.plot(t, np.asarray(curves_by_name[name], dtype=float)[0] - offset, color=colour,
+                        lw=0.9, ls="-" if name == "FTP" else "-.", label=f"one {name} release")
+
+    draw(top, releases[detail_mu], 0.0, one=False)
+    top.plot(t, truth, color="k", lw=1.3, label="non-private mean")
+    top.set_title(f"μ = {detail_mu:g}: the curves", fontsize=MIN_FONT_PT)
+    top.set_ylabel(ylabel)
+    for ax, mu in zip(bottom, mus):
+        draw(ax, releases[mu], truth, one=True)
+        ax.axhline(0, color="k", lw=0.8)
+        ax.set_title(f"μ = {mu:g}: difference (own scale)", fontsize=MIN_FONT_PT)
+        ax.set_xlabel(xlabel)
+    bottom[0].set_ylabel(f"difference ({unit})")
+    handles, labels = top.get_legend_handles_labels()
+    h2, l2 = bottom[0].get_legend_handles_labels()
+    for h, lab in zip(h2, l2):
+        if lab not in labels and not lab.startswith("_"):
+            handles.append(h)
+            labels.append(lab)
+    fig.legend(handles, labels, loc="outside lower center", ncols=3)
+    return fig
+
+
+def nested_bands_figure(t, panels, levels, *, label: str = "μ", ylabel: str = "", xlabel: str = "",
+                        ylim=None, mark_x=None, what: str = "FTP"):
+    """Bands of several levels (budgets) nested in one panel per group, opaque tints.
+
+    ``panels[title]`` holds ``"target"`` (a curve at ``t``) and, per level in ``levels``,
+    an array of curves (one per row) whose pointwise 90% band is drawn. The bands are
+    opaque tints of one colour drawn widest first (smallest budget), so a narrower band
+    lies on a wider one and no translucent mixture makes a colour without a name; the
+    legend names each level. ``mark_x`` draws a dotted vertical line.
+    """
+    t = np.asarray(t, dtype=float)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(TEXT_WIDTH, 2.4 * len(panels) + 0.9),
+                             sharex=True, sharey=True, squeeze=False, layout="constrained")
+    base = METHOD_STYLE["ftp"]["color"]
+    shares = np.linspace(0.25, 0.75, len(levels))
+    for ax, (title, data) in zip(axes[:, 0], panels.items()):
+        bands = []
+        for level, share in zip(levels, shares):
+            lo, hi = np.quantile(np.asarray(data[level], dtype=float), [0.05, 0.95], axis=0)
+            bands.append((float(np.mean(hi - lo)), level, share, lo, hi))
+        for _, level, share, lo, hi in sorted(bands, key=lambda b: -b[0]):
+            ax.fill_between(t, lo, hi, color=_tint(base, share), lw=0, label=f"{what}, {label} = {level:g}: 90%")
+        ax.plot(t, data["target"], color="k", lw=1.4, label="non-private")
+        if mark_x is not None:
+            ax.axvline(mark_x, color="0.4", ls=":", lw=1)
+        ax.set_title(title, fontsize=MIN_FONT_PT)
+        ax.set_ylabel(ylabel)
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+    axes[-1, 0].set_xlabel(xlabel)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    order = sorted(range(len(labels)), key=lambda i: (labels[i] != "non-private", i))
+    fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center", ncols=2)
+    return fig

@@ -95,3 +95,36 @@ def test_html_is_self_contained(df):
 def test_bad_tables_are_refused(df, mutate, match):
     with pytest.raises(ValueError, match=match):
         ratio_explorer(mutate(df))
+
+
+def test_text_alternative_tables_hold_every_number_and_the_verdict(df):
+    """The explorer's text alternative (issue #23): one table per space, every setting a row,
+    every n a column with the ratio and its interval, and the figure's sentence."""
+    from dpfda import plots
+    from dpfda.explorer import explorer_tables
+
+    tables = explorer_tables(df)
+    assert len(tables) == 2
+    assert "RKHS" in tables[0].caption and "Legendre" in tables[1].caption
+    settings = df.groupby(["family", "T", "mu", "sigma0"]).ngroups
+    assert sum(len(t.rows) for t in tables) == settings
+    row = df[(df["family"] == "kernel") & (df["T"] == 4) & (df["mu"] == 0.5) & (df["sigma0"] == 0.0)]
+    first = tables[0].rows[0]  # T = 4, mu = 0.5, sigma0 = 0 sorts first
+    assert first[:3] == ["4", "0.5", "0"]
+    for k, (_, r) in enumerate(row.sort_values("n").iterrows()):
+        mark = " ▼" if r["ratio_hi"] < 1 else " ▲" if r["ratio_lo"] > 1 else ""
+        assert first[3 + k] == plots.number(r["ratio"], 2) + mark
+    hi = row.sort_values("n")["ratio_hi"].to_numpy()
+    below = np.flatnonzero(np.cumprod((hi < 1)[::-1])[::-1])
+    expected = f"from n = {int(row.sort_values('n')['n'].iloc[below[0]])}" if len(below) else "not at any n shown"
+    assert first[-1] == expected
+    marks = "".join("".join(r) for t in tables for r in t.rows)
+    assert "▼" in marks or "▲" in marks  # the 20-repetition fixture decides some settings
+    assert ":::{list-table}" in tables[0].markdown()
+
+
+def test_html_label_names_the_figure_for_assistive_technology(df):
+    html = explorer_html(ratio_explorer(df), label='The ratio "FTP/PTF" against n')
+    assert 'role="figure" aria-label="The ratio &quot;FTP/PTF&quot; against n"' in html
+    with pytest.raises(ValueError, match="label must be a non-empty string"):
+        explorer_html(ratio_explorer(df), label="  ")

@@ -1,43 +1,42 @@
-"""Headless Chromium on loopback only, driven over the DevTools protocol (standard library only).
+"""Headless Chromium on loopback only, driven by Playwright for Python.
 
-Three pieces used by ``test_rendering.py``:
+Used by the browser tests (``test_rendering.py``, ``test_explorer.py``,
+``test_live_code.py``, ``before_after.py``) and by the PDF printer (``_ext/book_pdf.py``):
 
 * :class:`StaticServer` serves a folder (the built book) on ``127.0.0.1`` at a free port
   from a thread (``http.server.ThreadingHTTPServer``).
 * :class:`Sentinel` is a fake HTTP proxy on ``127.0.0.1``: Chromium is told to send every
   request for another host to it. It records the request line and answers 403, so nothing
   leaves the machine, and a test can see what *would* have left.
-* :class:`Chromium` starts Debian's ``chromium`` headless with ``--remote-debugging-pipe``
-  (the protocol runs over file descriptors 3 and 4, NUL-terminated JSON messages: no port,
-  no websocket library, no chromedriver) and talks to it with :meth:`Chromium.send`.
+* :class:`Chromium` launches Debian's ``chromium`` (``/usr/bin/chromium``, Playwright's
+  ``executable_path``: no browser is downloaded) with Playwright, and opens pages in it
+  (:meth:`Chromium.open_page`), each a :class:`Tab` in a fresh browser context (its own
+  cache and storage) that records the page's requests, responses, failed requests,
+  WebSockets, JavaScript exceptions and console messages.
 
 Network isolation, two independent layers: ``--host-resolver-rules`` makes every host
 name except 127.0.0.1 unresolvable, and ``--proxy-server`` sends everything that is not
-127.0.0.1 to the sentinel. Chromium's own background services (component updates, sign-in)
-still try to call home at start-up; both layers stop them too, and they are not requests
-of the page, which the test reads from the page's own ``Network`` events.
+127.0.0.1 to the sentinel. Chromium's own background services are switched off by the
+launch flags (``--disable-background-networking`` and the others below).
 
-Every wait has a deadline, and :meth:`Chromium.close` kills the browser's whole process
-group, so a failing or hanging test leaves no browser behind.
+Every wait has a deadline, and :meth:`Chromium.close` closes the browser and stops
+Playwright's driver, so a failing or hanging test leaves no browser behind.
 """
 
 from __future__ import annotations
 
-import base64
-import fcntl
 import functools
 import http.server
-import json
 import os
 import shutil
-import signal
 import socketserver
-import tempfile
 import threading
-import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 LOOPBACK = "127.0.0.1"
+#: Debian's Chromium (package ``chromium``, ``make browser-deps``).
+CHROMIUM = "/usr/bin/chromium"
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -46,10 +45,24 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 class StaticServer:
-    """Serve ``root`` on http://127.0.0.1:<free port>/ from a daemon thread."""
+    """Serve ``root`` on http://127.0.0.1:<free port>/ from a daemon thread.
 
-    def __init__(self, root: Path):
-        handler = functools.partial(_QuietHandler, directory=str(root))
+    ``extra`` maps URL prefixes (``"/_axe/"``) to other folders served alongside, such as
+    axe-core's script for the accessibility check, so the book's folder is not touched.
+    """
+
+    def __init__(self, root: Path, extra: dict[str, Path] | None = None):
+        extra = {prefix: Path(folder) for prefix, folder in (extra or {}).items()}
+
+        class Handler(_QuietHandler):
+            def translate_path(self, path):
+                for prefix, folder in extra.items():
+                    if path.startswith(prefix):
+                        rel = path[len(prefix):].split("?", 1)[0].split("#", 1)[0]
+                        return str(folder / rel)
+                return super().translate_path(path)
+
+        handler = functools.partial(Handler, directory=str(root))
         self._httpd = http.server.ThreadingHTTPServer((LOOPBACK, 0), handler)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
@@ -106,13 +119,15 @@ class Sentinel:
 
 
 class BrowserError(RuntimeError):
-    """Chromium failed, answered with a protocol error, or did not answer in time."""
+    """Chromium failed, a script failed in the page, or something did not happen in time."""
 
 
-def chromium_flags(user_data_dir: str, proxy_port: int) -> list[str]:
-    """Command-line flags: headless, no first-run chores, no network besides loopback."""
+def chromium_flags(proxy_port: int) -> list[str]:
+    """Command-line flags: no first-run chores, no network besides loopback.
+
+    Playwright adds ``--headless``, its own temporary profile and the DevTools pipe.
+    """
     return [
-        "--headless",
         "--no-sandbox",  # we run as root in CI
         "--disable-gpu",
         "--disable-quic",
@@ -125,224 +140,129 @@ def chromium_flags(user_data_dir: str, proxy_port: int) -> list[str]:
         "--disable-dev-shm-usage",
         "--hide-scrollbars",
         "--force-color-profile=srgb",
-        f"--user-data-dir={user_data_dir}",
         f"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE {LOOPBACK}",
         f"--proxy-server=http://{LOOPBACK}:{proxy_port}",
         f"--proxy-bypass-list={LOOPBACK}",
-        "--remote-debugging-pipe",
-        "about:blank",
     ]
 
 
-def _high_fd(fd: int) -> int:
-    """Move ``fd`` to a number >= 10 (close-on-exec), so dup2 onto 3 and 4 cannot collide."""
-    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
-    os.close(fd)
-    return high
+class Tab:
+    """One page in its own browser context, and what it did (Playwright events)."""
+
+    def __init__(self, context, width: int, height: int):
+        self.context = context
+        self.page = context.new_page()
+        self.width, self.height = width, height
+        self.requests: list[str] = []
+        self.responses: dict[str, int] = {}
+        self.failures: list[str] = []
+        self.sockets: list[str] = []
+        self.exceptions: list[str] = []
+        self.console: list[tuple[str, str, str]] = []  # (type, text, url)
+        page = self.page
+        page.on("request", lambda r: self.requests.append(r.url))
+        page.on("response", lambda r: self.responses.__setitem__(r.url, r.status))
+        page.on("requestfailed", lambda r: self.failures.append(f"{r.url}: {r.failure}"))
+        page.on("websocket", lambda ws: self.sockets.append(ws.url))
+        page.on("pageerror", lambda e: self.exceptions.append(e.stack or str(e)))
+        page.on("console", lambda m: self.console.append((m.type, m.text, (m.location or {}).get("url", ""))))
+
+    def console_errors(self) -> list[str]:
+        """Messages logged at level error (less a missing favicon) and failed console.assert calls."""
+        return [text for kind, text, url in self.console
+                if kind in ("error", "assert") and not url.endswith("/favicon.ico")]
 
 
 class Chromium:
-    """One headless Chromium process and its DevTools pipe.
+    """Debian's Chromium launched by Playwright; pages are opened with :meth:`open_page`.
 
-    ``send(method, params, session=...)`` runs a protocol command and returns its result;
-    events are collected per session and read with :meth:`events` / :meth:`wait_event`.
+    The methods take a :class:`Tab` where the DevTools client took a session id:
+    ``navigate``, ``evaluate`` (a JavaScript expression, promises awaited, its JSON value
+    returned), ``screenshot`` and ``close_page``.
     """
 
     def __init__(self, executable: str | None = None, proxy_port: int = 9, log_path: Path | None = None,
                  timeout: float = 30.0):
-        self.executable = executable or shutil.which("chromium")
+        from playwright.sync_api import sync_playwright
+
+        self.executable = executable or (CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium"))
         if not self.executable:
             raise BrowserError("chromium is not installed (Debian package `chromium`: run `make browser-deps`)")
         self.timeout = timeout
-        self._profile = tempfile.mkdtemp(prefix="dpfda-chromium-")
-        self._log_path = log_path or Path(self._profile) / "chromium.log"
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._next_id = 0
-        self._replies: dict[int, dict] = {}
-        self._events: list[dict] = []
-        self._closed_reason: str | None = None
-        self._targets: dict[str, str] = {}  # session id -> target id
-
-        to_browser_r, to_browser_w = os.pipe()
-        from_browser_r, from_browser_w = os.pipe()
-        to_browser_r, from_browser_w = _high_fd(to_browser_r), _high_fd(from_browser_w)
-        argv = [self.executable, *chromium_flags(self._profile, proxy_port)]
-        log_fd = os.open(self._log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self._log_path = log_path
+        self._playwright = sync_playwright().start()
         try:
-            self.pid = os.posix_spawn(
-                self.executable,
-                argv,
-                os.environ,
-                file_actions=[
-                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                    (os.POSIX_SPAWN_DUP2, log_fd, 1),
-                    (os.POSIX_SPAWN_DUP2, log_fd, 2),
-                    (os.POSIX_SPAWN_DUP2, to_browser_r, 3),
-                    (os.POSIX_SPAWN_DUP2, from_browser_w, 4),
-                ],
-                setsid=True,  # its own process group: close() kills renderers and helpers too
-            )
-        finally:
-            for fd in (log_fd, to_browser_r, from_browser_w):
-                os.close(fd)
-        self._write = os.fdopen(to_browser_w, "wb", buffering=0)
-        self._read = os.fdopen(from_browser_r, "rb", buffering=0)
-        self._reader = threading.Thread(target=self._read_loop, name="cdp-reader", daemon=True)
-        self._reader.start()
-        self.version = self.send("Browser.getVersion")
-
-    # --- the pipe -----------------------------------------------------------------------
-    def _read_loop(self) -> None:
-        buffer = b""
-        while True:
-            try:
-                chunk = self._read.read(1 << 16)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                with self._cond:
-                    self._closed_reason = self._closed_reason or "chromium closed its DevTools pipe"
-                    self._cond.notify_all()
-                return
-            buffer += chunk
-            *messages, buffer = buffer.split(b"\0")
-            with self._cond:
-                for raw in messages:
-                    message = json.loads(raw)
-                    if "id" in message:
-                        self._replies[message["id"]] = message
-                    else:
-                        self._events.append(message)
-                self._cond.notify_all()
-
-    def send(self, method: str, params: dict | None = None, session: str | None = None,
-             timeout: float | None = None) -> dict:
-        with self._cond:
-            if self._closed_reason:
-                raise BrowserError(f"{method}: {self._closed_reason}; log: {self.log_tail()}")
-            self._next_id += 1
-            ident = self._next_id
-        message = {"id": ident, "method": method, "params": params or {}}
-        if session:
-            message["sessionId"] = session
-        try:
-            self._write.write(json.dumps(message).encode() + b"\0")
-        except OSError as exc:
-            raise BrowserError(f"{method}: cannot write to chromium ({exc}); log: {self.log_tail()}") from exc
-        deadline = time.monotonic() + (timeout or self.timeout)
-        with self._cond:
-            while ident not in self._replies:
-                left = deadline - time.monotonic()
-                if self._closed_reason or left <= 0:
-                    why = self._closed_reason or f"no answer within {timeout or self.timeout:.0f} s"
-                    raise BrowserError(f"{method}: {why}; log: {self.log_tail()}")
-                self._cond.wait(left)
-            reply = self._replies.pop(ident)
-        if "error" in reply:
-            raise BrowserError(f"{method}: {reply['error']}")
-        return reply.get("result", {})
-
-    def events(self, session: str | None = None, method: str | None = None) -> list[dict]:
-        with self._lock:
-            return [e for e in self._events
-                    if (session is None or e.get("sessionId") == session) and (method is None or e["method"] == method)]
-
-    def wait_event(self, method: str, session: str | None = None, timeout: float | None = None) -> dict:
-        deadline = time.monotonic() + (timeout or self.timeout)
-        with self._cond:
-            while True:
-                for event in self._events:
-                    if event["method"] == method and (session is None or event.get("sessionId") == session):
-                        return event
-                left = deadline - time.monotonic()
-                if self._closed_reason or left <= 0:
-                    why = self._closed_reason or f"not within {timeout or self.timeout:.0f} s"
-                    raise BrowserError(f"waiting for {method}: {why}")
-                self._cond.wait(left)
+            self._browser = self._playwright.chromium.launch(
+                executable_path=self.executable, headless=True, args=chromium_flags(proxy_port),
+                timeout=timeout * 1000, env=dict(os.environ))
+        except Exception as exc:
+            self._playwright.stop()
+            raise BrowserError(f"cannot launch {self.executable} with Playwright: {exc}") from exc
+        self.version = self._browser.version
+        self._tabs: list[Tab] = []
+        if log_path is not None:
+            Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(log_path).write_text(f"Chromium {self.version} ({self.executable}) launched by Playwright\n")
 
     # --- pages ----------------------------------------------------------------------------
-    def open_page(self, width: int, height: int) -> str:
-        """A new tab with a fixed viewport and no cache; returns its session id.
+    def open_page(self, width: int, height: int, **context_options) -> Tab:
+        """A new page with a fixed viewport, in a fresh context (empty cache and storage)."""
+        context = self._browser.new_context(viewport={"width": width, "height": height},
+                                            device_scale_factor=1, **context_options)
+        context.set_default_timeout(self.timeout * 1000)
+        tab = Tab(context, width, height)
+        self._tabs.append(tab)
+        return tab
 
-        Page, Runtime, Network and Log events of the tab are recorded. The cache is off so
-        that every resource a page uses shows up in its own Network events.
-        """
-        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        self._targets[session] = target
-        for domain in ("Page", "Runtime", "Network", "Log"):
-            self.send(f"{domain}.enable", session=session)
-        self.send("Network.setCacheDisabled", {"cacheDisabled": True}, session=session)
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session=session)
-        return session
+    def close_page(self, tab: Tab) -> None:
+        if tab in self._tabs:
+            self._tabs.remove(tab)
+            try:
+                tab.context.close()
+            except Exception:  # noqa: BLE001 - already gone with the browser
+                pass
 
-    def close_page(self, session: str) -> None:
-        target = self._targets.pop(session, None)
-        if target:
-            self.send("Target.closeTarget", {"targetId": target})
-
-    def navigate(self, session: str, url: str, timeout: float | None = None) -> None:
+    def navigate(self, tab: Tab, url: str, timeout: float | None = None) -> None:
         """Load ``url`` and wait for its load event."""
-        before = len(self.events(session, "Page.loadEventFired"))
-        reply = self.send("Page.navigate", {"url": url}, session=session)
-        if reply.get("errorText"):
-            raise BrowserError(f"navigating to {url}: {reply['errorText']}")
-        deadline = time.monotonic() + (timeout or self.timeout)
-        while len(self.events(session, "Page.loadEventFired")) <= before:
-            if time.monotonic() > deadline:
-                raise BrowserError(f"{url}: no load event within {timeout or self.timeout:.0f} s")
-            time.sleep(0.05)
+        try:
+            tab.page.goto(url, wait_until="load", timeout=(timeout or self.timeout) * 1000)
+        except Exception as exc:
+            raise BrowserError(f"navigating to {url}: {exc}") from exc
 
-    def evaluate(self, session: str, expression: str, timeout: float | None = None):
-        """Evaluate JavaScript in the page (promises awaited) and return its JSON value."""
-        reply = self.send("Runtime.evaluate",
-                          {"expression": expression, "awaitPromise": True, "returnByValue": True},
-                          session=session, timeout=timeout)
-        if "exceptionDetails" in reply:
-            details = reply["exceptionDetails"]
-            text = details.get("exception", {}).get("description") or details.get("text")
-            raise BrowserError(f"script failed in the page: {text}")
-        return reply["result"].get("value")
+    def evaluate(self, tab: Tab, expression: str, timeout: float | None = None):
+        """Evaluate a JavaScript expression in the page (promises awaited); its JSON value."""
+        tab.page.set_default_timeout((timeout or self.timeout) * 1000)
+        try:
+            return tab.page.evaluate(expression)
+        except Exception as exc:
+            raise BrowserError(f"script failed in the page: {exc}") from exc
+        finally:
+            tab.page.set_default_timeout(self.timeout * 1000)
 
-    def screenshot(self, session: str, path: Path) -> bytes:
-        self.send("Page.bringToFront", session=session)
-        data = base64.b64decode(self.send("Page.captureScreenshot", {"format": "png"}, session=session)["data"])
+    def screenshot(self, tab: Tab, path: Path, clip: dict | None = None) -> bytes:
+        """A PNG of the viewport (or of ``clip``: x, y, width, height in CSS px), saved to ``path``."""
+        path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
+        options = {"clip": {k: clip[k] for k in ("x", "y", "width", "height")}} if clip else {}
+        data = tab.page.screenshot(type="png", animations="disabled", caret="initial", **options)
         path.write_bytes(data)
         return data
 
     def log_tail(self, chars: int = 1500) -> str:
         try:
-            return self._log_path.read_text(errors="replace")[-chars:]
+            return Path(self._log_path).read_text(errors="replace")[-chars:] if self._log_path else ""
         except OSError:
             return "<no log>"
 
     # --- shutdown -----------------------------------------------------------------------------
     def close(self) -> None:
-        """Ask Chromium to quit; after 5 s kill its process group. Always reaps the process."""
+        """Close every page, the browser and Playwright's driver."""
+        for tab in list(self._tabs):
+            self.close_page(tab)
         try:
-            self.send("Browser.close", timeout=5)
-        except BrowserError:
-            pass
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and os.waitpid(self.pid, os.WNOHANG) == (0, 0):
-            time.sleep(0.05)
-        try:
-            os.killpg(self.pid, signal.SIGKILL)  # helpers (zygote, renderers) share the group
-        except ProcessLookupError:
-            pass
-        try:
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
-        for stream in (self._write, self._read):
-            try:
-                stream.close()
-            except OSError:
-                pass
-        shutil.rmtree(self._profile, ignore_errors=True)
+            self._browser.close()
+        finally:
+            self._playwright.stop()
 
     def __enter__(self) -> Chromium:
         return self
@@ -358,34 +278,20 @@ THEME_FIRST_VISIT = "Got invalid theme mode: . Resetting to auto."
 
 def off_loopback(urls) -> list[str]:
     """The http(s)/ws(s) URLs among ``urls`` whose host is not 127.0.0.1."""
-    from urllib.parse import urlsplit
-
     return [u for u in urls if urlsplit(u).scheme in ("http", "https", "ws", "wss")
             and urlsplit(u).hostname != LOOPBACK]
 
 
-def page_problems(browser: Chromium, session: str, allowed_console=(THEME_FIRST_VISIT,)) -> dict:
-    """Requests (and WebSockets) that left 127.0.0.1, JavaScript exceptions, console errors.
-
-    Console errors are those logged at level "error" (except a missing favicon) and
-    ``console.error``/``console.assert`` calls, less the messages in ``allowed_console``.
-    """
-    requests = [e["params"]["request"]["url"] for e in browser.events(session, "Network.requestWillBeSent")]
-    sockets = [e["params"]["url"] for e in browser.events(session, "Network.webSocketCreated")]
-    exceptions = [e["params"]["exceptionDetails"].get("exception", {}).get("description")
-                  or e["params"]["exceptionDetails"].get("text", "?")
-                  for e in browser.events(session, "Runtime.exceptionThrown")]
-    console = [e["params"]["entry"]["text"] for e in browser.events(session, "Log.entryAdded")
-               if e["params"]["entry"]["level"] == "error"
-               and not e["params"]["entry"].get("url", "").endswith("/favicon.ico")]
-    console += [" ".join(str(a.get("value", a.get("description", ""))) for a in e["params"]["args"])
-                for e in browser.events(session, "Runtime.consoleAPICalled") if e["params"]["type"] in {"error", "assert"}]
-    return {"outside": off_loopback(requests + sockets), "exceptions": exceptions,
-            "console": [c for c in console if c not in allowed_console],
-            "requests": requests, "sockets": sockets}
+def page_problems(browser: Chromium, tab: Tab, allowed_console=(THEME_FIRST_VISIT,)) -> dict:
+    """Requests (and WebSockets) that left 127.0.0.1, JavaScript exceptions, console errors."""
+    return {"outside": off_loopback(tab.requests + tab.sockets), "exceptions": list(tab.exceptions),
+            "console": [c for c in tab.console_errors() if c not in allowed_console],
+            "requests": list(tab.requests), "sockets": list(tab.sockets)}
 
 
 # --- where the built book and the test artifacts are (DPFDA_HTML, DPFDA_ARTIFACTS override) -------
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILT_HTML = Path(os.environ.get("DPFDA_HTML", REPO_ROOT / "_build" / "html")).resolve()
 ARTIFACTS_DIR = Path(os.environ.get("DPFDA_ARTIFACTS", REPO_ROOT / "_build" / "test-artifacts")).resolve()
+#: axe-core (npm package axe-core, installed by `make axe`): its axe.min.js is served beside the book.
+AXE_DIR = Path(os.environ.get("DPFDA_AXE", REPO_ROOT / "_build" / "npm" / "node_modules" / "axe-core")).resolve()

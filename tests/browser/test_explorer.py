@@ -17,6 +17,7 @@ Screenshots before and after go to ``_build/test-artifacts/explorer-*.png``. Mar
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 import urllib.parse
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from _browser import ARTIFACTS_DIR, BUILT_HTML, Chromium, Sentinel, StaticServer, off_loopback, page_problems
+from _browser import ARTIFACTS_DIR, BUILT_HTML, CHROMIUM, Chromium, Sentinel, StaticServer, off_loopback, page_problems
 
 pytestmark = pytest.mark.browser
 
@@ -73,33 +74,23 @@ def page_file() -> Path:
     return path
 
 
-def drag(browser: Chromium, session: str, start: dict, to_x: float) -> None:
-    """Press the left button on ``start``, move in steps to ``to_x``, release."""
-    x, y = start["x"], start["y"]
-    send = lambda kind, px, buttons: browser.send(  # noqa: E731
-        "Input.dispatchMouseEvent", {"type": kind, "x": px, "y": y, "button": "left", "buttons": buttons,
-                                     "clickCount": 1}, session=session)
-    send("mouseMoved", x, 0)
-    send("mousePressed", x, 1)
+def drag(browser: Chromium, tab, start: dict, to_x: float) -> None:
+    """Press the left button on ``start``, move in steps to ``to_x``, release (real mouse events)."""
+    mouse = tab.page.mouse
+    mouse.move(start["x"], start["y"])
+    mouse.down(button="left")
     for k in range(1, 11):
-        send("mouseMoved", x + (to_x - x) * k / 10, 1)
+        mouse.move(start["x"] + (to_x - start["x"]) * k / 10, start["y"])
         time.sleep(0.03)
-    send("mouseReleased", to_x, 0)
+    mouse.up(button="left")
 
 
-def clip_shot(browser: Chromium, session: str, rect: dict, path: Path) -> bytes:
-    import base64
-
-    data = browser.send("Page.captureScreenshot", {"format": "png", "clip": {**rect, "scale": 1}},
-                        session=session)["data"]
-    raw = base64.b64decode(data)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(raw)
-    return raw
+def clip_shot(browser: Chromium, tab, rect: dict, path: Path) -> bytes:
+    return browser.screenshot(tab, path, clip=rect)
 
 
 def test_dragging_the_mu_slider_redraws_the_figure_offline(page_file):
-    executable = shutil.which("chromium")
+    executable = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
     assert executable, "Debian's chromium is not installed: run `make browser-deps`"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with Sentinel() as sentinel, StaticServer(HTML) as server, \

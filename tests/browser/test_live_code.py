@@ -34,7 +34,17 @@ from pathlib import Path
 
 import pytest
 
-from _browser import ARTIFACTS_DIR, BUILT_HTML, LOOPBACK, REPO_ROOT, Chromium, Sentinel, StaticServer, page_problems
+from _browser import (
+    ARTIFACTS_DIR,
+    BUILT_HTML,
+    CHROMIUM,
+    LOOPBACK,
+    REPO_ROOT,
+    Chromium,
+    Sentinel,
+    StaticServer,
+    page_problems,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -129,7 +139,7 @@ def test_live_code_runs_a_cell_on_a_local_server(tmp_path):
     page = HTML / PAGE
     assert page.is_file(), f"{page} does not exist: build the book first (make book)"
     assert (HTML / "thebe" / "index.js").is_file(), "thebe/index.js is missing: Thebe is not served by the book"
-    executable = shutil.which("chromium")
+    executable = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
     assert executable, "Debian's chromium is not installed: run `make browser-deps`"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with Sentinel() as sentinel, StaticServer(HTML) as site:

@@ -1,8 +1,8 @@
 """Reading the built book in a real browser (issue #4, item 5).
 
 The built HTML (``_build/html``, from ``make book``) is served on 127.0.0.1 and every
-content page is opened in headless Chromium with no network besides loopback (see
-``_browser.py``). For each page the test waits until MathJax has finished typesetting and
+content page is opened in headless Chromium (Debian's, driven by Playwright for Python)
+with no network besides loopback (see ``_browser.py``). For each page the test waits until MathJax has finished typesetting and
 the fonts are in, then checks what a reader would see:
 
 * math is typeset: every ``.math`` element holds MathJax output (``mjx-container``), no
@@ -26,6 +26,18 @@ twice, an HTML id used twice, two search fields. Every figure is measured in a
 dpi the PNG records, must be at least 9 CSS px tall as displayed, at 150 dpi or more and
 never upscaled; one page is switched to the theme's dark mode and screenshotted, and its
 first figure must keep a light face with dark text (contrast at least 7:1).
+
+Readable by everyone (issue #23): no MyST source or code fences shown as text (an unclosed
+directive turns the prose after it into a literal block), no cell's stderr or warning on
+the page, no cross-reference label shown as raw text, no chapter's full title (a question
+or a title with a colon) dropped into the middle of a sentence where a short form was meant,
+and every figure's alt text says what it shows (from its caption, ``_ext/alt_text.py``),
+never its file name. axe-core (npm package ``axe-core``, ``make axe``; served by the test's
+own server) runs the WCAG 2.0/2.1 A and AA rules on every page, and the colour-contrast rule
+again in the theme's dark mode on one page of each kind (:data:`DARK_AXE_PAGES`): no
+serious or critical violation, and a minor or moderate
+one only if :data:`ACCEPTED_AXE` gives the reason it stays. The findings are summarised in
+``_build/test-artifacts/axe-report.md``.
 
 A screenshot of each page (1280x2000 viewport, top of the page) is saved under
 ``_build/test-artifacts/`` and checked to be a real picture, not a blank one. At least one
@@ -54,7 +66,7 @@ from pathlib import Path
 
 import pytest
 
-from _browser import LOOPBACK, BrowserError, Chromium, Sentinel, StaticServer
+from _browser import AXE_DIR, CHROMIUM, LOOPBACK, BrowserError, Chromium, Sentinel, StaticServer
 
 pytestmark = pytest.mark.browser
 
@@ -83,6 +95,35 @@ def content_pages() -> list[str]:
     return sorted(f"{name}.html" for name in json.loads(found.group(1))) if found else []
 
 
+def _notebook_markdown() -> dict[str, str]:
+    """The markdown cells of every chapter, by document name (``book/gdp``)."""
+    out = {}
+    for path in sorted((ROOT / "book").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        out[f"book/{path.stem}"] = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    return out
+
+
+def chapter_titles() -> dict[str, str]:
+    """Each chapter's full title (its H1)."""
+    titles = {}
+    for name, text in _notebook_markdown().items():
+        found = re.search(r"^#\s+(.+)$", text, re.M)
+        if found:
+            titles[name] = found.group(1).strip()
+    return titles
+
+
+def book_labels() -> set[str]:
+    """The book's cross-reference labels (``:label:``, ``:name:``, ``(label)=``) that could
+    not be mistaken for words: those with a hyphen or a digit."""
+    labels = set()
+    for text in _notebook_markdown().values():
+        labels |= set(re.findall(r"^:(?:label|name):\s*(\S+)", text, re.M))
+        labels |= set(re.findall(r"^\(([^)\s]+)\)=", text, re.M))
+    return {label for label in labels if re.search(r"[-\d]", label)}
+
+
 def showcase_pages() -> list[str]:
     """Pages whose HTML has a theorem-like box, a figure and math, all three."""
     found = []
@@ -96,6 +137,8 @@ def showcase_pages() -> list[str]:
 # A console error that is not the book's: on a first visit (empty localStorage) the head
 # script of pydata-sphinx-theme sets an empty colour mode, and its setTheme() logs this and
 # falls back to "auto" (the book sets no default_mode).
+LABELS = book_labels()
+
 KNOWN_CONSOLE_ERRORS = re.compile(r"^Got invalid theme mode: \. Resetting to auto\.$")
 
 
@@ -176,6 +219,34 @@ COLLECT = r"""
   // Search fields a reader can see (the theme once showed two on every page).
   report.searchFields = [...document.querySelectorAll('.search-button-field, form.bd-search')]
       .filter(visible).length;
+  // MyST or code fences a reader sees as text: a literal block (not a cell's source) that
+  // holds MyST roles or directives, or fences in the prose (issue #23: an unclosed
+  // list-table turned a paragraph into a code block).
+  const myst = /\{(?:glue|glue:text|glue:md|numref|ref|doc|prf:ref|cite:t|cite:p|eq|math)\}`|^\s*(?:```|:::)\s*\{|^:(?:header-rows|name|label|class|widths):/m;
+  report.mystLiterals = [...document.querySelectorAll('article pre')]
+      .filter(p => !p.closest('.cell_input, .thebe-cell, .highlight-python, .highlight-ipython3'))
+      .filter(p => myst.test(p.innerText)).map(p => p.innerText.slice(0, 160));
+  // What a cell wrote to stderr (warnings, tracebacks) shown on the page.
+  report.stderr = [...document.querySelectorAll('article .output.stderr, article .output.traceback, ' +
+                                                'article [data-mime-type="application/vnd.jupyter.stderr"]')]
+      .map(e => e.innerText.slice(0, 200));
+  // Links to a chapter whose text is that chapter's full title ("Which conclusions depend
+  // on the unstated design?") inside running text, right after a word: a short form was meant.
+  const fullTitles = new Set(TITLES_JSON);
+  report.titleLinks = [];
+  for (const a of document.querySelectorAll('article p a.reference.internal')) {
+    const text = a.innerText.replace(/\s+/g, ' ').trim();
+    if (!fullTitles.has(text)) continue;
+    const p = a.closest('p');
+    const range = document.createRange();
+    range.setStart(p, 0); range.setEndBefore(a);
+    const before = range.toString().replace(/\s+/g, ' ');
+    if (/[\p{L}\p{N}]\s*$/u.test(before))
+      report.titleLinks.push('…' + before.slice(-40) + '[' + text + ']');
+  }
+  // Alt text of every figure: says what it shows, never a file name.
+  report.alts = [...document.querySelectorAll("article img[src*='_images/']")]
+      .map(i => ({src: i.getAttribute('src'), alt: i.getAttribute('alt')}));
   report.title = document.title;
   report.height = document.documentElement.scrollHeight;
   return report;
@@ -262,6 +333,97 @@ def artifact_name(page: str, suffix: str = "") -> Path:
     return ARTIFACTS / (page.removesuffix(".html").replace("/", "__") + suffix + ".png")
 
 
+# --- accessibility: axe-core on every page (issue #23) -------------------------------------------
+# axe-core (npm package, `make axe`) is loaded from the test's own server (/_axe/), run with
+# the WCAG 2.0/2.1 A and AA rules, and its violations returned in short. Dark mode: the same
+# page switched to the theme's dark mode, colour contrast only.
+AXE_RUN = r"""
+(async () => {
+  if (!window.axe) {
+    await new Promise((resolve, reject) => {
+      const s = document.createElement('script');
+      s.src = %(src)s; s.onload = resolve; s.onerror = () => reject(new Error('axe-core did not load'));
+      document.head.appendChild(s);
+    });
+  }
+  const rules = %(rules)s;
+  const options = rules ? {runOnly: {type: 'rule', values: rules}, resultTypes: ['violations']}
+                        : {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']},
+                           resultTypes: ['violations']};
+  // MathJax's CHTML output (thousands of elements a page) is left out: its colours are
+  // those of the text around it, which is checked, and MathJax gives it assistive MathML.
+  const result = await axe.run({exclude: [['mjx-container']]}, options);
+  return {version: axe.version, violations: result.violations.map(v => ({
+    id: v.id, impact: v.impact, help: v.help, count: v.nodes.length,
+    targets: v.nodes.slice(0, 3).map(n => n.target.join(' ') + (n.failureSummary ? ' — ' +
+             n.failureSummary.replace(/\s+/g, ' ').slice(0, 160) : ''))}))};
+})()
+"""
+
+DARK_MODE = r"""(async () => {
+  localStorage.setItem('theme', 'dark'); localStorage.setItem('mode', 'dark');
+  document.documentElement.dataset.theme = 'dark';
+  document.documentElement.dataset.mode = 'dark';
+  await new Promise(r => setTimeout(r, 300));
+  return document.documentElement.dataset.theme;
+})()"""
+
+#: Pages checked again in the theme's dark mode (colour contrast): the dark palette is the
+#: theme's CSS, the same on every page, so one page of each kind of content is enough
+#: (tables and admonitions; theorem boxes, exercises, code and math; figures and glued
+#: numbers; the Bokeh explorer; the bibliography). Every page is checked in light mode.
+DARK_AXE_PAGES = {"book/preface.html", "book/gdp.html", "book/growth.html", "book/explorer.html",
+                  "book/references.html", "book/audit.html"}
+
+#: axe-core findings below "serious" that stay, each with the reason (rule id -> reason).
+#: A serious or critical finding always fails; a minor or moderate one not listed here too.
+ACCEPTED_AXE: dict[str, str] = {}
+
+AXE_FINDINGS: dict[str, dict] = {}  # page -> {"light": [...], "dark": [...]}, for the report
+
+
+def axe_blocking(violations: list[dict]) -> list[dict]:
+    """The violations that fail a page: serious or critical, or minor/moderate without a reason."""
+    return [v for v in violations if v["impact"] in ("serious", "critical") or v["id"] not in ACCEPTED_AXE]
+
+
+def write_axe_report() -> Path:
+    """_build/test-artifacts/axe-report.md (and .json): per page, axe-core's findings."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "axe-report.json").write_text(json.dumps(AXE_FINDINGS, indent=1, ensure_ascii=False))
+    lines = ["# axe-core on every page of the book (WCAG 2.0/2.1 A and AA rules)", "",
+             f"{len(AXE_FINDINGS)} pages checked in light mode (all rules); "
+             f"{sum('dark' in f for f in AXE_FINDINGS.values())} of them also in dark mode (colour contrast).",
+             "MathJax's output is left out (its colours are those of the text around it).", ""]
+    counts: dict[tuple[str, str], int] = {}
+    for findings in AXE_FINDINGS.values():
+        for mode, violations in findings.items():
+            for v in violations:
+                counts[(v["impact"] or "?", v["id"])] = counts.get((v["impact"] or "?", v["id"]), 0) + v["count"]
+    serious = sum(n for (impact, _), n in counts.items() if impact in ("serious", "critical"))
+    lines += [f"Serious or critical violations: {serious}.", "", "| impact | rule | elements | why it stays |",
+              "|---|---|---:|---|"]
+    for (impact, rule), n in sorted(counts.items()):
+        lines.append(f"| {impact} | {rule} | {n} | {ACCEPTED_AXE.get(rule, '**not accepted: fails the test**')} |")
+    if not counts:
+        lines.append("| – | none | 0 | |")
+    lines += ["", "## Pages", ""]
+    for page, findings in sorted(AXE_FINDINGS.items()):
+        summary = "; ".join(f"{mode}: " + (", ".join(f"{v['id']} ({v['impact']}, {v['count']})" for v in vs) or "none")
+                            for mode, vs in findings.items())
+        lines.append(f"* `{page}` — {summary}")
+    path = ARTIFACTS / "axe-report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module", autouse=True)
+def axe_report():
+    yield
+    if AXE_FINDINGS:
+        print(f"axe-core report: {write_axe_report()}")
+
+
 # --- fixtures ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def build() -> Path:
@@ -279,13 +441,14 @@ def sentinel():
 
 @pytest.fixture(scope="module")
 def server(build):
-    with StaticServer(build) as srv:
+    assert (AXE_DIR / "axe.min.js").is_file(), f"{AXE_DIR}/axe.min.js is missing: run `make axe` (npm package axe-core)"
+    with StaticServer(build, extra={"/_axe/": AXE_DIR}) as srv:
         yield srv
 
 
 @pytest.fixture(scope="module")
 def browser(sentinel):
-    executable = shutil.which("chromium")
+    executable = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
     assert executable, "Debian's chromium is not installed: run `make browser-deps`"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for old in ARTIFACTS.glob("*.png"):  # the folder shows the last run only
@@ -303,38 +466,34 @@ class Visit:
         self.session = browser.open_page(width, HEIGHT)
         started = time.monotonic()
         browser.navigate(self.session, self.url, timeout=PAGE_TIMEOUT)
-        self.report = browser.evaluate(self.session, COLLECT % {"wait_ms": int(PAGE_TIMEOUT * 1000)},
-                                       timeout=PAGE_TIMEOUT + 10)
+        script = (COLLECT % {"wait_ms": int(PAGE_TIMEOUT * 1000)}).replace("TITLES_JSON", json.dumps(
+            [t for t in chapter_titles().values() if re.search(r"[:?]", t)]))
+        self.report = browser.evaluate(self.session, script, timeout=PAGE_TIMEOUT + 10)
         self.seconds = time.monotonic() - started
+        self.server = server
+
+    def axe(self, dark: bool = False) -> list[dict]:
+        """axe-core's WCAG 2.1 A/AA violations on the page as it is (or in the theme's dark mode)."""
+        if dark:
+            self.browser.evaluate(self.session, DARK_MODE)
+        return self.browser.evaluate(self.session, AXE_RUN % {
+            "src": json.dumps(urllib.parse.urljoin(self.server.base, "_axe/axe.min.js")),
+            "rules": json.dumps(["color-contrast"] if dark else None)}, timeout=120)
 
     def requests(self) -> list[str]:
-        return [e["params"]["request"]["url"] for e in self.browser.events(self.session, "Network.requestWillBeSent")]
+        return list(self.session.requests)
 
     def responses(self) -> dict[str, int]:
-        return {e["params"]["response"]["url"]: e["params"]["response"]["status"]
-                for e in self.browser.events(self.session, "Network.responseReceived")}
+        return dict(self.session.responses)
 
     def failures(self) -> list[str]:
-        by_id = {e["params"]["requestId"]: e["params"]["request"]["url"]
-                 for e in self.browser.events(self.session, "Network.requestWillBeSent")}
-        return [f"{by_id.get(e['params']['requestId'], '?')}: {e['params']['errorText']}"
-                for e in self.browser.events(self.session, "Network.loadingFailed")]
+        return list(self.session.failures)
 
     def exceptions(self) -> list[str]:
-        found = []
-        for e in self.browser.events(self.session, "Runtime.exceptionThrown"):
-            details = e["params"]["exceptionDetails"]
-            found.append(details.get("exception", {}).get("description") or details.get("text", "?"))
-        return found
+        return list(self.session.exceptions)
 
     def console_errors(self) -> list[str]:
-        logged = [e["params"]["entry"]["text"] for e in self.browser.events(self.session, "Log.entryAdded")
-                  if e["params"]["entry"]["level"] == "error"
-                  and not e["params"]["entry"].get("url", "").endswith("/favicon.ico")]
-        called = [" ".join(str(a.get("value", a.get("description", ""))) for a in e["params"]["args"])
-                  for e in self.browser.events(self.session, "Runtime.consoleAPICalled")
-                  if e["params"]["type"] in {"error", "assert"}]
-        return logged + called
+        return self.session.console_errors()
 
     def scroll_to(self, element: str) -> bool:
         """Scroll the element that the JavaScript expression ``element`` finds to the top."""
@@ -441,6 +600,38 @@ def test_page_renders(page, build, open_page):
     unformatted = unformatted_output(report["text"] + "\n" + report["outputs"], source)
     if unformatted:
         problems.append(f"unformatted numbers or reprs a reader sees: {unformatted[:5]}")
+
+    # What a reader should never see (issue #23): MyST or code fences as text, stderr and
+    # warnings, a label as raw text, a chapter's full title dropped into a sentence, a
+    # figure without alt text (or with its file name as alt text).
+    for literal in report["mystLiterals"]:
+        problems.append(f"MyST source shown as a literal block: {literal!r}")
+    fences = re.findall(r".{0,40}(?:```|:::\{|\{list-table\}|:header-rows:).{0,40}", report["text"])
+    problems += [f"MyST fence in the text: {f!r}" for f in fences[:5]]
+    problems += [f"a cell's stderr/warning shown: {e!r}" for e in report["stderr"][:5]]
+    warned = re.findall(r".{0,60}\b\w+Warning: .{0,60}", report["outputs"])
+    problems += [f"a warning in a cell's output: {w!r}" for w in warned[:5]]
+    raw_labels = sorted(label for label in LABELS
+                        if re.search(rf"(?<![\w/#.-]){re.escape(label)}(?![\w-])", report["text"]))
+    problems += [f"label shown as raw text: {label!r}" for label in raw_labels[:5]]
+    problems += [f"a chapter's full title inside a sentence (a short form was meant): {t!r}"
+                 for t in report["titleLinks"][:5]]
+    for image in report["alts"]:
+        alt = (image["alt"] or "").strip()
+        name = image["src"].rsplit("/", 1)[-1]
+        if not alt or name in alt or re.fullmatch(r"[\w./-]+\.(?:png|svg|jpe?g|gif)", alt) or len(alt.split()) < 4:
+            problems.append(f"figure {name}: alt text {alt!r} does not say what it shows")
+
+    # Accessibility: axe-core, WCAG 2.1 A/AA, in light mode (every rule) and in the theme's
+    # dark mode (colour contrast).
+    runs = {"light": visit.axe()}
+    if page in DARK_AXE_PAGES:
+        runs["dark"] = visit.axe(dark=True)
+    AXE_FINDINGS[page] = {mode: found["violations"] for mode, found in runs.items()}
+    for mode, found in runs.items():
+        for v in axe_blocking(found["violations"]):
+            problems.append(f"axe-core ({mode} mode) {v['impact']}: {v['id']} ({v['help']}), "
+                            f"{v['count']} elements, e.g. {v['targets'][:2]}")
 
     # Theorem-like boxes: laid out (unless inside a closed dropdown), titled, styled.
     if BOX.search(source) and not report["boxes"]:

@@ -145,3 +145,67 @@ def test_outline_and_no_site_navigation(pdf, text):
     data = pdf.read_bytes()
     assert b"/Outlines" in data, "the PDF has no outline (bookmarks)"
     assert "Ctrl+K" not in text and "Search this book" not in text, "site navigation printed"
+
+
+# --- code on paper (issue #23 item 7) --------------------------------------------------------------
+A4_WIDTH_PT = 595.3
+RIGHT_MARGIN_PT = 16 / 25.4 * 72  # _ext/book_pdf.py: @page margin 18mm 16mm 20mm 16mm
+
+
+def words_with_boxes(pdf: Path) -> list[tuple[int, float, str]]:
+    """(page, xMax, word) of every word, from ``pdftotext -bbox``."""
+    html = run("pdftotext", "-bbox", str(pdf), "-")
+    out, page = [], 0
+    for line in html.splitlines():
+        if "<page " in line:
+            page += 1
+        found = re.search(r'<word xMin="[\d.]+" yMin="[\d.]+" xMax="([\d.]+)" yMax="[\d.]+">(.*)</word>', line)
+        if found:
+            out.append((page, float(found.group(1)), found.group(2)))
+    return out
+
+
+FOLDED_TAGS = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
+
+
+def printed_code_lines() -> list[tuple[str, str]]:
+    """(chapter, line) of every source line of every code cell the PDF prints whole: the
+    cells not folded or removed on the site (folded ones are left out with a note)."""
+    out = []
+    for name, _, _ in chapters():
+        path = ROOT / f"{name}.ipynb"
+        if not path.exists():
+            continue
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] != "code" or FOLDED_TAGS & set(cell.get("metadata", {}).get("tags", [])):
+                continue
+            out += [(name, line) for line in "".join(cell["source"]).splitlines() if line.strip()]
+    return out
+
+
+def test_no_code_line_is_cut_off_at_the_margin(pdf, text):
+    """Every line of every printed code cell is in the PDF's text whole (wrapped lines
+    joined): a line cut off at the margin loses its tail, which pdftotext does not see.
+    And every word ends inside the page's text area."""
+    squeezed = re.sub(r"\s+", "", text)
+    lines = printed_code_lines()
+    assert len(lines) > 500, f"only {len(lines)} printed code lines found in the chapters"
+    missing = [(name, line.strip()) for name, line in lines if re.sub(r"\s+", "", line) not in squeezed]
+    assert not missing, f"{len(missing)} of {len(lines)} code lines not printed whole, e.g. {missing[:8]}"
+    edge = A4_WIDTH_PT - RIGHT_MARGIN_PT + 2.0
+    beyond = [(page, round(x), word) for page, x, word in words_with_boxes(pdf) if x > edge]
+    assert not beyond, f"{len(beyond)} words run past the right margin: {beyond[:10]}"
+    # The two lines the issue found cut off, whole (wrapped lines joined).
+    assert "size=2_000ifQUICKelse10_000" in squeezed or "ifQUICKelse10_000" in squeezed, (
+        "the Brownian-motion norm cell's line is not printed whole")
+
+
+def test_no_toggles_on_paper(text):
+    """Nothing on paper can be unfolded: no "Show code cell source" toggles; folded code is
+    left out with a note that says so."""
+    for toggle in ("Show code cell source", "Hide code cell source", "Show code cell outputs",
+                   "Click to show", "Toggle hidden content"):
+        assert toggle not in text, f"{toggle!r} printed"
+    notes = [int(k) for k in re.findall(r"\[(\d+) lines? of code, folded in the online book", plain(text))]
+    assert notes, "no note where folded code was left out"
+    assert max(notes) >= 5, f"the notes do not count the folded cells' lines: {sorted(set(notes))}"
