@@ -306,8 +306,6 @@ def _fig1_3(t):
     Reformulated: the delay is measured by the area of the log ratio above its
     limit, A(T, μ) = Σ_n log(T · ratio).  A larger T has a larger area than the
     next smaller T (both μ), and μ = 0.1 has a larger area than μ = 1 (each T).
-    (The book's observation uses n*, the first n from which the ratio stays below
-    2/T; n* has no standard error, the area has.)
     """
     df, out = t["fig1"], []
     area = {}
@@ -494,8 +492,7 @@ def _fig2_4(t):
     """§5.2: for FTP, √log n starts well, then its scaled error rises.
 
     √log n beats log n at every n from 8 to 256, and its n × MSE is larger at the
-    largest n than at n = 2⁹.  (The book tests the rise at n = 2¹⁶, where it is
-    visible; on the paper's grid it is slow and may stay inconclusive.)
+    largest n than at n = 2⁹.
     """
     df, N = t["fig2"], _nmax(t["fig2"])
     out = [_better(df, "sqrt_log_n", "log_n", n, "ftp") for n in (8, 16, 32, 64, 128, 256)]
@@ -560,8 +557,7 @@ def _fig5_4(t):
 
     The paper's statement: at n = 64, B beats log n, √n and n^{2/3}; B's
     n × IMSE is larger at the largest n than at 2⁸; at the largest n √log n beats
-    every other rule, B included (both pipelines).  Our default run contradicts
-    the last two parts (the book's Claim 4 of the polynomial chapter).
+    every other rule, B included (both pipelines).
     """
     df, N = t["fig5"], _nmax(t["fig5"])
     out = []
@@ -613,8 +609,7 @@ def _fig3_2(t):
 def _fig3_3(t):
     """§5.3: with σ₀ = 10 the ratios dip, then climb, and all exceed one at the largest n.
 
-    For each T: falls from n = 4 to 32, rises to the largest n, and (the paper's
-    last sentence, which our default run contradicts for T = 6, 8) is above 1 there.
+    For each T: falls from n = 4 to 32, rises to the largest n, and is above 1 there.
     """
     return [c for T in (2, 4, 6, 8) for c in _dip_rise(t["fig3"], "T", T, 10.0, 1)]
 
@@ -694,8 +689,7 @@ def _fig6_5(t):
 def _fig6_6(t):
     """Appendix, Figure 6: with σ₀ = 10, PTF wins for m = 8 and FTP for the smaller m at the end.
 
-    The paper's statement: at the largest n the ratio is above 1 for m = 8 and
-    below 1 for m = 2, 4, 6.  Our default run shows the opposite order.
+    At the largest n the ratio is above 1 for m = 8 and below 1 for m = 2, 4, 6.
     """
     df, N = t["fig6"], _nmax(t["fig6"])
     return [_vs(f"m={m}: ratio({N}) {'>' if m == 8 else '<'} 1", ev.one(df, sigma0=10.0, m=m, n=N), 1.0,
@@ -1009,6 +1003,19 @@ class Judgement:
         """Labels of the components that are not significant."""
         return list(self.components.loc[self.components["agrees"] == 0, "component"])
 
+    def record(self) -> pd.DataFrame:
+        """The claim's registry record beside this verdict, one row per field (for a chapter)."""
+        c, comp = self.claim, self.components
+        n_for, n_against = int((comp["agrees"] > 0).sum()), int((comp["agrees"] < 0).sum())
+        rows = {
+            "the paper": c.where,
+            "we test": " ".join(c.test.split("\n", 1)[-1].split()),
+            "thresholds and why": "; ".join(f"{t}: {why}" for t, why in c.thresholds),
+            "verdict": f"{VERDICT_MARKS[self.verdict]} {self.verdict}: {n_for} of {len(comp)} components for, "
+                       f"{n_against} against (Holm over the claim's components, α = 0.05)",
+        }
+        return pd.Series(rows, name=c.name).rename_axis("").to_frame()
+
     def summary(self) -> pd.DataFrame:
         """One row for the reader: name, the paper's location, verdict (mark and word), counts."""
         c = self.components
@@ -1293,7 +1300,7 @@ def verdict_figure(matrix: pd.DataFrame, *, width: float | None = None, fontsize
         raise ValueError(f"matrix holds values other than {VERDICTS}: {sorted(bad)}")
     codes = matrix.replace({v: i for i, v in enumerate(VERDICTS)}).to_numpy(dtype=float)
     rows, cols = codes.shape
-    fig, ax = plt.subplots(figsize=(width, 0.3 * rows + 1.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(width, 0.44 * rows + 1.4), layout="constrained")
     ax.imshow(codes, cmap=ListedColormap([VERDICT_COLOURS[v] for v in VERDICTS]), vmin=-0.5,
               vmax=len(VERDICTS) - 0.5, aspect="auto")
     for i in range(rows):
@@ -1312,8 +1319,8 @@ def verdict_figure(matrix: pd.DataFrame, *, width: float | None = None, fontsize
         if law.split("-")[0] != matrix.columns[j - 1].split("-")[0]:
             ax.axvline(j - 0.5, color="white", lw=5)
     ax.set_xlabel("latent law", fontsize=fontsize)
-    ax.legend(handles=[Patch(color=VERDICT_COLOURS[v], label=f"{VERDICT_MARKS[v]} {v}") for v in VERDICTS],
-              loc="outside lower center", ncol=3, frameon=False, fontsize=fontsize)
+    fig.legend(handles=[Patch(color=VERDICT_COLOURS[v], label=f"{VERDICT_MARKS[v]} {v}") for v in VERDICTS],
+               loc="outside lower center", ncol=3, frameon=False, fontsize=fontsize)
     return fig
 
 
@@ -1323,7 +1330,7 @@ def _row_label(claim_id: str) -> str:
         c = get_claim(claim_id)
     except ValueError:
         return str(claim_id)
-    return f"{c.name}: {c.statement}"
+    return f"{c.name}:\n{c.statement}"
 
 
 def law_figure(*, width: float | None = None, fontsize: float | None = None):
@@ -1368,8 +1375,8 @@ def law_figure(*, width: float | None = None, fontsize: float | None = None):
         ax.tick_params(labelsize=fontsize)
     axes[0, 0].set_ylabel("h(t)", fontsize=fontsize)
     axes[1, 0].set_ylabel("h(t)", fontsize=fontsize)
-    axes[0, 1].legend(fontsize=fontsize, frameon=False, loc="upper right")
-    axes[1, 1].legend(fontsize=fontsize, frameon=False, loc="upper left")
+    axes[0, 0].legend(fontsize=fontsize, frameon=False, loc="lower center", ncol=2)
+    axes[1, 0].legend(fontsize=fontsize, frameon=False, loc="upper center", ncol=2)
     return fig
 
 
@@ -1377,7 +1384,7 @@ def activation_by_share(results: dict, *, T: int = 8, n: int = 1024, mu: float =
     """p̂_PTF of Table 1's setting (T, n, μ) under each law, with its standard error.
 
     Columns ``law``, ``shape`` (default, shift, wave), ``S`` (NaN for the
-    default law), ``p``, ``se`` (Agresti–Coull), ``reps``.
+    default law), ``p``, ``se`` (Agresti–Coull, or across latent draws if larger), ``reps``.
     """
     rows = []
     for law, tables in results.items():
@@ -1386,8 +1393,7 @@ def activation_by_share(results: dict, *, T: int = 8, n: int = 1024, mu: float =
             raise ValueError(f"results[{law!r}] lacks the study 'table1'")
         df = tables["table1"]
         row = ev.one(df, T=T, n=n, mu=mu)
-        R = int(row["reps"])
         shape, S = ("default", np.nan) if law == "default" else (law.split("-")[0], float(law.split("-")[1]))
-        p = float(row["p_ptf_active"])
-        rows.append({"law": law, "shape": shape, "S": S, "p": p, "se": ev.proportion_se(p, R), "reps": R})
+        p, se = _p(row)
+        rows.append({"law": law, "shape": shape, "S": S, "p": p, "se": se, "reps": int(row["reps"])})
     return pd.DataFrame(rows)

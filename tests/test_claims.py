@@ -375,3 +375,60 @@ def test_judge_on_one_claim():
     assert [c.split(":")[0] for c in j.against] == ["m=2", "m=4", "m=8"]
     s = j.summary()
     assert s.loc["Figure 6, claim 6", "verdict"] == "✗ fails" and s.loc["Figure 6, claim 6", "against"] == 3
+
+
+# ---------------------------------------------------------------------------
+# The chapters show the registry's verdicts; none computes its own
+# ---------------------------------------------------------------------------
+
+_OWN_VERDICT = re.compile(r"\b(?:ev|evidence)\.(ratio_above|ratio_below|ratio_near|ratio_falls|ratio_rises|"
+                          r"exceeds|within)\(|\bcl\.verdicts\(|\bcl\.components_table\(")
+
+
+def _claim_cells(name):
+    """For each observation box of a chapter: its label, its text, and the code cells after it
+    up to the next markdown cell (the cells that judge the claim)."""
+    nb = json.loads((ROOT / "book" / f"{name}.ipynb").read_text())
+    cells = nb["cells"]
+    out = []
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "markdown":
+            continue
+        for block in re.findall(r"```\{prf:observation\}.*?```", "".join(cell["source"]), flags=re.S):
+            label = re.search(r":label:\s*(\S+)", block).group(1)
+            code = []
+            for nxt in cells[i + 1:]:
+                if nxt["cell_type"] == "markdown":
+                    break
+                code.append("".join(nxt["source"]))
+            out.append((label, block, code))
+    return out
+
+
+def test_every_claim_a_chapter_asserts_is_a_registry_entry_judged_by_the_registry():
+    by_label = {c.label: c for c in cl.CLAIMS}
+    seen = []
+    for name in PART_II:
+        for label, block, code in _claim_cells(name):
+            claim = by_label[label]  # every observation box is a claim of the registry
+            seen.append(label)
+            assert claim.name in block.splitlines()[0], (label, block.splitlines()[0])
+            assert ":nonumber:" in block  # one name: the registry's, not "Observation 10.2" as well
+            assert claim.paper in block, label  # the statement is the registry's paraphrase
+            first = code[0] if code else ""
+            assert f'cl.judge("{claim.id}"' in first and re.search(r"assert .*\bverdict\b", first), label
+            for src in code:
+                assert not _OWN_VERDICT.search(src), (label, _OWN_VERDICT.search(src).group(0))
+    assert sorted(seen) == sorted(by_label)
+
+
+def test_no_chapter_computes_a_verdict_for_a_claim_of_the_paper():
+    """Outside the registry, no notebook runs the matrix machinery on a claim, and no chapter's
+    claim cell falls back on evidence booleans (checked above); here: the law reruns are gone."""
+    for path in sorted((ROOT / "book").glob("*.ipynb")):
+        nb = json.loads(path.read_text())
+        src = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+        if path.stem == "robustness":
+            continue  # the matrix itself: the one place that judges claims under laws
+        assert "cl.verdicts(" not in src and "cl.components_table(" not in src, path.name
+        assert "get_claim(" not in src, path.name
