@@ -331,19 +331,21 @@ def test_pool_draws_columns_and_floor():
         cl.pool_draws([a, _table("fig6", 1.0, reps=20)])
 
 
-def test_law_level_components_use_student_t():
-    """With K draws the p-value comes from t with K − 1 degrees of freedom (larger than normal)."""
+def test_law_level_components_use_the_pooled_standard_error():
+    """A law-level table's component carries the pooled (across-draw) standard error; a component
+    that states its own degrees of freedom is tested with Student's t."""
     t5 = _fig6({2: 0.5, 4: 0.5, 6: 0.5, 8: 2.0}.get)
     t5["err_ftp"] = t5["ratio"] * t5["err_ptf"]  # pooling recomputes the ratio from the errors
-    pooled = cl.pool_draws([t5] * 5)
+    spread = t5.copy()
+    spread["err_ftp"] = spread["err_ftp"] * 1.3  # a second kind of draw: the ratio moves by 1.3
+    pooled = cl.pool_draws([t5, spread, t5, spread, t5])
     comp = cl.components_table({"default": {"fig6": pooled}}, claims=["fig6-claim-6"])
-    assert (comp["df"] == 4).all()
-    from scipy.stats import norm as _norm
-    from scipy.stats import t as _t
-    z = comp["z"].to_numpy()
-    assert np.allclose(comp["p"], 2 * _t.sf(np.abs(z), 4)) and (comp["p"] > 2 * _norm.sf(np.abs(z))).all()
-    single = cl.components_table({"default": {"fig6": t5}}, claims=["fig6-claim-6"])
-    assert single["df"].isna().all()
+    row = pooled[(pooled["sigma0"] == 10.0) & (pooled["n"] == 4096) & (pooled["m"] == 8)].iloc[0]
+    assert comp["se"].iloc[-1] == pytest.approx(row["se_log_ratio"])
+    assert row["se_log_ratio"] > 0.01 / math.sqrt(5)  # the between-draw spread, above the within floor
+    assert comp["df"].isna().all()  # a normal reference, as random-effects meta-analysis uses
+    with pytest.raises(ValueError, match="df must be"):
+        cl.Component("x", 3.0, 1.0, 1, df=0.5)
 
 
 def test_holm_family_is_the_whole_matrix():
