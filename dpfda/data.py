@@ -60,6 +60,8 @@ __all__ = [
     "KernelCurves",
     "polynomial_curves",
     "rkhs_curves",
+    "polynomial_direction",
+    "kernel_direction",
     "observe",
     "uniform_ball",
 ]
@@ -159,6 +161,32 @@ class KernelCurves:
         return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", self.alpha, K, self.alpha), 0.0))
 
 
+def polynomial_direction(shape: str, m: int) -> np.ndarray:
+    """The unit coefficient vector h of the ``shape`` laws in H_m: (1, …, 1)/√m (shift) or e_m (wave)."""
+    m = check_int(m, "m", 1)
+    if shape == "shift":
+        return np.full(m, 1.0 / np.sqrt(m))
+    if shape == "wave":
+        return np.eye(m)[-1]
+    raise ValueError(f"shape must be 'shift' or 'wave', got {shape!r}")
+
+
+def kernel_direction(shape: str, kernel: Kernel, centers) -> np.ndarray:
+    """The coefficients α_h (on the kernel sections at ``centers``) of the ``shape`` laws' h, ||h||_H = 1.
+
+    shift: h ∝ Σ_k K(c_k, ·); wave: h ∝ Σ_k sin(3πc_k) K(c_k, ·).
+    """
+    c = np.asarray(centers, dtype=float)
+    if shape == "shift":
+        h = np.ones(c.size)
+    elif shape == "wave":
+        h = np.sin(3.0 * np.pi * c)
+    else:
+        raise ValueError(f"shape must be 'shift' or 'wave', got {shape!r}")
+    KC = kernel.gram(c)
+    return h / np.sqrt(float(h @ KC @ h))
+
+
 def polynomial_curves(n: int, m: int, rng, *, B: float = 1.0, law: str = "default") -> PolynomialCurves:
     """θ_i i.i.d. uniform in the m-ball of radius B (appendix, polynomial setup).
 
@@ -170,8 +198,7 @@ def polynomial_curves(n: int, m: int, rng, *, B: float = 1.0, law: str = "defaul
     shape, share = _law_parts(check_law(law))
     theta = uniform_ball(n, space.m, B, rng)
     if shape != "default":
-        h = np.full(space.m, 1.0 / np.sqrt(space.m)) if shape == "shift" else np.eye(space.m)[-1]
-        theta = (1.0 - share) * theta + share * B * h
+        theta = (1.0 - share) * theta + share * B * polynomial_direction(shape, space.m)
     return PolynomialCurves(space=space, theta=theta)
 
 
@@ -204,9 +231,7 @@ def rkhs_curves(n: int, rng, *, kernel: Kernel | None = None, centers: int = 20,
     u = rng.random(n)
     alpha = B * (u / knorm(eps))[:, None] * eps
     if share > 0:
-        h = np.ones(M) if shape == "shift" else np.sin(3.0 * np.pi * c)
-        h = h / knorm(h)
-        alpha = (1.0 - share) * alpha + share * B * h
+        alpha = (1.0 - share) * alpha + share * B * kernel_direction(shape, kernel, c)
     return KernelCurves(kernel=kernel, centers=c, alpha=alpha)
 
 

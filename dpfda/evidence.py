@@ -45,6 +45,8 @@ __all__ = [
     "bonferroni_z",
     "select",
     "one",
+    "log_ratio",
+    "log_change",
     "ratio_interval",
     "ratio_above",
     "ratio_below",
@@ -109,7 +111,8 @@ def one(df: pd.DataFrame, **criteria) -> pd.Series:
 # ---------------------------------------------------------------------------
 
 
-def _log_ratio(row) -> tuple[float, float]:
+def log_ratio(row) -> tuple[float, float]:
+    """(log ratio, its standard error ``se_log_ratio``) of one setting; ``ValueError`` if not usable."""
     ratio = float(row["ratio"])
     se = float(row["se_log_ratio"])
     if not (ratio > 0 and math.isfinite(ratio)):
@@ -121,7 +124,7 @@ def _log_ratio(row) -> tuple[float, float]:
 
 def ratio_interval(row, z: float = Z) -> tuple[float, float]:
     """ratio · exp(∓ z·se_log_ratio): the interval the assertions below use."""
-    lr, se = _log_ratio(row)
+    lr, se = log_ratio(row)
     z = _z(z)
     return math.exp(lr - z * se), math.exp(lr + z * se)
 
@@ -143,21 +146,22 @@ def ratio_near(row, value: float, z: float = Z) -> bool:
     return lo <= value <= hi
 
 
-def _change(a, b) -> tuple[float, float]:
-    la, sa = _log_ratio(a)
-    lb, sb = _log_ratio(b)
+def log_change(a, b) -> tuple[float, float]:
+    """(log ratio(b) − log ratio(a), root-sum-square SE): two settings, independent streams."""
+    la, sa = log_ratio(a)
+    lb, sb = log_ratio(b)
     return lb - la, math.hypot(sa, sb)
 
 
 def ratio_falls(a, b, z: float = Z) -> bool:
     """Setting ``b``'s ratio is below setting ``a``'s by more than z combined SEs."""
-    d, se = _change(a, b)
+    d, se = log_change(a, b)
     return d < -_z(z) * se
 
 
 def ratio_rises(a, b, z: float = Z) -> bool:
     """Setting ``b``'s ratio is above setting ``a``'s by more than z combined SEs."""
-    d, se = _change(a, b)
+    d, se = log_change(a, b)
     return d > _z(z) * se
 
 

@@ -211,3 +211,226 @@ def test_classify():
         cl.classify(mat.drop(columns=["wave-0.9"]))
     with pytest.raises(TypeError, match="matrix must be a DataFrame"):
         cl.classify(mat.to_numpy())
+
+
+# ---------------------------------------------------------------------------
+# The registry: one record per claim, with the paper's words, our test and its reasons
+# ---------------------------------------------------------------------------
+
+
+def test_every_record_carries_location_paraphrase_test_and_reasons():
+    names = [c.name for c in cl.CLAIMS]
+    assert len(set(names)) == len(names)
+    for c in cl.CLAIMS:
+        assert re.fullmatch(r"(Figure|Table) \d, claim \d", c.name), c.name
+        study = c.studies[0]
+        assert c.where == get_study(study).source and c.where  # the paper's location, from the study
+        assert c.paper and c.test and c.statement
+        assert c.thresholds and all(len(t) == 2 and t[0] and len(t[1]) > 20 for t in c.thresholds), c.id
+    table = cl.registry_table()
+    assert list(table.index) == names
+    assert list(table.columns) == ["paper", "the paper says (our words)", "we test", "thresholds and why"]
+
+
+def test_no_duplicated_helpers():
+    """The log-ratio helpers live in dpfda.evidence, the sources in Study.source."""
+    import dpfda.claims as mod
+
+    for name in ("_lr", "_SOURCES"):
+        assert not hasattr(mod, name), name
+    assert cl._vs.__module__ == "dpfda.claims"
+    src = Path(mod.__file__).read_text()
+    assert "ev.log_ratio(" in src and "def _lr(" not in src
+
+
+def _random_tables(rng, law="default"):
+    """Every study's table with random ratios, errors and activation shares."""
+    out = {}
+    for name in ("fig1", "table1", "fig2", "fig3", "fig4", "fig5", "fig6"):
+        out[name] = _table(name, lambda s: float(np.exp(rng.normal(0, 1))), p=lambda s: float(rng.random()),
+                           err=lambda s: float(np.exp(rng.normal(-3, 1))), law=law)
+    return out
+
+
+def test_no_selection_inside_a_test():
+    """Which settings a claim reads never depends on the results: the component labels are the same
+    on two tables with unrelated values (issue #20, item 7)."""
+    a, b = _random_tables(np.random.default_rng(1)), _random_tables(np.random.default_rng(2))
+    for c in cl.CLAIMS:
+        la = [x.label for x in c.components(a)]
+        lb = [x.label for x in c.components(b)]
+        assert la == lb and la, c.id
+
+
+def test_table1_claim_6_rows_come_from_bounds_that_hold():
+    """The quiet/busy rows are fixed by bounds from the design; the bounds contain the engine's
+    activation share (default law and a law near the boundary), within Monte Carlo error."""
+    from dpfda.engine import run_study
+
+    lo, hi = cl.theory_activation(2, 1.0, 512)
+    assert hi <= cl.QUIET_P and lo == 0.0
+    lo, hi = cl.theory_activation(8, 0.1, 16)
+    assert lo >= 0.5
+    for law in ("default", "shift-0.9"):
+        df = run_study(get_study("table1", n=[16, 256, 1024], law=law).subset(mu=0.1), reps=400, seed=3)
+        for _, r in df.iterrows():
+            lower, upper = cl.theory_activation(int(r["T"]), 0.1, int(r["n"]))
+            se = 4 * math.sqrt(0.25 / 400)
+            assert lower - se <= r["p_ptf_active"] <= upper + se, (law, r["T"], r["n"])
+    comps = cl.claim_components("table1-claim-6", {"table1": _table("table1", 1.0)})
+    quiet = {c.label.split(":")[0] for c in comps if "quiet" in c.label}
+    assert "mu=1 T=2 n=4096" in quiet and not any("T=8" in q for q in quiet)
+
+
+# ---------------------------------------------------------------------------
+# Law-level tables: K latent draws, pooled; the standard error includes the between-draw part
+# ---------------------------------------------------------------------------
+
+
+def test_draw_seeds():
+    assert cl.draw_seeds(5, 1) == [5]
+    s = cl.draw_seeds(5, 4)
+    assert len(set(s)) == 4 and s == cl.draw_seeds(5, 4)
+    with pytest.raises(ValueError, match="draws"):
+        cl.draw_seeds(5, 0)
+
+
+def test_pooled_standard_error_matches_a_brute_force_nested_simulation():
+    """Toy setting (Figure 1, T = 6, μ = 0.1, n = 4: the latent draw matters). Repeat the whole
+    K-draw experiment M times: the spread of the pooled log ratio across the M experiments is
+    what its standard error must estimate. The within-draw standard error alone falls short."""
+    from dpfda.engine import run_study
+
+    study = get_study("fig1", n=[4]).subset(T=6, mu=0.1)
+    K, R, M = 5, 100, 60
+    est, se_pooled, se_within = [], [], []
+    for j in range(M):
+        draws = [run_study(study, reps=R, seed=s) for s in cl.draw_seeds(1000 + j, K)]
+        pooled = cl.pool_draws(draws).iloc[0]
+        est.append(math.log(pooled["ratio"]))
+        se_pooled.append(pooled["se_log_ratio"])
+        se_within.append(math.sqrt(np.mean([d["se_log_ratio"].iloc[0] ** 2 for d in draws]) / K))
+    sd = float(np.std(est, ddof=1))
+    rms = float(np.sqrt(np.mean(np.square(se_pooled))))
+    rel = 1 / math.sqrt(2 * (M - 1))  # relative standard error of a standard deviation from M values
+    assert abs(rms / sd - 1) < 4 * rel * 1.5, (rms, sd)
+    assert float(np.sqrt(np.mean(np.square(se_within)))) < 0.8 * sd  # between-draw variance is real here
+
+
+def test_pool_draws_columns_and_floor():
+    a = _table("fig6", 1.0, se=0.05, reps=10)
+    b = _table("fig6", 1.0, se=0.05, reps=10)
+    pooled = cl.pool_draws([a, b, a])
+    assert (pooled["draws"] == 3).all() and (pooled["reps"] == 30).all()
+    assert np.allclose(pooled["ratio"], 1.0)
+    # identical draws: the across-draw spread is 0, the floor keeps the within part
+    assert np.allclose(pooled["se_log_ratio"], 0.05 / math.sqrt(3))
+    with pytest.raises(ValueError, match="at least two"):
+        cl.pool_draws([a])
+    with pytest.raises(ValueError, match="equal repetitions"):
+        cl.pool_draws([a, _table("fig6", 1.0, reps=20)])
+
+
+def test_law_level_components_use_the_pooled_standard_error():
+    """A law-level table's component carries the pooled (across-draw) standard error; a component
+    that states its own degrees of freedom is tested with Student's t."""
+    t5 = _fig6({2: 0.5, 4: 0.5, 6: 0.5, 8: 2.0}.get)
+    t5["err_ftp"] = t5["ratio"] * t5["err_ptf"]  # pooling recomputes the ratio from the errors
+    spread = t5.copy()
+    spread["err_ftp"] = spread["err_ftp"] * 1.3  # a second kind of draw: the ratio moves by 1.3
+    pooled = cl.pool_draws([t5, spread, t5, spread, t5])
+    comp = cl.components_table({"default": {"fig6": pooled}}, claims=["fig6-claim-6"])
+    row = pooled[(pooled["sigma0"] == 10.0) & (pooled["n"] == 4096) & (pooled["m"] == 8)].iloc[0]
+    assert comp["se"].iloc[-1] == pytest.approx(row["se_log_ratio"])
+    assert row["se_log_ratio"] > 0.01 / math.sqrt(5)  # the between-draw spread, above the within floor
+    assert comp["df"].isna().all()  # a normal reference, as random-effects meta-analysis uses
+    with pytest.raises(ValueError, match="df must be"):
+        cl.Component("x", 3.0, 1.0, 1, df=0.5)
+
+
+def test_holm_family_is_the_whole_matrix():
+    """verdicts corrects over every component of every claim and law at once, whatever their order;
+    correcting per law instead would reject more."""
+    rng = np.random.default_rng(4)
+    rows = []
+    for law in LAWS[:4]:
+        for claim in ("c1", "c2", "c3"):
+            for k in range(20):
+                z = rng.normal(3.2, 0.3)
+                rows.append({"claim": claim, "law": law, "component": f"k{k}", "estimate": z, "se": 1.0,
+                             "direction": 1, "z": z, "df": np.nan, "p": 2 * math.erfc(z / math.sqrt(2)) / 2})
+    comp = pd.DataFrame(rows)
+    v = cl.verdicts(comp)
+    assert v.attrs["k"] == len(comp)
+    shuffled = cl.verdicts(comp.sample(frac=1, random_state=0))
+    key = ["claim", "law"]
+    assert v.sort_values(key)["verdict"].tolist() == shuffled.sort_values(key)["verdict"].tolist()
+    per_law_for = sum(int(cl.verdicts(g)["for"].sum()) for _, g in comp.groupby("law"))
+    assert per_law_for > v["for"].sum()  # a smaller family rejects more: the family matters
+    sig = cl.adjust(comp["p"].to_numpy(), 0.05, "holm")
+    assert v.attrs["components"]["significant"].tolist() == sig.tolist()
+
+
+def test_judge_on_one_claim():
+    j = cl.judge("fig6-claim-6", {"fig6": _fig6({2: 2.0, 4: 2.0, 6: 0.5, 8: 0.5}.get)})
+    assert j.verdict == "fails" and j.claim.name == "Figure 6, claim 6"
+    assert [c.split(":")[0] for c in j.against] == ["m=2", "m=4", "m=8"]
+    s = j.summary()
+    assert s.loc["Figure 6, claim 6", "verdict"] == "✗ fails" and s.loc["Figure 6, claim 6", "against"] == 3
+
+
+# ---------------------------------------------------------------------------
+# The chapters show the registry's verdicts; none computes its own
+# ---------------------------------------------------------------------------
+
+_OWN_VERDICT = re.compile(r"\b(?:ev|evidence)\.(ratio_above|ratio_below|ratio_near|ratio_falls|ratio_rises|"
+                          r"exceeds|within)\(|\bcl\.verdicts\(|\bcl\.components_table\(")
+
+
+def _claim_cells(name):
+    """For each observation box of a chapter: its label, its text, and the code cells after it
+    up to the next markdown cell (the cells that judge the claim)."""
+    nb = json.loads((ROOT / "book" / f"{name}.ipynb").read_text())
+    cells = nb["cells"]
+    out = []
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "markdown":
+            continue
+        for block in re.findall(r"```\{prf:observation\}.*?```", "".join(cell["source"]), flags=re.S):
+            label = re.search(r":label:\s*(\S+)", block).group(1)
+            code = []
+            for nxt in cells[i + 1:]:
+                if nxt["cell_type"] == "markdown":
+                    break
+                code.append("".join(nxt["source"]))
+            out.append((label, block, code))
+    return out
+
+
+def test_every_claim_a_chapter_asserts_is_a_registry_entry_judged_by_the_registry():
+    by_label = {c.label: c for c in cl.CLAIMS}
+    seen = []
+    for name in PART_II:
+        for label, block, code in _claim_cells(name):
+            claim = by_label[label]  # every observation box is a claim of the registry
+            seen.append(label)
+            assert claim.name in block.splitlines()[0], (label, block.splitlines()[0])
+            assert ":nonumber:" in block  # one name: the registry's, not "Observation 10.2" as well
+            assert claim.paper in block, label  # the statement is the registry's paraphrase
+            first = code[0] if code else ""
+            assert f'cl.judge("{claim.id}"' in first and re.search(r"assert .*\bverdict\b", first), label
+            for src in code:
+                assert not _OWN_VERDICT.search(src), (label, _OWN_VERDICT.search(src).group(0))
+    assert sorted(seen) == sorted(by_label)
+
+
+def test_no_chapter_computes_a_verdict_for_a_claim_of_the_paper():
+    """Outside the registry, no notebook runs the matrix machinery on a claim, and no chapter's
+    claim cell falls back on evidence booleans (checked above); here: the law reruns are gone."""
+    for path in sorted((ROOT / "book").glob("*.ipynb")):
+        nb = json.loads(path.read_text())
+        src = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+        if path.stem == "robustness":
+            continue  # the matrix itself: the one place that judges claims under laws
+        assert "cl.verdicts(" not in src and "cl.components_table(" not in src, path.name
+        assert "get_claim(" not in src, path.name
