@@ -652,6 +652,9 @@ def _setup(X, grid, space, radius, mu, rng, secure):
     radius = check_radius(radius)
     mu = check_positive(mu, "mu")
     secure = _check_secure(secure)
+    if rng is None and not secure:
+        raise TypeError("rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)); "
+                        "only secure=True, whose noise comes from OpenDP, may leave it out")
     if not (secure and rng is None):  # secure=True draws from OpenDP: rng may be None
         rng = check_rng(rng)
     return X, geometry, radius, mu, rng, secure
