@@ -619,7 +619,7 @@ class NoiseLaw:
       mantissas and exponents;
     * L: rows and columns of L are divided by powers of two (exact: L = D_r L̃ D_c),
       L̃ is factorised by Householder QR, and its condition number (from R's
-      singular values) must be at most :data:`AUDIT_MAX_CONDITION`, otherwise a
+      singular values) must be at most ``AUDIT_MAX_CONDITION``, otherwise a
       ``ValueError`` — never a silent cut-off.  A vector v is solved as
       L z = v; if v is not in the range of L (relative residual above 1e-8), the
       two laws have different supports and the pair is told apart with

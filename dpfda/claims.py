@@ -4,7 +4,7 @@ Every qualitative conclusion the paper draws from its simulations (§5.1–5.3,
 the appendix's Figures 4–6 and Table 1) is a :class:`Claim` here, and nowhere
 else.  A record carries, side by side,
 
-* ``where``: the paper's location (the study's :attr:`dpfda.studies.Study.source`);
+* ``where``: the paper's location (the study's ``dpfda.studies.Study.source``);
 * ``paper``: our paraphrase of what the paper says (MyST markdown);
 * ``test``: our operationalisation, the components it tests (the docstring of
   its build function);
@@ -122,7 +122,9 @@ VERDICTS = ("holds", "inconclusive", "fails")
 """The three verdicts, in the order of the matrix's colour scale."""
 
 LOG_MARGIN = math.log(1.5)
-"""δ for "agrees with", "near", "flat", "performs well" and "substantially" on the log scale: a factor 1.5."""
+"""The margin δ = log 1.5 (a factor 1.5) on the log scale.
+
+Used for "agrees with", "near", "flat", "performs well" and "substantially"."""
 
 P_MARGIN = 0.1
 """δ for "the estimated probability is 0.755", ±0.1 (about three quarters)."""
@@ -131,7 +133,7 @@ PAPER_P = 0.755
 """Table 1's p̂_PTF at T = 8, n = 2¹⁰, μ = 0.1 (appendix)."""
 
 QUIET_P = 1e-3
-"""Table 1's claim 6: a setting is *quiet* if PTF's constraint binds with probability at most this,
+"""For Table 1's claim 6, a setting is *quiet* if PTF's constraint binds with probability at most this,
 under every law (a bound from the design, :func:`theory_activation`)."""
 
 _RULES = ("B", "sqrt_log_n", "log_n", "sqrt_n", "n_2_3")
@@ -189,7 +191,7 @@ class Claim:
 
     @property
     def test(self) -> str:
-        """Our operationalisation: the build function's docstring, without reST roles."""
+        """Our operationalisation, the build function's docstring without reST roles."""
         return re.sub(r":\w+:`([^`]+)`", r"\1", inspect.cleandoc(self.build.__doc__ or ""))
 
     doc = test  # the name the chapters used before the registry
@@ -399,7 +401,7 @@ def theory_activation(T: int, mu: float, n: int) -> tuple[float, float]:
     the interpolant of PTF's Gaussian noise).  By the triangle inequality
     P(‖Ce‖ > B′ + B) ≤ P(active) ≤ P(‖Ce‖ > B′ − B); ‖Ce‖² is a weighted sum of
     χ²₁ variables, whose tail is bounded from below and above rigorously
-    (:func:`_chi2_mix_bounds`).  Returns ``(lower, upper)``.  Uses the design
+    (``_chi2_mix_bounds``).  Returns ``(lower, upper)``.  Uses the design
     only, never a simulation's results.
     """
     from .pipelines import ptf_default_clip, ptf_sigmas

@@ -18,7 +18,7 @@ the start time.
 A run's files appear together or not at all: each is written under a
 temporary name (``.<name>.<random>.part``) and they are all renamed into place
 when the last one is complete; if a rename fails, those done are taken back
-and an earlier run's files are restored (:func:`_commit`).  An output name
+and an earlier run's files are restored (``_commit``).  An output name
 taken by a folder is refused before the run starts.  A study's CSV and figure (or table) are
 written as soon as its simulation is done, while the workers run the next
 studies; the JSON files, which hold the run's wall time, come last.  While a run writes into a folder it holds a

@@ -36,7 +36,7 @@ parameter the class accepts:
   shape, the isotropic shape, a diagonal covariance — however thin a direction)
   or by Householder QR of L with each row divided by a power of two, with its
   condition number κ checked: the extent's relative rounding is then at most
-  8·T·κ²·2⁻⁵², and a noise shape for which that exceeds :data:`MAX_ROUNDING`
+  8·T·κ²·2⁻⁵², and a noise shape for which that exceeds ``MAX_ROUNDING``
   (10⁻⁶) is refused with a ValueError that says what to change.  A
   pseudo-inverse would instead drop a direction of tiny variance silently — the
   direction in which the noise protects least (defect 1 of issue #19, kept as
@@ -56,7 +56,7 @@ parameter the class accepts:
   rescaled from another radius).
 * **the summaries.**  Each curve's point of C is computed exactly as PTF's
   clipping (exact), FTP's constrained fit (norm <= B' to a few ulps, see
-  :func:`dpfda.ftp_fit_mean`) or :func:`project_ball` (norm <= r for every
+  ``dpfda.ftp_fit_mean``) or :func:`project_ball` (norm <= r for every
   finite row) — so each curve's contribution stays in C; their average over
   curves is the one step whose rounding depends on the order of the curves,
   treated for every mechanism alike (:meth:`Design.parts`).
@@ -141,7 +141,7 @@ MAX_ROUNDING = 1e-6
 """Largest relative rounding bound of an extent that is accepted.
 
 An extent computed through a whitening with condition number κ (after exact
-power-of-two equilibration) is raised by 8·T·κ²·2⁻⁵² (see :class:`_Whitening`); a
+power-of-two equilibration) is raised by 8·T·κ²·2⁻⁵² (see ``_Whitening``); a
 noise shape for which that exceeds ``MAX_ROUNDING`` is refused with a ValueError
 rather than calibrated on numbers that cannot be trusted."""
 
@@ -253,7 +253,7 @@ class _Whitening:
     An extent R = max_{x ∈ C} ||Mx|| computed with the rounded M is then within
     ``rounding`` = 8·T·κ²·2⁻⁵² of the exact one, relatively (the error of M is at most
     about T·κ·2⁻⁵²·||L̃⁻¹|| per unit of D⁻¹x, and R >= ||D⁻¹x||/||L̃|| at the maximiser);
-    a factor whose bound exceeds :data:`MAX_ROUNDING` is refused with a ValueError
+    a factor whose bound exceeds ``MAX_ROUNDING`` is refused with a ValueError
     instead of giving a silently wrong extent (a pseudo-inverse would drop the thin
     direction, whose variance is what the extent is about).
     """
@@ -562,7 +562,7 @@ class Design:
           of max_{||u||<=1} ||M((1−λ)c∘s + λB'Φu)||, by the trust-region dual
           (:func:`_trust_region_max`: an upper bound up to O(d·2⁻⁵²)).
 
-        Every R is then multiplied by 1 + 10⁻¹⁰ + ``rounding`` (:class:`_Whitening`: the
+        Every R is then multiplied by 1 + 10⁻¹⁰ + ``rounding`` (``_Whitening``: the
         error M itself may carry), which covers these relative errors by orders of
         magnitude; σ = 2R/(nμ) is then at least the exact σ, so the pair μ of any two
         neighbours is at most μ in exact arithmetic on the rounded summaries.
@@ -705,7 +705,7 @@ class Design:
     def whiten(self, v) -> np.ndarray:
         """Coordinates M·v (…, k), M = L⁻¹ (L⁺ on the span of Φ for FTP's shape): N(0, σ²I) noise.
 
-        No pseudo-inverse: M comes from :class:`_Whitening` (exact for a diagonal L, QR
+        No pseudo-inverse: M comes from ``_Whitening`` (exact for a diagonal L, QR
         with a condition check otherwise), and each row of ``v`` is scaled by a power of
         two before the product, so it over- or underflows only where the result does.
         """
@@ -722,7 +722,7 @@ class Design:
 
         The summary y is built from means that are exact up to one rounding
         (:func:`dpfda.summation.fixed_point_mean`) and, for the box, ellipsoid and
-        mix, a few linear maps after the mean.  Per grid point, |y − m| is at most
+        mix, a few linear maps after the mean.  Per grid point, ``|y − m|`` is at most
 
         * ball: γ₄·r (the projected curves have norm <= r(1 + γ_{T+4}): the
           projection's own norm check rounds; ρ = γ_{T+4} below);

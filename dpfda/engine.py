@@ -55,7 +55,7 @@ repetitions.  The chunk is sized so that it holds at most
 :data:`CHUNK_BYTES` bytes.  When σ₀ = 0 the observed data are the latent
 curves in every repetition, so the per-curve FTP fits and PTF's clipped
 means are computed once and only the privacy noise varies.  The chunks are
-generated as they are needed (:class:`Tasks`), never listed, and
+generated as they are needed (``Tasks``), never listed, and
 :func:`run_studies` first checks (:func:`check_memory`) that every setting's
 per-repetition results and the largest chunk fit in the memory this process
 may use: a run that cannot fit is refused with ``ValueError`` before anything
@@ -714,7 +714,7 @@ def plan(studies, reps: int, chunk_reps: int | None = None):
     """Unique settings of ``studies`` and the chunks of repetitions they split into.
 
     Returns ``(settings, tasks)``: ``settings`` maps each setting's canonical
-    text to the Setting; ``tasks`` (a :class:`Tasks`, generated lazily, with a
+    text to the Setting; ``tasks`` (a ``Tasks``, generated lazily, with a
     length) yields (canonical, start, stop).
     The tasks come study by study (a setting with the first study that has
     it), so that the studies complete one after another and a caller can
@@ -756,7 +756,7 @@ def memory_needed(studies, reps: int, chunk_reps: int | None = None, n_jobs: int
     """Estimated peak memory of :func:`run_studies` (bytes), without running or planning it.
 
     ``results``: every setting's per-repetition results, which are kept until the run
-    is tabulated (:data:`RESULT_BYTES_PER_REP` a repetition), and one setting's more
+    is tabulated (``RESULT_BYTES_PER_REP`` a repetition), and one setting's more
     while its chunks are joined; ``chunks``: the largest chunk's working memory, once
     per worker and once more in this process.
     """

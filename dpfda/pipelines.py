@@ -172,7 +172,7 @@ def ftp_sigma(n: int, radius: float, mu: float, *, rounding: float = 0.0) -> flo
 def ptf_sigmas(n: int, clip, mu: float, *, rounding: float = 0.0) -> np.ndarray:
     """PTF noise scales σ_j = (2c_j/n)·sqrt(T)/μ (Algorithm 2; T = len(clip)).
 
-    ``rounding`` as for :func:`ftp_sigma` (:func:`ptf_rounding_excess`).  Raises
+    ``rounding`` as for :func:`ftp_sigma` (``ptf_rounding_excess``).  Raises
     ``ValueError`` when some σ_j would not be a finite, normal float in
     [2^-40·c_j, 2^960].
 
@@ -190,7 +190,7 @@ def ptf_sigmas(n: int, clip, mu: float, *, rounding: float = 0.0) -> np.ndarray:
 def ftp_rounding_excess(n: int, dim: int, radius: float) -> float:
     """Proven bound ε on the relative excess of FTP's pair μ from floating point.
 
-    The mean of fits of :func:`ftp_fit_mean` differs between neighbours by at
+    The mean of fits of ``ftp_fit_mean`` differs between neighbours by at
     most (2B'/n)(1 + ε) in the Cameron–Martin coordinates
     (:func:`dpfda.summation.ball_mean_excess`: fits of norm <= B'(1 + 2⁻⁴⁰),
     an exact sum, one rounding per coordinate).  About n·4.4e-16: below 2⁻³¹,
@@ -207,7 +207,7 @@ def ftp_rounding_excess(n: int, dim: int, radius: float) -> float:
 def ptf_rounding_excess(n: int, clip) -> float:
     """Proven bound ε on the relative excess of PTF's pair μ from floating point.
 
-    Clipping is exact, and :func:`ptf_clipped_mean` (and the unit-box mean the
+    Clipping is exact, and ``ptf_clipped_mean`` (and the unit-box mean the
     secure path hands OpenDP, at c_j = 1) is exact up to one rounding per
     coordinate, so each coordinate moves by at most (2c_j/n)(1 + ε)
     (:func:`dpfda.summation.box_mean_excess`).
@@ -279,9 +279,9 @@ def ftp_fit_mean(X: np.ndarray, geometry: GridGeometry, radius: float, *, exact:
     the ball: a per-person diagnostic for simulations, never part of a release.
     Every curve's fit has norm at most B' whatever the magnitude of its data,
     and the mean is summed exactly and rounded once
-    (:meth:`~dpfda.fitting.BallLeastSquares.solve_mean`), so the means of two
+    (``solve_mean``), so the means of two
     neighbouring datasets differ by at most (2B'/n)(1 + ε) in floating point,
-    ε = :func:`ftp_rounding_excess` (n·4.4e-16).  ``exact=False`` is the
+    ε = ``ftp_rounding_excess`` (n·4.4e-16).  ``exact=False`` is the
     simulation engine's faster sum, whose rounding is not bounded that way;
     no release uses it.
     """
@@ -292,9 +292,9 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
                   rng: np.random.Generator | None, *, secure: bool = False) -> "Release":
     """Algorithm 1, step 3: the mean of the fits plus σZ, σ = 2B'/(nμ), as a :class:`Release`.
 
-    ``mean_coef`` (…, d) must come from :func:`ftp_fit_mean` (or another
+    ``mean_coef`` (…, d) must come from ``ftp_fit_mean`` (or another
     computation whose sensitivity is (2B'/n)(1 + ε) in the Cameron–Martin norm,
-    ε = :func:`ftp_rounding_excess`; σ covers ε where it exceeds 2⁻³¹).  With
+    ε = ``ftp_rounding_excess``; σ covers ε where it exceeds 2⁻³¹).  With
     ``secure=True`` the noise comes from OpenDP (``rng`` may be None);
     otherwise from ``rng``.  For an
     RKHS the release also gets its own stream for the Gaussian-process residual
@@ -323,7 +323,7 @@ def ptf_clipped_mean(X: np.ndarray, clip: np.ndarray, *, exact: bool = True) -> 
     ``exact=True`` (what a release uses): the points are summed exactly and the
     mean rounded once (:func:`dpfda.summation.fixed_point_mean`), whatever
     the order of the curves, so neighbours' means differ by at most
-    (2c_j/n)(1 + ε) in coordinate j, ε = :func:`ptf_rounding_excess`.
+    (2c_j/n)(1 + ε) in coordinate j, ε = ``ptf_rounding_excess``.
     ``exact=False`` (the simulation engine's fast path; no release uses it): an
     ``einsum``, curve after curve into the T sums — the bits do not depend on
     the batch shape, but a sum added in order can round differently for
@@ -486,10 +486,10 @@ class Release:
 
         Cost: R is kept as a pivoted Cholesky factor over the points drawn so
         far, so a call costs O(k²s + s²k + b·k·s) for s new points, a batch of b
-        releases and k ≤ T + :data:`RESIDUAL_POINTS` pivots (few for a smooth
+        releases and k ≤ T + ``RESIDUAL_POINTS`` pivots (few for a smooth
         kernel, one per point for a rough one such as Brownian motion),
         whatever the number of earlier calls.  A release draws R at no more
-        than :data:`RESIDUAL_POINTS` distinct points off the grid; a call that
+        than ``RESIDUAL_POINTS`` distinct points off the grid; a call that
         would pass that raises ``ValueError`` and draws nothing.
         """
         t = check_points(t)
@@ -550,7 +550,7 @@ class _ResidualGP:
     l_offᵀζ_off plus fresh Gaussian noise with the conditional covariance of the
     new points, factored again by pivoted Cholesky; the new pivots extend L.  The
     cost of a call depends on the number of pivots, at most T + RESIDUAL_POINTS,
-    never on the number of earlier calls (see :data:`RESIDUAL_POINTS`).
+    never on the number of earlier calls (see ``RESIDUAL_POINTS``).
     """
 
     def __init__(self, kernel, grid, batch_shape, rng):
@@ -699,14 +699,14 @@ def ftp(X, grid, space, radius, mu, rng=None, *, secure=False) -> Release:
     Notes
     -----
     Floating point (issue #19; :mod:`dpfda.summation`).  The summary is the
-    mean of the fits, computed by :func:`ftp_fit_mean`: each curve's fit has
+    mean of the fits, computed by ``ftp_fit_mean``: each curve's fit has
     norm at most B' whatever its magnitude (the solver rescales by powers of
     two), is turned to the original coordinates on its own, and its norm is
     checked against B'(1 + 2⁻⁴⁰) with a rigorous bound; the fits are summed
     exactly in 64-bit integer limbs (independent of their order) and the mean
     is rounded once, to within γ₄ = 4u/(1 − 4u) of each coordinate.  So two
     neighbouring datasets give summaries that differ by at most
-    (2B'/n)(1 + ε), ε = :func:`ftp_rounding_excess` (n, d, B') ≈ n·4.4e-16.
+    (2B'/n)(1 + ε), ε = ``ftp_rounding_excess`` (n, d, B') ≈ n·4.4e-16.
     σ is the paper's 2B'/(nμ) while ε <= 2⁻³¹ (n up to about a million), so
     pair μ <= μ(1 + 2⁻³¹ + 4u); above, σ is calibrated to (2B'/n)(1 + ε)
     and OpenDP (``secure=True``) is told that sensitivity.  Adding the noise
@@ -763,12 +763,12 @@ def ptf(X, grid, space, radius, mu, rng=None, clip=None, weights=None, *, secure
     Notes
     -----
     Floating point (issue #19; :mod:`dpfda.summation`).  The summary is the
-    mean of the clipped values, :func:`ptf_clipped_mean`: clipping is exact,
+    mean of the clipped values, ``ptf_clipped_mean``: clipping is exact,
     so each curve's point lies in the box ∏[−c_j, c_j]; the points are summed
     exactly (64-bit integer limbs, independent of their order) and each mean
     is rounded once, to within γ₄ = 4u/(1 − 4u).  Neighbours' means then
     differ by at most (2c_j/n)(1 + ε) in coordinate j,
-    ε = :func:`ptf_rounding_excess` ≈ n·4.4e-16; the secure path averages
+    ε = ``ptf_rounding_excess`` ≈ n·4.4e-16; the secure path averages
     fl(clip(x_j)/c_j) ∈ [−1, 1] the same way.  σ_j keeps the paper's formula
     while ε <= 2⁻³¹ (pair μ <= μ(1 + 2⁻³¹ + 4u)); above, σ_j and the
     sensitivity declared to OpenDP grow by the factor 1 + ε.  The sum in

@@ -741,11 +741,11 @@ def layout_problems(fig) -> list[str]:
       is reported;
     * **mixed colours**: two translucent bands of different colours that overlap in one
       panel make a third colour no legend names;
-    * **invisible data**: a filled band thinner than :data:`MIN_BAND_PX` pixels on average;
+    * **invisible data**: a filled band thinner than ``MIN_BAND_PX`` pixels on average;
     * **hidden series**: a series with markers of which half the points or more sit under
       another series' markers (within a marker's radius);
     * **look-alike series**: two labelled series closer in colour than
-      :data:`MIN_COLOUR_DELTA_E` with the same marker and line style.
+      ``MIN_COLOUR_DELTA_E`` with the same marker and line style.
 
     Returns a list of sentences, empty when nothing was found.
     """

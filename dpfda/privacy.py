@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 LAPLACE_MAX = 2.0**960
-"""Largest magnitude of a value and largest scale Δ₁/ε :func:`laplace_mechanism` accepts (≈ 9.7e288).
+"""Largest magnitude of a value and largest scale Δ₁/ε ``laplace_mechanism`` accepts (≈ 9.7e288).
 
 Both bounded by 2^960, a release value + noise stays finite: numpy's noise is at
 most about 37 scales (−log of its smallest uniform draw, 2^-53), OpenDP's would
@@ -199,7 +199,7 @@ def laplace_mechanism(value, sensitivity, epsilon, rng, *, secure=False):
     value : array
         The non-private value(s); every coordinate gets its own noise.  The
         mechanism's input domain is finite values with ``|value| <= 2^960``
-        (:data:`LAPLACE_MAX`), so that value + noise stays finite; a value
+        (``LAPLACE_MAX``), so that value + noise stays finite; a value
         outside it is refused with ``ValueError``.  As with OpenDP's domains,
         keeping the statistic inside is the caller's part: if it could leave
         the domain for some data set, clip it to a public range first (a

@@ -262,7 +262,7 @@ class PublicFrame:
         Each value is first clipped, in the study's units, to the public band about
         the reference, [r(t_j) - scale·c_j, r(t_j) + scale·c_j] (which contains
         [lower_j, upper_j]), and then mapped.  So every finite record maps to a
-        finite curve with |y(t_j)| <= c_j (up to one rounding), and no single record,
+        finite curve with ``|y(t_j)| <= c_j`` (up to one rounding), and no single record,
         however extreme, can make the map overflow and decide whether a release
         happens.  Clipping is a fixed public map applied to each record alone, so
         neighbours stay neighbours; for a value inside the band it changes nothing,

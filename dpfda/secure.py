@@ -99,7 +99,7 @@ def gaussian_release(values, scale: float, sensitivity: float, mu: float) -> np.
     values : array (..., k)
         The non-private vector(s); leading axes are independent repetitions
         (each gets fresh noise — one OpenDP call on the flattened batch).
-        Real, finite and at most 2^960 in magnitude (:data:`VALUE_MAX`);
+        Real, finite and at most 2^960 in magnitude (``VALUE_MAX``);
         otherwise ``TypeError``/``ValueError``.
     scale : float
         Noise standard deviation σ, at most 2^960.
@@ -139,7 +139,7 @@ def laplace_release(values, scale: float, sensitivity: float, epsilon: float) ->
     """``values`` + Laplace(scale) noise in every coordinate, drawn by OpenDP.
 
     ``values`` must be real, finite and at most 2^960 in magnitude, ``scale`` at
-    most 2^960 (:data:`VALUE_MAX`).  ``sensitivity`` is the ℓ₁ sensitivity of one
+    most 2^960 (``VALUE_MAX``).  ``sensitivity`` is the ℓ₁ sensitivity of one
     vector (the last axis);
     OpenDP's privacy map of it must not exceed ``epsilon`` (up to rounding),
     otherwise ``ValueError``.  Leading axes are independent repetitions.
@@ -156,7 +156,7 @@ def laplace_release(values, scale: float, sensitivity: float, epsilon: float) ->
 
 
 def _check_values(values) -> np.ndarray:
-    """The vector(s) to release: real, finite, of magnitude at most 2^960 (:data:`VALUE_MAX`)."""
+    """The vector(s) to release: real, finite, of magnitude at most 2^960 (``VALUE_MAX``)."""
     values = _as_float_array(values, "values")
     if not np.all(np.isfinite(values)):
         raise ValueError("values must be finite before noise is added (found NaN or inf)")

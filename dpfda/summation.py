@@ -19,7 +19,7 @@ The fix here has two parts.
    30-bit integer limbs on the fixed grid β·2⁻⁹⁰, where β is a power of two
    at least twice the *public* bound of the set (not of the data); the cut
    rounds towards zero, so it is a map of each curve by itself that keeps the
-   point inside the set (|q(v)| <= |v| in every coordinate: inside any box, any
+   point inside the set (``|q(v)| <= |v|`` in every coordinate: inside any box, any
    Euclidean ball, any ball in rotated coordinates).  The limbs are added in
    64-bit integers, which is exact in any order: the sum of the n cut points is
    known without error, and it does not depend on the order or the batch
@@ -27,7 +27,7 @@ The fix here has two parts.
    1e-27 of the set's size.
 2. **Round once, and pay for it.**  The exact sum is turned into a double and
    divided by n with four roundings, so the mean y satisfies, in every
-   coordinate, |y − m| <= γ₄·|m| + 2⁻¹⁰⁷⁵ where m is the exact mean of the
+   coordinate, ``|y − m| <= γ₄·|m| + 2⁻¹⁰⁷⁵`` where m is the exact mean of the
    cut points and γ₄ = 4u/(1 − 4u), u = 2⁻⁵³ (:data:`MEAN_ROUNDING`).  That
    last rounding is unavoidable for a mean stored as a double: the
    difference of two neighbours' means, 2c/n, is compared with an error of
@@ -50,7 +50,7 @@ variance of 2ε, nothing visible.
 The bounds per mechanism (proofs in the docstrings of the functions):
 
 * PTF (:func:`box_mean_excess`): clipping is exact, the points lie in the box
-  ∏[−c_j, c_j], and |Δy_j| <= 2c_j/n + 2γ₄c_j + 2⁻¹⁰⁷⁴, so
+  ∏[−c_j, c_j], and ``|Δy_j|`` <= 2c_j/n + 2γ₄c_j + 2⁻¹⁰⁷⁴, so
   ε = n·γ₄ + n·2⁻¹⁰⁷⁴/min_j c_j.  The secure path hands OpenDP the mean of
   fl(clip(x)/c) in [−1, 1] (division rounds monotonically, so the unit box is
   kept), with the same bound at c_j = 1.
@@ -138,15 +138,15 @@ def fixed_point_mean(values, bound) -> np.ndarray:
     limbs, whatever the order of the curves or the batch layout; the exact
     sum is then converted and divided by n.  The result y satisfies
 
-        |y_j − m_j| <= MEAN_ROUNDING·|m_j| + 2⁻¹⁰⁷⁵,
+        ``|y_j − m_j| <= MEAN_ROUNDING·|m_j| + 2⁻¹⁰⁷⁵``,
 
-    m the exact mean of the cut values (|m_j| <= max_i |v_ij|), and
-    |v − cut(v)| < 2^(E_j − 90) <= bound_j·2⁻⁸⁸.
+    m the exact mean of the cut values (``|m_j| <= max_i |v_ij|``), and
+    ``|v − cut(v)|`` < 2^(E_j − 90) <= bound_j·2⁻⁸⁸.
 
     Parameters
     ----------
     values : array (…, n, k)
-        Finite points, one per curve; every |value| must be at most
+        Finite points, one per curve; every ``|value|`` must be at most
         ``bound``·(1 + 2⁻²⁰) (a point outside its set is a bug of the caller:
         ``ValueError``).
     bound : float or array (k,)
@@ -250,7 +250,7 @@ def box_mean_excess(n: int, bounds) -> float:
 
     Two neighbours' cut points differ in one curve only, so their exact means
     differ by at most 2c_j/n in coordinate j; each computed mean is within
-    γ₄c_j + 2⁻¹⁰⁷⁵ of its exact mean.  Hence |Δy_j| <= (2c_j/n)(1 + ε) and
+    γ₄c_j + 2⁻¹⁰⁷⁵ of its exact mean.  Hence ``|Δy_j|`` <= (2c_j/n)(1 + ε) and
     pair μ, a weighted ℓ₂ norm of Δy_j/σ_j with σ_j ∝ c_j, is at most μ(1 + ε).
     """
     cmin = float(np.min(np.asarray(bounds, dtype=float)))
