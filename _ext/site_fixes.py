@@ -8,6 +8,8 @@
   (``proof-content``, ``exercise-content``, ``solution-content``), so a chapter with five
   theorems has five elements with one id. After references are resolved, every repeated
   id in a document gets a numbered suffix (the first keeps its name); nothing links to them.
+  The title of an unnumbered sphinx-proof box keeps the box's id: sphinx-proof finds it by
+  that id.
 * The single-page build (``make pdf``). Extensions register their HTML visitors for the
   builder named ``html`` (myst-nb's folded code cells among them), so the ``singlehtml``
   builder stopped at the first folded cell. It gets the same visitors.
@@ -80,7 +82,12 @@ def _unique_ids(app, doctree, docname) -> None:
     seen: Counter = Counter()
     for node in doctree.findall(nodes.Element):
         ids = node.get("ids") or []
+        parent_ids = node.parent.get("ids", []) if isinstance(node.parent, nodes.Element) else []
         for k, ident in enumerate(ids):
+            if ident in parent_ids:
+                # sphinx-proof's unnumbered boxes (:nonumber:) give their title paragraph the
+                # box's own id and find the title by it when the box is written: keep it
+                continue
             seen[ident] += 1
             if seen[ident] > 1:
                 ids[k] = f"{ident}-{seen[ident]}"
