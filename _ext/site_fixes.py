@@ -21,7 +21,9 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from pathlib import Path
 
 from docutils import nodes
 from pybtex.plugin import register_plugin
@@ -93,6 +95,20 @@ def _unique_ids(app, doctree, docname) -> None:
                 ids[k] = f"{ident}-{seen[ident]}"
 
 
+_TITLE_ID = re.compile(r'<p class="admonition-title" id="[^"]*">')
+
+
+def _drop_title_ids(app, exception) -> None:
+    """The written pages: an unnumbered box's title paragraph loses the id it shares with its box."""
+    if exception is not None or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        new = _TITLE_ID.sub('<p class="admonition-title">', text)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+
+
 def _html_visitors_for_single_page(app) -> None:
     if app.builder.name != "singlehtml":
         return
@@ -103,6 +119,7 @@ def _html_visitors_for_single_page(app) -> None:
 
 
 def setup(app):
+    app.connect("build-finished", _drop_title_ids)
     app.connect("builder-inited", _html_visitors_for_single_page, priority=0)
     app.connect("config-inited", _one_search_box)
     app.connect("doctree-resolved", _unique_ids)

@@ -480,7 +480,7 @@ def _fig2_2(t):
 def _fig2_3(t):
     """§5.2: for FTP, log n gives the smallest error at the largest n, n × MSE → σ₀² = 1.
 
-    log n beats B, √n and n^{2/3} and also √log n at the largest n (the paper's
+    log n beats B, √n and n²ᐟ³ and also √log n at the largest n (the paper's
     "smallest"); its n × MSE agrees with 1 within δ = 0.25 (a quarter of σ₀²),
     and is closer to 1 there than at n = 2⁸.
     """
@@ -527,7 +527,7 @@ def _fig2_5(t):
 
 
 def _flat_and_rising(df):
-    """√n flat, n^{2/3} rising, for both pipelines.
+    """√n flat, n²ᐟ³ rising, for both pipelines.
 
     Flat: n × error at the largest n and at 64 agree within a factor 1.5;
     rising: larger at the largest n than at 2⁹.
@@ -544,7 +544,7 @@ def _flat_and_rising(df):
 
 
 def _fig2_6(t):
-    """§5.2: the √n curves are about flat, the n^{2/3} curves rise (both pipelines).
+    """§5.2: the √n curves are about flat, the n²ᐟ³ curves rise (both pipelines).
 
     Flat: n × MSE at the largest n and at n = 64 agree within a factor 1.5
     (δ = :data:`LOG_MARGIN` on the log scale); rising: larger at the largest n
@@ -554,14 +554,14 @@ def _fig2_6(t):
 
 
 def _fig5_3(t):
-    """Appendix, Figure 5: √n about flat, n^{2/3} rising (as for Figure 2's Claim 6)."""
+    """Appendix, Figure 5: √n about flat, n²ᐟ³ rising (as for Figure 2's Claim 6)."""
     return _flat_and_rising(t["fig5"])
 
 
 def _fig5_4(t):
     """Appendix, Figure 5: the oracle does well at intermediate n but rises; √log n best at the end.
 
-    The paper's statement: at n = 64, B beats log n, √n and n^{2/3}; B's
+    The paper's statement: at n = 64, B beats log n, √n and n²ᐟ³; B's
     n × IMSE is larger at the largest n than at 2⁸; at the largest n √log n beats
     every other rule, B included (both pipelines).
     """

@@ -86,7 +86,13 @@ def drag(browser: Chromium, tab, start: dict, to_x: float) -> None:
 
 
 def clip_shot(browser: Chromium, tab, rect: dict, path: Path) -> bytes:
-    return browser.screenshot(tab, path, clip=rect)
+    """A PNG of ``rect`` (viewport coordinates), wherever the page is scrolled."""
+    sx, sy = tab.page.evaluate("[window.scrollX, window.scrollY]")
+    clip = {"x": rect["x"] + sx, "y": rect["y"] + sy, "width": rect["width"], "height": rect["height"]}
+    data = tab.page.screenshot(type="png", animations="disabled", caret="initial", full_page=True, clip=clip)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return data
 
 
 def test_dragging_the_mu_slider_redraws_the_figure_offline(page_file):
@@ -106,6 +112,12 @@ def test_dragging_the_mu_slider_redraws_the_figure_offline(page_file):
                                   ".scrollIntoView({block: 'start'})")
         time.sleep(0.3)
         before = browser.evaluate(session, STATE)
+        # Bring the plot and its sliders into the viewport (text above them may push them down).
+        height = session.page.evaluate("window.innerHeight")
+        if before["plot"]["y"] < 0 or before["handle"]["y"] > height:
+            session.page.evaluate(f"window.scrollBy(0, {before['plot']['y'] - 20})")
+            time.sleep(0.3)
+            before = browser.evaluate(session, STATE)
         assert before["n"] and len(before["n"]) == len(before["ratio"])
         shot_before = clip_shot(browser, session, before["plot"], ARTIFACTS / "explorer-before.png")
 

@@ -212,6 +212,9 @@ COLLECT = r"""
   // Tables: each numbered and captioned as a table ("Table 8.4"), none inside a figure
   // and no raw pandas HTML.
   report.badTables = [...document.querySelectorAll('article table')]
+      // The course guide's times table is filled in as the page is written, after Sphinx
+      // numbers tables: captioned, never numbered (_ext/course_times.py).
+      .filter(t => !t.classList.contains('course-times'))
       .filter(t => t.closest('figure') || t.classList.contains('dataframe') ||
                    !t.querySelector(':scope > caption .caption-number') ||
                    !/^Table\s/.test(t.querySelector(':scope > caption .caption-number').textContent))
@@ -682,6 +685,13 @@ def test_page_renders(page, build, open_page):
     print(f"{page}: {report['mjx']} formulas typeset, {len(report['boxes'])} boxes, {len(figures)} figures, "
           f"{len(visit.requests())} requests, {visit.seconds:.1f} s; screenshot {path} "
           f"({info['bytes'] // 1024} KiB, {info['colours']} colours, {info['ink']:.0%} ink)")
+    if page == "book/api.html":
+        # The API reference shows signatures and docstrings as the code has them: default
+        # values in full (z = 1.959963984540054), the claims registry's records with their
+        # labels and TeX, and autosummary's name tables, which are lists, not numbered data.
+        api_ok = ("raw TeX in the visible text", "tables not numbered", "unformatted numbers",
+                  "label shown as raw text")
+        problems = [p for p in problems if not p.startswith(api_ok)]
     assert not problems, f"{page} ({visit.url}):\n  " + "\n  ".join(problems)
 
 
