@@ -103,6 +103,7 @@ class FillCourseTimes(SphinxPostTransform):
             # Filled in when the page is written, after Sphinx has numbered the tables, so
             # this one has a caption but no number (the browser test knows it by its class).
             table = nodes.table(classes=["colwidths-auto", "course-times"])
+            table["ids"] = ["course-times-table"]
             table += nodes.title(text="Words, reading time and run time of each chapter, measured by this build")
             tgroup = nodes.tgroup(cols=4)
             table += tgroup
