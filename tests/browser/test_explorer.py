@@ -114,8 +114,8 @@ def test_dragging_the_mu_slider_redraws_the_figure_offline(page_file):
         before = browser.evaluate(session, STATE)
         # Bring the plot and its sliders into the viewport (text above them may push them down).
         height = session.page.evaluate("window.innerHeight")
-        if before["plot"]["y"] < 0 or before["handle"]["y"] > height:
-            session.page.evaluate(f"window.scrollBy(0, {before['plot']['y'] - 20})")
+        if not 10 < before["handle"]["y"] < height - 10:
+            session.page.evaluate(f"window.scrollBy(0, {before['handle']['y'] - height / 2})")
             time.sleep(0.3)
             before = browser.evaluate(session, STATE)
         assert before["n"] and len(before["n"]) == len(before["ratio"])
