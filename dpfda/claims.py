@@ -175,14 +175,15 @@ class Component:
 class Claim:
     """A conclusion of the paper's simulations: where it is, what it says, how we test it."""
 
+    # The repr names the claim only: its texts hold MyST labels and TeX for the chapters.
     id: str
-    label: str
+    label: str = field(repr=False)
     name: str
-    where: str
-    statement: str
-    paper: str
-    thresholds: tuple
-    studies: tuple
+    where: str = field(repr=False)
+    statement: str = field(repr=False)
+    paper: str = field(repr=False)
+    thresholds: tuple = field(repr=False)
+    studies: tuple = field(repr=False)
     build: Callable[[dict], list] = field(repr=False)
 
     def components(self, tables: dict) -> list[Component]:
