@@ -79,8 +79,9 @@ used.
 LAZY = """### Modules imported on first use
 
 `dpfda.audit`, `dpfda.designs`, `dpfda.secure` and `dpfda.theory` are in `dpfda.__all__`
-too; they are imported when first used (they need scipy) and documented with the modules
-below: {ref}`audit <api-audit>`, {ref}`designs <api-designs>`, {ref}`secure <api-secure>`,
+too; each is imported when first used, if `import dpfda` has not loaded it (`dpfda.audit`
+needs scipy, which `import dpfda` never loads). They are documented with the modules below:
+{ref}`audit <api-audit>`, {ref}`designs <api-designs>`, {ref}`secure <api-secure>`,
 {ref}`theory <api-theory>`.
 
 (api-modules)=

@@ -18,8 +18,15 @@ privacy.  Modules, each readable beside the chapter that introduces it:
 ``explorer``   the interactive FTP/PTF ratio figure for static pages (needs bokeh)
 ``designs``    beyond the paper: one mechanism from PTF's box to FTP's ellipsoid
 =============  ==============================================================
+
+How the modules import each other (checked by ``tests/test_architecture.py``): no module
+imports a private name (``_x``) of another; a module imports what it uses at its top, except
+the imports inside functions that test lists, each with its reason: mostly a heavy or
+optional dependency (scipy, pandas, matplotlib, joblib; OpenDP, bokeh, dask.distributed)
+loaded only where it is used, so that ``import dpfda`` and a simulation worker stay light.
 """
 
+import importlib
 from typing import TYPE_CHECKING
 
 from ._validation import AssumptionError
@@ -55,8 +62,8 @@ from .spaces import (
 __version__ = "0.1.1"
 
 _LAZY = ("audit", "designs", "secure", "theory")
-"""Submodules imported on first use (``dpfda.audit``, ``from dpfda import theory``): they
-need scipy, which a simulation worker never does (``import dpfda.engine`` stays light)."""
+"""Submodules of ``__all__`` imported on first use (``dpfda.audit``, ``from dpfda import theory``)
+if ``import dpfda`` has not loaded them: ``audit`` imports scipy, which a simulation worker never needs."""
 
 if TYPE_CHECKING:
     from . import audit, designs, secure, theory
@@ -64,8 +71,6 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str):
     if name in _LAZY:
-        import importlib
-
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

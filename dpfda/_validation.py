@@ -22,6 +22,8 @@ __all__ = [
     "check_data",
     "check_points",
     "check_grid_vector",
+    "as_float_array",
+    "to_float",
     "FLOAT64_MAX",
 ]
 
@@ -52,7 +54,7 @@ def _describe(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _to_float(value, name: str) -> float:
+def to_float(value, name: str) -> float:
     """``float(value)`` for a real scalar, with a named error where it overflows.
 
     ``float(10**400)`` raises ``OverflowError`` and ``float(np.longdouble("1e400"))``
@@ -73,7 +75,7 @@ def check_positive(value, name: str) -> float:
     """Return ``value`` as a float after checking it is a finite number > 0."""
     if not _is_real_scalar(value):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = _to_float(value, name)
+    value = to_float(value, name)
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return value
@@ -83,7 +85,7 @@ def check_nonnegative(value, name: str) -> float:
     """Return ``value`` as a float after checking it is a finite number >= 0."""
     if not _is_real_scalar(value):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = _to_float(value, name)
+    value = to_float(value, name)
     if not np.isfinite(value) or value < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return value
@@ -109,7 +111,7 @@ def check_rng(rng, name: str = "rng") -> np.random.Generator:
     return rng
 
 
-def _as_float_array(x, name: str) -> np.ndarray:
+def as_float_array(x, name: str) -> np.ndarray:
     """``x`` as a float64 array, or a named error saying what to change.
 
     Refused, each with its own message: a masked array with masked entries (the
@@ -162,7 +164,7 @@ def _as_float_array(x, name: str) -> np.ndarray:
 
 def check_grid(grid, name: str = "grid") -> np.ndarray:
     """A one-dimensional, strictly increasing grid of points in [0, 1]."""
-    arr = _as_float_array(grid, name)
+    arr = as_float_array(grid, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size < 1:
@@ -178,7 +180,7 @@ def check_grid(grid, name: str = "grid") -> np.ndarray:
 
 def check_points(t, name: str = "t") -> np.ndarray:
     """Evaluation points: finite values in [0, 1] (any order, repeats allowed)."""
-    arr = _as_float_array(t, name)
+    arr = as_float_array(t, name)
     if arr.ndim > 1:
         raise ValueError(f"{name} must be a scalar or one-dimensional, got shape {arr.shape}")
     arr = np.atleast_1d(arr)
@@ -194,7 +196,7 @@ def check_data(X, T: int, name: str = "X") -> np.ndarray:
 
     The last axis must match the grid exactly; nothing is broadcast.
     """
-    arr = _as_float_array(X, name)
+    arr = as_float_array(X, name)
     if arr.ndim not in (2, 3):
         raise ValueError(
             f"{name} must be 2-D (n, T) or 3-D (reps, n, T) with curves along the "
@@ -218,7 +220,7 @@ def check_grid_vector(value, name: str, T: int | None) -> np.ndarray:
     A scalar is used at every one of the ``T`` points; ``T=None`` accepts a
     vector of any length (at least one) and no scalar.
     """
-    arr = _as_float_array(value, name)
+    arr = as_float_array(value, name)
     if arr.ndim == 0 and T is not None:
         arr = np.full(T, float(arr))
     if arr.ndim != 1 or arr.size < 1 or (T is not None and arr.size != T):
@@ -227,3 +229,8 @@ def check_grid_vector(value, name: str, T: int | None) -> np.ndarray:
     if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise ValueError(f"{name} must be finite and > 0 at every grid point")
     return arr
+
+
+# The private name audit.py and designs.py still import; remove it once they import
+# as_float_array (KNOWN_TODO in tests/test_architecture.py).
+_as_float_array = as_float_array

@@ -61,15 +61,29 @@ import contextlib
 import datetime as _dt
 import glob
 import json
+import logging
 import os
+import re
+import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
 import uuid
+from decimal import Decimal, InvalidOperation
 
+import numpy as np
+
+from . import __version__
 from ._interrupt import SignalGuard, pause_for_test, shutdown_workers
-from .studies import STUDY_NAMES
+from .data import check_law
+from .engine import check_memory, run_studies
+from .pipelines import ftp, ptf
+from .publish import read_curves, release_record
+from .realdata import Domain, PublicFrame
+from .spaces import KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
+from .studies import PAPER_N, STUDY_NAMES, paper_studies
 
 __all__ = ["main", "QUICK_N", "QUICK_REPS", "SCHEDULER_TIMEOUT"]
 
@@ -102,8 +116,6 @@ def _integer(name):
             return int(text)
         except ValueError:
             pass
-        from decimal import Decimal, InvalidOperation
-
         try:  # 1e9, 2.5e3: a whole number in scientific notation
             value = Decimal(text.strip())
         except InvalidOperation:
@@ -174,8 +186,6 @@ def _validate(args) -> None:
         raise UsageError(f"--jobs must be a positive integer or -1 (all cores), got {args.jobs}")
     if args.seed < 0:
         raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
-    from .data import check_law
-
     try:
         check_law(args.law)
     except ValueError as exc:
@@ -193,8 +203,6 @@ def _validate(args) -> None:
 
 def _chosen_studies(args) -> list:
     """The studies a ``reproduce`` command runs (paper sizes, or ``--quick``'s)."""
-    from .studies import PAPER_N, paper_studies
-
     studies = paper_studies(QUICK_N if args.quick else PAPER_N, law=args.law)
     names = list(STUDY_NAMES) if args.study == "all" else [args.study]
     return [studies[name] for name in names]
@@ -206,8 +214,6 @@ def _check_plan(args) -> None:
     The plan is never built for this (:func:`dpfda.engine.check_memory` counts it), so
     ``--reps 1000000000000`` is refused at once rather than after gigabytes of chunks.
     """
-    from .engine import check_memory
-
     try:
         check_memory(_chosen_studies(args), args.reps, args.chunk_reps,
                      args.jobs if args.scheduler is None else None, names=("--reps", "--chunk-reps"))
@@ -217,11 +223,7 @@ def _check_plan(args) -> None:
 
 def _worker_versions() -> tuple[str, str]:
     """(dpfda, numpy) versions of the process that runs it (sent to Dask workers)."""
-    import numpy
-
-    from . import __version__
-
-    return __version__, numpy.__version__
+    return __version__, np.__version__
 
 
 def connect_scheduler(address: str, timeout: float = SCHEDULER_TIMEOUT):
@@ -235,9 +237,6 @@ def connect_scheduler(address: str, timeout: float = SCHEDULER_TIMEOUT):
     numpy than this process (the results would no longer be those of a local
     run).
     """
-    import re
-    import socket
-
     text = address.strip()
     match = re.fullmatch(r"(?:(tcp|tls)://)?\[?([^\s/\[\]]+?)\]?:(\d{1,5})", text)
     if match is None or not 0 < int(match.group(3)) < 65536:
@@ -254,7 +253,6 @@ def connect_scheduler(address: str, timeout: float = SCHEDULER_TIMEOUT):
     except ImportError:
         raise UsageError("--scheduler needs dask.distributed: pip install 'dpfda[dask]'") from None
     import asyncio
-    import logging
 
     # A failure is reported in our one line; distributed's own log lines are not needed.
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
@@ -479,8 +477,6 @@ def _commit(staged: list[tuple[str, str]]) -> None:
                 try:
                     os.link(final, backup)
                 except OSError:  # no hard links here: a copy does as well
-                    import shutil
-
                     shutil.copy2(final, backup)
             backups[final] = backup
         for tmp, final in staged:
@@ -570,9 +566,6 @@ def _reproduce(args, argv, guard: SignalGuard, run_id: str, client=None) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from . import __version__
-    from .engine import run_studies
-
     chosen = _chosen_studies(args)
     outputs = [name for st in chosen for name in _output_names(st)]
     run = {"run_id": run_id, "command": "python -m dpfda " + " ".join(argv), "seed": args.seed,
@@ -667,8 +660,6 @@ def main(argv=None) -> int:
 
 def _points_option(text: str, option: str):
     """A list of numbers: ``a,b,c`` or ``START:STOP:COUNT`` (COUNT equally spaced, ends included)."""
-    import numpy as np
-
     text = text.strip()
     try:
         if text.count(":") == 2 and "," not in text:
@@ -689,8 +680,6 @@ def _points_option(text: str, option: str):
 
 def _space_option(text: str):
     """``legendre:M``, ``gaussian:RHO`` or ``brownian`` as a dpfda function space."""
-    from .spaces import KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
-
     kind, _, param = text.strip().partition(":")
     try:
         if kind == "legendre" and param:
@@ -766,10 +755,6 @@ def _add_release_parser(sub) -> None:
 
 def _release_inputs(args):
     """Check the public choices (before the data are read); return the objects they describe."""
-    import numpy as np
-
-    from .realdata import Domain
-
     grid_points = _points_option(args.grid, "--grid")
     if grid_points.size > 1 and np.any(np.diff(grid_points) <= 0):
         raise UsageError("--grid must be strictly increasing")
@@ -797,8 +782,6 @@ def _release_inputs(args):
         if args.radius is not None or args.clip is not None:
             raise UsageError("--lower/--upper give B' and the clip (dpfda.PublicFrame); leave out "
                              "--radius and --clip")
-        from .realdata import PublicFrame
-
         band = [_points_option(v, o) for v, o in ((args.lower, "--lower"), (args.upper, "--upper"))]
         band = [b[0] if b.size == 1 else b for b in band]
         try:
@@ -824,11 +807,6 @@ def _release_inputs(args):
 
 def _release(args) -> int:
     """``python -m dpfda release``: read, check, release, write; 0 or :class:`UsageError`."""
-    import numpy as np
-
-    from . import ftp, ptf
-    from .publish import read_curves, release_record
-
     grid_points, domain, grid, space, clip, at, frame = _release_inputs(args)
     try:
         points, X = read_curves(args.data, layout=args.layout, id=args.id, point=args.point,

@@ -29,6 +29,8 @@ import os
 
 import numpy as np
 
+from ._validation import check_int, check_positive
+
 __all__ = [
     "ALPHA",
     "MAX_DEFAULT_JOBS",
@@ -125,8 +127,6 @@ def bonferroni_z(k: int, alpha: float | None = None) -> float:
     """
     from scipy.special import ndtri  # here: importing dpfda (a simulation worker) needs no scipy
 
-    from ._validation import check_int, check_positive
-
     k = check_int(k, "k", 1)
     if alpha is None:
         alpha = ALPHA
@@ -148,8 +148,6 @@ def proportion_se(p, reps: int):
     >>> proportion_se(0.0, 1000) > 0
     True
     """
-    from ._validation import check_int
-
     arr = np.asarray(p, dtype=float)
     if not np.all((arr >= 0.0) & (arr <= 1.0)):
         raise ValueError(f"p must be a proportion in [0, 1], got {p!r}")

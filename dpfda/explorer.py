@@ -14,11 +14,14 @@ Needs the optional dependency ``bokeh`` (imported when called).
 
 from __future__ import annotations
 
+import functools
 import json
+from html import escape
 
 import numpy as np
 
 from .studies import Setting, check_family
+from .theory import ratio_limit
 
 __all__ = ["ratio_explorer", "explorer_html", "explorer_tables", "EXPLORER_COLUMNS"]
 
@@ -58,8 +61,6 @@ def _table(df):
 
 def _limit(row, T: int) -> float:
     """The noiseless large-n ratio of the setting's space on T uniform points (theory.ratio_limit)."""
-    from .theory import ratio_limit
-
     kw = dict(m=int(row["m"])) if row["family"] == "legendre" else dict(rho=float(row["rho"]))
     setting = Setting(family=row["family"], n=4, T=int(T), mu=1.0, sigma0=0.0, radius_rule="B", **kw)
     return float(ratio_limit(setting.geometry()))
@@ -210,8 +211,6 @@ def explorer_html(layout, label: str | None = None) -> str:
     if label is not None:
         if not (isinstance(label, str) and label.strip()):
             raise ValueError("label must be a non-empty string or None")
-        from html import escape
-
         div = f'<div class="dpfda-explorer" role="figure" aria-label="{escape(" ".join(label.split()))}">{div}</div>'
     return resources.render_js() + script + div + _SLIDER_LABELS
 
@@ -255,8 +254,6 @@ def explorer_tables(df, *, digits: int = 2) -> list:
     FTP is clearly better, or "not at any n shown". The captions say which space and what
     the marks mean, so the marks never carry meaning alone.
     """
-    import functools
-
     import pandas as pd
 
     from . import plots

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import AssumptionError, _as_float_array, check_grid_vector, check_positive
+from ._validation import AssumptionError, as_float_array, check_grid_vector, check_positive
 from .summation import bound_ball_rows, fixed_point_mean
 
 __all__ = ["BallFit", "BallLeastSquares", "fit_ball"]
@@ -73,7 +73,7 @@ class BallLeastSquares:
     """
 
     def __init__(self, Phi, weights=None):
-        Phi = _as_float_array(Phi, "Phi")
+        Phi = as_float_array(Phi, "Phi")
         if Phi.ndim != 2:
             raise ValueError(f"Phi must be a 2-D design matrix (T, d), got shape {Phi.shape}")
         if not np.all(np.isfinite(Phi)):
@@ -142,7 +142,7 @@ class BallLeastSquares:
         depends on the other rows.
         """
         radius = check_positive(radius, "radius")
-        X = _as_float_array(X, "X")
+        X = as_float_array(X, "X")
         if X.shape[-1:] != (self.T,):
             raise ValueError(f"X's last axis has length {X.shape[-1:] or 0}, expected T={self.T}")
         with np.errstate(over="ignore", invalid="ignore"):  # such rows are redone below
@@ -260,7 +260,7 @@ class BallLeastSquares:
         turned once; about as accurate on average, but its rounding can differ
         for neighbours by up to n²·2⁻⁵⁴ of the sensitivity (issue #19).
         """
-        X = _as_float_array(X, "X")
+        X = as_float_array(X, "X")
         if X.ndim < 2:
             raise ValueError(f"X must hold curves along its second-to-last axis, got shape {X.shape}")
         radius, g, z, e, active = self._prepare(X, radius)

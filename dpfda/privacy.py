@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import _as_float_array, check_positive, check_rng
+from ._validation import as_float_array, check_positive, check_rng
+from .secure import laplace_release
 
 __all__ = [
     "tradeoff",
@@ -38,7 +39,7 @@ need 2^64 scales, a chance below e^(−1.8·10^19).  The same bound as
 
 
 def _array(x, name, *, lower=None, upper=None, lower_open=False, upper_open=False):
-    arr = _as_float_array(x, name)
+    arr = as_float_array(x, name)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite (found NaN or inf)")
     if lower is not None and (np.any(arr <= lower) if lower_open else np.any(arr < lower)):
@@ -251,8 +252,6 @@ def laplace_mechanism(value, sensitivity, epsilon, rng, *, secure=False):
             "clip the statistic to a public range (or rescale it) before releasing it"
         )
     if secure:
-        from .secure import laplace_release
-
         return laplace_release(value, b, sensitivity=float(sensitivity), epsilon=float(epsilon))
     rng = check_rng(rng)
     return value + rng.laplace(0.0, b, size=value.shape)

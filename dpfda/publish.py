@@ -27,8 +27,10 @@ import os
 
 import numpy as np
 
-from ._validation import _as_float_array, check_positive
+from . import __version__
+from ._validation import as_float_array, check_positive
 from .pipelines import Release
+from .privacy import epsilon_from_mu
 from .realdata import Domain, PublicFrame
 from .spaces import BrownianKernel, GaussianKernel, KernelSpace, LegendreSpace
 
@@ -287,9 +289,6 @@ def release_record(release, at, *, frame=None, domain=None, deltas=DELTAS) -> di
         The release holds repetitions (one release is published at a time), or a point of
         ``at`` lies outside the domain.
     """
-    from . import __version__
-    from .privacy import epsilon_from_mu
-
     if not isinstance(release, Release):
         raise TypeError(f"release must be a dpfda Release, got {type(release).__name__}")
     if release.shape != ():
@@ -304,7 +303,7 @@ def release_record(release, at, *, frame=None, domain=None, deltas=DELTAS) -> di
         domain = frame.domain if frame is not None else Domain(0.0, 1.0, name="t")
     if not isinstance(domain, Domain):
         raise TypeError(f"domain must be a dpfda Domain, got {type(domain).__name__}")
-    at = _as_float_array(at, "at")
+    at = as_float_array(at, "at")
     if at.ndim != 1 or at.size == 0:
         raise ValueError(f"at must be a non-empty one-dimensional array of points, got shape {at.shape}")
     t = domain.to_unit(at)

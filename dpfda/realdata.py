@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.polynomial import legendre as _leg
 
-from ._validation import _as_float_array, _to_float, check_data, check_grid, check_points
+from ._validation import as_float_array, check_data, check_grid, check_points, to_float
 from .spaces import KernelSpace, LegendreSpace
 
 __all__ = ["Domain", "PublicFrame", "legendre_derivative", "smallest_dimension"]
@@ -43,7 +43,7 @@ __all__ = ["Domain", "PublicFrame", "legendre_derivative", "smallest_dimension"]
 def _finite_scalar(value, name: str) -> float:
     if isinstance(value, bool) or not np.isscalar(value) or not np.isreal(value):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = _to_float(value, name)  # a real scalar, checked above
+    value = to_float(value, name)  # a real scalar, checked above
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return value
@@ -80,7 +80,7 @@ class Domain:
 
     def to_unit(self, x) -> np.ndarray:
         """t = (x - start)/length in [0, 1]; points outside [start, stop] raise ValueError."""
-        arr = _as_float_array(x, self.name)
+        arr = as_float_array(x, self.name)
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"{self.name} must hold finite values (found NaN or inf)")
         if np.any(arr < self.start) or np.any(arr > self.stop):
@@ -91,7 +91,7 @@ class Domain:
 
     def from_unit(self, t) -> np.ndarray:
         """x = start + t·length for t in [0, 1]."""
-        t = _as_float_array(t, "t")
+        t = as_float_array(t, "t")
         check_points(np.ravel(t))
         return self.start + t * self.length
 
@@ -163,7 +163,7 @@ def smallest_dimension(grid, curve, tol, m_max: int | None = None):
 
 
 def _band(value, name: str, T: int) -> np.ndarray:
-    arr = _as_float_array(value, name)
+    arr = as_float_array(value, name)
     if arr.ndim == 0:
         arr = np.full(T, float(arr))
     if arr.shape != (T,):
@@ -223,7 +223,7 @@ class PublicFrame:
             raise TypeError(f"space must be a LegendreSpace, got {type(space).__name__}")
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a dpfda Domain, got {type(domain).__name__}")
-        pts = _as_float_array(points, "points")
+        pts = as_float_array(points, "points")
         if pts.ndim != 1:
             raise ValueError(f"points must be one-dimensional, got shape {pts.shape}")
         self.space = space

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import _as_float_array, check_positive
+from ._validation import as_float_array, check_positive
 
 VALUE_MAX = 2.0**960
 """Largest magnitude of a value, and largest noise scale, the releases accept (≈ 9.7e288).
@@ -157,7 +157,7 @@ def laplace_release(values, scale: float, sensitivity: float, epsilon: float) ->
 
 def _check_values(values) -> np.ndarray:
     """The vector(s) to release: real, finite, of magnitude at most 2^960 (``VALUE_MAX``)."""
-    values = _as_float_array(values, "values")
+    values = as_float_array(values, "values")
     if not np.all(np.isfinite(values)):
         raise ValueError("values must be finite before noise is added (found NaN or inf)")
     if values.size and np.max(np.abs(values)) > VALUE_MAX:

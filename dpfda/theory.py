@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import check_int, check_nonnegative, check_positive, check_rng
-from .pipelines import ftp_sigma, ptf_default_weights, ptf_sigmas
+from .pipelines import check_radius, fitter, ftp_sigma, ptf_default_weights, ptf_sigmas
 from .spaces import GridGeometry, KernelGeometry, LegendreGeometry
 
 __all__ = [
@@ -306,8 +306,6 @@ def ftp_identical_curves(geometry: GridGeometry, radius, coef, sigma0, draws, rn
     FTP's ball-constrained least squares (W = I, radius B′).  Returns the moments that
     give FTP's expected error for n copies of the curve (:class:`IdenticalCurvesError`).
     """
-    from .pipelines import check_radius, fitter
-
     radius = check_radius(radius)
     sigma0 = check_positive(sigma0, "sigma0")
     draws = check_int(draws, "draws", 2)
