@@ -438,7 +438,7 @@ def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
     has an unconstrained fit of size ≈ s, and adding and removing it leaves an
     error of about s·2^-52 — far more than 2B'/n once s is large, so two
     neighbouring datasets give means that differ by much more than the
-    sensitivity (this was dpfda's own FTP before version 0.1.1).
+    sensitivity.
     """
     geom, radius, mu, n = _setup(space, grid, radius, mu, n)
     sigma = ftp_sigma(n, radius, mu)
@@ -450,7 +450,7 @@ def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
         X = np.asarray(X, dtype=float)
         fit = solver.solve(X, radius)  # each curve's constrained fit, of norm <= B'
         with np.errstate(invalid="ignore", over="ignore"):
-            # In the eigenbasis of ΦᵀΦ, as dpfda 0.1.0 did: Σ_i z_i over all curves, then
+            # In the eigenbasis of ΦᵀΦ: Σ_i z_i over all curves, then
             # Σ (constrained - unconstrained) over the active ones.
             n, d = X.shape[-2], V.shape[0]
             z = (X @ solver._P) / solver.eigenvalues  # unconstrained, as large as the data
@@ -480,14 +480,14 @@ class _PinvDesign:
                 """BROKEN ON PURPOSE: a ball design whose extent is r·||pinv(L)||₂."""
 
                 def _cached_extent(self):
-                    # dpfda's whitening before issue #19: numpy's pinv cuts off singular values
+                    # numpy's pinv cuts off singular values
                     # below ~1e-15 of the largest, so a thin noise direction is dropped silently.
                     Lp = np.linalg.pinv(self.L)
                     _, s, Vt = np.linalg.svd(Lp)
                     return self.ball_radius * float(s[0]), {"x": self.ball_radius * Vt[0]}
 
                 def rounding_excess(self, n):
-                    # the old calibration bounded no rounding either; with R far too small,
+                    # no rounding bound either; with R far too small,
                     # the real bound would refuse this design instead of letting it leak
                     return 0.0
 
@@ -496,7 +496,7 @@ class _PinvDesign:
 
 
 def broken_design_pinv(space, grid, radius, mu, *, n, noise, ball_radius=None):
-    """BROKEN ON PURPOSE: a ball design whitened by a pseudo-inverse (dpfda before issue #19).
+    """BROKEN ON PURPOSE: a ball design whitened by a pseudo-inverse.
 
     ``dpfda.designs.Design(..., set="ball", noise=noise)`` with one change: the
     extent R = r·||L⁺||₂ is computed with ``numpy.linalg.pinv``, which silently
@@ -592,7 +592,7 @@ def _norm_of_ratio(v, scale):
 
     Every ratio is kept as mantissa·2^exponent, and the squares are summed on one
     common exponent, so no square over- or underflows however large the ratio
-    (the root of the old ``overflow encountered in square``).  inf only if the
+    (no ``overflow encountered in square``).  inf only if the
     norm itself exceeds the float range.
     """
     mv, ev = np.frexp(np.asarray(v, dtype=float))

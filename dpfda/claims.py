@@ -195,7 +195,7 @@ class Claim:
         """Our operationalisation, the build function's docstring without reST roles."""
         return re.sub(r":\w+:`([^`]+)`", r"\1", inspect.cleandoc(self.build.__doc__ or ""))
 
-    doc = test  # the name the chapters used before the registry
+    doc = test  # the same text under a second name (tests/test_claims.py reads it)
 
     @property
     def source(self) -> str:

@@ -21,7 +21,7 @@ Every random number is drawn from a generator that depends only on
 
 * latent curves: ``SeedSequence(seed, spawn_key=latent_stream_key(setting))``,
   where the latent key is ("poly", m, n, B) or ("rkhs", n, ρ, centres, B) (the
-  names dpfda 0.1.x gave the families "legendre" and "kernel", kept so the streams stay) — it
+  stream tokens of the families "legendre" and "kernel": ``dpfda.studies._STREAM_TOKEN``) — it
   leaves out T, μ, σ₀ and B', so every figure uses the same latent functions
   for the same n (and m), and the RKHS functions are evaluated on each grid;
 * repetition r: a PCG64 generator seeded by
@@ -29,14 +29,12 @@ Every random number is drawn from a generator that depends only on
   repetition draws, in this order, the n × T observation-noise normals (none
   when σ₀ = 0), the d normals of FTP's privacy noise and the T normals of
   PTF's — exactly what ``observe``, ``ftp`` and ``ptf`` draw when called in
-  that order with that generator (:func:`rep_generator`).  Building it with
-  numpy's constructor costs about 14 µs (7 s of CPU over a full run); the
-  engine instead computes the same PCG64 states for a whole chunk at once
-  (``_pcg64_states``, about 3 µs a repetition, checked against numpy's
-  constructor in every chunk).  A cheaper scheme — one stream
-  per setting, repetition r starting r·2⁹⁶ draws in (``PCG64.advance``) — was
-  tried and rejected: PCG64 states 2⁹⁶ steps apart share their low 96 bits,
-  and the repetitions' draws were visibly dependent (tests/test_engine.py
+  that order with that generator (:func:`rep_generator`).  The engine
+  computes the same PCG64 states for a whole chunk at once
+  (``_pcg64_states``), checked against numpy's constructor in every chunk.
+  The repetitions never share one stream at offsets (repetition r starting
+  r·2⁹⁶ draws in, ``PCG64.advance``): PCG64 states 2⁹⁶ steps apart share
+  their low 96 bits, and their draws are dependent (tests/test_engine.py
   checks for exactly that).
 
 Setting keys are SHA-256 hashes of the setting's canonical description
@@ -69,7 +67,7 @@ and its sums are within n·u of the exact mean, far below Monte Carlo error.
 A public release (:func:`dpfda.ftp`, :func:`dpfda.ptf`) sums exactly and
 rounds once (:mod:`dpfda.summation`), so the engine's coefficients equal a
 release's to a few ulps, not bit for bit; the published numbers are those of
-the engine, unchanged by that fix.
+the engine.
 
 Uncertainty
 -----------
@@ -224,8 +222,7 @@ def _pcg64_states(key: tuple, seed: int, start: int, stop: int) -> list[dict] | 
     is that of ``SeedSequence(seed, spawn_key=key)``, and the multiplier of
     its hash has advanced a number of steps that depends only on the word
     count.  What is left — mixing r into the pool, drawing the eight seed
-    words, PCG64's two initial steps — is done here for all r at once: about
-    1 µs a repetition instead of 14 µs for building each generator.  None
+    words, PCG64's two initial steps — is done here for all r at once.  None
     (use the plain constructor) if r does not fit in one word.
     """
     if stop > _M32 + 1:

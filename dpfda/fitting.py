@@ -38,8 +38,8 @@ __all__ = ["BallFit", "BallLeastSquares", "fit_ball"]
 _MAX_ITER = 200
 _BLOCK = 8192
 """Active rows solved together: a block's (d, 8192) work arrays (at most 0.5 MB each for
-d = 8) stay in the processor's caches during the Newton sweeps; measured best among
-1024 … 16384 on the paper's studies (the result does not depend on it)."""
+d = 8) stay in the processor's caches during the Newton sweeps (the result does not depend on
+the block size; how it was chosen: benchmarks/README.md)."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class BallLeastSquares:
 
         Dividing by a contiguous (n, d) array gives the same quotients as
         dividing by λ with broadcasting, but numpy then runs one long inner loop
-        instead of one of length d per row (about 3× faster).
+        instead of one of length d per row.
         """
         if len(shape) < 2 or shape[-2] < 2:
             return self.eigenvalues
@@ -299,7 +299,7 @@ def _row_exponents(X: np.ndarray) -> np.ndarray:
     ``X·2^-e`` then has entries of magnitude below 1 for the rows with e != 0,
     so products with the design stay within the float range.  Rows of
     ordinary magnitude (and zero rows) get e = 0: scaling them would change no
-    bit, and leaving them alone keeps the common case as fast as before.
+    bit, and leaving them alone spares the common case a pass over the data.
     """
     top = np.maximum(np.max(X, axis=-1), -np.min(X, axis=-1))
     _, e = np.frexp(top)

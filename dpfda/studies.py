@@ -156,19 +156,20 @@ FAMILIES = ("kernel", "legendre")
 (:class:`~dpfda.spaces.KernelSpace`, the Gaussian-kernel RKHS) and ``"legendre"``
 (:class:`~dpfda.spaces.LegendreSpace`, H_m)."""
 
-_RENAMED = {"poly": "legendre", "rkhs": "kernel"}  # the family names of dpfda 0.1.x
+_RENAMED = {"poly": "legendre", "rkhs": "kernel"}  # refused, with the name to use (see _STREAM_TOKEN)
 
-# Stream compatibility: the random-stream keys (Setting.canonical, Setting.latent_canonical)
-# hash the family names of dpfda 0.1.x, so that all results of the book stay bit-identical.
-# Never change these strings (tests/test_engine.py pins keys and first draws).
+# Stream compatibility, said here once: the random-stream keys (Setting.canonical,
+# Setting.latent_canonical) hash "poly" and "rkhs", the family names of dpfda 0.1.x, and add
+# nothing for the default law (its keys predate the law dimension: those of dpfda 0.1.0), so that
+# all results of the book stay bit-identical.  Never change these strings (tests/test_engine.py
+# pins keys and first draws); other modules refer to this note as _STREAM_TOKEN.
 _STREAM_TOKEN = {"legendre": "poly", "kernel": "rkhs"}
 
 
 def check_family(value, name: str = "family") -> str:
     """``value`` if it names a family of :data:`FAMILIES`, else a ValueError.
 
-    The names of dpfda 0.1.x, ``"poly"`` and ``"rkhs"``, are refused with
-    their new names.
+    ``"poly"`` and ``"rkhs"`` are refused with the name of the family to use.
 
     >>> check_family("legendre")
     'legendre'
@@ -224,7 +225,7 @@ class Setting:
         them).  Part of the setting's stream keys (:func:`dpfda.engine.stream_key`,
         :func:`dpfda.engine.latent_stream_key`), so each law
         has its own random streams; ``"default"`` adds nothing to the keys
-        (its streams are those of dpfda 0.1.0), and ``shift-0``/``wave-0``,
+        (see ``_STREAM_TOKEN``), and ``shift-0``/``wave-0``,
         one and the same centred law, share theirs.
     """
 
@@ -309,7 +310,7 @@ class Setting:
         studies that contain the same setting get the same numbers.
         """
         parts = [
-            f"space={_STREAM_TOKEN[self.family]}",  # dpfda 0.1.x text: the streams stay
+            f"space={_STREAM_TOKEN[self.family]}",  # "poly"/"rkhs": see _STREAM_TOKEN
             f"n={self.n}",
             f"T={self.T}",
             f"m={self.m}",
@@ -323,7 +324,7 @@ class Setting:
         return "setting|" + "|".join(parts) + self._law_key()
 
     def _law_key(self) -> str:
-        """"" for the default law (its keys predate the law dimension), else "|law=…"."""
+        """"" for the default law (see ``_STREAM_TOKEN``), else "|law=…"."""
         if self.law == "default":
             return ""
         shape, share = self.law.split("-", 1)
@@ -333,8 +334,8 @@ class Setting:
         """The latent-data key: what determines the latent curves f_1, …, f_n.
 
         ``("poly", m, n, B)`` (family ``"legendre"``) or ``("rkhs", n, ρ,
-        centres, B)`` (family ``"kernel"``; the family names of dpfda 0.1.x, kept
-        so the streams stay), plus the law unless it is the default —
+        centres, B)`` (family ``"kernel"``; the tokens of ``_STREAM_TOKEN``),
+        plus the law unless it is the default —
         independent of T, μ, σ₀ and B', so every figure uses the same latent
         curves for the same n (and m) and law, and for the RKHS the same
         functions are evaluated on each grid.
