@@ -4,7 +4,7 @@ The one idea of the paper, written once::
 
     X (…, n, T) ──map each curve into C, average──▶ s (…, k) ──+σ·L·Z──▶ ỹ ──fit──▶ Release
 
-A :class:`Mechanism` is that pipeline with its parts named:
+A :class:`dpfda.Mechanism` is that pipeline with its parts named:
 
 * ``per_curve`` — the per-curve map into a set C, averaged over the n curves
   (:class:`FitInBall`: FTP's fits in the ball of radius B', Algorithm 1;
@@ -23,8 +23,8 @@ A :class:`Mechanism` is that pipeline with its parts named:
 * ``fit`` — the post-processing: :class:`Identity` for FTP (the noisy
   Cameron–Martin coordinates are the release), :class:`WeightedFit` for PTF and the
   designs (the weighted fit in the ball of radius B', or unconstrained).
-* the privacy map :meth:`Mechanism.privacy` (n ↦ the μ of the GDP guarantee; σ is
-  calibrated per n) and :meth:`Mechanism.epsilon` ((n, δ) ↦ ε, through
+* the privacy map :meth:`dpfda.Mechanism.privacy` (n ↦ the μ of the GDP guarantee; σ is
+  calibrated per n) and :meth:`dpfda.Mechanism.epsilon` ((n, δ) ↦ ε, through
   :func:`dpfda.epsilon_from_mu`).
 
 Each mechanism holds one budget μ (the one it claims), and public parameters only:
@@ -48,8 +48,8 @@ A loop that shares privacy normals between mechanisms calls, per mechanism:
 ``rng`` right after the summary (the draw order of :func:`dpfda.ftp`,
 :func:`dpfda.ptf` and ``Design.release``, whose releases it reproduces bit for bit).
 
-For the audit: :meth:`Mechanism.summary` is the non-private centre in the audited
-coordinates and :meth:`Mechanism.coordinates` reads them off a release (``coef`` for
+For the audit: :meth:`dpfda.Mechanism.summary` is the non-private centre in the audited
+coordinates and :meth:`dpfda.Mechanism.coordinates` reads them off a release (``coef`` for
 FTP, ``noisy_means`` for PTF and the designs).  The audit's privacy checks do not use
 the calibration: they read the noise law a release publishes
 (``Release.noise_scale``, ``Release.noise_factor``) and solve it themselves.
@@ -354,7 +354,7 @@ class Mechanism:
     # -- sizes -------------------------------------------------------------------
     @property
     def noise_dim(self) -> int:
-        """Standard normals one release consumes: d (FTP), T (PTF), k = L.shape[1] (a design)."""
+        """The number of standard normals one release consumes (d for FTP, T for PTF, k for a design)."""
         if self.noise_factor is not None:
             return int(self.noise_factor.shape[1])
         return self.geometry.dim if self.audited == "coef" else self.geometry.T
@@ -481,6 +481,10 @@ class Mechanism:
         sigma = self.calibration.sigma(n, self.mu)
         return self._publish(np.asarray(noisy, dtype=float), sigma, n, residual_rng,
                              secure=_check_secure(secure))
+
+    def __call__(self, X, rng, *, secure=None) -> Release:
+        """The same as :meth:`release`."""
+        return self.release(X, rng, secure=secure)
 
     def _publish(self, noisy, sigma, n, residual_rng, *, secure) -> Release:
         if self.audited == "coef":
