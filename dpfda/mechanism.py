@@ -419,7 +419,10 @@ class Mechanism:
 
         ``summary`` (…, k) must come from :meth:`summarize` (or have its
         sensitivity); ``normals`` (…, :attr:`noise_dim`) are standard normal draws
-        (a simulation may share them between mechanisms).  ``residual_rng``: the
+        (a simulation may share them between mechanisms).  The release is μ-GDP
+        only if the normals are fresh draws, independent of the data and never
+        published: this is the simulations' entry point; :meth:`release` draws them
+        itself.  ``residual_rng``: the
         generator of an RKHS FTP release's residual off the grid (see
         :meth:`dpfda.Release.__call__`); without it such a release is evaluated off
         the grid by the kernel interpolant of its grid values (post-processing).
@@ -428,6 +431,12 @@ class Mechanism:
         sigma = self.calibration.sigma(n, self.mu)
         summary = np.asarray(summary, dtype=float)
         normals = np.asarray(normals, dtype=float)
+        k = self.geometry.dim if self.audited == "coef" else self.geometry.T
+        if summary.shape[-1:] != (k,):
+            raise ValueError(
+                f"summary must have {k} entries on the last axis (the {self.audited} coordinates of "
+                f"{self.name}), got shape {summary.shape}"
+            )
         if normals.shape[-1:] != (self.noise_dim,):
             raise ValueError(
                 f"normals must have {self.noise_dim} entries on the last axis (noise_dim), "
