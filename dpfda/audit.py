@@ -350,7 +350,11 @@ class _UnconstrainedFits:
     def __call__(self, X, *, exact: bool = True):
         """(mean of the unconstrained fits, no curve moved)."""
         X = np.asarray(X, dtype=float)
-        return fitter(self.geometry).unconstrained(X).mean(axis=-2), np.zeros(X.shape[:-1], dtype=bool)
+        return self.mean(X), np.zeros(X.shape[:-1], dtype=bool)
+
+    def mean(self, X, *, exact: bool = True):
+        """The mean of the unconstrained fits."""
+        return fitter(self.geometry).unconstrained(np.asarray(X, dtype=float)).mean(axis=-2)
 
 
 def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
@@ -395,6 +399,10 @@ class _CancellingFits:
             for k in range(d):
                 total[:, k] += np.bincount(which, weights=correction[:, k], minlength=total.shape[0])
             return (total.reshape(z.shape[:-2] + (d,)) / n) @ V.T, fit.active
+
+    def mean(self, X, *, exact: bool = True):
+        """The cancelling mean alone."""
+        return self(X)[0]
 
 
 class PinvDesign(Design):

@@ -1018,6 +1018,10 @@ class DesignMap:
         """(summary (…, T), moved (…, n))."""
         return self.design.summarize(X, exact=exact)
 
+    def mean(self, X, *, exact: bool = True) -> np.ndarray:
+        """The summary (…, T) (:meth:`Design.summary`)."""
+        return self.design.summary_from_parts(self.design.parts(X, exact=exact))
+
 
 @dataclass(frozen=True, eq=False)
 class DesignCalibration:

@@ -38,6 +38,7 @@ A loop that shares privacy normals between mechanisms calls, per mechanism:
    maps (…, k) in the coordinates the noise is added to, and per curve (…, n)
    whether the map moved it (FTP: the fit hit the ball; PTF: a value was clipped; a
    design: any part moved it).  Diagnostics for simulations, never part of a release.
+   (``mech.per_curve.mean(X, exact=...)`` is the centre alone, without the flags.)
 2. ``mech.noise_dim`` normals per repetition (d for FTP, T for PTF, k = L.shape[1]
    for a design), drawn by the loop (standard normal, shape (…, noise_dim)).
 3. ``rel = mech.privatize(centre, normals, n)`` — σ for n curves, ỹ = centre + σ·L·normals
@@ -112,6 +113,9 @@ class PerCurveMap(Protocol):
     def __call__(self, X, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(centre, moved) of data ``X`` (…, n, T); ``exact=False``: the simulations' fast sum."""
 
+    def mean(self, X, *, exact: bool = True) -> np.ndarray:
+        """The centre alone (what a release needs; no per-curve flags computed)."""
+
 
 class Calibration(Protocol):
     """Sensitivity in a named norm, σ = Δ/μ, and the OpenDP path of one mechanism."""
@@ -156,6 +160,10 @@ class FitInBall:
         """(mean of the fits (…, d), per curve whether its fit hit the ball (…, n))."""
         return ftp_fit_mean(X, self.geometry, self.radius, exact=exact)
 
+    def mean(self, X, *, exact: bool = True) -> np.ndarray:
+        """The mean of the fits (…, d)."""
+        return self(X, exact=exact)[0]
+
 
 @dataclass(frozen=True, eq=False)
 class ClipToBox:
@@ -168,8 +176,11 @@ class ClipToBox:
 
     def __call__(self, X, *, exact: bool = True):
         """(mean of the clipped curves (…, T), per curve whether a value was clipped (…, n))."""
-        return (ptf_clipped_mean(X, self.clip, exact=exact),
-                np.any(np.abs(X) > self.clip, axis=-1))
+        return self.mean(X, exact=exact), np.any(np.abs(X) > self.clip, axis=-1)
+
+    def mean(self, X, *, exact: bool = True) -> np.ndarray:
+        """The mean of the clipped curves (…, T)."""
+        return ptf_clipped_mean(X, self.clip, exact=exact)
 
 
 # ---------------------------------------------------------------------------
@@ -208,7 +219,7 @@ class FTPCalibration:
         """OpenDP's Gaussian noise on the mean of fits; OpenDP is told the floating-point Δ."""
         from .secure import gaussian_release  # here: opendp is optional
 
-        mean_coef, _ = mech.per_curve(X)
+        mean_coef = mech.per_curve.mean(X)
         sens = 2.0 * self.radius / n * calibration_factor(self.excess(n))
         return gaussian_release(mean_coef, sigma, sensitivity=sens, mu=mech.mu)
 
@@ -407,7 +418,9 @@ class Mechanism:
 
     def summary(self, X, *, exact: bool = True) -> np.ndarray:
         """The non-private centre of the audited coordinates (θ̂ for FTP, x̄ for PTF …)."""
-        return self.summarize(X, exact=exact)[0]
+        X = check_data(X, self.geometry.T)
+        self._n(X.shape[-2])
+        return self.per_curve.mean(X, exact=exact)
 
     def coordinates(self, rel: Release) -> np.ndarray:
         """The audited coordinates of a release (``coef`` or ``noisy_means``)."""
@@ -468,7 +481,7 @@ class Mechanism:
         if secure:
             noisy = self.calibration.secure_noisy(self, X, n, sigma)
         else:
-            centre, _ = self.per_curve(X)
+            centre = self.per_curve.mean(X)
             normals = rng.standard_normal(centre.shape[:-1] + (self.noise_dim,))
             if self.noise_factor is None:
                 noisy = add_noise(centre, sigma, normals)
