@@ -25,8 +25,9 @@ everything its arrays depend on:
 * dpfda's version and a hash of the text of every ``.py`` file of the
   installed package (:func:`code_hash`): an edited engine, data model or
   pipeline never serves results computed by the old code;
-* numpy's version and the machine's architecture (the random streams and the
-  rounding of the arithmetic);
+* the versions of numpy and scipy and of Python, and the machine's
+  architecture (the random streams and the rounding of the arithmetic; the
+  store lives in one build folder on one machine, so its BLAS is the same);
 * the setting's canonical text (:meth:`~dpfda.studies.Setting.canonical`: the
   family, n, T, m, μ, σ₀, B', B, ρ, centres and the latent law) and the law's
   name itself (``shift-0`` and ``wave-0`` share their streams but not their
@@ -56,7 +57,9 @@ folder, which ``benchmarks/bench_build.py`` reads to count hits and misses.
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
+import importlib.metadata
 import json
 import os
 import platform
@@ -70,12 +73,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import engine
+from . import __version__, engine
 from .config import quick
 from .studies import Setting, Study
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pandas as pd  # here, as in the engine: worker processes never need it
 
 __all__ = [
     "ENV",
@@ -123,6 +126,14 @@ def code_hash() -> str:
     return h.hexdigest()
 
 
+@lru_cache(maxsize=1)
+def _scipy_version() -> str:
+    try:
+        return importlib.metadata.version("scipy")
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
+
+
 def _check_reps(reps) -> int:
     if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)):
         raise TypeError(f"reps must be an integer, got {type(reps).__name__}")
@@ -148,14 +159,14 @@ def _check_setting(setting) -> Setting:
 def key_text(setting: Setting, reps: int, seed: int, *, chunk_reps: int | None = None,
              keep_releases: bool = False) -> str:
     """The JSON text an entry is keyed by (module notes): everything its arrays depend on."""
-    from . import __version__
-
     _check_setting(setting)
     return json.dumps({
         "format": FORMAT,
         "dpfda": __version__,
         "code": code_hash(),
         "numpy": np.__version__,
+        "scipy": _scipy_version(),
+        "python": platform.python_version(),
         "machine": platform.machine(),
         "setting": setting.canonical(),
         "law": setting.law,
@@ -254,7 +265,7 @@ def _compute(missing: list[Setting], reps: int, seed: int, n_jobs, chunk_reps) -
     if n_jobs == 1:
         results = [_chunk(settings[k], seed, a, b) for k, a, b in tasks]
     else:
-        from joblib import Parallel, delayed
+        from joblib import Parallel, delayed  # here, as in the engine: only a parallel run needs it
 
         results = Parallel(n_jobs=n_jobs)(delayed(_chunk)(settings[k], seed, a, b) for k, a, b in tasks)
     parts: dict[str, dict[int, dict]] = {k: {} for k in settings}
@@ -266,7 +277,7 @@ def _compute(missing: list[Setting], reps: int, seed: int, n_jobs, chunk_reps) -
 
 def _frame(study: Study, per_setting: dict, reps: int, seed: int, started: str) -> "pd.DataFrame":
     """The results table of :func:`dpfda.engine.run_study` from per-repetition arrays."""
-    import pandas as pd
+    import pandas as pd  # here, as in the engine: worker processes never need it
 
     rows = []
     for s in study.settings:
@@ -292,8 +303,6 @@ def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_rep
     simulated, in chunks on ``n_jobs`` joblib workers, and stored; the tables
     are the engine's, value for value.
     """
-    import datetime as _dt
-
     folder = location()
     if folder is None:
         return engine.run_studies(studies, reps, seed, n_jobs=n_jobs, chunk_reps=chunk_reps, progress=progress)
