@@ -44,13 +44,16 @@ checks it).
 
 Writing and reading
 -------------------
-An entry is a ``.npz`` file that also holds its own key text.  It is written
-to a temporary file in the same folder and renamed into place
-(``os.replace``, atomic on POSIX), so a reader never sees half an entry and two
-processes writing the same entry both leave a whole one.  An entry is used only
-if it loads (the zip's CRC checks every array), its key text equals the one
-asked for, and it has every expected array with one value per repetition;
-anything else counts as a miss, and the entry is computed and written again.
+An entry is one small file: a magic line, a JSON header (its own key text,
+each array's name, dtype and shape, the SHA-256 of the arrays' bytes) and the
+arrays' bytes (:func:`save`; a ``.npz`` costs several times more per entry,
+and the robustness matrix alone writes some 26,000).  It is written to a
+temporary file in the same folder and renamed into place (``os.replace``,
+atomic on POSIX), so a reader never sees half an entry and two processes
+writing the same entry both leave a whole one.  An entry is used only if it
+reads, its key text equals the one asked for, its bytes match their checksum,
+and it has every expected array with one value per repetition; anything else
+counts as a miss, and the entry is computed and written again.
 Each lookup is logged (one line of JSON) to ``log.jsonl`` in the store's
 folder, which ``benchmarks/bench_build.py`` reads to count hits and misses.
 """
@@ -65,11 +68,10 @@ import os
 import platform
 import tempfile
 import time
-import zipfile
 from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -102,6 +104,9 @@ FORMAT = 1
 
 ARRAYS = ("err_ftp", "err_ptf", "ftp_any_active", "ftp_frac_active", "ptf_active")
 """The per-repetition arrays of a setting (:func:`dpfda.engine.simulate_chunk`)."""
+
+MAGIC = b"dpfda-store 1"
+"""The first line of every entry file."""
 
 RELEASES = ("coef_ftp", "coef_ptf")
 """The released coordinates, stored too when ``keep_releases=True``."""
@@ -181,7 +186,7 @@ def key_text(setting: Setting, reps: int, seed: int, *, chunk_reps: int | None =
 def entry_path(folder: Path, text: str) -> Path:
     """Where the entry with key text ``text`` lives in ``folder``."""
     digest = hashlib.sha256(text.encode()).hexdigest()
-    return Path(folder) / digest[:2] / f"{digest}.npz"
+    return Path(folder) / digest[:2] / f"{digest}.entry"
 
 
 def load(folder: Path, text: str, reps: int, keep_releases: bool = False) -> dict | None:
@@ -189,11 +194,24 @@ def load(folder: Path, text: str, reps: int, keep_releases: bool = False) -> dic
     path = entry_path(folder, text)
     names = ARRAYS + (RELEASES if keep_releases else ())
     try:
-        with np.load(path, allow_pickle=False) as z:
-            if str(z["key"]) != text:
-                return None
-            out = {k: z[k] for k in names}  # reading each array checks its CRC
-    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
+        data = path.read_bytes()
+        magic, header, payload = data.split(b"\n", 2)
+        if magic != MAGIC:
+            return None
+        head = json.loads(header)
+        if head["key"] != text or hashlib.sha256(payload).hexdigest() != head["sha256"]:
+            return None
+        out, offset = {}, 0
+        for name, dtype, shape in head["arrays"]:
+            dt = np.dtype(dtype)
+            size = dt.itemsize * int(np.prod(shape, dtype=np.int64))
+            count = int(np.prod(shape, dtype=np.int64))
+            out[name] = np.frombuffer(payload, dtype=dt, count=count, offset=offset).reshape(shape).copy()
+            offset += size
+        if offset != len(payload):
+            return None
+        out = {k: out[k] for k in names}
+    except (OSError, KeyError, ValueError, TypeError):  # missing, truncated, garbled, an array missing
         return None
     if any(a.shape[:1] != (reps,) for a in out.values()):
         return None
@@ -201,17 +219,22 @@ def load(folder: Path, text: str, reps: int, keep_releases: bool = False) -> dic
 
 
 def save(folder: Path, text: str, arrays: dict) -> Path:
-    """Write ``arrays`` under ``text`` atomically (temporary file, then ``os.replace``)."""
+    """Write ``arrays`` under ``text`` atomically (a temporary file, then ``os.replace``).
+
+    The file is a magic line, a JSON header (the key text, each array's name,
+    dtype and shape, the SHA-256 of the payload) and the arrays' bytes.  No
+    fsync: a file cut short by a crash fails its checksum and is computed again.
+    """
     path = entry_path(folder, text)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
+    parts = [np.ascontiguousarray(v) for v in arrays.values()]
+    payload = b"".join(a.tobytes() for a in parts)
+    head = {"key": text, "arrays": [[k, a.dtype.str, list(a.shape)] for k, a in zip(arrays, parts)],
+            "sha256": hashlib.sha256(payload).hexdigest()}
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as f:
-            payload = {"key": np.array(text), **{k: np.asarray(v) for k, v in arrays.items()}}
-            savez: Any = np.savez  # numpy's stubs take a keyword array for its allow_pickle flag
-            savez(f, **payload)
-            f.flush()
-            os.fsync(f.fileno())
+            f.write(MAGIC + b"\n" + json.dumps(head).encode() + b"\n" + payload)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -222,12 +245,15 @@ def save(folder: Path, text: str, arrays: dict) -> Path:
     return path
 
 
-def _log(folder: Path, setting: Setting, reps: int, seed: int, hit: bool, seconds: float) -> None:
-    line = json.dumps({"time": time.time(), "setting": setting.canonical(), "law": setting.law,
-                       "reps": int(reps), "seed": int(seed), "hit": bool(hit), "seconds": round(seconds, 4)})
+def _log(folder: Path, rows: list[tuple]) -> None:
+    """Append one JSON line per look-up (setting, reps, seed, hit, seconds) to ``log.jsonl``."""
+    now = time.time()
+    lines = "".join(json.dumps({"time": now, "setting": s.canonical(), "law": s.law, "reps": int(reps),
+                                "seed": int(seed), "hit": bool(hit), "seconds": round(sec, 4)}) + "\n"
+                    for s, reps, seed, hit, sec in rows)
     try:
         with open(Path(folder) / "log.jsonl", "a", encoding="utf-8") as f:
-            f.write(line + "\n")
+            f.write(lines)
     except OSError:
         pass  # the log is for benchmarks only
 
@@ -247,7 +273,7 @@ def simulate_setting(setting: Setting, reps: int, seed: int, *, chunk_reps: int 
     if found is None:
         found = engine.simulate_setting(setting, reps, seed, chunk_reps=chunk_reps, keep_releases=keep_releases)
         save(folder, text, found)
-    _log(folder, setting, reps, seed, hit, time.perf_counter() - t0)
+    _log(folder, [(setting, reps, seed, hit, time.perf_counter() - t0)])
     return found
 
 
@@ -320,13 +346,14 @@ def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_rep
         for s in st.settings:
             wanted.setdefault((s.canonical(), s.law), s)
     per_setting: dict[tuple, dict] = {}
+    logged: list[tuple] = []
     texts = {k: key_text(s, reps, seed, chunk_reps=chunk_reps) for k, s in wanted.items()}
     for k, s in wanted.items():
         t0 = time.perf_counter()
         found = load(folder, texts[k], reps)
         if found is not None:
             per_setting[k] = found
-            _log(folder, s, reps, seed, True, time.perf_counter() - t0)
+            logged.append((s, reps, seed, True, time.perf_counter() - t0))
     # One computation per canonical text (shift-0 and wave-0 share their streams).
     todo: "OrderedDict[str, Setting]" = OrderedDict()
     for k, s in wanted.items():
@@ -339,7 +366,8 @@ def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_rep
         if k not in per_setting:
             per_setting[k] = computed[k[0]]
             save(folder, texts[k], per_setting[k])
-            _log(folder, s, reps, seed, False, spent)
+            logged.append((s, reps, seed, False, spent))
+    _log(folder, logged)
     return OrderedDict((st.name, _frame(st, per_setting, reps, seed, started)) for st in studies)
 
 

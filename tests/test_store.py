@@ -36,7 +36,7 @@ def folder(tmp_path, monkeypatch):
 
 
 def entries(folder):
-    return sorted(p for p in folder.rglob("*.npz"))
+    return sorted(p for p in folder.rglob("*.entry"))
 
 
 def log(folder):
@@ -153,16 +153,17 @@ def _corrupt(path, how):
     data = path.read_bytes()
     if how == "truncated":
         path.write_bytes(data[: len(data) // 2])
-    elif how == "flipped":  # a byte inside the arrays' payload: the zip's CRC catches it
+    elif how == "flipped":  # the last byte of the arrays' payload: the checksum catches it
         b = bytearray(data)
-        i = data.index(b"err_ptf") + 200
-        b[i] ^= 0xFF
+        b[-1] ^= 0x01
         path.write_bytes(bytes(b))
+    elif how == "header":  # the header no longer JSON
+        path.write_bytes(data.replace(b'{"key"', b'{"kez', 1))
     elif how == "empty":
         path.write_bytes(b"")
 
 
-@pytest.mark.parametrize("how", ["truncated", "flipped", "empty"])
+@pytest.mark.parametrize("how", ["truncated", "flipped", "empty", "header"])
 def test_corrupt_entry_is_ignored_and_rewritten(folder, how):
     fresh = engine.simulate_setting(SETTING, 40, 4)
     store.simulate_setting(SETTING, 40, 4)
