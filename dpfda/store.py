@@ -327,7 +327,8 @@ def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_rep
     With the store off, the engine's function itself.  With it on, each
     setting (once, however many studies share it) is read from the store or
     simulated, in chunks on ``n_jobs`` joblib workers, and stored; the tables
-    are the engine's, value for value.
+    are the engine's, value for value (the run's metadata holds its own start
+    and finish times).  ``progress`` shows a bar only when the store is off.
     """
     folder = location()
     if folder is None:
