@@ -23,6 +23,13 @@ BIN     := $(CURDIR)/$(VENV)/bin
 STAMP   := $(VENV)/.installed
 # Executables run with the venv first on PATH, so notebook kernels and subprocesses use it.
 RUN     := PATH="$(BIN):$$PATH"
+# The book's builds: always full size (DPFDA_QUICK removed: the execution cache in
+# _build/.jupyter_cache is keyed by the notebooks' code only, so a quick-mode build would
+# hand its small-sample outputs to the next full build), with the results store of
+# dpfda.store in _build/.dpfda_store (the chapters share simulated settings through it,
+# and an unchanged setting is not simulated again; `make clean` empties it).
+STORE   := $(CURDIR)/_build/.dpfda_store
+RUN_BOOK := env -u DPFDA_QUICK DPFDA_STORE="$(STORE)" $(RUN)
 JB_FLAGS := -W -n --keep-going
 
 # MathJax 3, served from the book itself (no network when reading it).
@@ -91,7 +98,7 @@ $(THEBE): $(STAMP) _ext/mathjax2-shim.js
 	test -f $@ && touch $@
 
 book: venv mathjax thebe assignments
-	$(RUN) jupyter-book build . $(JB_FLAGS)
+	$(RUN_BOOK) jupyter-book build . $(JB_FLAGS)
 	$(MAKE) student
 
 # Autograded assignments, one per Part (book/assignments/part*.ipynb, otter-grader master
@@ -117,7 +124,7 @@ assignments: venv
 # edition exists) so the main edition's preface links to it. `make book` ends with it.
 student: venv mathjax thebe assignments
 	$(BIN)/python _ext/student_edition.py _config.yml _build/_config_student.yml
-	$(RUN) jupyter-book build . --config _build/_config_student.yml --path-output _build/student $(JB_FLAGS)
+	$(RUN_BOOK) jupyter-book build . --config _build/_config_student.yml --path-output _build/student $(JB_FLAGS)
 	if [ -d _build/html ]; then rm -rf _build/html/student && cp -r _build/student/_build/html _build/html/student; fi
 
 # Static checks, first in `make test`: ruff (lint, import order, numpy-style docstrings; rules in
@@ -191,7 +198,7 @@ test-binder: venv
 # title page, a table of contents and a PDF outline (_ext/book_pdf.py). No TeX, no network.
 # The PDF is also copied next to the HTML book, whose preface links to it.
 pdf: venv mathjax browser-deps
-	$(RUN) jupyter-book build . --builder singlehtml $(JB_FLAGS)
+	$(RUN_BOOK) jupyter-book build . --builder singlehtml $(JB_FLAGS)
 	$(BIN)/python _ext/book_pdf.py _build/singlehtml _build/pdf/book.pdf
 	if [ -d _build/html ]; then cp _build/pdf/book.pdf _build/html/dpfda-book.pdf; fi
 

@@ -47,6 +47,7 @@ MODULES = [
     ("explorer", "The interactive ratio figure"),
     ("config", "Settings of the chapters"),
     ("engine", "The simulation engine"),
+    ("store", "The results store of the book's build"),
     ("studies", "The paper's simulation studies"),
     ("evidence", "Monte Carlo evidence for the chapters' checks"),
     ("claims", "The paper's claims, judged"),

@@ -1204,14 +1204,15 @@ def simulate(laws=LAWS, *, reps_noiseless: int, reps_noisy: int, seed: int, draw
     (:func:`draw_seeds`), the repetitions split evenly between them
     (``reps_noiseless // K`` and ``reps_noisy // K`` each), pooled by
     :func:`pool_draws` into law-level tables.  Per draw, two
-    :func:`dpfda.engine.run_studies` calls cover every law: the noiseless
+    :func:`dpfda.store.run_studies` calls (the engine's, through the results
+    store when one is on) cover every law: the noiseless
     studies (:data:`NOISELESS_STUDIES`; Figure 1 and Table 1 share their
     settings, simulated once) and the noisy ones.  ``n`` narrows the grid of
     sample sizes.
     """
     from dataclasses import replace
 
-    from .engine import run_studies
+    from .store import run_studies
     from .studies import PAPER_N, paper_studies
 
     laws = [check_law(law) for law in ([laws] if isinstance(laws, str) else laws)]

@@ -6,10 +6,12 @@ change of the package's API cannot leave them broken until someone benchmarks.
 """
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from test_cli import ENV, ROOT
 
 BENCH = Path(ROOT) / "benchmarks"
@@ -49,3 +51,33 @@ def test_bench_residual_runs_and_reports_both_kernels():
     assert proc.returncode == 0, proc.stderr
     assert "### Gaussian kernel rho=0.2" in proc.stdout and "### Brownian motion" in proc.stdout
     assert "| 3 |" in proc.stdout
+
+
+def test_bench_build_times_a_cold_build_and_a_prose_rebuild_of_a_toy_book(tmp_path):
+    # A one-page Jupyter Book with the book's execution cache: the cold build executes the
+    # notebook (its cache record and the build's log both report it), the prose edit of the
+    # rebuild executes nothing (the cache keys on code cells), and the chapter is restored.
+    import nbformat
+
+    (tmp_path / "_config.yml").write_text("title: toy\nexecute:\n  execute_notebooks: cache\n"
+                                          "only_build_toc_files: true\n")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\n")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Toy\n\nSome prose."), nbformat.v4.new_code_cell("print(1 + 1)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "intro.ipynb")
+    original = (tmp_path / "intro.ipynb").read_bytes()
+    bindir = Path(sys.executable).parent
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, str(BENCH / "bench_build.py"), "--repo", str(tmp_path),
+                           "--command", f'PATH="{bindir}:$PATH" jupyter-book build .', "--chapter", "intro.ipynb",
+                           "--python", sys.executable, "--json", str(out)],
+                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "intro.ipynb").read_bytes() == original
+    res = json.loads(out.read_text())
+    assert [r["uri"].endswith("intro.ipynb") for r in res["cold"]["cache_records"]] == [True]
+    assert res["cold"]["build_log"] == {"intro.ipynb": pytest.approx(res["cold"]["cache_records"][0]["seconds"],
+                                                                     abs=0.01)}
+    assert res["rebuild"]["cache_records"] == [] and res["rebuild"]["build_log"] == {}
+    assert "| intro.ipynb |" in proc.stdout and "## rebuild" in proc.stdout
