@@ -1005,40 +1005,31 @@ def simulate_designs(setting, designs: dict, reps: int, seed: int, *, chunk_valu
     designs (common random numbers, so differences between designs are
     measured precisely); the curves' projections are computed once per
     repetition and shared.  Streams: ``SeedSequence(seed, spawn_key=stream_key(setting)
-    + (1014, chunk))`` (:func:`dpfda.engine.stream_key`) with chunks fixed by the setting, so results do not
+    + (1014, chunk))`` (:func:`dpfda.seeding.stream_key`) with chunks fixed by the setting, so results do not
     depend on anything but (seed, setting, reps).
 
     Returns a dict name -> dict of per-repetition arrays ``err`` (IMSE or grid
     MSE against f̄) and ``free`` (no curve clipped or projected and the final
     fit not constrained).
     """
-    from .engine import _prepare, stream_key
+    from .engine import Simulated, prepare, simulate_mechanisms
+    from .seeding import generator, stream_key
 
     reps = check_int(reps, "reps", 2)
-    prep = _prepare(setting, seed)
+    prep = prepare(setting, seed)
     geom, F, target = prep.geometry, prep.F, prep.target
     n, T, d = setting.n, geom.T, geom.dim
     built = {name: Design(geom.space, geom.grid, setting.radius, **kw) for name, kw in designs.items()}
     per_chunk = max(1, chunk_values // (n * T))
     out = {name: {"err": np.empty(reps), "free": np.empty(reps, dtype=bool)} for name in built}
-    noiseless = None
-    for k, start in enumerate(range(0, reps, per_chunk)):
-        c = min(per_chunk, reps - start)
-        ss = np.random.SeedSequence(seed, spawn_key=stream_key(setting) + (1014, k))
-        rng = np.random.Generator(np.random.PCG64(ss))
-        if setting.sigma0 > 0:
-            X = F + setting.sigma0 * rng.standard_normal((c, n, T))
-            parts = _shared_parts(built, X)
-        else:
-            if noiseless is None:
-                noiseless = _shared_parts(built, F[None])
-            parts = noiseless
-        Z = {T: rng.standard_normal((c, T)), "d": rng.standard_normal((c, d))}
-        for name, des in built.items():
-            S = des.summary_from_parts(parts[id(des)])
-            z = Z["d"] if des.L.shape[1] == d and des.L.shape[1] != T else Z[T]
-            xt = S + des.sigma(n, setting.mu) * (z @ des.L.T)
-            solver = fitter(geom, des.weights)
+
+    def privatizer(des):
+        solver = fitter(geom, des.weights)
+        sigma = des.sigma(n, setting.mu)
+
+        def privatize(parts, z, c):
+            own = parts[id(des)]
+            xt = des.summary_from_parts(own) + sigma * (z @ des.L.T)
             if des.fit == "ball":
                 fit = solver.solve(xt[:, None, :], des.radius)
                 coef, fit_active = fit.coef[:, 0], fit.active[:, 0]
@@ -1046,10 +1037,31 @@ def simulate_designs(setting, designs: dict, reps: int, seed: int, *, chunk_valu
                 coef, fit_active = solver.unconstrained(xt), np.zeros(c, dtype=bool)
             moved = np.zeros(c, dtype=bool)
             for flag in ("box_active", "ellipsoid_active", "ball_active"):
-                if flag in parts[id(des)]:
-                    moved |= np.broadcast_to(parts[id(des)][flag], (c,))
-            out[name]["err"][start:start + c] = geom.error(coef[:, None, :], target)[:, 0]
-            out[name]["free"][start:start + c] = ~(moved | fit_active)
+                if flag in own:
+                    moved |= np.broadcast_to(own[flag], (c,))
+            return {"err": geom.error(coef[:, None, :], target)[:, 0], "free": ~(moved | fit_active)}
+
+        return privatize
+
+    # Two blocks of privacy normals a repetition, Z_T then Z_d, shared by all designs: a
+    # design whose noise factor has d (≠ T) columns takes Z_d, every other Z_T.
+    mechanisms = [Simulated(name, 1 if des.L.shape[1] == d and des.L.shape[1] != T else 0, privatizer(des))
+                  for name, des in built.items()]
+    cache: dict = {}
+
+    def noiseless():
+        if "parts" not in cache:
+            cache["parts"] = _shared_parts(built, F[None])
+        return cache["parts"]
+
+    key = stream_key(setting) + (1014,)
+    for k, start in enumerate(range(0, reps, per_chunk)):
+        c = min(per_chunk, reps - start)
+        res = simulate_mechanisms(mechanisms, generator(key, seed, k), c, (T, d), F=F, sigma0=setting.sigma0,
+                                  summarize=lambda X: _shared_parts(built, X), noiseless=noiseless)
+        for name, arrays in res.items():
+            for field, v in arrays.items():
+                out[name][field][start:start + c] = v
     return out
 
 
