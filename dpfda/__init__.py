@@ -9,6 +9,7 @@ privacy.  Modules, each readable beside the chapter that introduces it:
 ``fitting``    ball-constrained weighted least squares (secular equation)
 ``privacy``    G_μ, composition, Gaussian calibration, GDP ↔ (ε, δ), Laplace
 ``pipelines``  ``ftp`` (Algorithm 1), ``ptf`` (Algorithm 2), ``Release``
+``mechanism``  ``Mechanism``: summary map, calibration, noise shape, fit (every mechanism)
 ``theory``     the bounds and limits of Theorems 10–15
 ``data``       the paper's generative models
 ``audit``      empirical μ-GDP audits, worst-case neighbours (Theorem 6, Prop. 9)
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 from ._validation import AssumptionError
 from .data import KernelCurves, PolynomialCurves, observe, polynomial_curves, rkhs_curves, uniform_ball
 from .fitting import BallFit, BallLeastSquares, fit_ball
+from .mechanism import Mechanism, ftp_mechanism, ptf_mechanism
 from .pipelines import Release, ftp, ftp_sigma, ptf, ptf_sigmas
 from .privacy import (
     compose,
@@ -82,6 +84,7 @@ __all__ = [
     "KernelCurves",
     "KernelGeometry",
     "KernelSpace",
+    "Mechanism",
     "LegendreGeometry",
     "LegendreSpace",
     "PolynomialCurves",
@@ -93,6 +96,7 @@ __all__ = [
     "epsilon_from_mu",
     "fit_ball",
     "ftp",
+    "ftp_mechanism",
     "ftp_sigma",
     "gaussian_kernel",
     "gaussian_sigma",
@@ -103,6 +107,7 @@ __all__ = [
     "observe",
     "polynomial_curves",
     "ptf",
+    "ptf_mechanism",
     "ptf_sigmas",
     "rkhs_curves",
     "audit",

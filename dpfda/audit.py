@@ -58,33 +58,28 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 import numpy as np
 from scipy import special
 
+from . import mechanism as mechanisms
 from ._validation import _as_float_array, check_int, check_positive, check_rng
+from .designs import Design
 from .engine import repeated
-from .pipelines import (
-    Release,
-    add_noise,
-    check_radius,
-    fitter,
-    ftp,
-    ftp_fit_mean,
-    ftp_sigma,
-    ptf,
-    ptf_clip_bounds,
-    ptf_clipped_mean,
-    ptf_default_weights,
-    ptf_fit,
-    ptf_sigmas,
+from .mechanism import (
+    ClipToBox,
+    FitInBall,
+    FTPCalibration,
+    Identity,
+    Mechanism,
+    PTFCalibration,
+    WeightedFit,
 )
-from .spaces import FunctionSpace
+from .pipelines import check_radius, fitter, ptf_clip_bounds, ptf_default_weights
+from .spaces import FunctionSpace, GridGeometry
 
 __all__ = [
     "AuditResult",
-    "Mechanism",
     "audit",
     "broken_ftp_cancellation",
     "broken_ftp_grid_norm",
@@ -97,6 +92,7 @@ __all__ = [
     "grid_norm_factor",
     "mu_lower_bound",
     "NoiseLaw",
+    "PinvDesign",
     "pair_mu",
     "probe_pairs",
     "published_law",
@@ -235,51 +231,6 @@ def mu_lower_bound(scores0, scores1, thresholds, *, alpha: float = 0.05) -> Audi
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Mechanism:
-    """A release mechanism with the Gaussian noise law the likelihood-ratio test needs.
-
-    Attributes
-    ----------
-    name : str
-    release : callable (X, rng) -> Release
-        X is (n, T) or (reps, n, T), as for :func:`dpfda.ftp`.
-    summary : callable X -> array (..., k)
-        The non-private centre of the audited coordinates (e.g. θ̂ for FTP,
-        x̄^(clip) for PTF).
-    coordinates : callable Release -> array (..., k)
-        The audited coordinates of a release (``coef`` or ``noisy_means``).
-    noise_scale : float or array (k,)
-        Standard deviation of the independent Gaussian noise on each coordinate.
-    mu : float
-        The budget the mechanism claims.
-    n : int
-        The number of curves ``noise_scale`` was calibrated for.
-    noise_factor : array (k, j) or None
-        A correlated noise shape L: the coordinates get σLZ, Z ~ N(0, I_j) (a
-        design's noisy means).  None: independent noise of scale ``noise_scale``.
-
-    The privacy checks (:func:`pair_mu`, the ``"lr"`` score of :func:`audit`) do
-    not trust ``noise_scale`` and ``noise_factor``: they read the noise law that a
-    release of the mechanism *publishes* (``Release.noise_scale`` and
-    ``Release.noise_factor``) and solve it with the audit's own factorisation
-    (:class:`NoiseLaw`).  The two fields describe the mechanism for readers.
-    """
-
-    name: str
-    release: Callable
-    summary: Callable
-    coordinates: Callable
-    noise_scale: object
-    mu: float
-    n: int
-    noise_factor: object = None
-
-    def __call__(self, X, rng) -> Release:
-        """Draw a release of ``X`` with ``rng`` (the mechanism's ``release``)."""
-        return self.release(X, rng)
-
-
 def _geometry(space, grid):
     if not isinstance(space, FunctionSpace):
         raise TypeError(
@@ -294,66 +245,44 @@ def _setup(space, grid, radius, mu, n):
     return geom, check_radius(radius), check_positive(mu, "mu"), check_int(n, "n", 1)
 
 
-def _ftp_summary(geom, radius) -> Callable:
-    """X -> θ̂, the mean of the ball-constrained fits (Algorithm 1's summary)."""
-    return lambda X: ftp_fit_mean(X, geom, radius)[0]
-
-
-def _ptf_summary(clip) -> Callable:
-    """X -> x̄^(clip), the clipped means (Algorithm 2's summary)."""
-    return lambda X: ptf_clipped_mean(np.asarray(X, dtype=float), clip)
-
-
-def _coef(rel):
-    return rel.coef
-
-
-def _noisy_means(rel):
-    return rel.noisy_means
-
-
 def ftp_mechanism(grid, space, radius, mu, *, n, secure=False) -> Mechanism:
-    """FTP (Algorithm 1) on ``n`` curves, audited in Cameron–Martin coordinates (Theorem 6)."""
-    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
-    return Mechanism(
-        name="FTP" + (" (OpenDP)" if secure else ""),
-        release=lambda X, rng: ftp(X, grid, space, radius, mu, rng, secure=secure),
-        summary=_ftp_summary(geom, radius),
-        coordinates=_coef,
-        noise_scale=ftp_sigma(n, radius, mu),
-        mu=mu,
-        n=n,
-    )
+    """FTP (Algorithm 1) on ``n`` curves, audited in Cameron–Martin coordinates (Theorem 6).
+
+    :func:`dpfda.mechanism.ftp_mechanism` with the number of curves fixed: an audit
+    on datasets of another size is refused.
+    """
+    return mechanisms.ftp_mechanism(grid, space, radius, mu, n=check_int(n, "n", 1), secure=secure)
 
 
 def ptf_mechanism(grid, space, radius, mu, *, n, clip=None, weights=None, secure=False) -> Mechanism:
-    """PTF (Algorithm 2) on ``n`` curves, audited on the noisy means x̃ (Proposition 9)."""
-    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
-    c = ptf_clip_bounds(geom, radius, clip)
-    return Mechanism(
-        name="PTF" + (" (OpenDP)" if secure else ""),
-        release=lambda X, rng: ptf(X, grid, space, radius, mu, rng, clip=c, weights=weights,
-                                   secure=secure),
-        summary=_ptf_summary(c),
-        coordinates=_noisy_means,
-        noise_scale=ptf_sigmas(n, c, mu),
-        mu=mu,
-        n=n,
-    )
+    """PTF (Algorithm 2) on ``n`` curves, audited on the noisy means x̃ (Proposition 9).
+
+    :func:`dpfda.mechanism.ptf_mechanism` with the number of curves fixed.
+    """
+    return mechanisms.ptf_mechanism(grid, space, radius, mu, clip=clip, weights=weights,
+                                    n=check_int(n, "n", 1), secure=secure)
 
 
-def _ftp_variant(name, geom, summary, sigma, *, mu, radius, n) -> Mechanism:
-    """An FTP-like mechanism: ``summary(X)`` plus σZ in Cameron–Martin coordinates."""
+def _ftp_variant(name, geom, per_curve, calibration, *, mu, radius, n) -> Mechanism:
+    """An FTP-like mechanism: ``per_curve``'s mean plus σZ in Cameron–Martin coordinates."""
+    return Mechanism(name=name, method="ftp", geometry=geom, radius=radius, mu=mu,
+                     per_curve=per_curve, calibration=calibration, fit=Identity(),
+                     audited="coef", n=n)
 
-    def release(X, rng):
-        X = np.asarray(X, dtype=float)
-        centre = summary(X)
-        noisy = add_noise(centre, sigma, check_rng(rng).standard_normal(centre.shape))
-        return Release(method="ftp", geometry=geom, coef=noisy, mu=mu, radius=radius,
-                       n=X.shape[-2], noise_scale=sigma)
 
-    return Mechanism(name=name, release=release, summary=summary, coordinates=_coef,
-                     noise_scale=sigma, mu=mu, n=n)
+@dataclass(frozen=True, eq=False)
+class _NoSqrtT(PTFCalibration):
+    """BROKEN ON PURPOSE: σ_j = 2c_j/(nμ), each coordinate μ-GDP, the T of them only √T·μ."""
+
+    norm: str = "per coordinate, NOT composed (broken)"
+
+    def sigma(self, n: int, mu: float) -> np.ndarray:
+        """2c_j/(nμ) — should be 2c_j√T/(nμ)."""
+        return 2.0 * self.clip / (n * mu)
+
+    def secure_noisy(self, mech, X, n, sigma):
+        """Not offered: a mechanism broken on purpose is for audits only."""
+        raise ValueError("a mechanism broken on purpose has no secure path")
 
 
 def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
@@ -362,23 +291,13 @@ def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
     Each coordinate is then μ-GDP, and the T of them together only √T·μ-GDP.
     """
     geom, radius, mu, n = _setup(space, grid, radius, mu, n)
-    c = ptf_clip_bounds(geom, radius, clip)
-    sig = 2.0 * c / (n * mu)  # should be 2c_j√T/(nμ)
+    c = ptf_clip_bounds(geom, radius, clip).copy()
+    c.setflags(write=False)
     w = ptf_default_weights(geom)
-
-    summary = _ptf_summary(c)
-
-    def release(X, rng):
-        X = np.asarray(X, dtype=float)
-        normals = check_rng(rng).standard_normal(X.shape[:-2] + (geom.T,))
-        xtilde = add_noise(summary(X), sig, normals)
-        fit = ptf_fit(xtilde, geom, radius, w)
-        return Release(method="ptf", geometry=geom, coef=fit.coef, mu=mu, radius=radius,
-                       n=X.shape[-2], noise_scale=sig, active=fit.active, clip=c, weights=w,
-                       noisy_means=xtilde)
-
-    return Mechanism(name="PTF without √T (broken)", release=release, summary=summary,
-                     coordinates=_noisy_means, noise_scale=sig, mu=mu, n=n)
+    w.setflags(write=False)
+    return Mechanism(name="PTF without √T (broken)", method="ptf", geometry=geom, radius=radius,
+                     mu=mu, per_curve=ClipToBox(c), calibration=_NoSqrtT(c),
+                     fit=WeightedFit(geom, radius, w), audited="noisy_means", clip=c, n=n)
 
 
 def grid_norm_factor(geometry, norm: str) -> float:
@@ -407,9 +326,9 @@ def broken_ftp_grid_norm(grid, space, radius, mu, *, n, norm: str) -> Mechanism:
     """
     geom, radius, mu, n = _setup(space, grid, radius, mu, n)
     factor = grid_norm_factor(geom, norm)
-    sigma = factor * ftp_sigma(n, radius, mu)
     name = f"FTP calibrated to the grid {norm}-norm" + (" (broken)" if factor < 1 else "")
-    return _ftp_variant(name, geom, _ftp_summary(geom, radius), sigma, mu=mu, radius=radius, n=n)
+    calibration = FTPCalibration(geom, radius, factor=factor, norm=f"grid {norm}-norm")
+    return _ftp_variant(name, geom, FitInBall(geom, radius), calibration, mu=mu, radius=radius, n=n)
 
 
 def broken_ftp_no_radius(grid, space, radius, mu, *, n) -> Mechanism:
@@ -418,14 +337,20 @@ def broken_ftp_no_radius(grid, space, radius, mu, *, n) -> Mechanism:
     An unconstrained fit can have any norm, so the sensitivity is unbounded.
     """
     geom, radius, mu, n = _setup(space, grid, radius, mu, n)
-    sigma = ftp_sigma(n, radius, mu)
-    solver = fitter(geom)
+    return _ftp_variant("FTP without the radius constraint (broken)", geom, _UnconstrainedFits(geom),
+                        FTPCalibration(geom, radius), mu=mu, radius=radius, n=n)
 
-    def summary(X):
-        return solver.unconstrained(np.asarray(X, dtype=float)).mean(axis=-2)
 
-    return _ftp_variant("FTP without the radius constraint (broken)", geom, summary, sigma,
-                        mu=mu, radius=radius, n=n)
+@dataclass(frozen=True, eq=False)
+class _UnconstrainedFits:
+    """BROKEN ON PURPOSE: the mean of unconstrained least-squares fits (no ball: unbounded)."""
+
+    geometry: GridGeometry
+
+    def __call__(self, X, *, exact: bool = True):
+        """(mean of the unconstrained fits, no curve moved)."""
+        X = np.asarray(X, dtype=float)
+        return fitter(self.geometry).unconstrained(X).mean(axis=-2), np.zeros(X.shape[:-1], dtype=bool)
 
 
 def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
@@ -441,14 +366,23 @@ def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
     sensitivity (this was dpfda's own FTP before version 0.1.1).
     """
     geom, radius, mu, n = _setup(space, grid, radius, mu, n)
-    sigma = ftp_sigma(n, radius, mu)
-    solver = fitter(geom)
+    return _ftp_variant("FTP with a cancelling mean (broken)", geom, _CancellingFits(geom, radius),
+                        FTPCalibration(geom, radius), mu=mu, radius=radius, n=n)
 
-    V = solver.eigenvectors
 
-    def summary(X):
+@dataclass(frozen=True, eq=False)
+class _CancellingFits:
+    """BROKEN ON PURPOSE (floating point): the mean of fits through unconstrained ones (dpfda 0.1.0)."""
+
+    geometry: GridGeometry
+    radius: float
+
+    def __call__(self, X, *, exact: bool = True):
+        """(the cancelling mean of the constrained fits, which fits hit the ball)."""
         X = np.asarray(X, dtype=float)
-        fit = solver.solve(X, radius)  # each curve's constrained fit, of norm <= B'
+        solver = fitter(self.geometry)
+        V = solver.eigenvectors
+        fit = solver.solve(X, self.radius)  # each curve's constrained fit, of norm <= B'
         with np.errstate(invalid="ignore", over="ignore"):
             # In the eigenbasis of ΦᵀΦ, as dpfda 0.1.0 did: Σ_i z_i over all curves, then
             # Σ (constrained - unconstrained) over the active ones.
@@ -460,45 +394,28 @@ def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
             which = np.flatnonzero(active) // n  # the repetition of each active curve
             for k in range(d):
                 total[:, k] += np.bincount(which, weights=correction[:, k], minlength=total.shape[0])
-            return (total.reshape(z.shape[:-2] + (d,)) / n) @ V.T
-
-    return _ftp_variant("FTP with a cancelling mean (broken)", geom, summary, sigma,
-                        mu=mu, radius=radius, n=n)
+            return (total.reshape(z.shape[:-2] + (d,)) / n) @ V.T, fit.active
 
 
-class _PinvDesign:
-    """Builds the design of :func:`broken_design_pinv` (the subclass is made on first use)."""
+class PinvDesign(Design):
+    """BROKEN ON PURPOSE: a ball design whose extent is r·||pinv(L)||₂ (:func:`broken_design_pinv`)."""
 
-    cls = None
+    def _cached_extent(self):
+        # dpfda's whitening before issue #19: numpy's pinv cuts off singular values
+        # below ~1e-15 of the largest, so a thin noise direction is dropped silently.
+        Lp = np.linalg.pinv(self.L)
+        _, s, Vt = np.linalg.svd(Lp)
+        return self.ball_radius * float(s[0]), {"x": self.ball_radius * Vt[0]}
 
-    @classmethod
-    def make(cls, *args, **kwargs):
-        if cls.cls is None:
-            from .designs import Design
-
-            class PinvDesign(Design):
-                """BROKEN ON PURPOSE: a ball design whose extent is r·||pinv(L)||₂."""
-
-                def _cached_extent(self):
-                    # dpfda's whitening before issue #19: numpy's pinv cuts off singular values
-                    # below ~1e-15 of the largest, so a thin noise direction is dropped silently.
-                    Lp = np.linalg.pinv(self.L)
-                    _, s, Vt = np.linalg.svd(Lp)
-                    return self.ball_radius * float(s[0]), {"x": self.ball_radius * Vt[0]}
-
-                def rounding_excess(self, n):
-                    # the old calibration bounded no rounding either; with R far too small,
-                    # the real bound would refuse this design instead of letting it leak
-                    return 0.0
-
-            cls.cls = PinvDesign
-        return cls.cls(*args, **kwargs)
+    def rounding_excess(self, n):
+        """0: the old calibration bounded no rounding (the real bound would refuse this design)."""
+        return 0.0
 
 
 def broken_design_pinv(space, grid, radius, mu, *, n, noise, ball_radius=None):
     """BROKEN ON PURPOSE: a ball design whitened by a pseudo-inverse (dpfda before issue #19).
 
-    ``dpfda.designs.Design(..., set="ball", noise=noise)`` with one change: the
+    ``dpfda.designs.Design(..., region="ball", noise=noise)`` with one change: the
     extent R = r·||L⁺||₂ is computed with ``numpy.linalg.pinv``, which silently
     drops singular values below about 1e-15 of the largest.  With a noise shape
     that has a thin direction (a grid point of tiny variance), R misses it, σ is
@@ -506,7 +423,7 @@ def broken_design_pinv(space, grid, radius, mu, *, n, noise, ball_radius=None):
     coordinate.  Returns ``(mechanism, design)``; the mechanism's releases publish
     the true noise factor L, which the audit solves itself.
     """
-    des = _PinvDesign.make(space, grid, radius, set="ball", noise=noise, ball_radius=ball_radius)
+    des = PinvDesign(space, grid, radius, region="ball", noise=noise, ball_radius=ball_radius)
     mech = des.mechanism(n, mu)
     return replace(mech, name=f"ball design whitened by a pseudo-inverse (broken), {des.noise} noise"), des
 
@@ -545,31 +462,23 @@ def probe_pairs(mechanism: Mechanism, n: int, T: int, *, size: float, directions
     return pairs
 
 
+def _check_mechanism(mechanism) -> Mechanism:
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(
+            f"mechanism must be a dpfda.mechanism.Mechanism, got {type(mechanism).__name__}: build it "
+            "with dpfda.audit.ftp_mechanism / ptf_mechanism (or dpfda.mechanism.ftp_mechanism / "
+            "ptf_mechanism, dpfda.designs.Design(...).mechanism(n, mu), or a broken_* constructor "
+            "of dpfda.audit); a plain function (X, rng) -> Release does not say what to audit"
+        )
+    return mechanism
+
+
 def _check_n(mechanism: Mechanism, X) -> None:
-    if X.shape[-2] != mechanism.n:
+    if mechanism.n is not None and X.shape[-2] != mechanism.n:
         raise ValueError(
             f"the datasets hold n={X.shape[-2]} curves but {mechanism.name} was calibrated for "
             f"n={mechanism.n}"
         )
-
-
-def _as_mechanism(mechanism, X, rng) -> Mechanism:
-    """Wrap a plain callable (X, rng) -> Release from ``dpfda.ftp``/``dpfda.ptf``."""
-    if isinstance(mechanism, Mechanism):
-        return mechanism
-    if not callable(mechanism):
-        raise TypeError("mechanism must be a Mechanism or a callable (X, rng) -> Release")
-    probe = mechanism(X, np.random.default_rng(0))  # only its metadata is used
-    if not isinstance(probe, Release):
-        raise TypeError(f"mechanism must return a dpfda Release, got {type(probe).__name__}")
-    geom, radius = probe.geometry, probe.radius
-    if probe.method == "ftp":
-        return Mechanism(name="FTP", release=mechanism, summary=_ftp_summary(geom, radius),
-                         coordinates=_coef, noise_scale=probe.noise_scale, mu=probe.mu,
-                         n=probe.n)
-    return Mechanism(name="PTF", release=mechanism, summary=_ptf_summary(probe.clip),
-                     coordinates=_noisy_means, noise_scale=probe.noise_scale, mu=probe.mu,
-                     n=probe.n)
 
 
 # ---------------------------------------------------------------------------
@@ -706,8 +615,7 @@ def pair_mu(mechanism: Mechanism, X0, X1) -> float:
     publishes, solved by :class:`NoiseLaw` (not by the mechanism's own code); inf
     when the difference leaves the support of the noise.
     """
-    if not isinstance(mechanism, Mechanism):
-        raise TypeError("mechanism must be a Mechanism (e.g. ftp_mechanism(...))")
+    _check_mechanism(mechanism)
     X0, X1 = _as_float_array(X0, "X0"), _as_float_array(X1, "X1")
     _check_n(mechanism, X0)
     d = np.asarray(mechanism.summary(X1)) - np.asarray(mechanism.summary(X0))
@@ -793,9 +701,10 @@ def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, threshol
 
     Parameters
     ----------
-    mechanism : Mechanism or callable (X, rng) -> Release
-        E.g. :func:`ftp_mechanism`, or ``lambda X, rng: dpfda.ftp(X, grid, space, B, mu, rng)``.
-        It is called on a batch (size, n, T) of identical copies, so many
+    mechanism : Mechanism
+        A :class:`dpfda.mechanism.Mechanism`, e.g. from :func:`ftp_mechanism`,
+        :func:`ptf_mechanism` or :meth:`dpfda.designs.Design.mechanism`.  Its
+        ``release`` is called on a batch (size, n, T) of identical copies, so many
         releases cost one vectorised call per ``chunk``.
     X0, X1 : arrays (n, T)
         Neighbouring datasets (they may differ in one curve only).
@@ -838,7 +747,7 @@ def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, threshol
     changed = int(np.sum(np.any(X0 != X1, axis=1)))
     if changed > 1:
         raise ValueError(f"X0 and X1 must be neighbours (differ in at most one curve); they differ in {changed}")
-    mech = _as_mechanism(mechanism, X0, rng)
+    mech = _check_mechanism(mechanism)
     _check_n(mech, X0)
 
     if isinstance(statistic, str) and statistic == "lr":

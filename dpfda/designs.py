@@ -81,8 +81,8 @@ can add to pair μ, measured through ||L⁺||₂, and σ is calibrated to
 Δ(1 + ε) where ε > 2⁻³¹.  With a rank-deficient noise factor (L = Φ, d < T)
 the rounding of Φ·θ̄ outside the span of Φ gets no noise: that caveat stands.
 
-With the same noise stream, ``Design(set="mix", lam=0)`` releases what
-:func:`dpfda.ptf` releases, and ``Design(set="ellipsoid", noise="ellipsoid",
+With the same noise stream, ``Design(region="mix", lam=0)`` releases what
+:func:`dpfda.ptf` releases, and ``Design(region="ellipsoid", noise="ellipsoid",
 fit="none")`` what :func:`dpfda.ftp` releases (on the grid), to rounding.  None
 of this is in the paper; it answers §6's question about structured
 perturbations with one family and an honest comparison.
@@ -92,6 +92,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -103,10 +104,13 @@ from ._validation import (
     check_positive,
     check_rng,
 )
+from .mechanism import Mechanism, WeightedFit
 from .pipelines import (
     NOISE_RESOLUTION,
     PARAM_MAX,
     Release,
+    _check_secure,
+    _noise_scale,
     check_radius,
     fitter,
     ftp_fit_mean,
@@ -124,7 +128,8 @@ from .summation import (
     gamma,
 )
 
-__all__ = ["SETS", "NOISES", "FITS", "Design", "project_ball", "simulate_designs", "compare_designs", "ratio_panels"]
+__all__ = ["SETS", "NOISES", "FITS", "Design", "DesignMap", "DesignCalibration", "project_ball",
+           "simulate_designs", "compare_designs", "ratio_panels"]
 
 SETS = ("box", "ball", "ellipsoid", "mix")
 NOISES = ("matched", "diagonal", "isotropic", "ellipsoid")
@@ -394,11 +399,12 @@ class Design:
         Public grid points of [0, 1].
     radius : float
         B', the radius of FTP's ellipsoid E and of the final fit.
-    set : {"box", "ball", "ellipsoid", "mix"}
+    region : {"box", "ball", "ellipsoid", "mix"}
+        The set C each curve is mapped into (module docstring).
     lam : float in [0, 1]
-        The mix parameter λ (``set="mix"`` only): 0 is PTF's box, 1 FTP's E.
+        The mix parameter λ (``region="mix"`` only): 0 is PTF's box, 1 FTP's E.
     clip : float or array (T,), optional
-        Box bounds c_j (``"box"`` and ``"mix"``); default B'a_j (Theorems 11, 14).
+        Box bounds c_j (``region="box"`` and ``"mix"``); default B'a_j (Theorems 11, 14).
     ball_radius : float, optional
         Radius r of the ball (``"ball"`` only); default B'·||Φ||₂, the smallest
         ball around E.
@@ -410,34 +416,40 @@ class Design:
         Weighted least squares in the ball of radius B', or unconstrained.
     """
 
-    def __init__(self, space, grid, radius, *, set="mix", lam=None, clip=None, ball_radius=None,
-                 noise="matched", weights=None, fit="ball"):
+    def __init__(self, space, grid, radius, *, region="mix", lam=None, clip=None, ball_radius=None,
+                 noise="matched", weights=None, fit="ball", **unknown):
+        if unknown:
+            name = next(iter(unknown))
+            if name == "set":
+                raise TypeError("Design's keyword set= is now region= (the set C each curve is "
+                                "mapped into): write Design(..., region=...)")
+            raise TypeError(f"Design() got an unexpected keyword argument {name!r}")
         if not isinstance(space, (LegendreSpace, KernelSpace)):
             raise TypeError(f"space must be a LegendreSpace or KernelSpace, got {type(space).__name__}")
         geom = space.at(grid)
         self.geometry: GridGeometry = geom
         self.radius = check_radius(radius)
-        if not isinstance(set, str) or set not in SETS:
-            raise ValueError(f"set must be one of {', '.join(SETS)}, got {set!r}")
-        self.set = set
-        if set == "mix":
+        if not isinstance(region, str) or region not in SETS:
+            raise ValueError(f"region must be one of {', '.join(SETS)}, got {region!r}")
+        self.region = region
+        if region == "mix":
             if lam is None or not isinstance(lam, numbers.Real) or isinstance(lam, bool):
-                raise TypeError(f"lam must be a real number in [0, 1] for set='mix', got {lam!r}")
+                raise TypeError(f"lam must be a real number in [0, 1] for region='mix', got {lam!r}")
             lam = float(lam)
             if not 0.0 <= lam <= 1.0:
                 raise ValueError(f"lam must lie in [0, 1], got {lam!r}")
         elif lam is not None:
-            raise ValueError("lam applies to set='mix' only")
+            raise ValueError("lam applies to region='mix' only")
         self.lam = lam
         self._box_w, self._e_w = self._parts_weights()
         if clip is not None and self._box_w == 0.0:
-            raise ValueError(f"clip applies to a set with a box part, not set={set!r}")
+            raise ValueError(f"clip applies to a region with a box part, not region={region!r}")
         self.clip = ptf_clip_bounds(geom, self.radius, clip) if self._box_w > 0 else None
-        if set == "ball":
+        if region == "ball":
             default = self.radius * float(np.linalg.norm(geom.Phi, 2))
             self.ball_radius = default if ball_radius is None else check_radius(ball_radius)
         elif ball_radius is not None:
-            raise ValueError("ball_radius applies to set='ball' only")
+            raise ValueError("ball_radius applies to region='ball' only")
         else:
             self.ball_radius = None
         self.weights = ptf_weight_vector(geom, weights)
@@ -454,7 +466,7 @@ class Design:
         self._whitening = _Whitening(self.L, label, check=not self._ftp_shaped)
         if self.ball_radius is not None and self.ball_radius > PARAM_MAX:
             raise ValueError(
-                f"radius={self.radius!r} is too large for set='ball': the default ball radius "
+                f"radius={self.radius!r} is too large for region='ball': the default ball radius "
                 f"radius·||Φ||₂ = {self.ball_radius:.4g} exceeds 2^960 ≈ 9.7e288; lower the radius "
                 "or pass ball_radius"
             )
@@ -470,17 +482,17 @@ class Design:
     # -- the set --------------------------------------------------------------
     def _parts_weights(self):
         """(weight of the box part, weight of the E part) of the per-curve map."""
-        if self.set == "box":
+        if self.region == "box":
             return 1.0, 0.0
-        if self.set == "ellipsoid":
+        if self.region == "ellipsoid":
             return 0.0, 1.0
-        if self.set == "ball":
+        if self.region == "ball":
             return 0.0, 0.0
         return 1.0 - self.lam, self.lam
 
     @property
     def name(self) -> str:  # noqa: D102 - the design's label, documented in the class docstring
-        what = f"mix λ={self.lam:g}" if self.set == "mix" else self.set
+        what = f"mix λ={self.lam:g}" if self.region == "mix" else self.region
         return f"{what}, {self.noise} noise, fit={self.fit}"
 
     def __repr__(self):
@@ -500,7 +512,7 @@ class Design:
         if noise not in NOISES:
             raise ValueError(f"noise must be one of {', '.join(NOISES)} or a (T, T) matrix, got {noise!r}")
         if noise == "matched":
-            noise = {"box": "diagonal", "ball": "isotropic", "ellipsoid": "ellipsoid"}.get(self.set)
+            noise = {"box": "diagonal", "ball": "isotropic", "ellipsoid": "ellipsoid"}.get(self.region)
             if noise is None:  # the mix
                 noise = "diagonal" if self.lam == 0 else "ellipsoid" if self.lam == 1 else None
             if noise is None:
@@ -517,10 +529,10 @@ class Design:
             return np.diag(a)
         if noise == "isotropic":
             return np.eye(T)
-        if geom.dim < T and self.set != "ellipsoid" and not (self.set == "mix" and self.lam == 1):
+        if geom.dim < T and self.region != "ellipsoid" and not (self.region == "mix" and self.lam == 1):
             raise ValueError(
                 f"noise='ellipsoid' has rank d={geom.dim} < T={T}: it can only protect a set inside "
-                "the span of Φ (set='ellipsoid'); choose a full-rank noise shape"
+                "the span of Φ (region='ellipsoid'); choose a full-rank noise shape"
             )
         return Phi
 
@@ -532,7 +544,7 @@ class Design:
         itself: nothing is rescaled from another radius, so a design at one radius can
         never change the extent of another.
         """
-        key = (id(self.geometry), self.set, self.lam, self.L.shape, self.L.tobytes(),
+        key = (id(self.geometry), self.region, self.lam, self.L.shape, self.L.tobytes(),
                None if self.clip is None else self.clip.tobytes(), self.ball_radius, self.radius)
         hit = _EXTENTS.get(key)
         if hit is not None and hit[0] is self.geometry:
@@ -570,11 +582,11 @@ class Design:
         geom, W = self.geometry, self._whitening
         safety = _SAFETY + W.rounding
         Ms, eM = _scaled(W.M)
-        if self.set == "ball":
+        if self.region == "ball":
             rs, er = _scaled(self.ball_radius)
             _, s, Vt = np.linalg.svd(Ms)
             return self._finish(float(rs) * float(s[0]) * safety, er + eM), {"x": self.ball_radius * Vt[0]}
-        if self.set == "ellipsoid" or (self.set == "mix" and self.lam == 1.0):
+        if self.region == "ellipsoid" or (self.region == "mix" and self.lam == 1.0):
             Gs = Ms @ geom.Phi
             _, s, Vt = np.linalg.svd(Gs)
             e = self.radius * (geom.Phi @ Vt[0])
@@ -628,7 +640,7 @@ class Design:
         """R = mantissa·2^exponent as a float, or a ValueError about the user's radius."""
         with np.errstate(over="ignore", under="ignore"):
             R = float(np.ldexp(mantissa, exponent))
-        what = f"set={self.set!r}" + (f", lam={self.lam!r}" if self.lam is not None else "")
+        what = f"region={self.region!r}" + (f", lam={self.lam!r}" if self.lam is not None else "")
         if not np.isfinite(R):
             raise ValueError(
                 f"radius={self.radius!r} is too large for this design ({what}, {self.name}): its radius in "
@@ -651,7 +663,7 @@ class Design:
     def project(self, X) -> np.ndarray:
         """Each curve mapped into C: shape (…, n, T)."""
         X = self._check_X(X)
-        if self.set == "ball":
+        if self.region == "ball":
             return project_ball(X, self.ball_radius)
         out = np.zeros(X.shape)
         if self._box_w > 0:
@@ -672,25 +684,44 @@ class Design:
         (:func:`dpfda.summation.fixed_point_mean`); ``exact=False`` is the
         simulations' faster sum (:func:`simulate_designs`; no release uses it).
         """
-        X = self._check_X(X)
+        out = self._parts_per_curve(self._check_X(X), exact)
+        for flag in ("box_active", "ellipsoid_active", "ball_active"):
+            if flag in out:
+                out[flag] = out[flag].any(axis=-1)
+        return out
+
+    def _parts_per_curve(self, X, exact: bool) -> dict:
+        """:meth:`parts` with per-curve flags (…, n): which curves each part moved."""
         out: dict = {}
         if self._box_w > 0:
             out["box"] = ptf_clipped_mean(X, self.clip, exact=exact)
-            out["box_active"] = np.any(np.abs(X) > self.clip, axis=(-2, -1))
+            out["box_active"] = np.any(np.abs(X) > self.clip, axis=-1)
         if self._e_w > 0:
             mean_coef, active = ftp_fit_mean(X, self.geometry, self.radius, exact=exact)
             out["ellipsoid"] = mean_coef @ self.geometry.Phi.T
-            out["ellipsoid_active"] = active.any(axis=-1)
-        if self.set == "ball":
+            out["ellipsoid_active"] = active
+        if self.region == "ball":
             P = project_ball(X, self.ball_radius)
             out[("ball", self.ball_radius)] = (fixed_point_mean(P, self.ball_radius) if exact
                                               else P.mean(axis=-2))
-            out["ball_active"] = np.any(P != X, axis=(-2, -1))
+            out["ball_active"] = np.any(P != X, axis=-1)
         return out
+
+    def summarize(self, X, *, exact: bool = True):
+        """(summary (…, T), moved (…, n)): the mean of the per-curve maps, and which curves moved.
+
+        A curve is moved when some part of the map changed it (clipped, fitted onto the
+        ball's boundary, projected).  ``exact=False``: the simulations' fast sum.
+        """
+        parts = self._parts_per_curve(self._check_X(X), exact)
+        # every design has at least one part, so at least one flag
+        moved = np.logical_or.reduce([parts[f] for f in ("box_active", "ellipsoid_active", "ball_active")
+                                      if f in parts])
+        return self.summary_from_parts(parts), moved
 
     def summary_from_parts(self, parts: dict) -> np.ndarray:
         """The mean of the per-curve maps, from :meth:`parts` (…, T)."""
-        if self.set == "ball":
+        if self.region == "ball":
             return parts[("ball", self.ball_radius)]
         if self._e_w == 0:
             return self._box_w * parts["box"]
@@ -745,7 +776,7 @@ class Design:
         geom = self.geometry
         T, d = geom.T, geom.dim
         tiny = 2.0 * TINY_ERR  # per grid point, the subnormal range
-        if self.set == "ball":
+        if self.region == "ball":
             # project_ball keeps a norm <= r up to the rounding of its own norm check; only
             # an ℓ₂ bound on the whole error vector is known
             per, total, rho = None, MEAN_ROUNDING * self.ball_radius, gamma(T + 4)
@@ -786,8 +817,10 @@ class Design:
         multiplied by :func:`dpfda.summation.calibration_factor` (exactly the formula
         while that excess is below 2⁻³¹).
         """
-        n = check_int(n, "n", 1)
-        mu = check_positive(mu, "mu")
+        return self._calibrate(check_int(n, "n", 1), check_positive(mu, "mu"))
+
+    def _calibrate(self, n: int, mu: float) -> float:
+        """:meth:`sigma` for checked n and μ."""
         R = self.extent
         factor = calibration_factor(self.rounding_excess(n), "this design's summary")
         mR, eR = math.frexp(R)
@@ -827,30 +860,20 @@ class Design:
         (OpenDP checks ρ = μ²/2 before drawing); multiplying back by R and by L is
         post-processing.  For FTP's shape the whitened summary is the mean of fits θ̂
         itself (``summary`` must then be its coefficients, see :meth:`release`).
+        Otherwise Z is drawn from ``rng`` (:meth:`dpfda.mechanism.Mechanism.privatize`).
         """
-        sigma = self.sigma(n, mu)
+        mech = self.mechanism(None, mu)
+        n = check_int(n, "n", 1)
+        mech.sigma(n)  # calibration errors before any data are touched
         summary = np.asarray(summary, dtype=float)
         if secure:
-            xtilde = self._secure_noisy_means(summary, n, mu)
-        else:
-            rng = check_rng(rng)
-            Z = rng.standard_normal(summary.shape[:-1] + (self.L.shape[1],))
-            xtilde = summary + sigma * (Z @ self.L.T)
-        solver = fitter(self.geometry, self.weights)
-        if self.fit == "ball":
-            fit = solver.solve(xtilde, self.radius)
-            coef, active = fit.coef, fit.active
-        else:
-            coef, active = solver.unconstrained(xtilde), None
-        return Release(method="design", geometry=self.geometry, coef=coef, mu=float(mu),
-                       radius=self.radius, n=n, noise_scale=sigma, active=active, clip=self.clip,
-                       weights=self.weights, noisy_means=xtilde, noise_factor=self.L,
-                       secure=bool(secure))
+            return mech.post_process(self._secure_noisy_means(summary, n, mech.mu), n, secure=True)
+        Z = check_rng(rng).standard_normal(summary.shape[:-1] + (mech.noise_dim,))
+        return mech.privatize(summary, Z, n)
 
     def _secure_noisy_means(self, summary, n, mu):
         """x̃ through OpenDP: noise on the whitened summary divided by R, mapped back (post-processing)."""
         from . import secure as _secure
-        from .pipelines import _noise_scale
 
         # The rounding of the summary (rounding_excess) scales σ and the sensitivity OpenDP
         # is told alike, as in ftp/ptf's secure paths.
@@ -883,36 +906,31 @@ class Design:
         ``rng`` is then not used and may be None): use it for a release that leaves the
         building.  The numpy path (default) is for simulation: floating-point samplers can
         leak through their low-order bits (Mironov, 2012), and its draws can be rebuilt by
-        anyone who knows the seed.
+        anyone who knows the seed.  Same as ``self.mechanism(None, mu).release(X, rng)``.
         """
-        from .pipelines import _check_secure
+        return self.mechanism(None, mu).release(X, rng, secure=secure)
 
-        X = self._check_X(X)
-        secure = _check_secure(secure)
-        if not secure:
-            rng = check_rng(rng)
-        n = X.shape[-2]
-        self.sigma(n, mu)  # calibration errors before any data are touched
-        if secure and self._ftp_shaped:
-            mean_coef, _ = ftp_fit_mean(X, self.geometry, self.radius)
-            return self.privatize(mean_coef, n, mu, rng, secure=True)
-        return self.privatize(self.summary(X), n, mu, rng, secure=secure)
+    def mechanism(self, n: int | None, mu: float, *, secure: bool = False) -> Mechanism:
+        """The design as a :class:`dpfda.mechanism.Mechanism` with budget μ.
 
-    def mechanism(self, n: int, mu: float, *, secure: bool = False):
-        """The design as :class:`dpfda.audit.Mechanism`.
-
+        ``n``: if not None, the only number of curves it accepts (σ is checked for it
+        now); ``secure``: its releases draw the noise with OpenDP by default.
         Audited on the noisy means x̃ with the noise law the release publishes,
         N(0, σ²LLᵀ) (``noise_scale`` and ``noise_factor``): :mod:`dpfda.audit` solves it
         with its own factorisation, never with this design's whitening.
         """
-        from .audit import Mechanism
-
-        n = check_int(n, "n", 1)
         mu = check_positive(mu, "mu")
-        return Mechanism(name=f"design ({self.name})" + (" (OpenDP)" if secure else ""),
-                         release=lambda X, rng: self.release(X, mu, rng, secure=secure),
-                         summary=self.summary, coordinates=lambda rel: rel.noisy_means,
-                         noise_scale=self.sigma(n, mu), mu=mu, n=n, noise_factor=self.L)
+        n = None if n is None else check_int(n, "n", 1)
+        mech = Mechanism(
+            name=f"design ({self.name})" + (" (OpenDP)" if secure else ""), method="design",
+            geometry=self.geometry, radius=self.radius, mu=mu, per_curve=DesignMap(self),
+            calibration=DesignCalibration(self),
+            fit=WeightedFit(self.geometry, self.radius, self.weights, constrained=self.fit == "ball"),
+            audited="noisy_means", noise_factor=self.L, clip=self.clip, n=n,
+            secure=_check_secure(secure))
+        if n is not None:
+            mech.sigma(n)
+        return mech
 
     def worst_case_pair(self, n: int, scale: float = 1.0):
         """Neighbours (X0, X1), (n, T) each, whose summaries differ by exactly Δ.
@@ -982,12 +1000,51 @@ class Design:
         Phi, w = geom.Phi, self.weights
         H = np.linalg.solve(Phi.T @ (w[:, None] * Phi), Phi.T * w)
         Pi = np.linalg.solve(Phi.T @ Phi, Phi.T)
-        P = H if self.set == "ball" else (1.0 - self._e_w) * H + self._e_w * Pi
+        P = H if self.region == "ball" else (1.0 - self._e_w) * H + self._e_w * Pi
         Q = np.eye(geom.dim) if geom.metric == "IMSE" else Phi.T @ Phi / geom.T
         lam, V = np.linalg.eigh(Q)
         Qh = (V * np.sqrt(np.clip(lam, 0.0, None))) @ V.T
         A1, A2 = Qh @ P, Qh @ H @ self.L
         return sigma0**2 / n * (A1 @ A1.T), self.sigma(n, mu) ** 2 * (A2 @ A2.T)
+
+
+@dataclass(frozen=True, eq=False)
+class DesignMap:
+    """A design's per-curve map into its region C, averaged (:meth:`Design.summarize`)."""
+
+    design: Design
+
+    def __call__(self, X, *, exact: bool = True):
+        """(summary (…, T), moved (…, n))."""
+        return self.design.summarize(X, exact=exact)
+
+
+@dataclass(frozen=True, eq=False)
+class DesignCalibration:
+    """Δ = 2R/n in the noise metric ||L⁻¹·||; σ = Δ/μ (:meth:`Design.sigma`)."""
+
+    design: Design
+    norm: str = "noise metric ||L⁻¹x||"
+
+    def sensitivity(self, n: int) -> float:
+        """Δ = 2R/n (:meth:`Design.sensitivity`)."""
+        return self.design.sensitivity(n)
+
+    def sigma(self, n: int, mu: float) -> float:
+        """σ for n curves and budget μ (already checked)."""
+        return self.design._calibrate(n, mu)
+
+    def secure_noisy(self, mech: Mechanism, X, n: int, sigma) -> np.ndarray:
+        """x̃ with OpenDP's noise on the whitened summary (:meth:`Design.privatize`).
+
+        For FTP's shape the whitened summary is the mean of fits θ̂ itself.
+        """
+        des = self.design
+        if des._ftp_shaped:
+            summary, _ = ftp_fit_mean(X, des.geometry, des.radius)
+        else:
+            summary = des.summary(X)
+        return des._secure_noisy_means(summary, n, mech.mu)
 
 
 # ---------------------------------------------------------------------------
@@ -1082,7 +1139,7 @@ def _shared_parts(built: dict, X) -> dict:
                 mean_coef, active = ftp_fit_mean(X, des.geometry, des.radius, exact=False)
                 pieces["ellipsoid"] = (mean_coef @ des.geometry.Phi.T, active.any(axis=-1))
             parts["ellipsoid"], parts["ellipsoid_active"] = pieces["ellipsoid"]
-        if des.set == "ball":
+        if des.region == "ball":
             key = ("ball", des.ball_radius)
             if key not in pieces:
                 sub = des.parts(X, exact=False)

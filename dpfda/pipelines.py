@@ -28,7 +28,6 @@ import secrets
 import numpy as np
 
 from ._validation import (
-    check_data,
     check_grid_vector,
     check_int,
     check_points,
@@ -36,7 +35,7 @@ from ._validation import (
     check_rng,
 )
 from .fitting import BallFit, BallLeastSquares
-from .spaces import FunctionSpace, GridGeometry, KernelSpace
+from .spaces import GridGeometry, KernelSpace
 from .summation import ball_mean_excess, box_mean_excess, calibration_factor, fixed_point_mean
 
 __all__ = [
@@ -642,24 +641,6 @@ def _check_secure(secure) -> bool:
     return bool(secure)
 
 
-def _setup(X, grid, space, radius, mu, rng, secure):
-    if not isinstance(space, FunctionSpace):
-        raise TypeError(
-            f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
-        )
-    geometry = space.at(grid)
-    X = check_data(X, geometry.T)
-    radius = check_radius(radius)
-    mu = check_positive(mu, "mu")
-    secure = _check_secure(secure)
-    if rng is None and not secure:
-        raise TypeError("rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)); "
-                        "only secure=True, whose noise comes from OpenDP, may leave it out")
-    if not (secure and rng is None):  # secure=True draws from OpenDP: rng may be None
-        rng = check_rng(rng)
-    return X, geometry, radius, mu, rng, secure
-
-
 def ftp(X, grid, space, radius, mu, rng=None, *, secure=False) -> Release:
     """Fit-Then-Protect (Algorithm 1), μ-GDP by Theorem 6 and Corollaries 7–8.
 
@@ -725,11 +706,9 @@ def ftp(X, grid, space, radius, mu, rng=None, *, secure=False) -> Release:
     >>> rel.coef.shape, rel(np.array([0.0, 1.0])).shape
     ((3,), (2,))
     """
-    X, geometry, radius, mu, rng, secure = _setup(X, grid, space, radius, mu, rng, secure)
-    n = X.shape[-2]
-    ftp_sigma(n, radius, mu, rounding=ftp_rounding_excess(n, geometry.dim, radius))  # before any data
-    mean_coef, _ = ftp_fit_mean(X, geometry, radius)
-    return ftp_privatize(mean_coef, geometry, radius, mu, n, rng, secure=secure)
+    from .mechanism import ftp_mechanism  # here: dpfda.mechanism is built on this module
+
+    return ftp_mechanism(grid, space, radius, mu).release(X, rng, secure=secure)
 
 
 def ptf(X, grid, space, radius, mu, rng=None, clip=None, weights=None, *, secure=False) -> Release:
@@ -787,26 +766,7 @@ def ptf(X, grid, space, radius, mu, rng=None, clip=None, weights=None, *, secure
     >>> rel.noise_scale  # σ_j = 2c_j·sqrt(T)/(nμ)
     array([0.08, 0.08, 0.08, 0.08])
     """
-    X, geometry, radius, mu, rng, secure = _setup(X, grid, space, radius, mu, rng, secure)
-    n, T = X.shape[-2], geometry.T
-    c = ptf_clip_bounds(geometry, radius, clip)
-    w = ptf_weight_vector(geometry, weights)
-    excess = ptf_rounding_excess(n, c)
-    sig = ptf_sigmas(n, c, mu, rounding=excess)  # calibration errors before any data are touched
-    if secure:
-        from .secure import gaussian_release
+    from .mechanism import ptf_mechanism  # here: dpfda.mechanism is built on this module
 
-        # OpenDP gets the mean of the clipped values in units of c_j: each curve's point
-        # fl(clip(x_j)/c_j) lies in [-1, 1] (division rounds monotonically), its mean is
-        # exact up to one rounding, and its sensitivity is 2√T/n up to the same ε.
-        unit = fixed_point_mean(np.clip(X, -c, c) / c, 1.0)
-        common = float(_noise_scale(1.0, math.sqrt(T), n, mu, "clip", excess))  # = σ_j / c_j
-        sens = 2.0 * math.sqrt(T) / n * calibration_factor(excess)
-        xtilde = c * gaussian_release(unit, common, sensitivity=sens, mu=mu)
-    else:
-        xbar = ptf_clipped_mean(X, c)
-        xtilde = add_noise(xbar, sig, rng.standard_normal(xbar.shape))
-    fit = ptf_fit(xtilde, geometry, radius, w)
-    return Release(method="ptf", geometry=geometry, coef=fit.coef, mu=mu, radius=radius, n=n,
-                   noise_scale=sig, active=fit.active, clip=c, weights=w, noisy_means=xtilde,
-                   secure=secure)
+    return ptf_mechanism(grid, space, radius, mu, clip=clip, weights=weights).release(
+        X, rng, secure=secure)

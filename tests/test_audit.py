@@ -8,6 +8,7 @@ issue's requirement); they are vectorised and take well under a second each.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -182,15 +183,20 @@ def test_blackbox_statistic_is_valid_and_nearly_tight(name, pipeline):
     assert 0.8 * MU <= res.mu_lower <= MU, res
 
 
-def test_plain_callable_is_audited_like_the_mechanism():
+def test_plain_callable_is_refused_with_the_constructors_named():
+    """A function (X, rng) -> Release does not say what to audit: TypeError naming the constructors."""
     space = SPACES["gaussian"]
     X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N)
     plain = functools.partial(dpfda.ftp, grid=GRID, space=space, radius=RADIUS, mu=MU)
-    res_plain = A.audit(lambda X, rng: plain(X, rng=rng), X0, X1, draws=4000, rng=_rng(8))
-    res_mech = A.audit(A.ftp_mechanism(GRID, space, RADIUS, MU, n=N), X0, X1, draws=4000,
-                       rng=_rng(8))
-    assert res_plain.mu_lower == res_mech.mu_lower
-    assert res_plain.mu_pair == pytest.approx(MU, rel=1e-10)
+    for bad in (lambda X, rng: plain(X, rng=rng), "ftp"):
+        with pytest.raises(TypeError, match="ftp_mechanism.*Design.*mechanism"):
+            A.audit(bad, X0, X1, draws=4000, rng=_rng(8))
+        with pytest.raises(TypeError, match="ftp_mechanism"):
+            A.pair_mu(bad, X0, X1)
+    # the mechanism behind dpfda.ftp is audited, at the pair's exact μ
+    res = A.audit(dpfda.mechanism.ftp_mechanism(GRID, space, RADIUS, MU), X0, X1, draws=4000,
+                  rng=_rng(8))
+    assert res.mu_pair == pytest.approx(MU, rel=1e-10) and 0 < res.mu_lower <= MU
 
 
 def test_custom_statistic_callable():
@@ -338,7 +344,7 @@ def test_pinv_design_is_caught_and_the_real_design_passes():
     d = des.summary(X1) - des.summary(X0)
     assert np.linalg.norm(np.linalg.pinv(L) @ d) / broken.noise_scale < 1e-6
     # The real design, same noise, same pairs: at most μ, and tight at its worst case.
-    real = dpfda.designs.Design(space, grid, RADIUS, set="ball", noise=_thin_noise()).mechanism(N, MU)
+    real = dpfda.designs.Design(space, grid, RADIUS, region="ball", noise=_thin_noise()).mechanism(N, MU)
     assert max(A.pair_mu(real, *p) for p in pairs) <= MU * (1 + 1e-9)
     ok = A.audit(real, X0, X1, draws=20_000, rng=_rng(32))
     assert not ok.violation and ok.mu_lower > 0.8 * MU
@@ -362,21 +368,25 @@ def test_noise_law_refuses_ill_conditioned_and_detects_off_support():
         assert np.isclose(A.NoiseLaw(np.array([1e300, 1e-300])).distance(np.array([3e300, 4e-300])), 5.0)
 
 
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class _HalfPublished(dpfda.mechanism.Mechanism):
+    """Calibrated like FTP, but its releases publish σ/2 as their noise scale."""
+
+    def release(self, X, rng, *, secure=None):
+        rel = super().release(X, rng, secure=secure)
+        rel.noise_scale = rel.noise_scale / 2
+        return rel
+
+
 def test_pair_mu_reads_the_published_noise_not_the_mechanism_fields():
-    """A mechanism whose declared noise_scale is right but whose releases publish another σ."""
+    """A mechanism whose own calibration is right but whose releases publish another σ."""
     space = SPACES["legendre"]
     mech = A.ftp_mechanism(GRID, space, RADIUS, MU, n=N)
     X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N)
-    half = A.Mechanism(name="σ/2", release=lambda X, rng: _half_sigma(mech.release(X, rng)),
-                       summary=mech.summary, coordinates=mech.coordinates,
-                       noise_scale=mech.noise_scale, mu=MU, n=N)
+    half = _HalfPublished(**{f.name: getattr(mech, f.name) for f in dataclasses.fields(mech)})
+    assert half.sigma(N) == mech.sigma(N)  # the calibration code says σ ...
     assert np.isclose(A.pair_mu(mech, X0, X1), MU, rtol=1e-12)
-    assert np.isclose(A.pair_mu(half, X0, X1), 2 * MU, rtol=1e-12)
-
-
-def _half_sigma(rel):
-    rel.noise_scale = rel.noise_scale / 2
-    return rel
+    assert np.isclose(A.pair_mu(half, X0, X1), 2 * MU, rtol=1e-12)  # ... the audit reads σ/2
 
 
 def test_the_cancelling_mean_at_1e300_warns_nothing():

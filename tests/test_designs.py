@@ -33,15 +33,15 @@ SPACES = {
     "gaussian": dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)),
 }
 MEMBERS = {
-    "box": dict(set="box"),
-    "box-isotropic": dict(set="box", noise="isotropic"),
-    "ball": dict(set="ball"),
-    "ellipsoid": dict(set="ellipsoid"),
-    "ellipsoid-isotropic": dict(set="ellipsoid", noise="isotropic"),
-    "mix-0.3": dict(set="mix", lam=0.3),
-    "mix-0.7": dict(set="mix", lam=0.7),
-    "mix-0.5-diagonal": dict(set="mix", lam=0.5, noise="diagonal"),
-    "ftp": dict(set="ellipsoid", noise="ellipsoid", fit="none"),
+    "box": dict(region="box"),
+    "box-isotropic": dict(region="box", noise="isotropic"),
+    "ball": dict(region="ball"),
+    "ellipsoid": dict(region="ellipsoid"),
+    "ellipsoid-isotropic": dict(region="ellipsoid", noise="isotropic"),
+    "mix-0.3": dict(region="mix", lam=0.3),
+    "mix-0.7": dict(region="mix", lam=0.7),
+    "mix-0.5-diagonal": dict(region="mix", lam=0.5, noise="diagonal"),
+    "ftp": dict(region="ellipsoid", noise="ellipsoid", fit="none"),
 }
 SCALES = [1.0, 1e3, 1e8, 1e16, 1e17, 1e50, 1e100, 1e200, 1e300]
 TOL = 1e-9
@@ -65,7 +65,7 @@ def test_ftp_is_projection_onto_E_plus_E_shaped_noise(space_name):
     space = SPACES[space_name]
     X = 3.0 * _rng(1).standard_normal((4, 20, GRID.size))
     ftp = dpfda.ftp(X, GRID, space, RADIUS, MU, np.random.default_rng(5))
-    des = Design(space, GRID, RADIUS, set="ellipsoid", noise="ellipsoid", fit="none")
+    des = Design(space, GRID, RADIUS, region="ellipsoid", noise="ellipsoid", fit="none")
     rel = des.release(X, MU, np.random.default_rng(5))
     assert des.extent == RADIUS and des.sigma(20, MU) == ftp.noise_scale
     np.testing.assert_allclose(rel.noisy_means, ftp.values, rtol=0, atol=1e-13)
@@ -73,7 +73,7 @@ def test_ftp_is_projection_onto_E_plus_E_shaped_noise(space_name):
 
 
 @pytest.mark.parametrize("space_name", SPACES)
-@pytest.mark.parametrize("member", [dict(set="box"), dict(set="mix", lam=0.0)])
+@pytest.mark.parametrize("member", [dict(region="box"), dict(region="mix", lam=0.0)])
 def test_ptf_is_the_box_member(space_name, member):
     space = SPACES[space_name]
     X = 3.0 * _rng(2).standard_normal((4, 20, GRID.size))
@@ -106,14 +106,14 @@ def test_closed_form_radii(space_name):
     space = SPACES[space_name]
     geom = space.at(GRID)
     T = GRID.size
-    box = Design(space, GRID, RADIUS, set="box")
+    box = Design(space, GRID, RADIUS, region="box")
     assert box.extent == pytest.approx(RADIUS * np.sqrt(T), rel=1e-14)
     assert box.sigma(N, MU) == pytest.approx(2 * RADIUS * np.sqrt(T) / (N * MU), rel=1e-14)
-    ell = Design(space, GRID, RADIUS, set="ellipsoid")
+    ell = Design(space, GRID, RADIUS, region="ellipsoid")
     assert ell.extent == RADIUS
-    ball = Design(space, GRID, RADIUS, set="ball", ball_radius=2.0)
+    ball = Design(space, GRID, RADIUS, region="ball", ball_radius=2.0)
     assert ball.extent == pytest.approx(2.0, rel=1e-9)
-    iso = Design(space, GRID, RADIUS, set="ellipsoid", noise="isotropic")
+    iso = Design(space, GRID, RADIUS, region="ellipsoid", noise="isotropic")
     assert iso.extent == pytest.approx(RADIUS * np.linalg.norm(geom.Phi, 2), rel=1e-9)
     assert iso.sensitivity(N) == pytest.approx(2 * iso.extent / N)
 
@@ -138,7 +138,7 @@ def test_mix_radius_against_a_dense_search(space_name, lam):
     """R of (1−λ)box + λE against max over sign vectors and many directions u."""
     grid = np.linspace(0.0, 1.0, 3)
     space = SPACES[space_name]
-    des = Design(space, grid, RADIUS, set="mix", lam=lam)
+    des = Design(space, grid, RADIUS, region="mix", lam=lam)
     geom = space.at(grid)
     s = np.array([[a, b, c] for a in (1, -1) for b in (1, -1) for c in (1, -1)], float)
     u = _rng(6).standard_normal((20000, geom.dim))
@@ -276,20 +276,20 @@ def test_simulation_is_reproducible_and_keyed_by_seed():
 @pytest.mark.parametrize(
     "kwargs, exc, word",
     [
-        (dict(set="cube"), ValueError, "set"),
-        (dict(set="mix"), TypeError, "lam"),
-        (dict(set="mix", lam=1.5), ValueError, "lam"),
-        (dict(set="mix", lam="half"), TypeError, "lam"),
-        (dict(set="box", lam=0.5), ValueError, "lam"),
-        (dict(set="ball", clip=1.0), ValueError, "clip"),
-        (dict(set="box", ball_radius=1.0), ValueError, "ball_radius"),
-        (dict(set="ball", ball_radius=-1.0), ValueError, "radius"),
-        (dict(set="box", noise="pink"), ValueError, "noise"),
-        (dict(set="box", noise=-np.eye(6)), ValueError, "positive definite"),
-        (dict(set="box", noise=np.eye(5)), ValueError, "noise"),
-        (dict(set="box", fit="spline"), ValueError, "fit"),
-        (dict(set="box", clip=[1.0, 2.0]), ValueError, "clip"),
-        (dict(set="box", weights=0.0), ValueError, "weights"),
+        (dict(region="cube"), ValueError, "region"),
+        (dict(region="mix"), TypeError, "lam"),
+        (dict(region="mix", lam=1.5), ValueError, "lam"),
+        (dict(region="mix", lam="half"), TypeError, "lam"),
+        (dict(region="box", lam=0.5), ValueError, "lam"),
+        (dict(region="ball", clip=1.0), ValueError, "clip"),
+        (dict(region="box", ball_radius=1.0), ValueError, "ball_radius"),
+        (dict(region="ball", ball_radius=-1.0), ValueError, "radius"),
+        (dict(region="box", noise="pink"), ValueError, "noise"),
+        (dict(region="box", noise=-np.eye(6)), ValueError, "positive definite"),
+        (dict(region="box", noise=np.eye(5)), ValueError, "noise"),
+        (dict(region="box", fit="spline"), ValueError, "fit"),
+        (dict(region="box", clip=[1.0, 2.0]), ValueError, "clip"),
+        (dict(region="box", weights=0.0), ValueError, "weights"),
     ],
 )
 def test_bad_design_arguments(kwargs, exc, word):
@@ -301,11 +301,11 @@ def test_bad_space_radius_and_rank_deficient_noise():
     with pytest.raises(TypeError, match="space"):
         Design("legendre", GRID, RADIUS)
     with pytest.raises(ValueError, match="radius"):
-        Design(SPACES["gaussian"], GRID, 0.0, set="box")
+        Design(SPACES["gaussian"], GRID, 0.0, region="box")
     with pytest.raises(ValueError, match="rank"):
-        Design(SPACES["legendre"], GRID, RADIUS, set="box", noise="ellipsoid")
+        Design(SPACES["legendre"], GRID, RADIUS, region="box", noise="ellipsoid")
     with pytest.raises(ValueError, match="2\\^\\(T-1\\)"):
-        Design(dpfda.LegendreSpace(2), np.linspace(0, 1, 24), RADIUS, set="mix", lam=0.5)
+        Design(dpfda.LegendreSpace(2), np.linspace(0, 1, 24), RADIUS, region="mix", lam=0.5)
 
 
 def test_bad_release_arguments():

@@ -31,11 +31,11 @@ TOL = 1e-9
 GRID6 = np.linspace(0.0, 1.0, 6)
 NEAR0 = np.array([1e-32, 0.25, 0.5, 0.75, 1.0])
 SETS = {
-    "box": dict(set="box"),
-    "ball": dict(set="ball"),
-    "ellipsoid": dict(set="ellipsoid"),
-    "mix-0.3": dict(set="mix", lam=0.3),
-    "mix-0.8": dict(set="mix", lam=0.8),
+    "box": dict(region="box"),
+    "ball": dict(region="ball"),
+    "ellipsoid": dict(region="ellipsoid"),
+    "mix-0.3": dict(region="mix", lam=0.3),
+    "mix-0.8": dict(region="mix", lam=0.8),
 }
 NOISES = ["matched", "diagonal", "isotropic", "ellipsoid", "thin"]
 
@@ -141,7 +141,7 @@ def test_defect_1_thin_custom_noise():
     """Issue #19, defect 1: the sign of coordinate 2 named person 0's sign 200 times of 200."""
     S = np.eye(6)
     S[2, 2] = 1e-32
-    des = Design(dpfda.LegendreSpace(3), GRID6, 1.0, set="ball", noise=S)
+    des = Design(dpfda.LegendreSpace(3), GRID6, 1.0, region="ball", noise=S)
     assert des.extent >= 3e16
     X0 = np.zeros((N, 6))
     X0[0, 2] = des.ball_radius
@@ -159,8 +159,8 @@ def test_defect_1_thin_custom_noise():
 def test_defect_1_brownian_near_zero_ball_diagonal():
     space = dpfda.KernelSpace(dpfda.brownian_kernel(), regularize=True)
     with pytest.raises(ValueError, match="weights"):  # PTF's default weights a_j⁻² = 1e32: refused
-        Design(space, NEAR0, 1.0, set="ball", noise="diagonal")
-    des = Design(space, NEAR0, 1.0, set="ball", noise="diagonal", weights=1.0)
+        Design(space, NEAR0, 1.0, region="ball", noise="diagonal")
+    des = Design(space, NEAR0, 1.0, region="ball", noise="diagonal", weights=1.0)
     assert des.extent >= 1e11
     X0 = np.zeros((N, NEAR0.size))
     X0[0, 0] = des.ball_radius
@@ -175,17 +175,17 @@ def test_defect_1_brownian_near_zero_ball_diagonal():
 RADII = [1e-300, 1e-200, 1e-163, 8.91e-163, 1e-160, 1e-155, 1e-150, 1e-120, 1e-100, 1e-82,
          1e-20, 1.0, 1e20, 1e100, 1e150, 1e155, 1e200, 1e250, 1e280, 9e288, 1e300]
 MEMBERS = {
-    "box": dict(set="box"),
-    "box-isotropic": dict(set="box", noise="isotropic"),
-    "ball": dict(set="ball"),
-    "ellipsoid": dict(set="ellipsoid"),
-    "ellipsoid-isotropic": dict(set="ellipsoid", noise="isotropic"),
-    "mix-0": dict(set="mix", lam=0.0),
-    "mix-0.3": dict(set="mix", lam=0.3),
-    "mix-0.5-diagonal": dict(set="mix", lam=0.5, noise="diagonal"),
-    "mix-0.7-isotropic": dict(set="mix", lam=0.7, noise="isotropic"),
-    "mix-1": dict(set="mix", lam=1.0),
-    "ftp": dict(set="ellipsoid", noise="ellipsoid", fit="none"),
+    "box": dict(region="box"),
+    "box-isotropic": dict(region="box", noise="isotropic"),
+    "ball": dict(region="ball"),
+    "ellipsoid": dict(region="ellipsoid"),
+    "ellipsoid-isotropic": dict(region="ellipsoid", noise="isotropic"),
+    "mix-0": dict(region="mix", lam=0.0),
+    "mix-0.3": dict(region="mix", lam=0.3),
+    "mix-0.5-diagonal": dict(region="mix", lam=0.5, noise="diagonal"),
+    "mix-0.7-isotropic": dict(region="mix", lam=0.7, noise="isotropic"),
+    "mix-1": dict(region="mix", lam=1.0),
+    "ftp": dict(region="ellipsoid", noise="ellipsoid", fit="none"),
 }
 SPACES = {
     "legendre": dpfda.LegendreSpace(3),
@@ -238,7 +238,7 @@ def test_a_tiny_radius_has_no_effect_on_later_designs():
                 pass
     after = {m: Design(space, GRID6, 1.0, **kw).extent for m, kw in MEMBERS.items()}
     assert after == before
-    des = Design(space, GRID6, 1.0, set="box", noise="isotropic")
+    des = Design(space, GRID6, 1.0, region="box", noise="isotropic")
     assert des.extent == pytest.approx(5.133, rel=1e-3)
     assert pair_mu(des, *des.worst_case_pair(N)) <= MU * (1 + TOL)
 
@@ -246,10 +246,10 @@ def test_a_tiny_radius_has_no_effect_on_later_designs():
 def test_user_clip_and_ball_radius_far_from_the_radius():
     space = SPACES["gaussian"]
     for clip, B in ((1e-300, 1e280), (1e280, 1e-300), (1e-150, 1.0)):
-        des = Design(space, GRID6, B, set="mix", lam=0.5, clip=clip)
+        des = Design(space, GRID6, B, region="mix", lam=0.5, clip=clip)
         mu = pair_mu(des, *des.worst_case_pair(N))
         assert MU * (1 - 1e-6) <= mu <= MU * (1 + TOL), (clip, B, mu)
-    des = Design(space, GRID6, 1e-300, set="ball", ball_radius=1e280)
+    des = Design(space, GRID6, 1e-300, region="ball", ball_radius=1e280)
     assert pair_mu(des, *des.worst_case_pair(N)) <= MU * (1 + TOL)
 
 
@@ -260,7 +260,7 @@ def test_ill_conditioned_noise_is_refused_by_name():
     S = Q @ np.diag([1.0, 1.0, 1.0, 1.0, 1.0, 1e-30]) @ Q.T  # a thin direction off the axes
     S = (S + S.T) / 2
     with pytest.raises(ValueError, match="noise"):
-        Design(SPACES["legendre"], GRID6, 1.0, set="box", noise=S + 1e-31 * np.eye(T))
+        Design(SPACES["legendre"], GRID6, 1.0, region="box", noise=S + 1e-31 * np.eye(T))
 
 
 # ---------------------------------------------------------------------------

@@ -76,10 +76,10 @@ def _whitened_norm(diff, sigma, L=None) -> float:
 
 
 DESIGNS = {
-    "box": dict(set="box", noise="diagonal"),
-    "box-isotropic": dict(set="box", noise="isotropic"),
-    "ball": dict(set="ball", noise="isotropic"),
-    "mix": dict(set="mix", lam=0.5),
+    "box": dict(region="box", noise="diagonal"),
+    "box-isotropic": dict(region="box", noise="isotropic"),
+    "ball": dict(region="ball", noise="isotropic"),
+    "mix": dict(region="mix", lam=0.5),
 }
 MECHANISMS = ["ptf", "ftp", "ptf-secure", "ftp-secure", *(f"design-{k}" for k in DESIGNS)]
 

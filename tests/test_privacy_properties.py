@@ -201,13 +201,13 @@ def test_secure_paths_hand_opendp_a_true_sensitivity(case, pipeline):
 # ---------------------------------------------------------------------------
 
 DESIGN_KINDS = [
-    dict(set="box", noise="diagonal"), dict(set="box", noise="isotropic"), dict(set="box", noise="matched"),
-    dict(set="ball", noise="isotropic"), dict(set="ball", noise="diagonal"), dict(set="ball", noise="matched"),
-    dict(set="ellipsoid", noise="ellipsoid"), dict(set="ellipsoid", noise="isotropic"),
-    dict(set="ellipsoid", noise="diagonal"),
-    dict(set="mix", lam=0.3, noise="matched"), dict(set="mix", lam=0.7, noise="diagonal"),
-    dict(set="mix", lam=0.5, noise="isotropic"), dict(set="mix", lam=1.0, noise="ellipsoid"),
-    dict(set="mix", lam=0.0, noise="matched"),
+    dict(region="box", noise="diagonal"), dict(region="box", noise="isotropic"), dict(region="box", noise="matched"),
+    dict(region="ball", noise="isotropic"), dict(region="ball", noise="diagonal"), dict(region="ball", noise="matched"),
+    dict(region="ellipsoid", noise="ellipsoid"), dict(region="ellipsoid", noise="isotropic"),
+    dict(region="ellipsoid", noise="diagonal"),
+    dict(region="mix", lam=0.3, noise="matched"), dict(region="mix", lam=0.7, noise="diagonal"),
+    dict(region="mix", lam=0.5, noise="isotropic"), dict(region="mix", lam=1.0, noise="ellipsoid"),
+    dict(region="mix", lam=0.0, noise="matched"),
 ]
 
 # Radii (log10) over which the designs are checked: the range ftp and ptf accept
