@@ -56,7 +56,11 @@ def engine_outputs(reps: int, seed: int, out: dict, jobs: int = 1) -> int:
     from dpfda import engine
     from dpfda.studies import paper_studies
 
-    settings, tasks = engine.plan(list(paper_studies().values()), reps)
+    try:
+        from dpfda.schedule import plan
+    except ImportError:  # before the engine was split
+        plan = engine.plan
+    settings, tasks = plan(list(paper_studies().values()), reps)
 
     def one(key, a, b):
         res = engine.simulate_chunk(settings[key], seed, a, b, keep_releases=True)
@@ -93,7 +97,7 @@ def _design_specs() -> dict:
     params = inspect.signature(Design).parameters
     if "set" in params:
         return DESIGN_SPECS
-    name = next(p for p in params if p.endswith("set") or p == "summary_set")
+    name = "region"  # the keyword's name since the Mechanism type (h24a)
     return {k: {(name if a == "set" else a): v for a, v in kw.items()} for k, kw in DESIGN_SPECS.items()}
 
 
@@ -140,8 +144,16 @@ def audit_outputs(out: dict) -> int:
              lambda X, rng, g=grid, sp=space, r=radius: dpfda.ftp(X, g, sp, r, mu, rng), X0, X1, "lr"),
         ]
     for i, (name, mech, X0, X1, stat) in enumerate(cases):
-        res = au.audit(mech, X0, X1, draws=3000, rng=np.random.default_rng(100 + i), statistic=stat,
-                       chunk=700)
+        try:
+            res = au.audit(mech, X0, X1, draws=3000, rng=np.random.default_rng(100 + i), statistic=stat,
+                           chunk=700)
+        except TypeError:  # a plain callable is no longer a mechanism: the FTP mechanism it wrapped
+            from dpfda.mechanism import ftp_mechanism
+
+            grid = np.asarray(mech.__defaults__[0])
+            mech = ftp_mechanism(grid, mech.__defaults__[1], mech.__defaults__[2], 1.0, n=X0.shape[0])
+            res = au.audit(mech, X0, X1, draws=3000, rng=np.random.default_rng(100 + i), statistic=stat,
+                           chunk=700)
         for f in dataclasses.fields(res):
             v = getattr(res, f.name)
             if isinstance(v, (np.ndarray, float, int)):

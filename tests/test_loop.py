@@ -97,7 +97,7 @@ def _design_specs():
     from dpfda.designs import Design
 
     params = inspect.signature(Design).parameters
-    key = "set" if "set" in params else next(p for p in params if p.endswith("set"))
+    key = "set" if "set" in params else "region"
     return {"PTF": {key: "box"}, "mix": {key: "mix", "lam": 0.5},
             "FTP": {key: "ellipsoid", "noise": "ellipsoid", "fit": "none"}, "ball": {key: "ball"}}
 
