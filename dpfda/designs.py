@@ -1069,7 +1069,7 @@ def simulate_designs(setting, designs: dict, reps: int, seed: int, *, chunk_valu
     MSE against f̄) and ``free`` (no curve clipped or projected and the final
     fit not constrained).
     """
-    from .engine import Simulated, prepare, simulate_mechanisms
+    from .engine import Arm, per_repetition, prepare, simulate_mechanisms
     from .seeding import generator, stream_key
 
     reps = check_int(reps, "reps", 2)
@@ -1080,42 +1080,43 @@ def simulate_designs(setting, designs: dict, reps: int, seed: int, *, chunk_valu
     per_chunk = max(1, chunk_values // (n * T))
     out = {name: {"err": np.empty(reps), "free": np.empty(reps, dtype=bool)} for name in built}
 
-    def privatizer(des):
-        solver = fitter(geom, des.weights)
-        sigma = des.sigma(n, setting.mu)
+    def summarize(X):
+        shared = _shared_parts(built, X)
+        parts = {}
+        for name, des in built.items():
+            own = shared[id(des)]
+            parts[name] = des.summary_from_parts(own)
+            moved = [own[flag] for flag in ("box_active", "ellipsoid_active", "ball_active") if flag in own]
+            parts["moved", name] = np.logical_or.reduce(moved) if moved else False
+        return parts
 
-        def privatize(parts, z, c):
-            own = parts[id(des)]
-            xt = des.summary_from_parts(own) + sigma * (z @ des.L.T)
-            if des.fit == "ball":
-                fit = solver.solve(xt[:, None, :], des.radius)
-                coef, fit_active = fit.coef[:, 0], fit.active[:, 0]
-            else:
-                coef, fit_active = solver.unconstrained(xt), np.zeros(c, dtype=bool)
-            moved = np.zeros(c, dtype=bool)
-            for flag in ("box_active", "ellipsoid_active", "ball_active"):
-                if flag in own:
-                    moved |= np.broadcast_to(own[flag], (c,))
-            return {"err": geom.error(coef[:, None, :], target)[:, 0], "free": ~(moved | fit_active)}
+    def scorer(name):
+        def score(rel, parts, c):
+            moved = np.broadcast_to(parts["moved", name], (c,))
+            active = np.zeros(c, dtype=bool) if rel.active is None else rel.active  # None: unconstrained
+            return {"err": geom.error(rel.coef[:, None, :], target)[:, 0], "free": ~(moved | active)}
 
-        return privatize
+        return score
 
     # Two blocks of privacy normals a repetition, Z_T then Z_d, shared by all designs: a
     # design whose noise factor has d (≠ T) columns takes Z_d, every other Z_T.
-    mechanisms = [Simulated(name, 1 if des.L.shape[1] == d and des.L.shape[1] != T else 0, privatizer(des))
-                  for name, des in built.items()]
+    # A ball fit runs one repetition at a time (engine.per_repetition), the unconstrained
+    # fit on the whole chunk, as they always have: the results stay those published.
+    arms = [Arm(name, per_repetition(m) if des.fit == "ball" else m, name,
+                1 if des.L.shape[1] == d and des.L.shape[1] != T else 0, scorer(name))
+            for name, des in built.items() for m in [des.mechanism(n, setting.mu)]]
     cache: dict = {}
 
     def noiseless():
         if "parts" not in cache:
-            cache["parts"] = _shared_parts(built, F[None])
+            cache["parts"] = summarize(F[None])
         return cache["parts"]
 
     key = stream_key(setting) + (1014,)
     for k, start in enumerate(range(0, reps, per_chunk)):
         c = min(per_chunk, reps - start)
-        res = simulate_mechanisms(mechanisms, generator(key, seed, k), c, (T, d), F=F, sigma0=setting.sigma0,
-                                  summarize=lambda X: _shared_parts(built, X), noiseless=noiseless)
+        res = simulate_mechanisms(arms, generator(key, seed, k), c, (T, d), n=n, F=F, sigma0=setting.sigma0,
+                                  summarize=summarize, noiseless=noiseless)
         for name, arrays in res.items():
             for field, v in arrays.items():
                 out[name][field][start:start + c] = v

@@ -66,25 +66,17 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Callable, Iterable
+from typing import Callable, Hashable, Iterable
 
 import numpy as np
 
-from ._validation import check_int, check_optional_int, check_reps
+from ._validation import check_int, check_optional_int, check_reps, check_rng
 from .config import quick as quick_mode
 from .data import polynomial_curves, rkhs_curves
-from .pipelines import (
-    add_noise,
-    ftp_fit_mean,
-    ftp_sigma,
-    ptf_clipped_mean,
-    ptf_default_clip,
-    ptf_default_weights,
-    ptf_fit,
-    ptf_sigmas,
-)
+from .mechanism import Mechanism, ftp_mechanism, ptf_mechanism
+from .pipelines import Release, ftp_fit_mean, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
 from .seeding import latent_generator, rep_generators, stream_key
 from .spaces import GridGeometry, gaussian_kernel
 from .studies import Setting
@@ -96,13 +88,16 @@ __all__ = [
     "draw_normals",
     "simulate_mechanisms",
     "latent_curves",
-    "Simulated",
+    "Arm",
+    "PerRepetitionFit",
+    "per_repetition",
     "Prepared",
     "prepare",
     "simulate_chunk",
     "simulate_setting",
     "batches",
     "repeated",
+    "repeat_mechanism",
     "repeat_releases",
     "quick_mode",
 ]
@@ -186,38 +181,72 @@ def draw_normals(streams, c: int, blocks: Iterable[int], *, F=None, sigma0: floa
 
 
 @dataclass(frozen=True, eq=False)
-class Simulated:
-    """A mechanism as :func:`simulate_mechanisms` runs it.
+class PerRepetitionFit:
+    """A mechanism's fit run with a singleton axis, (c, 1, T): one vector-matrix product per repetition.
 
-    ``block``: the index of the block of privacy normals it takes (mechanisms
-    with the same block share their normals); ``privatize(parts, Z, c)``: the
-    per-repetition outputs (a dict of arrays of length c) from the shared
-    summaries ``parts`` and its normals ``Z`` (c, k).
+    numpy then rounds each repetition's fit the same whatever the number of
+    repetitions in its chunk (a (c, T) @ (T, d) product may round differently for
+    different c), so a simulation's results do not depend on its chunking.  The
+    values of a fit, not its rule: post-processing as before.
+    """
+
+    fit: Callable
+
+    @property
+    def weights(self):
+        """The diagonal of W of the wrapped fit (published with a release)."""
+        return getattr(self.fit, "weights", None)
+
+    def __call__(self, noisy):
+        """(coef (c, d), active (c,) or None) of noisy coordinates (c, T)."""
+        coef, active = self.fit(np.asarray(noisy)[..., None, :])
+        return coef[..., 0, :], None if active is None else active[..., 0]
+
+
+def per_repetition(mechanism: Mechanism) -> Mechanism:
+    """``mechanism`` with its fit run one repetition at a time (:class:`PerRepetitionFit`)."""
+    return replace(mechanism, fit=PerRepetitionFit(mechanism.fit))
+
+
+@dataclass(frozen=True, eq=False)
+class Arm:
+    """A :class:`~dpfda.mechanism.Mechanism` as :func:`simulate_mechanisms` runs it.
+
+    ``summary``: the key of its summary among the shared parts; ``block``: the
+    index of the block of privacy normals it takes (arms with the same block
+    share their normals: common random numbers); ``score(release, parts, c)``:
+    its per-repetition outputs (a dict of arrays of length c).
     """
 
     name: str
+    mechanism: Mechanism
+    summary: Hashable
     block: int
-    privatize: Callable[[dict, np.ndarray, int], dict]
+    score: Callable[[Release, dict, int], dict]
 
 
-def simulate_mechanisms(mechanisms: list[Simulated], streams, c: int, blocks, *, F, sigma0: float,
+def simulate_mechanisms(arms: list[Arm], streams, c: int, blocks, *, n: int, F, sigma0: float,
                         summarize: Callable[[np.ndarray], dict], noiseless: Callable[[], dict] | None = None
                         ) -> dict:
     """One chunk of ``c`` repetitions of several mechanisms on the same data and normals.
 
-    Draws (:func:`draw_normals`), forms X = F + σ₀ε, computes the summaries
-    every mechanism needs once (``summarize(X)``: a dict of shared parts; when
-    σ₀ = 0, ``noiseless()``, the parts of F, computed once by the caller), then
-    privatizes each mechanism with its block of normals.  Returns a dict
-    mechanism name -> its per-repetition outputs.
+    Draws (:func:`draw_normals`: ``streams``, ``blocks``; observation noise when
+    ``sigma0 > 0``), forms X = F + σ₀ε, computes the summaries every mechanism
+    needs once (``summarize(X)``: a dict of shared parts; when σ₀ = 0,
+    ``noiseless()``, the parts of F, which a caller computes once), then each
+    arm's release, ``mechanism.privatize(parts[summary], normals of its block, n)``,
+    scored by the arm.  Returns a dict arm name -> its per-repetition outputs.
     """
     X, Z = draw_normals(streams, c, blocks, F=F, sigma0=sigma0)
     if X is None:
-        parts = noiseless() if noiseless is not None else summarize(F[None])
+        parts = noiseless() if noiseless is not None else summarize(np.asarray(F)[None])
     else:
         parts = summarize(X)
         del X
-    return {m.name: m.privatize(parts, Z[m.block], c) for m in mechanisms}
+    out = {}
+    for arm in arms:
+        out[arm.name] = arm.score(arm.mechanism.privatize(parts[arm.summary], Z[arm.block], n), parts, c)
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -236,8 +265,8 @@ class Prepared:
     clip: np.ndarray  # (T,)
     clip_rows: np.ndarray  # (n, T): the same bounds repeated per curve (a faster clip, same values)
     weights: np.ndarray  # (T,)
-    sigma_ftp: float
-    sigma_ptf: np.ndarray  # (T,)
+    ftp: Mechanism  # Algorithm 1 with the setting's B' and μ
+    ptf: Mechanism  # Algorithm 2 with the default clip bounds and weights
     noiseless: tuple | None  # σ₀ = 0: (FTP mean coef (d,), FTP active (n,), PTF clipped mean (T,))
 
 
@@ -261,9 +290,10 @@ def prepare(setting: Setting, seed: int) -> Prepared:
     for a in (F, target):
         a.setflags(write=False)
     clip_rows = np.ascontiguousarray(np.broadcast_to(clip, F.shape))
-    return Prepared(setting=setting, geometry=geom, F=F, target=target, clip=clip,
-                     clip_rows=clip_rows, weights=weights, sigma_ftp=ftp_sigma(setting.n, setting.radius, setting.mu),
-                     sigma_ptf=ptf_sigmas(setting.n, clip, setting.mu), noiseless=noiseless)
+    ftp = ftp_mechanism(grid, geom.space, setting.radius, setting.mu, n=setting.n)
+    ptf = ptf_mechanism(grid, geom.space, setting.radius, setting.mu, clip=clip, weights=weights, n=setting.n)
+    return Prepared(setting=setting, geometry=geom, F=F, target=target, clip=clip, clip_rows=clip_rows,
+                    weights=weights, ftp=ftp, ptf=ptf, noiseless=noiseless)
 
 
 _MALLOC_TUNED = False
@@ -292,13 +322,14 @@ def _tune_malloc() -> None:
         pass
 
 
-def _engine_summaries(prep: Prepared):
-    geom, radius = prep.geometry, prep.setting.radius
-
+def _engine_summaries(prep: Prepared, ftp: Mechanism):
     def summarize(X):
         # The engine's own sums (exact=False): it estimates errors and releases nothing.
-        mean_coef, active = ftp_fit_mean(X, geom, radius, exact=False)  # (c, d), (c, n)
-        xbar = ptf_clipped_mean(X, prep.clip_rows, exact=False)  # (c, T); clip bounds c_j for every curve
+        # PTF's clipped means come straight from the stage function, with the bounds
+        # repeated per curve (a faster clip, same values): the mechanism's map would
+        # also flag the clipped curves, a pass over X that no result uses.
+        mean_coef, active = ftp.per_curve(X, exact=False)  # (c, d), (c, n)
+        xbar = ptf_clipped_mean(X, prep.clip_rows, exact=False)  # (c, T)
         return {"ftp": mean_coef, "ftp_any": active.any(axis=-1), "ftp_frac": active.mean(axis=-1),
                 "ptf": xbar}
 
@@ -311,34 +342,25 @@ def _engine_summaries(prep: Prepared):
     return summarize, noiseless
 
 
-def _paper_mechanisms(prep: Prepared, keep_releases: bool) -> list[Simulated]:
+def _paper_arms(prep: Prepared, keep_releases: bool) -> list[Arm]:
     """FTP (block 0: d normals) and PTF (block 1: T normals) as the engine scores them."""
-    geom, setting = prep.geometry, prep.setting
+    geom = prep.geometry
 
-    def ftp_out(parts, z, c):
-        # FTP (Algorithm 1): θ̂ + σZ, Z ~ N(0, I_d) in Cameron–Martin coordinates.
-        coef = add_noise(parts["ftp"], prep.sigma_ftp, z)
-        out = {"err": geom.error(coef[:, None, :], prep.target)[:, 0],
+    def ftp_score(rel, parts, c):
+        out = {"err": geom.error(rel.coef[:, None, :], prep.target)[:, 0],
                "any_active": np.broadcast_to(parts["ftp_any"], (c,)),
                "frac_active": np.broadcast_to(parts["ftp_frac"], (c,))}
         if keep_releases:
-            out["coef"] = coef
+            out["coef"] = rel.coef
         return out
 
-    def ptf_out(parts, z, c):
-        # PTF (Algorithm 2): clipped means + N(0, σ_j²), then the weighted ball fit.
-        xtilde = add_noise(parts["ptf"], prep.sigma_ptf, z)
-        # Per-repetition vectors get a singleton axis, (c, 1, ·): numpy then runs one
-        # vector-matrix product per repetition, so a repetition's rounding does not
-        # depend on how many repetitions share its chunk (a (c, T) @ (T, d) product
-        # may round differently for different c).
-        fit = ptf_fit(xtilde[:, None, :], geom, setting.radius, prep.weights)
-        out = {"err": geom.error(fit.coef, prep.target)[:, 0], "active": fit.active[:, 0]}
+    def ptf_score(rel, parts, c):
+        out = {"err": geom.error(rel.coef[:, None, :], prep.target)[:, 0], "active": rel.active}
         if keep_releases:
-            out["coef"] = fit.coef[:, 0]
+            out["coef"] = rel.coef
         return out
 
-    return [Simulated("ftp", 0, ftp_out), Simulated("ptf", 1, ptf_out)]
+    return [Arm("ftp", prep.ftp, "ftp", 0, ftp_score), Arm("ptf", per_repetition(prep.ptf), "ptf", 1, ptf_score)]
 
 
 def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
@@ -359,10 +381,10 @@ def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
         raise ValueError(f"need 0 <= start < stop, got start={start}, stop={stop}")
     _tune_malloc()
     prep = prepare(setting, seed)
-    summarize, noiseless = _engine_summaries(prep)
+    summarize, noiseless = _engine_summaries(prep, prep.ftp)
     res = simulate_mechanisms(
-        _paper_mechanisms(prep, keep_releases), rep_generators(stream_key(setting), seed, start, stop),
-        stop - start, (prep.geometry.dim, setting.T), F=prep.F, sigma0=setting.sigma0,
+        _paper_arms(prep, keep_releases), rep_generators(stream_key(setting), seed, start, stop),
+        stop - start, (prep.geometry.dim, setting.T), n=setting.n, F=prep.F, sigma0=setting.sigma0,
         summarize=summarize, noiseless=noiseless)
     ftp, ptf = res["ftp"], res["ptf"]
     out = {
@@ -400,37 +422,65 @@ def repeated(release, X, reps: int, size: int, rng):
         yield release(np.broadcast_to(X, (stop - start,) + X.shape), rng)
 
 
+def repeat_mechanism(mechanism: Mechanism, X, reps: int, rng, score: Callable[[Release, dict, int], dict], *,
+                     chunk: int, data: dict | None = None) -> dict:
+    """``reps`` releases of one dataset by ``mechanism``, through the loop, scored chunk by chunk.
+
+    ``X`` (n, T) is summarised once (exactly, as a release sums); the chunks of at
+    most ``chunk`` repetitions draw their normals from ``rng`` (one stream, a chunk
+    after the other: :func:`draw_normals`), the same normals a release of ``chunk``
+    copies of ``X`` with ``rng`` draws.  ``X`` (reps, n, T) is released once per
+    repetition, in one chunk.  ``score(release, parts, c)`` turns a chunk's release
+    into per-repetition arrays (``parts``: ``centre`` and ``moved``, the summary and
+    its per-curve flags, and ``data``); returns them joined over the chunks.
+    """
+    X = np.asarray(X, dtype=float)
+    centre, moved = mechanism.summarize(X)
+    parts = {"centre": centre, "moved": moved, **(data or {})}
+    n = X.shape[-2]
+    sizes = batches(reps, chunk) if X.ndim == 2 else [(0, X.shape[0])]
+    arm = Arm("mechanism", mechanism, "centre", 0, score)
+    out = [simulate_mechanisms([arm], rng, b - a, (mechanism.noise_dim,), n=n, F=X, sigma0=0.0,
+                               summarize=lambda Y: parts, noiseless=lambda: parts)["mechanism"]
+           for a, b in sizes]
+    return concat_chunks(out)
+
+
 def repeat_releases(pipeline, X, grid, space, radius, mu, reps, target, rng, chunk=2_000_000):
     """Errors of ``reps`` releases of ``pipeline`` and whether a ball constraint bound.
 
     ``pipeline`` is :func:`dpfda.ftp` or :func:`dpfda.ptf`.  ``X`` is either
     (n, T) noiseless data, released ``reps`` times with fresh privacy noise
-    (broadcast in chunks of at most ``chunk`` values, so the data are never
-    copied), or (reps, n, T) noisy data, released once per repetition.  Returns
+    (in chunks of at most ``chunk`` values of the data, (chunk, n, T)), or
+    (reps, n, T) noisy data, released once per repetition.  The releases are
+    those the pipeline makes with ``rng`` (:func:`repeat_mechanism`).  Returns
     ``(errors (reps,), any_active (reps,))``: the error of each release against
     ``target`` (:meth:`dpfda.Release.error`) and whether a ball constraint was active —
-    PTF's final fit (a function of the release) or any curve's FTP fit, which
-    comes from the stage function :func:`~dpfda.pipelines.ftp_fit_mean` because a
-    release carries no per-curve flag.
+    PTF's final fit or any curve's FTP fit (the mechanism's per-curve flags; a
+    release carries none).
     """
+    from .pipelines import ftp, ptf
+
+    if pipeline is ftp:
+        mech = ftp_mechanism(grid, space, radius, mu)
+    elif pipeline is ptf:
+        mech = ptf_mechanism(grid, space, radius, mu)
+    else:
+        raise TypeError("pipeline must be dpfda.ftp or dpfda.ptf")
+    rng = check_rng(rng)
     X = np.asarray(X, dtype=float)
+    reps = check_int(reps, "reps", 1)
 
-    def any_active(rel, data):
+    def score(rel, parts, c):
         if rel.method == "ptf":
-            return np.asarray(rel.active)
-        return ftp_fit_mean(data, rel.geometry, rel.radius, exact=False)[1].any(axis=-1)
+            act = np.asarray(rel.active)
+        else:
+            act = np.broadcast_to(parts["moved"].any(axis=-1), (c,))
+        return {"err": rel.error(target), "act": act}
 
-    if X.ndim == 3:
-        rel = pipeline(X, grid, space, radius, mu, rng)
-        return rel.error(target), any_active(rel, X)
-    n, T = X.shape
-    errs, act = [], []
-    releases = repeated(lambda Y, g: pipeline(Y, grid, space, radius, mu, g), X, reps,
-                        max(1, chunk // (n * T)), rng)
-    for rel in releases:
-        errs.append(rel.error(target))
-        act.append(np.broadcast_to(any_active(rel, X), rel.shape))
-    return np.concatenate(errs), np.concatenate(act)
+    n, T = X.shape[-2:]
+    out = repeat_mechanism(mech, X, reps, rng, score, chunk=max(1, chunk // (n * T)))
+    return out["err"], out["act"]
 
 
 def simulate_setting(setting: Setting, reps: int, seed: int, *, chunk_reps: int | None = None,

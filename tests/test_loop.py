@@ -52,16 +52,40 @@ def test_draw_normals_needs_one_stream_a_repetition():
 
 
 def test_mechanisms_sharing_a_block_see_the_same_normals():
-    F = np.zeros((2, 3))
+    from dpfda.mechanism import ftp_mechanism
 
-    def grab(parts, z, c):
-        return {"z": z.copy()}
+    grid, space = dpfda.uniform_grid(5), dpfda.LegendreSpace(3)
+    mech = ftp_mechanism(grid, space, 1.0, 1.0)
+    F = np.zeros((4, 5))
 
-    mechs = [engine.Simulated("a", 0, grab), engine.Simulated("b", 0, grab), engine.Simulated("c", 1, grab)]
-    out = engine.simulate_mechanisms(mechs, np.random.default_rng(1), 3, (4, 4), F=F, sigma0=1.0,
-                                     summarize=lambda X: {})
-    np.testing.assert_array_equal(out["a"]["z"], out["b"]["z"])
-    assert not np.array_equal(out["a"]["z"], out["c"]["z"])
+    def coef(rel, parts, c):
+        return {"coef": rel.coef}
+
+    arms = [engine.Arm(name, mech, "s", block, coef) for name, block in (("a", 0), ("b", 0), ("c", 1))]
+    out = engine.simulate_mechanisms(arms, np.random.default_rng(1), 3, (3, 3), n=4, F=F, sigma0=1.0,
+                                     summarize=lambda X: {"s": mech.summary(X, exact=False)})
+    np.testing.assert_array_equal(out["a"]["coef"], out["b"]["coef"])
+    assert not np.array_equal(out["a"]["coef"], out["c"]["coef"])
+    # the loop's release is the mechanism's: summary + σZ with the block's normals
+    g = np.random.default_rng(1)
+    X = F + g.standard_normal((3, 4, 5))
+    z = g.standard_normal((3, 3))
+    np.testing.assert_array_equal(out["a"]["coef"], mech.privatize(mech.summary(X, exact=False), z, 4).coef)
+
+
+def test_repeat_releases_are_the_pipelines_releases():
+    grid, space = dpfda.uniform_grid(6), dpfda.KernelSpace(dpfda.gaussian_kernel(0.3))
+    F = np.random.default_rng(2).standard_normal((9, 6))
+    target = np.zeros(6)
+    for pipe in (dpfda.ftp, dpfda.ptf):
+        errs, _ = engine.repeat_releases(pipe, F, grid, space, 1.0, 1.0, 5, target, np.random.default_rng(3),
+                                         chunk=2 * 9 * 6)
+        rng = np.random.default_rng(3)
+        ref = np.concatenate([pipe(np.broadcast_to(F, (k, 9, 6)), grid, space, 1.0, 1.0, rng).error(target)
+                              for k in (2, 2, 1)])
+        np.testing.assert_array_equal(errs, ref)
+    with pytest.raises(TypeError, match="pipeline"):
+        engine.repeat_releases(len, F, grid, space, 1.0, 1.0, 5, target, np.random.default_rng(3))
 
 
 # Fingerprints from the tree before the loops were joined (e4d82aa).
