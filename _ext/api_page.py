@@ -18,6 +18,7 @@ import dpfda  # noqa: E402
 
 GROUPS = [
     ("Releasing a mean curve", ["ftp", "ptf", "Release", "ftp_sigma", "ptf_sigmas"]),
+    ("Mechanisms as objects", ["Mechanism", "ftp_mechanism", "ptf_mechanism"]),
     ("Real data on the paper's terms", ["Domain", "PublicFrame", "legendre_derivative"]),
     ("Function spaces and grids", ["FunctionSpace", "LegendreSpace", "KernelSpace", "Kernel", "GaussianKernel",
                                    "BrownianKernel", "gaussian_kernel", "brownian_kernel", "GridGeometry",
@@ -33,6 +34,7 @@ MODULES = [
     ("publish", "From a table of curves to a published release"),
     ("realdata", "Real data"),
     ("pipelines", "The two pipelines, stage by stage"),
+    ("mechanism", "One type for every mechanism"),
     ("spaces", "Function spaces"),
     ("fitting", "Ball-constrained least squares"),
     ("privacy", "Gaussian differential privacy"),

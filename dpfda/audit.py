@@ -248,7 +248,7 @@ def _setup(space, grid, radius, mu, n):
 def ftp_mechanism(grid, space, radius, mu, *, n, secure=False) -> Mechanism:
     """FTP (Algorithm 1) on ``n`` curves, audited in Cameron–Martin coordinates (Theorem 6).
 
-    :func:`dpfda.mechanism.ftp_mechanism` with the number of curves fixed: an audit
+    :func:`dpfda.ftp_mechanism` with the number of curves fixed: an audit
     on datasets of another size is refused.
     """
     return mechanisms.ftp_mechanism(grid, space, radius, mu, n=check_int(n, "n", 1), secure=secure)
@@ -257,7 +257,7 @@ def ftp_mechanism(grid, space, radius, mu, *, n, secure=False) -> Mechanism:
 def ptf_mechanism(grid, space, radius, mu, *, n, clip=None, weights=None, secure=False) -> Mechanism:
     """PTF (Algorithm 2) on ``n`` curves, audited on the noisy means x̃ (Proposition 9).
 
-    :func:`dpfda.mechanism.ptf_mechanism` with the number of curves fixed.
+    :func:`dpfda.ptf_mechanism` with the number of curves fixed.
     """
     return mechanisms.ptf_mechanism(grid, space, radius, mu, clip=clip, weights=weights,
                                     n=check_int(n, "n", 1), secure=secure)
@@ -350,7 +350,11 @@ class _UnconstrainedFits:
     def __call__(self, X, *, exact: bool = True):
         """(mean of the unconstrained fits, no curve moved)."""
         X = np.asarray(X, dtype=float)
-        return fitter(self.geometry).unconstrained(X).mean(axis=-2), np.zeros(X.shape[:-1], dtype=bool)
+        return self.mean(X), np.zeros(X.shape[:-1], dtype=bool)
+
+    def mean(self, X, *, exact: bool = True):
+        """The mean of the unconstrained fits."""
+        return fitter(self.geometry).unconstrained(np.asarray(X, dtype=float)).mean(axis=-2)
 
 
 def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
@@ -395,6 +399,10 @@ class _CancellingFits:
             for k in range(d):
                 total[:, k] += np.bincount(which, weights=correction[:, k], minlength=total.shape[0])
             return (total.reshape(z.shape[:-2] + (d,)) / n) @ V.T, fit.active
+
+    def mean(self, X, *, exact: bool = True):
+        """The cancelling mean alone."""
+        return self(X)[0]
 
 
 class PinvDesign(Design):
@@ -714,7 +722,7 @@ def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, threshol
     Parameters
     ----------
     mechanism : Mechanism
-        A :class:`dpfda.mechanism.Mechanism`, e.g. from :func:`ftp_mechanism`,
+        A :class:`dpfda.Mechanism`, e.g. from :func:`ftp_mechanism`,
         :func:`ptf_mechanism` or :meth:`dpfda.designs.Design.mechanism`.  Its
         ``release`` is called on a batch (size, n, T) of identical copies, so many
         releases cost one vectorised call per ``chunk``.

@@ -860,7 +860,7 @@ class Design:
         (OpenDP checks ρ = μ²/2 before drawing); multiplying back by R and by L is
         post-processing.  For FTP's shape the whitened summary is the mean of fits θ̂
         itself (``summary`` must then be its coefficients, see :meth:`release`).
-        Otherwise Z is drawn from ``rng`` (:meth:`dpfda.mechanism.Mechanism.privatize`).
+        Otherwise Z is drawn from ``rng`` (:meth:`dpfda.Mechanism.privatize`).
         """
         mech = self.mechanism(None, mu)
         n = check_int(n, "n", 1)
@@ -911,7 +911,7 @@ class Design:
         return self.mechanism(None, mu).release(X, rng, secure=secure)
 
     def mechanism(self, n: int | None, mu: float, *, secure: bool = False) -> Mechanism:
-        """The design as a :class:`dpfda.mechanism.Mechanism` with budget μ.
+        """The design as a :class:`dpfda.Mechanism` with budget μ.
 
         ``n``: if not None, the only number of curves it accepts (σ is checked for it
         now); ``secure``: its releases draw the noise with OpenDP by default.
@@ -1017,6 +1017,10 @@ class DesignMap:
     def __call__(self, X, *, exact: bool = True):
         """(summary (…, T), moved (…, n))."""
         return self.design.summarize(X, exact=exact)
+
+    def mean(self, X, *, exact: bool = True) -> np.ndarray:
+        """The summary (…, T) (:meth:`Design.summary`)."""
+        return self.design.summary_from_parts(self.design.parts(X, exact=exact))
 
 
 @dataclass(frozen=True, eq=False)

@@ -4,7 +4,7 @@ The one idea of the paper, written once::
 
     X (…, n, T) ──map each curve into C, average──▶ s (…, k) ──+σ·L·Z──▶ ỹ ──fit──▶ Release
 
-A :class:`Mechanism` is that pipeline with its parts named:
+A :class:`dpfda.Mechanism` is that pipeline with its parts named:
 
 * ``per_curve`` — the per-curve map into a set C, averaged over the n curves
   (:class:`FitInBall`: FTP's fits in the ball of radius B', Algorithm 1;
@@ -23,8 +23,8 @@ A :class:`Mechanism` is that pipeline with its parts named:
 * ``fit`` — the post-processing: :class:`Identity` for FTP (the noisy
   Cameron–Martin coordinates are the release), :class:`WeightedFit` for PTF and the
   designs (the weighted fit in the ball of radius B', or unconstrained).
-* the privacy map :meth:`Mechanism.privacy` (n ↦ the μ of the GDP guarantee; σ is
-  calibrated per n) and :meth:`Mechanism.epsilon` ((n, δ) ↦ ε, through
+* the privacy map :meth:`dpfda.Mechanism.privacy` (n ↦ the μ of the GDP guarantee; σ is
+  calibrated per n) and :meth:`dpfda.Mechanism.epsilon` ((n, δ) ↦ ε, through
   :func:`dpfda.epsilon_from_mu`).
 
 Each mechanism holds one budget μ (the one it claims), and public parameters only:
@@ -38,6 +38,7 @@ A loop that shares privacy normals between mechanisms calls, per mechanism:
    maps (…, k) in the coordinates the noise is added to, and per curve (…, n)
    whether the map moved it (FTP: the fit hit the ball; PTF: a value was clipped; a
    design: any part moved it).  Diagnostics for simulations, never part of a release.
+   (``mech.per_curve.mean(X, exact=...)`` is the centre alone, without the flags.)
 2. ``mech.noise_dim`` normals per repetition (d for FTP, T for PTF, k = L.shape[1]
    for a design), drawn by the loop (standard normal, shape (…, noise_dim)).
 3. ``rel = mech.privatize(centre, normals, n)`` — σ for n curves, ỹ = centre + σ·L·normals
@@ -48,8 +49,8 @@ A loop that shares privacy normals between mechanisms calls, per mechanism:
 ``rng`` right after the summary (the draw order of :func:`dpfda.ftp`,
 :func:`dpfda.ptf` and ``Design.release``, whose releases it reproduces bit for bit).
 
-For the audit: :meth:`Mechanism.summary` is the non-private centre in the audited
-coordinates and :meth:`Mechanism.coordinates` reads them off a release (``coef`` for
+For the audit: :meth:`dpfda.Mechanism.summary` is the non-private centre in the audited
+coordinates and :meth:`dpfda.Mechanism.coordinates` reads them off a release (``coef`` for
 FTP, ``noisy_means`` for PTF and the designs).  The audit's privacy checks do not use
 the calibration: they read the noise law a release publishes
 (``Release.noise_scale``, ``Release.noise_factor``) and solve it themselves.
@@ -112,6 +113,9 @@ class PerCurveMap(Protocol):
     def __call__(self, X, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(centre, moved) of data ``X`` (…, n, T); ``exact=False``: the simulations' fast sum."""
 
+    def mean(self, X, *, exact: bool = True) -> np.ndarray:
+        """The centre alone (what a release needs; no per-curve flags computed)."""
+
 
 class Calibration(Protocol):
     """Sensitivity in a named norm, σ = Δ/μ, and the OpenDP path of one mechanism."""
@@ -156,6 +160,10 @@ class FitInBall:
         """(mean of the fits (…, d), per curve whether its fit hit the ball (…, n))."""
         return ftp_fit_mean(X, self.geometry, self.radius, exact=exact)
 
+    def mean(self, X, *, exact: bool = True) -> np.ndarray:
+        """The mean of the fits (…, d)."""
+        return self(X, exact=exact)[0]
+
 
 @dataclass(frozen=True, eq=False)
 class ClipToBox:
@@ -168,8 +176,11 @@ class ClipToBox:
 
     def __call__(self, X, *, exact: bool = True):
         """(mean of the clipped curves (…, T), per curve whether a value was clipped (…, n))."""
-        return (ptf_clipped_mean(X, self.clip, exact=exact),
-                np.any(np.abs(X) > self.clip, axis=-1))
+        return self.mean(X, exact=exact), np.any(np.abs(X) > self.clip, axis=-1)
+
+    def mean(self, X, *, exact: bool = True) -> np.ndarray:
+        """The mean of the clipped curves (…, T)."""
+        return ptf_clipped_mean(X, self.clip, exact=exact)
 
 
 # ---------------------------------------------------------------------------
@@ -208,7 +219,7 @@ class FTPCalibration:
         """OpenDP's Gaussian noise on the mean of fits; OpenDP is told the floating-point Δ."""
         from .secure import gaussian_release  # here: opendp is optional
 
-        mean_coef, _ = mech.per_curve(X)
+        mean_coef = mech.per_curve.mean(X)
         sens = 2.0 * self.radius / n * calibration_factor(self.excess(n))
         return gaussian_release(mean_coef, sigma, sensitivity=sens, mu=mech.mu)
 
@@ -354,7 +365,7 @@ class Mechanism:
     # -- sizes -------------------------------------------------------------------
     @property
     def noise_dim(self) -> int:
-        """Standard normals one release consumes: d (FTP), T (PTF), k = L.shape[1] (a design)."""
+        """The number of standard normals one release consumes (d for FTP, T for PTF, k for a design)."""
         if self.noise_factor is not None:
             return int(self.noise_factor.shape[1])
         return self.geometry.dim if self.audited == "coef" else self.geometry.T
@@ -407,7 +418,9 @@ class Mechanism:
 
     def summary(self, X, *, exact: bool = True) -> np.ndarray:
         """The non-private centre of the audited coordinates (θ̂ for FTP, x̄ for PTF …)."""
-        return self.summarize(X, exact=exact)[0]
+        X = check_data(X, self.geometry.T)
+        self._n(X.shape[-2])
+        return self.per_curve.mean(X, exact=exact)
 
     def coordinates(self, rel: Release) -> np.ndarray:
         """The audited coordinates of a release (``coef`` or ``noisy_means``)."""
@@ -419,7 +432,10 @@ class Mechanism:
 
         ``summary`` (…, k) must come from :meth:`summarize` (or have its
         sensitivity); ``normals`` (…, :attr:`noise_dim`) are standard normal draws
-        (a simulation may share them between mechanisms).  ``residual_rng``: the
+        (a simulation may share them between mechanisms).  The release is μ-GDP
+        only if the normals are fresh draws, independent of the data and never
+        published: this is the simulations' entry point; :meth:`release` draws them
+        itself.  ``residual_rng``: the
         generator of an RKHS FTP release's residual off the grid (see
         :meth:`dpfda.Release.__call__`); without it such a release is evaluated off
         the grid by the kernel interpolant of its grid values (post-processing).
@@ -428,6 +444,12 @@ class Mechanism:
         sigma = self.calibration.sigma(n, self.mu)
         summary = np.asarray(summary, dtype=float)
         normals = np.asarray(normals, dtype=float)
+        k = self.geometry.dim if self.audited == "coef" else self.geometry.T
+        if summary.shape[-1:] != (k,):
+            raise ValueError(
+                f"summary must have {k} entries on the last axis (the {self.audited} coordinates of "
+                f"{self.name}), got shape {summary.shape}"
+            )
         if normals.shape[-1:] != (self.noise_dim,):
             raise ValueError(
                 f"normals must have {self.noise_dim} entries on the last axis (noise_dim), "
@@ -459,7 +481,7 @@ class Mechanism:
         if secure:
             noisy = self.calibration.secure_noisy(self, X, n, sigma)
         else:
-            centre, _ = self.per_curve(X)
+            centre = self.per_curve.mean(X)
             normals = rng.standard_normal(centre.shape[:-1] + (self.noise_dim,))
             if self.noise_factor is None:
                 noisy = add_noise(centre, sigma, normals)
@@ -481,6 +503,10 @@ class Mechanism:
         sigma = self.calibration.sigma(n, self.mu)
         return self._publish(np.asarray(noisy, dtype=float), sigma, n, residual_rng,
                              secure=_check_secure(secure))
+
+    def __call__(self, X, rng, *, secure=None) -> Release:
+        """The same as :meth:`release`."""
+        return self.release(X, rng, secure=secure)
 
     def _publish(self, noisy, sigma, n, residual_rng, *, secure) -> Release:
         if self.audited == "coef":

@@ -342,7 +342,7 @@ def test_pinv_design_is_caught_and_the_real_design_passes():
     # What the audit saw when it whitened with the design's own pinv: nothing.
     L = des.L
     d = des.summary(X1) - des.summary(X0)
-    assert np.linalg.norm(np.linalg.pinv(L) @ d) / broken.noise_scale < 1e-6
+    assert np.linalg.norm(np.linalg.pinv(L) @ d) / broken.sigma(N) < 1e-6
     # The real design, same noise, same pairs: at most μ, and tight at its worst case.
     real = dpfda.designs.Design(space, grid, RADIUS, region="ball", noise=_thin_noise()).mechanism(N, MU)
     assert max(A.pair_mu(real, *p) for p in pairs) <= MU * (1 + 1e-9)

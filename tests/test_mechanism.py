@@ -265,3 +265,37 @@ def test_bad_input_raises_named_errors():
         fixed.release(_data((21, 9)), np.random.default_rng(0))
     with pytest.raises(ValueError, match="calibrated for n=20"):
         fixed.privatize(fixed.summary(X), np.zeros(4), 21)
+
+
+def test_privatize_refuses_a_summary_of_the_wrong_coordinates():
+    mech = ptf_mechanism(GRID, SPACES["legendre"], RADIUS, MU)
+    with pytest.raises(ValueError, match="summary must have 9 entries"):
+        mech.privatize(np.zeros(4), np.zeros(9), 20)
+
+
+def test_design_old_keyword_set_names_region():
+    with pytest.raises(TypeError, match="set= is now region="):
+        Design(SPACES["legendre"], GRID, RADIUS, set="box")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sett'"):
+        Design(SPACES["legendre"], GRID, RADIUS, sett="box")
+    assert Design(SPACES["legendre"], GRID, RADIUS, region="box").region == "box"
+
+
+@pytest.mark.parametrize("kw", [dict(region="box"), dict(region="ball"), dict(region="mix", lam=0.4),
+                                dict(region="ellipsoid", noise="ellipsoid", fit="none"),
+                                dict(region="ellipsoid", noise="isotropic")])
+def test_design_release_is_its_parts_bit_for_bit(kw):
+    space = SPACES["gaussian"]
+    X = _data((3, 40, 9), 7)
+    des = Design(space, GRID, RADIUS, **kw)
+    rel = des.release(X, MU, np.random.default_rng(8))
+    summary, sigma = des.summary(X), des.sigma(40, MU)
+    Z = np.random.default_rng(8).standard_normal((3, des.L.shape[1]))
+    xtilde = summary + sigma * (Z @ des.L.T)
+    _same(rel.noisy_means, xtilde)
+    solver = dpfda.pipelines.fitter(des.geometry, des.weights)
+    _same(rel.coef, solver.solve(xtilde, RADIUS).coef if des.fit == "ball" else solver.unconstrained(xtilde))
+    assert rel.noise_scale == sigma and rel.noise_factor is des.L
+    # Design.privatize and the mechanism's privatize agree with it
+    _same(des.privatize(summary, 40, MU, np.random.default_rng(8)).coef, rel.coef)
+    _same(des.mechanism(40, MU).privatize(summary, Z, 40).coef, rel.coef)
