@@ -206,6 +206,7 @@ def loop_repetitions(setting, seed: int, reps: int):
     d, T, n = geom.dim, setting.T, setting.n
     ftp_fit = fitter(geom)  # prepared once, used on one curve at a time
     ptf_fit = fitter(geom, prep.weights)
+    sigma_ftp, sigma_ptf = prep.ftp.sigma(n), prep.ptf.sigma(n)
     errs = []
     for r in range(reps):
         rng = seeding.rep_generator(setting, seed, r)
@@ -213,11 +214,11 @@ def loop_repetitions(setting, seed: int, reps: int):
         total = np.zeros(d)
         for i in range(n):
             total += ftp_fit.solve(X[i], setting.radius).coef
-        coef_ftp = total / n + prep.sigma_ftp * rng.standard_normal(d)
+        coef_ftp = total / n + sigma_ftp * rng.standard_normal(d)
         clipped = np.zeros(T)
         for i in range(n):
             clipped += np.clip(X[i], -prep.clip, prep.clip)
-        xtilde = clipped / n + prep.sigma_ptf * rng.standard_normal(T)
+        xtilde = clipped / n + sigma_ptf * rng.standard_normal(T)
         coef_ptf = ptf_fit.solve(xtilde, setting.radius).coef
         errs.append((geom.error(coef_ftp, prep.target), geom.error(coef_ptf, prep.target)))
     return np.array(errs)

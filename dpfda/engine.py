@@ -22,7 +22,8 @@ repeated releases of one dataset (:func:`repeat_releases`, the audit) — runs
 chunk by chunk through :func:`simulate_mechanisms`: draw the random numbers
 (:func:`draw_normals`, the one rule for their order), form X = F + σ₀ε, compute
 each distinct summary once for all mechanisms, then privatize every mechanism's
-summary with its block of the pre-drawn normals.  Mechanisms that take the same
+summary with its block of the pre-drawn normals
+(:meth:`dpfda.mechanism.Mechanism.privatize`; each mechanism is an :class:`Arm`).  Mechanisms that take the same
 block share it (common random numbers, so differences between them are measured
 precisely).
 

@@ -150,7 +150,7 @@ def rep_generators(key: tuple, seed: int, start: int, stop: int):
 def rep_generator(setting: Setting, seed: int, rep: int) -> np.random.Generator:
     """A new generator in the state repetition ``rep`` of ``setting`` starts from.
 
-    Drawing from it what the engine draws (module notes) reproduces the
+    Drawing from it what the engine draws (:func:`dpfda.engine.draw_normals`) reproduces the
     repetition: e.g. ``X = observe(F, σ₀, g)``, then ``ftp(X, …, g)``, then
     ``ptf(X, …, g)``.
     """

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .config import Z95
+from .config import Z95, proportion_se
 from .studies import Study
 
 if TYPE_CHECKING:
@@ -78,10 +78,10 @@ def summarize(per_rep: dict) -> dict:
         "ratio_hi": float(ratio * math.exp(Z95 * se_log)),
         "se_log_ratio": se_log,
         "p_ftp_active": p_any,
-        "se_p_ftp_active": math.sqrt(p_any * (1 - p_any) / R),
+        "se_p_ftp_active": proportion_se(p_any, R),
         "p_ftp_active_curves": float(np.mean(per_rep["ftp_frac_active"])),
         "p_ptf_active": p_ptf,
-        "se_p_ptf_active": math.sqrt(p_ptf * (1 - p_ptf) / R),
+        "se_p_ptf_active": proportion_se(p_ptf, R),
     }
 
 
