@@ -104,6 +104,7 @@ from ._validation import (
     check_positive,
     check_rng,
 )
+from .engine import Arm, per_repetition, prepare, simulate_mechanisms
 from .mechanism import Mechanism, WeightedFit
 from .pipelines import (
     NOISE_RESOLUTION,
@@ -118,6 +119,7 @@ from .pipelines import (
     ptf_clipped_mean,
     ptf_weight_vector,
 )
+from .seeding import generator, stream_key
 from .spaces import GridGeometry, KernelSpace, LegendreSpace
 from .summation import (
     MEAN_ROUNDING,
@@ -1073,9 +1075,6 @@ def simulate_designs(setting, designs: dict, reps: int, seed: int, *, chunk_valu
     MSE against f̄) and ``free`` (no curve clipped or projected and the final
     fit not constrained).
     """
-    from .engine import Arm, per_repetition, prepare, simulate_mechanisms
-    from .seeding import generator, stream_key
-
     reps = check_int(reps, "reps", 2)
     prep = prepare(setting, seed)
     geom, F, target = prep.geometry, prep.F, prep.target

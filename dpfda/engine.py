@@ -77,7 +77,7 @@ from ._validation import check_int, check_optional_int, check_reps, check_rng
 from .config import quick as quick_mode
 from .data import polynomial_curves, rkhs_curves
 from .mechanism import Mechanism, ftp_mechanism, ptf_mechanism
-from .pipelines import Release, ftp_fit_mean, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
+from .pipelines import Release, ftp, ftp_fit_mean, ptf, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
 from .seeding import latent_generator, rep_generators, stream_key
 from .spaces import GridGeometry, gaussian_kernel
 from .studies import Setting
@@ -291,10 +291,11 @@ def prepare(setting: Setting, seed: int) -> Prepared:
     for a in (F, target):
         a.setflags(write=False)
     clip_rows = np.ascontiguousarray(np.broadcast_to(clip, F.shape))
-    ftp = ftp_mechanism(grid, geom.space, setting.radius, setting.mu, n=setting.n)
-    ptf = ptf_mechanism(grid, geom.space, setting.radius, setting.mu, clip=clip, weights=weights, n=setting.n)
     return Prepared(setting=setting, geometry=geom, F=F, target=target, clip=clip, clip_rows=clip_rows,
-                    weights=weights, ftp=ftp, ptf=ptf, noiseless=noiseless)
+                    weights=weights, ftp=ftp_mechanism(grid, geom.space, setting.radius, setting.mu, n=setting.n),
+                    ptf=ptf_mechanism(grid, geom.space, setting.radius, setting.mu, clip=clip, weights=weights,
+                                      n=setting.n),
+                    noiseless=noiseless)
 
 
 _MALLOC_TUNED = False
@@ -323,13 +324,13 @@ def _tune_malloc() -> None:
         pass
 
 
-def _engine_summaries(prep: Prepared, ftp: Mechanism):
+def _engine_summaries(prep: Prepared):
     def summarize(X):
         # The engine's own sums (exact=False): it estimates errors and releases nothing.
         # PTF's clipped means come straight from the stage function, with the bounds
         # repeated per curve (a faster clip, same values): the mechanism's map would
         # also flag the clipped curves, a pass over X that no result uses.
-        mean_coef, active = ftp.per_curve(X, exact=False)  # (c, d), (c, n)
+        mean_coef, active = prep.ftp.per_curve(X, exact=False)  # (c, d), (c, n)
         xbar = ptf_clipped_mean(X, prep.clip_rows, exact=False)  # (c, T)
         return {"ftp": mean_coef, "ftp_any": active.any(axis=-1), "ftp_frac": active.mean(axis=-1),
                 "ptf": xbar}
@@ -382,22 +383,22 @@ def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
         raise ValueError(f"need 0 <= start < stop, got start={start}, stop={stop}")
     _tune_malloc()
     prep = prepare(setting, seed)
-    summarize, noiseless = _engine_summaries(prep, prep.ftp)
+    summarize, noiseless = _engine_summaries(prep)
     res = simulate_mechanisms(
         _paper_arms(prep, keep_releases), rep_generators(stream_key(setting), seed, start, stop),
         stop - start, (prep.geometry.dim, setting.T), n=setting.n, F=prep.F, sigma0=setting.sigma0,
         summarize=summarize, noiseless=noiseless)
-    ftp, ptf = res["ftp"], res["ptf"]
+    a, b = res["ftp"], res["ptf"]
     out = {
-        "err_ftp": ftp["err"],
-        "err_ptf": ptf["err"],
-        "ftp_any_active": np.array(ftp["any_active"]),
-        "ftp_frac_active": np.array(ftp["frac_active"]),
-        "ptf_active": ptf["active"],
+        "err_ftp": a["err"],
+        "err_ptf": b["err"],
+        "ftp_any_active": np.array(a["any_active"]),
+        "ftp_frac_active": np.array(a["frac_active"]),
+        "ptf_active": b["active"],
     }
     if keep_releases:
-        out["coef_ftp"] = ftp["coef"]
-        out["coef_ptf"] = ptf["coef"]
+        out["coef_ftp"] = a["coef"]
+        out["coef_ptf"] = b["coef"]
     return out
 
 
@@ -460,8 +461,6 @@ def repeat_releases(pipeline, X, grid, space, radius, mu, reps, target, rng, chu
     PTF's final fit or any curve's FTP fit (the mechanism's per-curve flags; a
     release carries none).
     """
-    from .pipelines import ftp, ptf
-
     if pipeline is ftp:
         mech = ftp_mechanism(grid, space, radius, mu)
     elif pipeline is ptf:
