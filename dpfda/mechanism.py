@@ -342,6 +342,21 @@ class Mechanism:
         If set, the only number of curves it accepts (an audit's declared n).
     secure : bool
         Whether ``release`` draws the noise with OpenDP unless told otherwise.
+
+    Examples
+    --------
+    Two mechanisms on one dataset, sharing pre-drawn normals (as a simulation does):
+
+    >>> import numpy as np
+    >>> from dpfda import LegendreSpace, uniform_grid
+    >>> grid, space = uniform_grid(5), LegendreSpace(3)
+    >>> ftp_m, ptf_m = ftp_mechanism(grid, space, 1.0, 1.0), ptf_mechanism(grid, space, 1.0, 1.0)
+    >>> X = np.zeros((100, 5))
+    >>> Z = np.random.default_rng(0).standard_normal(5)
+    >>> a = ftp_m.privatize(ftp_m.summary(X), Z[:ftp_m.noise_dim], 100)
+    >>> b = ptf_m.privatize(ptf_m.summary(X), Z[:ptf_m.noise_dim], 100)
+    >>> a.coef.shape, b.noisy_means.shape, a.noise_scale
+    ((3,), (5,), 0.02)
     """
 
     name: str

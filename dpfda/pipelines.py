@@ -17,6 +17,9 @@ Each stage is also a function of its own (``ftp_fit_mean``, ``ftp_privatize``,
 ``ptf_clipped_mean`` …) so the simulation engine can reuse work, e.g. fit
 noiseless data once, and read per-curve diagnostics (which fits hit the ball)
 on its own side of the privacy boundary: a :class:`Release` never carries them.
+:func:`dpfda.ftp` and :func:`dpfda.ptf` compose them through one type, :class:`dpfda.Mechanism`
+(:func:`dpfda.ftp_mechanism`, :func:`dpfda.ptf_mechanism`): one check of μ, one σ
+per release.
 """
 
 from __future__ import annotations
