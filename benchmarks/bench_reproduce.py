@@ -62,7 +62,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dpfda import engine  # noqa: E402
+from dpfda import engine, schedule, seeding  # noqa: E402
 from dpfda.data import observe  # noqa: E402
 from dpfda.pipelines import fitter  # noqa: E402
 from dpfda.studies import STUDY_NAMES, paper_studies  # noqa: E402
@@ -77,7 +77,7 @@ GIB = 2**30
 
 def count_normals(reps: int) -> tuple[int, int, int]:
     """(total normals, observation-noise normals, repetitions) of ``reproduce all``."""
-    settings, _ = engine.plan(list(paper_studies().values()), reps)
+    settings, _ = schedule.plan(list(paper_studies().values()), reps)
     obs = priv = 0
     for s in settings.values():
         if s.sigma0 > 0:
@@ -121,7 +121,7 @@ def generator_cost(samples: int = 20000) -> float:
     key = (1, 2, 3, 4)
     t0 = time.perf_counter()
     for r in range(samples):
-        engine._generator(key, 7, r)
+        seeding.generator(key, 7, r)
     return (time.perf_counter() - t0) / samples
 
 
@@ -130,7 +130,7 @@ def fast_generator_cost(samples: int = 20000, chunk: int = 25) -> float:
     key = (1, 2, 3, 4)
     t0 = time.perf_counter()
     for a in range(0, samples, chunk):
-        for _ in engine._rep_generators(key, 7, a, a + chunk):
+        for _ in seeding.rep_generators(key, 7, a, a + chunk):
             pass
     return (time.perf_counter() - t0) / samples
 
@@ -201,23 +201,24 @@ def run_command(reps: int, jobs: int, out: str) -> dict:
 
 def loop_repetitions(setting, seed: int, reps: int):
     """Repetitions 0..reps-1 of a setting, one curve at a time (same streams as the engine)."""
-    prep = engine._prepare(setting, seed)
+    prep = engine.prepare(setting, seed)
     geom = prep.geometry
     d, T, n = geom.dim, setting.T, setting.n
     ftp_fit = fitter(geom)  # prepared once, used on one curve at a time
     ptf_fit = fitter(geom, prep.weights)
+    sigma_ftp, sigma_ptf = prep.ftp.sigma(n), prep.ptf.sigma(n)
     errs = []
     for r in range(reps):
-        rng = engine.rep_generator(setting, seed, r)
+        rng = seeding.rep_generator(setting, seed, r)
         X = observe(prep.F, setting.sigma0, rng)
         total = np.zeros(d)
         for i in range(n):
             total += ftp_fit.solve(X[i], setting.radius).coef
-        coef_ftp = total / n + prep.sigma_ftp * rng.standard_normal(d)
+        coef_ftp = total / n + sigma_ftp * rng.standard_normal(d)
         clipped = np.zeros(T)
         for i in range(n):
             clipped += np.clip(X[i], -prep.clip, prep.clip)
-        xtilde = clipped / n + prep.sigma_ptf * rng.standard_normal(T)
+        xtilde = clipped / n + sigma_ptf * rng.standard_normal(T)
         coef_ptf = ptf_fit.solve(xtilde, setting.radius).coef
         errs.append((geom.error(coef_ftp, prep.target), geom.error(coef_ptf, prep.target)))
     return np.array(errs)
@@ -225,7 +226,7 @@ def loop_repetitions(setting, seed: int, reps: int):
 
 def loop_extrapolation(reps_full: int, n_loop: int, reps_loop: int, seed: int = 3) -> dict:
     """Time the loop per combination at n = n_loop and extrapolate to every setting."""
-    settings, _ = engine.plan(list(paper_studies().values()), reps_full)
+    settings, _ = schedule.plan(list(paper_studies().values()), reps_full)
     combos: dict = {}
     for s in settings.values():
         key = (s.family, s.T, s.m, s.mu, s.sigma0, s.radius_rule)

@@ -17,6 +17,9 @@ __all__ = [
     "check_positive",
     "check_nonnegative",
     "check_int",
+    "check_reps",
+    "check_optional_int",
+    "check_jobs",
     "check_rng",
     "check_grid",
     "check_data",
@@ -99,6 +102,40 @@ def check_int(value, name: str, minimum: int) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
     return value
+
+
+def check_reps(reps, name: str = "reps") -> int:
+    """Return ``reps`` as an int after checking it is an integer >= 2 (a standard error needs two)."""
+    if isinstance(reps, bool) or not isinstance(reps, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(reps).__name__}")
+    reps = int(reps)
+    if reps < 2:
+        raise ValueError(f"{name} must be at least 2 (standard errors need two repetitions), got {reps}")
+    return reps
+
+
+def check_optional_int(value, name: str, minimum: int) -> int | None:
+    """``None``, or ``value`` as an int after checking it is an integer >= ``minimum``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an integer >= {minimum} or None, got {type(value).__name__}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum} or None, got {value}")
+    return value
+
+
+def check_jobs(n_jobs, name: str = "n_jobs") -> int | None:
+    """A joblib worker count: ``None`` (joblib's configuration), 1 (serial), k > 1, or -1 (all cores)."""
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an integer (or None), got {type(n_jobs).__name__}")
+    n_jobs = int(n_jobs)
+    if n_jobs == 0:
+        raise ValueError(f"{name} must not be 0 (use 1 for serial, k > 1 for k workers, -1 for all cores)")
+    return n_jobs
 
 
 def check_rng(rng, name: str = "rng") -> np.random.Generator:

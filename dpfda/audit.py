@@ -65,7 +65,7 @@ from scipy import special
 from . import mechanism as mechanisms
 from ._validation import _as_float_array, check_int, check_positive, check_rng
 from .designs import Design
-from .engine import repeated
+from .engine import repeat_mechanism, repeated
 from .mechanism import (
     ClipToBox,
     FitInBall,
@@ -698,9 +698,21 @@ def _lda_direction(V0, V1):
 
 
 def _draw(mechanism, X, draws, chunk, rng, view):
-    """``view`` of ``draws`` releases of ``X``, one row each (the engine's chunked repetitions)."""
-    parts = [np.asarray(view(rel), dtype=float) for rel in repeated(mechanism.release, X, draws, chunk, rng)]
-    return np.concatenate([p.reshape(p.shape[0], -1) for p in parts], axis=0)
+    """``view`` of ``draws`` releases of ``X``, one row each, in chunks of ``chunk`` (the one loop).
+
+    The releases are those ``mechanism.release`` makes on ``chunk`` copies of ``X``
+    with ``rng`` (:func:`dpfda.engine.repeat_mechanism`); with OpenDP's noise
+    (``secure``) each chunk is a release of the copies.
+    """
+    if mechanism.secure:
+        parts = [np.asarray(view(rel), dtype=float)
+                 for rel in repeated(mechanism.release, X, draws, chunk, rng)]
+        return np.concatenate([p.reshape(p.shape[0], -1) for p in parts], axis=0)
+
+    def score(rel, parts, c):
+        return {"y": np.asarray(view(rel), dtype=float).reshape(c, -1)}
+
+    return repeat_mechanism(mechanism, X, draws, rng, score, chunk=chunk)["y"]
 
 
 def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, thresholds=None,

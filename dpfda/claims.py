@@ -899,7 +899,7 @@ def components_table(results, claims=CLAIMS) -> pd.DataFrame:
     """Every component of every claim under every law, one row each.
 
     ``results`` maps law → (study name → results table): one
-    :func:`dpfda.engine.run_studies` output per law (the conditional design) or
+    :func:`dpfda.schedule.run_studies` output per law (the conditional design) or
     :func:`simulate`'s pooled law-level tables.  Columns: ``claim``, ``law``,
     ``component``, ``estimate``, ``se``, ``direction``, ``z`` (the estimate over
     its standard error, signed by the asserted direction), ``df`` (NaN: a
@@ -1204,8 +1204,8 @@ def simulate(laws=LAWS, *, reps_noiseless: int, reps_noisy: int, seed: int, draw
     (:func:`draw_seeds`), the repetitions split evenly between them
     (``reps_noiseless // K`` and ``reps_noisy // K`` each), pooled by
     :func:`pool_draws` into law-level tables.  Per draw, two
-    :func:`dpfda.store.run_studies` calls (the engine's, through the results
-    store when one is on) cover every law: the noiseless
+    :func:`dpfda.store.run_studies` calls (:func:`dpfda.schedule.run_studies`, through the
+    results store when one is on) cover every law: the noiseless
     studies (:data:`NOISELESS_STUDIES`; Figure 1 and Table 1 share their
     settings, simulated once) and the noisy ones.  ``n`` narrows the grid of
     sample sizes.

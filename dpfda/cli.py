@@ -1,10 +1,10 @@
 """Command line: ``python -m dpfda reproduce {fig1,…,fig6,table1,all}`` and ``python -m dpfda release``.
 
 Re-runs the paper's simulation studies (§5 and the appendix) with
-:func:`dpfda.engine.run_studies` and writes, for each study, into ``--out``:
+:func:`dpfda.schedule.run_studies` and writes, for each study, into ``--out``:
 
 * ``<study>.csv`` — the results table (one row per setting, see
-  :func:`dpfda.engine.run_study`), and ``<study>.json`` — the run's metadata
+  :func:`dpfda.schedule.run_study`), and ``<study>.json`` — the run's metadata
   (seed, repetitions, CI method, versions, timestamps, wall time);
 * ``<study>.png`` — the figure (Figures 1–6);
 * for Table 1, ``table1.md`` and ``table1.html`` — the table as in the paper.
@@ -78,7 +78,7 @@ import numpy as np
 from . import __version__
 from ._interrupt import SignalGuard, pause_for_test, shutdown_workers
 from .data import check_law
-from .engine import check_memory, run_studies
+from .schedule import check_memory, run_studies
 from .pipelines import ftp, ptf
 from .publish import read_curves, release_record
 from .realdata import Domain, PublicFrame
@@ -211,7 +211,7 @@ def _chosen_studies(args) -> list:
 def _check_plan(args) -> None:
     """Refuse, before anything runs, a run whose results or chunks cannot fit in memory.
 
-    The plan is never built for this (:func:`dpfda.engine.check_memory` counts it), so
+    The plan is never built for this (:func:`dpfda.schedule.check_memory` counts it), so
     ``--reps 1000000000000`` is refused at once rather than after gigabytes of chunks.
     """
     try:

@@ -7,7 +7,7 @@ same way:
   (``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off``/unset):
   Monte Carlo sizes shrink for tests, tolerances do not.
 * :func:`n_jobs` — how many worker processes a chapter gives
-  :func:`dpfda.engine.run_study`, from ``DPFDA_JOBS`` (default: the cores
+  :func:`dpfda.schedule.run_study`, from ``DPFDA_JOBS`` (default: the cores
   available, at most :data:`MAX_DEFAULT_JOBS`).  Results never depend on it.
 * :data:`Z` — the Monte Carlo tolerance: a claim is asserted with a margin of
   ``Z`` standard errors.  A single check of a correct computation then fails
@@ -139,9 +139,17 @@ def bonferroni_z(k: int, alpha: float | None = None) -> float:
 def proportion_se(p, reps: int):
     """Standard error of observed proportion(s) ``p`` from ``reps`` trials (Agresti–Coull).
 
-    Uses p̃ = (x + 2)/(R + 4) with x = pR, so that an observed 0 or 1 still
-    carries an honest, non-zero uncertainty: sqrt(p̃(1 − p̃)/(R + 4)).  ``p``
-    may be a number (a float is returned) or an array.
+    Uses p̃ = (x + 2)/(R + 4) with x = pR: sqrt(p̃(1 − p̃)/(R + 4)).  ``p`` may be
+    a number (a float is returned) or an array.
+
+    The package's one standard error of a proportion (the results tables'
+    ``se_p_*`` columns, the claims, the chapters).  Why this one: the proportions
+    the book reports — how often a ball constraint binds, how often a release
+    recovers a feature — are often 0 or 1, where the Wald error sqrt(p(1 − p)/R)
+    is 0 and any check against it would claim certainty from finitely many
+    repetitions; Agresti–Coull stays positive there (about 1.4/R at 0 of R) and
+    is within a few per cent of Wald once pR and (1 − p)R exceed a few dozen.  A
+    floor such as max(p(1 − p), 1/R) does the same job ad hoc.
 
     >>> round(proportion_se(0.5, 1000), 5)
     0.01578

@@ -104,6 +104,7 @@ from ._validation import (
     check_positive,
     check_rng,
 )
+from .engine import Arm, per_repetition, prepare, simulate_mechanisms
 from .mechanism import Mechanism, WeightedFit
 from .pipelines import (
     NOISE_RESOLUTION,
@@ -118,6 +119,7 @@ from .pipelines import (
     ptf_clipped_mean,
     ptf_weight_vector,
 )
+from .seeding import generator, stream_key
 from .spaces import GridGeometry, KernelSpace, LegendreSpace
 from .summation import (
     MEAN_ROUNDING,
@@ -1066,51 +1068,61 @@ def simulate_designs(setting, designs: dict, reps: int, seed: int, *, chunk_valu
     designs (common random numbers, so differences between designs are
     measured precisely); the curves' projections are computed once per
     repetition and shared.  Streams: ``SeedSequence(seed, spawn_key=stream_key(setting)
-    + (1014, chunk))`` (:func:`dpfda.engine.stream_key`) with chunks fixed by the setting, so results do not
+    + (1014, chunk))`` (:func:`dpfda.seeding.stream_key`) with chunks fixed by the setting, so results do not
     depend on anything but (seed, setting, reps).
 
     Returns a dict name -> dict of per-repetition arrays ``err`` (IMSE or grid
     MSE against f̄) and ``free`` (no curve clipped or projected and the final
     fit not constrained).
     """
-    from .engine import _prepare, stream_key
-
     reps = check_int(reps, "reps", 2)
-    prep = _prepare(setting, seed)
+    prep = prepare(setting, seed)
     geom, F, target = prep.geometry, prep.F, prep.target
     n, T, d = setting.n, geom.T, geom.dim
     built = {name: Design(geom.space, geom.grid, setting.radius, **kw) for name, kw in designs.items()}
     per_chunk = max(1, chunk_values // (n * T))
     out = {name: {"err": np.empty(reps), "free": np.empty(reps, dtype=bool)} for name in built}
-    noiseless = None
+
+    def summarize(X):
+        shared = _shared_parts(built, X)
+        parts = {}
+        for name, des in built.items():
+            own = shared[id(des)]
+            parts[name] = des.summary_from_parts(own)
+            moved = [own[flag] for flag in ("box_active", "ellipsoid_active", "ball_active") if flag in own]
+            parts["moved", name] = np.logical_or.reduce(moved) if moved else False
+        return parts
+
+    def scorer(name):
+        def score(rel, parts, c):
+            moved = np.broadcast_to(parts["moved", name], (c,))
+            active = np.zeros(c, dtype=bool) if rel.active is None else rel.active  # None: unconstrained
+            return {"err": geom.error(rel.coef[:, None, :], target)[:, 0], "free": ~(moved | active)}
+
+        return score
+
+    # Two blocks of privacy normals a repetition, Z_T then Z_d, shared by all designs: a
+    # design whose noise factor has d (≠ T) columns takes Z_d, every other Z_T.
+    # A ball fit runs one repetition at a time (engine.per_repetition), the unconstrained
+    # fit on the whole chunk, as they always have: the results stay those published.
+    arms = [Arm(name, per_repetition(m) if des.fit == "ball" else m, name,
+                1 if des.L.shape[1] == d and des.L.shape[1] != T else 0, scorer(name))
+            for name, des in built.items() for m in [des.mechanism(n, setting.mu)]]
+    cache: dict = {}
+
+    def noiseless():
+        if "parts" not in cache:
+            cache["parts"] = summarize(F[None])
+        return cache["parts"]
+
+    key = stream_key(setting) + (1014,)
     for k, start in enumerate(range(0, reps, per_chunk)):
         c = min(per_chunk, reps - start)
-        ss = np.random.SeedSequence(seed, spawn_key=stream_key(setting) + (1014, k))
-        rng = np.random.Generator(np.random.PCG64(ss))
-        if setting.sigma0 > 0:
-            X = F + setting.sigma0 * rng.standard_normal((c, n, T))
-            parts = _shared_parts(built, X)
-        else:
-            if noiseless is None:
-                noiseless = _shared_parts(built, F[None])
-            parts = noiseless
-        Z = {T: rng.standard_normal((c, T)), "d": rng.standard_normal((c, d))}
-        for name, des in built.items():
-            S = des.summary_from_parts(parts[id(des)])
-            z = Z["d"] if des.L.shape[1] == d and des.L.shape[1] != T else Z[T]
-            xt = S + des.sigma(n, setting.mu) * (z @ des.L.T)
-            solver = fitter(geom, des.weights)
-            if des.fit == "ball":
-                fit = solver.solve(xt[:, None, :], des.radius)
-                coef, fit_active = fit.coef[:, 0], fit.active[:, 0]
-            else:
-                coef, fit_active = solver.unconstrained(xt), np.zeros(c, dtype=bool)
-            moved = np.zeros(c, dtype=bool)
-            for flag in ("box_active", "ellipsoid_active", "ball_active"):
-                if flag in parts[id(des)]:
-                    moved |= np.broadcast_to(parts[id(des)][flag], (c,))
-            out[name]["err"][start:start + c] = geom.error(coef[:, None, :], target)[:, 0]
-            out[name]["free"][start:start + c] = ~(moved | fit_active)
+        res = simulate_mechanisms(arms, generator(key, seed, k), c, (T, d), n=n, F=F, sigma0=setting.sigma0,
+                                  summarize=summarize, noiseless=noiseless)
+        for name, arrays in res.items():
+            for field, v in arrays.items():
+                out[name][field][start:start + c] = v
     return out
 
 

@@ -2,7 +2,7 @@
 
 The book states each qualitative claim of §5 and of the appendix's polynomial
 section in words and then asserts it on the results table of
-:func:`dpfda.engine.run_study`.  The helpers here turn "the ratio falls",
+:func:`dpfda.schedule.run_study`.  The helpers here turn "the ratio falls",
 "the ratio lies below one", "this curve is flat" into comparisons whose
 tolerance is a multiple ``z`` of the Monte Carlo standard error — never a
 hand-picked margin.
@@ -12,7 +12,7 @@ Conventions
 * A *row* is one setting of a results table (a ``pandas.Series``).  Its error
   ratio FTP/PTF is judged on the log scale, with the table's
   ``se_log_ratio`` (delta method on the paired errors; see
-  :data:`dpfda.engine.CI_METHOD`).
+  :data:`dpfda.tabulate.CI_METHOD`).
 * Two different settings have independent random streams (the engine keys
   every stream by the setting), so the standard error of a difference
   between them is ``sqrt(se_a² + se_b²)``.  FTP and PTF in the *same*
@@ -23,9 +23,8 @@ Conventions
   :func:`~dpfda.config.proportion_se`, live in :mod:`dpfda.config` and are
   re-exported here for the chapters.
 
-This module only reads results tables; simulations (including
-:func:`dpfda.engine.compare_on_curves`, FTP and PTF on latent curves of the
-caller's choosing) are the engine's.
+This module only reads results tables; simulations are the engine's
+(:mod:`dpfda.engine`, :mod:`dpfda.schedule`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """An interactive FTP/PTF ratio explorer that works in a static page, with no server and no network.
 
-:func:`ratio_explorer` takes the results table of :func:`dpfda.engine.run_study` (or
+:func:`ratio_explorer` takes the results table of :func:`dpfda.schedule.run_study` (or
 several concatenated) and builds a Bokeh figure: the Monte Carlo error ratio FTP/PTF
 against n with its 95% interval as a band, and widgets for the function space, T, μ and σ₀ that
 redraw it.  Every setting's numbers are embedded in the page and the redraw is a small
@@ -72,7 +72,7 @@ def ratio_explorer(df, *, width: int = 660, height: int = 400):
     Parameters
     ----------
     df : pandas.DataFrame
-        Results of :func:`dpfda.engine.run_study`; every combination of the widgets'
+        Results of :func:`dpfda.schedule.run_study`; every combination of the widgets'
         values that a reader can select must be present for every n (checked).
     width, height : int
         Size of the plot in pixels.

@@ -4,7 +4,7 @@
   log–log axes, one panel per μ (Figures 1, 4) or σ₀ (Figures 3, 6), colour and
   marker by T (RKHS) or m (H_m), dashed lines at the noiseless reference 1/T
   (Corollary 15) or 1/m (Corollary 12) in the matching colour; error bars are
-  the 95% confidence intervals of the ratio (:data:`dpfda.engine.CI_METHOD`).
+  the 95% confidence intervals of the ratio (:data:`dpfda.tabulate.CI_METHOD`).
   A thin grey line marks ratio 1, above which PTF is the more accurate.
 * ``kind="scaled"`` (Figures 2, 5): n × MSE (or n × IMSE) against n, FTP in
   the left panel and PTF in the right, one line per radius rule; error bars
@@ -17,7 +17,7 @@ Tables shown in the book go through :func:`table`: a numbered, captioned table (
 ``list-table``, which Sphinx numbers "Table k.j"), headers typeset (μ, σ₀, B′, not
 ``mu``), every number formatted by :func:`number` (no reprs, no 16-digit floats).
 
-Every function takes the results table of :func:`dpfda.engine.run_study`.
+Every function takes the results table of :func:`dpfda.schedule.run_study`.
 The figures are matplotlib figures; nothing is shown or saved here (the command
 line, :mod:`dpfda.cli`, writes a run's files, atomically).
 

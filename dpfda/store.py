@@ -75,7 +75,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import __version__, engine
+from . import __version__, engine, schedule, tabulate
 from .config import quick
 from .studies import Setting, Study
 
@@ -287,7 +287,7 @@ def _compute(missing: list[Setting], reps: int, seed: int, n_jobs, chunk_reps) -
         return {}
     study = Study(name="store", title="settings missing from the store", source="dpfda.store",
                   settings=tuple(missing))
-    settings, tasks = engine.plan([study], reps, chunk_reps)
+    settings, tasks = schedule.plan([study], reps, chunk_reps)
     if n_jobs == 1:
         results = [_chunk(settings[k], seed, a, b) for k, a, b in tasks]
     else:
@@ -302,27 +302,14 @@ def _compute(missing: list[Setting], reps: int, seed: int, n_jobs, chunk_reps) -
 
 
 def _frame(study: Study, per_setting: dict, reps: int, seed: int, started: str) -> "pd.DataFrame":
-    """The results table of :func:`dpfda.engine.run_study` from per-repetition arrays."""
-    import pandas as pd  # here, as in the engine: worker processes never need it
-
-    rows = []
-    for s in study.settings:
-        row: dict[str, object] = {"study": study.name, "source": study.source}
-        row.update(s.params())
-        row.update({"reps": reps, "seed": seed})
-        row.update(engine.summarize(per_setting[s.canonical(), s.law]))
-        rows.append(row)
-    df = pd.DataFrame(rows)
-    df["m"] = df["m"].astype("Int64")
-    df["centers"] = df["centers"].astype("Int64")
-    df = df[engine.RESULT_COLUMNS]
-    df.attrs["dpfda"] = engine.metadata(study, reps, seed, started=started)
-    return df
+    """:func:`dpfda.tabulate.frame` of ``study`` from the store's arrays (keyed by canonical text and law)."""
+    own = {s.canonical(): per_setting[s.canonical(), s.law] for s in study.settings}
+    return tabulate.frame(study, own, reps, seed, started)
 
 
 def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_reps: int | None = None,
                 progress: bool = False) -> "OrderedDict[str, pd.DataFrame]":
-    """:func:`dpfda.engine.run_studies`, simulating only the settings the store lacks.
+    """:func:`dpfda.schedule.run_studies`, simulating only the settings the store lacks.
 
     With the store off, the engine's function itself.  With it on, each
     setting (once, however many studies share it) is read from the store or
@@ -332,7 +319,7 @@ def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_rep
     """
     folder = location()
     if folder is None:
-        return engine.run_studies(studies, reps, seed, n_jobs=n_jobs, chunk_reps=chunk_reps, progress=progress)
+        return schedule.run_studies(studies, reps, seed, n_jobs=n_jobs, chunk_reps=chunk_reps, progress=progress)
     studies = list(studies)
     for st in studies:
         if not isinstance(st, Study):
@@ -340,7 +327,7 @@ def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_rep
     reps, seed = _check_reps(reps), _check_seed(seed)
     if n_jobs is not None and not isinstance(n_jobs, bool) and n_jobs == 0:
         raise ValueError("n_jobs must not be 0 (use 1 for serial, k > 1 for k workers, -1 for all cores)")
-    engine.check_memory(studies, reps, chunk_reps, n_jobs)  # also checks n_jobs and chunk_reps
+    schedule.check_memory(studies, reps, chunk_reps, n_jobs)  # also checks n_jobs and chunk_reps
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     wanted: "OrderedDict[tuple, Setting]" = OrderedDict()
     for st in studies:
@@ -374,7 +361,7 @@ def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_rep
 
 def run_study(study: Study, reps: int, seed: int, n_jobs: int | None = 1, chunk_reps: int | None = None,
               progress: bool = False) -> "pd.DataFrame":
-    """:func:`dpfda.engine.run_study`, simulating only the settings the store lacks."""
+    """:func:`dpfda.schedule.run_study`, simulating only the settings the store lacks."""
     if not isinstance(study, Study):
         raise TypeError(f"study must be a Study, got {type(study).__name__}")
     return run_studies([study], reps, seed, n_jobs=n_jobs, chunk_reps=chunk_reps, progress=progress)[study.name]

@@ -222,8 +222,8 @@ class Setting:
     law : str
         The latent law, a member of :data:`dpfda.data.LAWS` (default
         ``"default"``, the laws of the paper's setups as :mod:`dpfda.data` reads
-        them).  Part of the setting's stream keys (:func:`dpfda.engine.stream_key`,
-        :func:`dpfda.engine.latent_stream_key`), so each law
+        them).  Part of the setting's stream keys (:func:`dpfda.seeding.stream_key`,
+        :func:`dpfda.seeding.latent_stream_key`), so each law
         has its own random streams; ``"default"`` adds nothing to the keys
         (see ``_STREAM_TOKEN``), and ``shift-0``/``wave-0``,
         one and the same centred law, share theirs.

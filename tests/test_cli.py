@@ -181,9 +181,9 @@ def test_huge_reps_is_one_line_and_exit_2_within_seconds(tmp_path, extra, fragme
 
 
 def test_a_chunk_that_cannot_fit_is_refused_naming_chunk_reps(tmp_path, capsys, monkeypatch):
-    from dpfda import engine
+    from dpfda import schedule
 
-    monkeypatch.setattr(engine, "memory_limit", lambda: 8 * 2**30)
+    monkeypatch.setattr(schedule, "memory_limit", lambda: 8 * 2**30)
     out = tmp_path / "res"
     code = cli.main(["reproduce", "fig6", "--quick", "--reps", "1000000", "--chunk-reps", "1000000",
                      "--out", str(out), "--no-progress"])
@@ -193,9 +193,9 @@ def test_a_chunk_that_cannot_fit_is_refused_naming_chunk_reps(tmp_path, capsys, 
     assert "8 GiB" in lines[0] and not out.exists()
     # the same refusal from the engine, in its own terms, before anything runs
     with pytest.raises(ValueError, match="chunk_reps 1000000 cannot fit in memory"):
-        engine.run_studies([get_study("fig6", n=cli.QUICK_N)], 10**6, seed=1, chunk_reps=10**6)
+        schedule.run_studies([get_study("fig6", n=cli.QUICK_N)], 10**6, seed=1, chunk_reps=10**6)
     with pytest.raises(ValueError, match="reps 1000000000 cannot fit in memory"):
-        engine.run_studies([get_study("fig6", n=cli.QUICK_N)], 10**9, seed=1)
+        schedule.run_studies([get_study("fig6", n=cli.QUICK_N)], 10**9, seed=1)
 
 
 @pytest.mark.parametrize("text, value", [("1e3", 1000), ("2.5e3", 2500), ("12", 12)])
@@ -214,11 +214,11 @@ def test_the_plan_is_made_lazily():
     import itertools
     import tracemalloc
 
-    from dpfda import engine
+    from dpfda import schedule
 
     studies = [get_study("fig5", n=cli.QUICK_N)]
     tracemalloc.start()
-    settings, tasks = engine.plan(studies, 50_000, chunk_reps=1)
+    settings, tasks = schedule.plan(studies, 50_000, chunk_reps=1)
     first = list(itertools.islice(tasks, 5))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()

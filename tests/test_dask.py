@@ -21,7 +21,7 @@ import time
 import pandas as pd
 import pytest
 
-from dpfda import engine
+from dpfda import schedule
 from dpfda.studies import Study, get_study
 
 distributed = pytest.importorskip("distributed", reason="dask[distributed] is in requirements.txt")
@@ -37,13 +37,13 @@ def _study():
 
 def test_dask_backend_is_bit_identical_to_serial():
     study = _study()
-    serial = engine.run_study(study, 16, seed=31)
+    serial = schedule.run_study(study, 16, seed=31)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   host="127.0.0.1", dashboard_address=None,
                                   silence_logs=40) as cluster, distributed.Client(cluster) as client:
         assert len(client.scheduler_info()["workers"]) == 2
         with joblib.parallel_config(backend="dask"):
-            on_dask = engine.run_study(study, 16, seed=31, n_jobs=None, chunk_reps=3)
+            on_dask = schedule.run_study(study, 16, seed=31, n_jobs=None, chunk_reps=3)
         # The work really ran on the cluster's worker processes.
         imported = client.run(lambda: "dpfda.engine" in __import__("sys").modules)
         assert len(imported) == 2 and all(imported.values()), imported

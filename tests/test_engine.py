@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 
 import dpfda
-from dpfda import engine, theory
+from dpfda import engine, schedule, seeding, tabulate, theory
 from dpfda.data import observe
 from dpfda.pipelines import (
     add_noise,
@@ -215,8 +215,8 @@ def test_stream_keys_and_first_draws_are_those_of_dpfda_0_1(pinned):
     """
     s, text, latent_text, key, latent_key, normals, latent, ftp, ptf = pinned
     assert s.canonical() == text and s.latent_canonical() == latent_text
-    assert engine.stream_key(s) == key and engine.latent_stream_key(s) == latent_key
-    assert engine.rep_generator(s, 7, 0).standard_normal(3).tolist() == normals
+    assert seeding.stream_key(s) == key and seeding.latent_stream_key(s) == latent_key
+    assert seeding.rep_generator(s, 7, 0).standard_normal(3).tolist() == normals
     curves = engine.latent_curves(s, 7)
     coords = curves.theta if s.family == "legendre" else curves.alpha
     np.testing.assert_allclose(coords.ravel()[:3], latent, rtol=1e-9)
@@ -228,21 +228,21 @@ def test_stream_keys_and_first_draws_are_those_of_dpfda_0_1(pinned):
 def test_setting_keys_are_stable_across_interpreters():
     """Keys come from SHA-256, not Python's salted hash: another process agrees."""
     s = get_study("fig3").settings[17]
-    code = ("from dpfda.engine import latent_stream_key, stream_key; from dpfda.studies import get_study; "
+    code = ("from dpfda.seeding import latent_stream_key, stream_key; from dpfda.studies import get_study; "
             "s = get_study('fig3').settings[17]; print(stream_key(s), latent_stream_key(s))")
     env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=ROOT)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          cwd=ROOT, check=True).stdout.strip()
-    assert out == f"{engine.stream_key(s)} {engine.latent_stream_key(s)}"
-    assert all(0 <= w < 2**32 for w in engine.stream_key(s))
+    assert out == f"{seeding.stream_key(s)} {seeding.latent_stream_key(s)}"
+    assert all(0 <= w < 2**32 for w in seeding.stream_key(s))
 
 
 def test_latent_curves_shared_across_figures():
     """The latent key leaves out T, μ, σ₀ and B': same n (and m) → same curves."""
     f1 = get_study("fig1").subset(n=64, T=2, mu=0.1).settings[0]
     f3 = get_study("fig3").subset(n=64, T=8, sigma0=10.0).settings[0]
-    assert engine.latent_stream_key(f1) == engine.latent_stream_key(f3)
-    assert engine.stream_key(f1) != engine.stream_key(f3)
+    assert seeding.latent_stream_key(f1) == seeding.latent_stream_key(f3)
+    assert seeding.stream_key(f1) != seeding.stream_key(f3)
     c1, c3 = engine.latent_curves(f1, 5), engine.latent_curves(f3, 5)
     np.testing.assert_array_equal(c1.alpha, c3.alpha)
     p4 = get_study("fig4").subset(n=64, m=6, mu=1.0).settings[0]
@@ -259,36 +259,36 @@ def test_repetition_streams_are_independent():
     A scheme with dependent repetitions (one PCG64 stream per setting advanced
     by r·2⁹⁶) gave a sum of squares near 1800 here."""
     s = CASES[0]
-    expect = np.random.Generator(np.random.PCG64(np.random.SeedSequence(4, spawn_key=engine.stream_key(s) + (7,))))
-    np.testing.assert_array_equal(engine.rep_generator(s, 4, 7).standard_normal(6), expect.standard_normal(6))
+    expect = np.random.Generator(np.random.PCG64(np.random.SeedSequence(4, spawn_key=seeding.stream_key(s) + (7,))))
+    np.testing.assert_array_equal(seeding.rep_generator(s, 4, 7).standard_normal(6), expect.standard_normal(6))
     R = 500
     z = []
     for st in get_study("fig1").settings[:40]:
-        draws = np.array([engine.rep_generator(st, 1, r).standard_normal(2) for r in range(R)])
+        draws = np.array([seeding.rep_generator(st, 1, r).standard_normal(2) for r in range(R)])
         z.append((np.mean(draws[:, 0] ** 2) - 1.0) / math.sqrt(2.0 / R))
         z.append(np.mean(draws[:, 0] * draws[:, 1]) * math.sqrt(R))
     from scipy import stats
 
     assert np.sum(np.square(z)) <= stats.chi2.isf(6e-5, len(z)), np.round(z, 1)
     with pytest.raises(ValueError, match="rep"):
-        engine.rep_generator(s, 4, -1)
+        seeding.rep_generator(s, 4, -1)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2026, 2**32 - 1, 2**32, 2**100, 2**130 + 7])
 def test_fast_repetition_streams_are_numpys_generators(seed):
     """The engine sets each repetition's PCG64 state from a vectorised copy of
-    SeedSequence's hash (engine._pcg64_states): it must be the state numpy's
+    SeedSequence's hash (seeding.pcg64_states): it must be the state numpy's
     own SeedSequence(seed, spawn_key=key + (r,)) gives, for seeds of one to
     five words, keys of any length and r up to 2³² - 1."""
-    for key in [engine.stream_key(CASES[0]), (), (0,), (5, 2**32 - 1, 0, 7, 9)]:
+    for key in [seeding.stream_key(CASES[0]), (), (0,), (5, 2**32 - 1, 0, 7, 9)]:
         for start, stop in [(0, 40), (2**32 - 6, 2**32)]:
-            states = engine._pcg64_states(key, seed, start, stop)
+            states = seeding.pcg64_states(key, seed, start, stop)
             assert len(states) == stop - start
             for r, state in zip(range(start, stop), states):
-                assert state == engine._generator(key, seed, r).bit_generator.state, (key, r)
-    gens = engine._rep_generators(engine.stream_key(CASES[0]), seed, 3, 9)
+                assert state == seeding.generator(key, seed, r).bit_generator.state, (key, r)
+    gens = seeding.rep_generators(seeding.stream_key(CASES[0]), seed, 3, 9)
     for r, rng in zip(range(3, 9), gens):
-        expected = engine.rep_generator(CASES[0], seed, r).standard_normal(5)
+        expected = seeding.rep_generator(CASES[0], seed, r).standard_normal(5)
         np.testing.assert_array_equal(rng.standard_normal(5), expected)
 
 
@@ -298,9 +298,9 @@ def test_wrong_fast_streams_fall_back_to_numpys_constructor(monkeypatch):
     s = CASES[2]
     ref = engine.simulate_chunk(s, 5, 0, 6, keep_releases=True)
 
-    right = engine._pcg64_states
-    monkeypatch.setattr(engine, "_pcg64_states", lambda key, seed, a, b: right(key, seed + 1, a, b))
-    engine._prepare.cache_clear()
+    right = seeding.pcg64_states
+    monkeypatch.setattr(seeding, "pcg64_states", lambda key, seed, a, b: right(key, seed + 1, a, b))
+    engine.prepare.cache_clear()
     other = engine.simulate_chunk(s, 5, 0, 6, keep_releases=True)
     for k in ref:
         np.testing.assert_array_equal(ref[k], other[k], err_msg=k)
@@ -351,7 +351,7 @@ def test_engine_repetition_equals_public_pipelines(setting):
     any_active = []
     for r in range(reps):
         # (a) the stages with the engine's sums: bit for bit
-        rng = engine.rep_generator(setting, seed, r)
+        rng = seeding.rep_generator(setting, seed, r)
         X = observe(F, setting.sigma0, rng)  # the repetition's data, shared by both pipelines
         mean_fast, ftp_active = ftp_fit_mean(X, geom, radius, exact=False)
         a = ftp_privatize(mean_fast, geom, radius, mu, n, rng)
@@ -366,7 +366,7 @@ def test_engine_repetition_equals_public_pipelines(setting):
         assert out["ftp_any_active"][r] == ftp_active.any()
         assert out["ftp_frac_active"][r] == ftp_active.mean()
         # (b) the public releases, exact sums: within the proven rounding of the two sums
-        rng = engine.rep_generator(setting, seed, r)
+        rng = seeding.rep_generator(setting, seed, r)
         X = observe(F, setting.sigma0, rng)
         f = dpfda.ftp(X, grid, space, radius, mu, rng)
         p = dpfda.ptf(X, grid, space, radius, mu, rng)
@@ -420,22 +420,22 @@ def _small_study():
 
 def test_parallel_and_chunked_runs_are_identical_to_serial():
     study = _small_study()
-    serial = engine.run_study(study, 12, seed=9)
-    chunked = engine.run_study(study, 12, seed=9, chunk_reps=5)
-    parallel = engine.run_study(study, 12, seed=9, n_jobs=2, chunk_reps=4)
+    serial = schedule.run_study(study, 12, seed=9)
+    chunked = schedule.run_study(study, 12, seed=9, chunk_reps=5)
+    parallel = schedule.run_study(study, 12, seed=9, n_jobs=2, chunk_reps=4)
     pd.testing.assert_frame_equal(serial, chunked, check_exact=True)
     pd.testing.assert_frame_equal(serial, parallel, check_exact=True)
-    other_seed = engine.run_study(study, 12, seed=10)
+    other_seed = schedule.run_study(study, 12, seed=10)
     assert not np.array_equal(serial["err_ftp"], other_seed["err_ftp"])
 
 
 def test_shared_settings_get_the_same_numbers_in_every_study():
     fig1 = get_study("fig1").subset(n=[4, 32])
     table = get_study("table1").subset(n=[4, 32])
-    res = engine.run_studies([fig1, table], 10, seed=1)
+    res = schedule.run_studies([fig1, table], 10, seed=1)
     cols = ["err_ftp", "err_ptf", "ratio", "p_ptf_active"]
     pd.testing.assert_frame_equal(res["fig1"][cols], res["table1"][cols], check_exact=True)
-    alone = engine.run_study(table, 10, seed=1)
+    alone = schedule.run_study(table, 10, seed=1)
     pd.testing.assert_frame_equal(alone[cols], res["table1"][cols], check_exact=True)
 
 
@@ -445,13 +445,13 @@ def test_each_study_is_handed_on_as_soon_as_it_is_done(n_jobs):
     still have work left (the tasks come study by study); an exception from it stops the run."""
     studies = [get_study("fig1").subset(n=[4, 8]), get_study("fig5").subset(n=[4, 8]),
                get_study("table1").subset(n=[4, 8])]
-    settings, tasks = engine.plan(studies, 6, chunk_reps=2)
+    settings, tasks = schedule.plan(studies, 6, chunk_reps=2)
     first = {}
     for key in settings:
         first[key] = next(i for i, st in enumerate(studies) if key in {s.canonical() for s in st.settings})
     assert [first[k] for k, _, _ in tasks] == sorted(first[k] for k, _, _ in tasks)
     seen, chunks = [], []
-    res = engine.run_studies(studies, 6, seed=3, n_jobs=n_jobs, chunk_reps=2,
+    res = schedule.run_studies(studies, 6, seed=3, n_jobs=n_jobs, chunk_reps=2,
                              on_chunk=lambda: chunks.append(1),
                              on_study=lambda name, df: seen.append((name, len(chunks), df)))
     assert [name for name, _, _ in seen] == ["fig1", "table1", "fig5"]  # table1 = fig1's settings
@@ -465,16 +465,16 @@ def test_each_study_is_handed_on_as_soon_as_it_is_done(n_jobs):
         raise RuntimeError(f"stop after {name}")
 
     with pytest.raises(RuntimeError, match="stop after fig1"):
-        engine.run_studies(studies, 6, seed=3, n_jobs=n_jobs, chunk_reps=2, on_study=fail)
+        schedule.run_studies(studies, 6, seed=3, n_jobs=n_jobs, chunk_reps=2, on_study=fail)
     with pytest.raises(TypeError, match="on_study"):
-        engine.run_studies(studies, 6, seed=3, on_study="draw")
+        schedule.run_studies(studies, 6, seed=3, on_study="draw")
 
 
 def test_chunks_respect_the_memory_budget():
     big = get_study("fig6").subset(n=4096, m=8, sigma0=10.0).settings[0]
-    size = engine._chunk_size(big, None)
+    size = engine.chunk_size(big, None)
     assert size * big.n * big.T * 8 <= engine.CHUNK_BYTES
-    settings, tasks = engine.plan([get_study("fig6")], 1000)
+    settings, tasks = schedule.plan([get_study("fig6")], 1000)
     assert len(settings) == 132
     by_setting = {}
     for key, a, b in tasks:
@@ -494,8 +494,8 @@ def test_chunks_respect_the_memory_budget():
 
 def test_result_table_columns_and_summaries():
     study = get_study("fig2").subset(n=[16, 64])
-    df = engine.run_study(study, 40, seed=4)
-    assert list(df.columns) == engine.RESULT_COLUMNS
+    df = schedule.run_study(study, 40, seed=4)
+    assert list(df.columns) == tabulate.RESULT_COLUMNS
     assert len(df) == len(study) and (df["metric"] == "MSE").all() and (df["reps"] == 40).all()
     assert df["m"].isna().all()
     meta = df.attrs["dpfda"]
@@ -519,7 +519,7 @@ def test_result_table_columns_and_summaries():
     assert row["ratio_hi"] == pytest.approx(ratio * math.exp(1.959963984540054 * se_log), rel=1e-9)
     assert row["p_ptf_active"] == pytest.approx(per["ptf_active"].mean())
     assert 0 <= row["p_ftp_active_curves"] <= row["p_ftp_active"] <= 1
-    poly = engine.run_study(get_study("fig4").subset(n=8, m=[2, 4], mu=1.0), 5, seed=1)
+    poly = schedule.run_study(get_study("fig4").subset(n=8, m=[2, 4], mu=1.0), 5, seed=1)
     assert (poly["metric"] == "IMSE").all() and list(poly["m"]) == [2, 4]
 
 
@@ -539,15 +539,15 @@ def test_bad_arguments_are_rejected():
     study = _small_study()
     for reps, exc in [(1, ValueError), (0, ValueError), (-5, ValueError), (2.5, TypeError)]:
         with pytest.raises(exc, match="reps"):
-            engine.run_study(study, reps, seed=1)
+            schedule.run_study(study, reps, seed=1)
     with pytest.raises(ValueError, match="n_jobs"):
-        engine.run_study(study, 5, seed=1, n_jobs=0)
+        schedule.run_study(study, 5, seed=1, n_jobs=0)
     with pytest.raises(ValueError, match="seed"):
-        engine.run_study(study, 5, seed=-1)
+        schedule.run_study(study, 5, seed=-1)
     with pytest.raises(ValueError, match="chunk_reps"):
-        engine.run_study(study, 5, seed=1, chunk_reps=0)
+        schedule.run_study(study, 5, seed=1, chunk_reps=0)
     with pytest.raises(TypeError, match="study"):
-        engine.run_study("fig1", 5, seed=1)
+        schedule.run_study("fig1", 5, seed=1)
 
 
 @pytest.mark.parametrize("method", ["ftp", "ptf"])
@@ -578,7 +578,7 @@ def test_repeat_releases_matches_a_loop_and_reads_activity_from_the_stages(metho
 
 def test_bias_variance_splits_the_error_and_gives_standard_errors():
     import dpfda
-    from dpfda.engine import bias_variance
+    from dpfda.tabulate import bias_variance
 
     rng = np.random.default_rng(5)
     geom = dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)).at(dpfda.uniform_grid(4))

@@ -15,8 +15,8 @@ import pytest
 from bokeh.models import ColumnDataSource, CustomJS, Slider
 
 from dpfda import theory
-from dpfda.engine import run_studies
 from dpfda.explorer import NAMES, explorer_html, ratio_explorer
+from dpfda.schedule import run_studies
 from dpfda.studies import Setting, Study
 
 

@@ -30,7 +30,7 @@ import pytest
 
 from dpfda import theory
 from dpfda.config import bonferroni_z, proportion_se
-from dpfda.engine import run_studies
+from dpfda.schedule import run_studies
 from dpfda.studies import get_study
 
 from _support import Z, reps

@@ -18,7 +18,9 @@ import pytest
 
 import dpfda
 from dpfda.data import LAW_SHIFTS, LAWS, check_law, polynomial_curves, rkhs_curves
-from dpfda.engine import latent_curves, latent_stream_key, run_study, stream_key
+from dpfda.engine import latent_curves
+from dpfda.schedule import run_study
+from dpfda.seeding import latent_stream_key, stream_key
 from dpfda.studies import STUDY_NAMES, Setting, Study, get_study, paper_studies
 
 from _support import Z
