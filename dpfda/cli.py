@@ -78,10 +78,10 @@ import numpy as np
 from . import __version__
 from ._interrupt import SignalGuard, pause_for_test, shutdown_workers
 from .data import check_law
-from .schedule import check_memory, run_studies
 from .pipelines import ftp, ptf
 from .publish import read_curves, release_record
 from .realdata import Domain, PublicFrame
+from .schedule import check_memory, run_studies
 from .spaces import KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
 from .studies import PAPER_N, STUDY_NAMES, paper_studies
 

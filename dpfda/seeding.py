@@ -5,9 +5,10 @@ only on (``seed``, the setting, the repetition):
 
 * latent curves: ``SeedSequence(seed, spawn_key=latent_stream_key(setting))``,
   where the latent key is ("poly", m, n, B) or ("rkhs", n, ρ, centres, B) (the
-  stream tokens of the families "legendre" and "kernel", ``dpfda.studies._STREAM_TOKEN``) — it leaves out T, μ, σ₀ and B', so every figure uses the same
-  latent functions for the same n (and m), and the RKHS functions are
-  evaluated on each grid;
+  stream tokens of the families "legendre" and "kernel",
+  ``dpfda.studies._STREAM_TOKEN``) — it leaves out T, μ, σ₀ and B', so every
+  figure uses the same latent functions for the same n (and m), and the RKHS
+  functions are evaluated on each grid;
 * repetition r: a PCG64 generator seeded by
   ``SeedSequence(seed, spawn_key=stream_key(setting) + (r,))``
   (:func:`rep_generator`); what it draws, and in which order, is the rule of
