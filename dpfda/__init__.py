@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING
 from ._validation import AssumptionError
 from .data import KernelCurves, PolynomialCurves, observe, polynomial_curves, rkhs_curves, uniform_ball
 from .fitting import BallFit, BallLeastSquares, fit_ball
-from .mechanism import Mechanism, ftp_mechanism, ptf_mechanism
-from .pipelines import Release, ftp, ftp_sigma, ptf, ptf_sigmas
+from .mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
+from .pipelines import Release, ftp_sigma, ptf_sigmas
 from .privacy import (
     compose,
     delta_from_mu,

@@ -268,6 +268,8 @@ def check_grid_vector(value, name: str, T: int | None) -> np.ndarray:
     return arr
 
 
-# The private name audit.py and designs.py still import; remove it once they import
-# as_float_array (KNOWN_TODO in tests/test_architecture.py).
-_as_float_array = as_float_array
+def check_secure(secure) -> bool:
+    """``secure`` as a bool: True or False (numpy's bools too), nothing else."""
+    if not isinstance(secure, (bool, np.bool_)):
+        raise TypeError(f"secure must be True or False, got {type(secure).__name__}")
+    return bool(secure)

@@ -63,7 +63,7 @@ import numpy as np
 from scipy import special
 
 from . import mechanism as mechanisms
-from ._validation import _as_float_array, check_int, check_positive, check_rng
+from ._validation import as_float_array, check_int, check_positive, check_rng
 from .designs import Design
 from .engine import repeat_mechanism, repeated
 from .mechanism import (
@@ -181,7 +181,7 @@ class AuditResult:
 
 
 def _scores(s, name):
-    arr = _as_float_array(s, name)
+    arr = as_float_array(s, name)
     if arr.ndim != 1 or arr.size < 1:
         raise ValueError(f"{name} must be a non-empty one-dimensional array of scores")
     if not np.all(np.isfinite(arr)):
@@ -201,7 +201,7 @@ def mu_lower_bound(scores0, scores1, thresholds, *, alpha: float = 0.05) -> Audi
     """
     s0 = _scores(scores0, "scores0")
     s1 = _scores(scores1, "scores1")
-    t = _as_float_array(thresholds, "thresholds")
+    t = as_float_array(thresholds, "thresholds")
     if t.ndim != 1 or t.size < 1 or not np.all(np.isfinite(t)):
         raise ValueError("thresholds must be a non-empty one-dimensional array of finite numbers")
     alpha = check_positive(alpha, "alpha")
@@ -459,7 +459,7 @@ def probe_pairs(mechanism: Mechanism, n: int, T: int, *, size: float, directions
         _, _, Vt = np.linalg.svd(Z.T)  # ||Zᵀv|| = ||L⁻¹v||/σ is largest at Vt[0]
         dirs.append(Vt[0])
     for v in directions or ():
-        dirs.append(_as_float_array(v, "directions"))
+        dirs.append(as_float_array(v, "directions"))
     pairs = []
     for v in dirs:
         X0 = np.zeros((n, T))
@@ -547,7 +547,7 @@ class NoiseLaw:
         self.scale = np.asarray(scale, dtype=float)
         if not (np.all(np.isfinite(self.scale)) and np.all(self.scale > 0)):
             raise ValueError("a release's noise_scale must be finite and > 0 to be audited")
-        self.factor = None if factor is None else _as_float_array(factor, "noise_factor")
+        self.factor = None if factor is None else as_float_array(factor, "noise_factor")
         if self.factor is None:
             return
         if self.scale.ndim != 0:
@@ -624,7 +624,7 @@ def pair_mu(mechanism: Mechanism, X0, X1) -> float:
     when the difference leaves the support of the noise.
     """
     _check_mechanism(mechanism)
-    X0, X1 = _as_float_array(X0, "X0"), _as_float_array(X1, "X1")
+    X0, X1 = as_float_array(X0, "X0"), as_float_array(X1, "X1")
     _check_n(mechanism, X0)
     d = np.asarray(mechanism.summary(X1)) - np.asarray(mechanism.summary(X0))
     return published_law(mechanism, X0).distance(d)
@@ -656,7 +656,7 @@ def worst_case_pair(space, grid, radius, n, *, pipeline="ftp", direction=None, f
     n = check_int(n, "n", 1)
     factor = check_positive(factor, "factor")
     if pipeline == "ftp":
-        u = np.ones(geom.dim) if direction is None else _as_float_array(direction, "direction")
+        u = np.ones(geom.dim) if direction is None else as_float_array(direction, "direction")
         if u.shape != (geom.dim,):
             raise ValueError(f"direction must have length d={geom.dim}, got shape {u.shape}")
         norm = np.linalg.norm(u)
@@ -669,7 +669,7 @@ def worst_case_pair(space, grid, radius, n, *, pipeline="ftp", direction=None, f
             raise ValueError("direction applies to pipeline='ftp' only")
         # From the definition, not from PTF's own code: c_j = B'·a_j by default.
         c = radius * geom.eval_norm if clip is None else np.broadcast_to(
-            _as_float_array(clip, "clip"), (geom.T,)).copy()
+            as_float_array(clip, "clip"), (geom.T,)).copy()
         if not (np.all(np.isfinite(c)) and np.all(c > 0)):
             raise ValueError("clip must be finite and > 0 at every grid point")
         X0 = np.zeros((n, geom.T))
@@ -758,8 +758,8 @@ def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, threshol
     split = check_positive(split, "split")
     if split >= 1:
         raise ValueError(f"split must be in (0, 1), got {split}")
-    X0 = _as_float_array(X0, "X0")
-    X1 = _as_float_array(X1, "X1")
+    X0 = as_float_array(X0, "X0")
+    X1 = as_float_array(X1, "X1")
     if X0.ndim != 2 or X0.shape != X1.shape:
         raise ValueError(f"X0 and X1 must both be (n, T) arrays of one shape, got {X0.shape} and {X1.shape}")
     if not (np.all(np.isfinite(X0)) and np.all(np.isfinite(X1))):

@@ -70,7 +70,7 @@ from __future__ import annotations
 import inspect
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Callable
 
@@ -82,7 +82,8 @@ from scipy.stats import t as student_t  # components that carry their own df
 from . import evidence as ev
 from . import theory
 from .data import LAW_SHIFTS, LAWS, check_law
-from .studies import STUDY_NAMES, get_study
+from .store import run_studies
+from .studies import PAPER_N, STUDY_NAMES, get_study, paper_studies
 
 __all__ = [
     "Component",
@@ -1210,11 +1211,6 @@ def simulate(laws=LAWS, *, reps_noiseless: int, reps_noisy: int, seed: int, draw
     settings, simulated once) and the noisy ones.  ``n`` narrows the grid of
     sample sizes.
     """
-    from dataclasses import replace
-
-    from .store import run_studies
-    from .studies import PAPER_N, paper_studies
-
     laws = [check_law(law) for law in ([laws] if isinstance(laws, str) else laws)]
     if not laws:
         raise ValueError("laws must name at least one law of dpfda.data.LAWS")

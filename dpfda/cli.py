@@ -78,7 +78,7 @@ import numpy as np
 from . import __version__
 from ._interrupt import SignalGuard, pause_for_test, shutdown_workers
 from .data import check_law
-from .pipelines import ftp, ptf
+from .mechanism import ftp, ptf
 from .publish import read_curves, release_record
 from .realdata import Domain, PublicFrame
 from .schedule import check_memory, run_studies

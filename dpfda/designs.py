@@ -97,12 +97,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import (
-    _as_float_array,
+    as_float_array,
     check_data,
     check_int,
     check_nonnegative,
     check_positive,
     check_rng,
+    check_secure,
 )
 from .engine import Arm, per_repetition, prepare, simulate_mechanisms
 from .mechanism import Mechanism, WeightedFit
@@ -110,8 +111,7 @@ from .pipelines import (
     NOISE_RESOLUTION,
     PARAM_MAX,
     Release,
-    _check_secure,
-    _noise_scale,
+    calibrated_scale,
     check_radius,
     fitter,
     ftp_fit_mean,
@@ -119,6 +119,7 @@ from .pipelines import (
     ptf_clipped_mean,
     ptf_weight_vector,
 )
+from .secure import gaussian_release
 from .seeding import generator, stream_key
 from .spaces import GridGeometry, KernelSpace, LegendreSpace
 from .summation import (
@@ -188,7 +189,7 @@ def project_ball(X, radius):
     row is divided by a power of two before its norm is taken).
     """
     radius = check_radius(radius)
-    X = _as_float_array(X, "X")
+    X = as_float_array(X, "X")
     if not np.all(np.isfinite(X)):
         raise ValueError("X contains NaN or inf; every value must be a finite number")
     U, e, norm = _robust_norm(X)
@@ -504,7 +505,7 @@ class Design:
         geom = self.geometry
         T, a, Phi = geom.T, geom.eval_norm, geom.Phi
         if not isinstance(noise, str):
-            S = _as_float_array(noise, "noise")
+            S = as_float_array(noise, "noise")
             if S.shape != (T, T) or not np.all(np.isfinite(S)) or not np.allclose(S, S.T):
                 raise ValueError(f"noise must be a symmetric finite (T, T) matrix with T={T}")
             try:
@@ -875,23 +876,21 @@ class Design:
 
     def _secure_noisy_means(self, summary, n, mu):
         """x̃ through OpenDP: noise on the whitened summary divided by R, mapped back (post-processing)."""
-        from . import secure as _secure
-
         # The rounding of the summary (rounding_excess) scales σ and the sensitivity OpenDP
         # is told alike, as in ftp/ptf's secure paths.
         excess = self.rounding_excess(n)
         factor = calibration_factor(excess, "this design's summary")
-        unit = float(_noise_scale(1.0, None, n, mu, "radius", excess))  # 2/(nμ)·factor = σ/R
+        unit = float(calibrated_scale(1.0, None, n, mu, "radius", excess))  # 2/(nμ)·factor = σ/R
         R = self.extent
         if self._ftp_shaped:  # ``summary`` holds θ̂: exactly FTP's secure path
-            coef = _secure.gaussian_release(summary, self.sigma(n, mu),
+            coef = gaussian_release(summary, self.sigma(n, mu),
                                             sensitivity=2.0 * R / n * factor, mu=mu)
             return coef @ self.geometry.Phi.T
         white = self.whiten(summary)
         mR, eR = math.frexp(R)
         with np.errstate(under="ignore"):
             y = np.ldexp(white / mR, -eR)  # M·summary/R, entries of size at most about 1
-        noisy = _secure.gaussian_release(y, unit, sensitivity=2.0 / n * factor, mu=mu)
+        noisy = gaussian_release(y, unit, sensitivity=2.0 / n * factor, mu=mu)
         with np.errstate(over="ignore"):
             xtilde = np.ldexp((noisy * mR) @ self.L.T, eR)
         if not np.all(np.isfinite(xtilde)):
@@ -929,7 +928,7 @@ class Design:
             calibration=DesignCalibration(self),
             fit=WeightedFit(self.geometry, self.radius, self.weights, constrained=self.fit == "ball"),
             audited="noisy_means", noise_factor=self.L, clip=self.clip, n=n,
-            secure=_check_secure(secure))
+            secure=check_secure(secure))
         if n is not None:
             mech.sigma(n)
         return mech

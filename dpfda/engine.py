@@ -76,8 +76,8 @@ import numpy as np
 from ._validation import check_int, check_optional_int, check_reps, check_rng
 from .config import quick as quick_mode
 from .data import polynomial_curves, rkhs_curves
-from .mechanism import Mechanism, ftp_mechanism, ptf_mechanism
-from .pipelines import Release, ftp, ftp_fit_mean, ptf, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
+from .mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
+from .pipelines import Release, ftp_fit_mean, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
 from .seeding import latent_generator, rep_generators, stream_key
 from .spaces import GridGeometry, gaussian_kernel
 from .studies import Setting

@@ -253,7 +253,7 @@ class BallLeastSquares:
         rounding whatever the order of the curves.  Two datasets that differ in
         one curve then give means that differ by at most
         (2B'/n)(1 + ε), ε = :func:`dpfda.summation.ball_mean_excess` — the
-        floating-point sensitivity that ``dpfda.pipelines.ftp`` calibrates to.
+        floating-point sensitivity that ``dpfda.ftp`` calibrates to.
 
         ``exact=False`` (the simulation engine's fast path, which releases
         nothing): the fits are summed in the eigenbasis with a BLAS product and

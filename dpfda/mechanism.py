@@ -64,13 +64,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ._validation import check_data, check_int, check_positive, check_rng
+from ._validation import check_data, check_int, check_positive, check_rng, check_secure
 from .pipelines import (
     Release,
-    _check_secure,
-    _noise_scale,
-    _residual_stream,
     add_noise,
+    calibrated_scale,
     check_radius,
     fitter,
     ftp_fit_mean,
@@ -79,12 +77,16 @@ from .pipelines import (
     ptf_clipped_mean,
     ptf_rounding_excess,
     ptf_weight_vector,
+    residual_stream,
 )
 from .privacy import epsilon_from_mu
+from .secure import gaussian_release
 from .spaces import FunctionSpace, GridGeometry, KernelSpace
 from .summation import calibration_factor, fixed_point_mean
 
 __all__ = [
+    "ftp",
+    "ptf",
     "Mechanism",
     "PerCurveMap",
     "Calibration",
@@ -212,13 +214,11 @@ class FTPCalibration:
 
     def sigma(self, n: int, mu: float) -> float:
         """σ for n curves and budget μ (already checked)."""
-        sigma = float(_noise_scale(self.radius, None, n, mu, "radius", self.excess(n)))
+        sigma = float(calibrated_scale(self.radius, None, n, mu, "radius", self.excess(n)))
         return sigma if self.factor == 1.0 else self.factor * sigma
 
     def secure_noisy(self, mech: Mechanism, X, n: int, sigma: float):
         """OpenDP's Gaussian noise on the mean of fits; OpenDP is told the floating-point Δ."""
-        from .secure import gaussian_release  # here: opendp is optional
-
         mean_coef = mech.per_curve.mean(X)
         sens = 2.0 * self.radius / n * calibration_factor(self.excess(n))
         return gaussian_release(mean_coef, sigma, sensitivity=sens, mu=mech.mu)
@@ -245,7 +245,7 @@ class PTFCalibration:
 
     def sigma(self, n: int, mu: float) -> np.ndarray:
         """(σ_1, …, σ_T) for n curves and budget μ (already checked)."""
-        return _noise_scale(self.clip, math.sqrt(self.clip.size), n, mu, "clip", self.excess(n))
+        return calibrated_scale(self.clip, math.sqrt(self.clip.size), n, mu, "clip", self.excess(n))
 
     def secure_noisy(self, mech: Mechanism, X, n: int, sigma):
         """OpenDP's noise on the clipped means in units of c_j, multiplied back (post-processing).
@@ -254,12 +254,10 @@ class PTFCalibration:
         monotonically); its mean is exact up to one rounding, with sensitivity 2√T/n
         up to the same ε as the clipped means.
         """
-        from .secure import gaussian_release  # here: opendp is optional
-
         c, T = self.clip, self.clip.size
         excess = self.excess(n)
         unit = fixed_point_mean(np.clip(X, -c, c) / c, 1.0)
-        common = float(_noise_scale(1.0, math.sqrt(T), n, mech.mu, "clip", excess))  # = σ_j / c_j
+        common = float(calibrated_scale(1.0, math.sqrt(T), n, mech.mu, "clip", excess))  # = σ_j / c_j
         sens = 2.0 * math.sqrt(T) / n * calibration_factor(excess)
         return c * gaussian_release(unit, common, sensitivity=sens, mu=mech.mu)
 
@@ -484,7 +482,7 @@ class Mechanism:
         normals come from ``rng``, right after the summary.  Every argument and σ
         are checked before the data are touched.
         """
-        secure = self.secure if secure is None else _check_secure(secure)
+        secure = self.secure if secure is None else check_secure(secure)
         if rng is None and not secure:
             raise TypeError("rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)); "
                             "only secure=True, whose noise comes from OpenDP, may leave it out")
@@ -504,7 +502,7 @@ class Mechanism:
                 noisy = centre + sigma * (normals @ self.noise_factor.T)
         residual = None
         if self.audited == "coef" and isinstance(self.geometry.space, KernelSpace):
-            residual = _residual_stream(rng, secure)
+            residual = residual_stream(rng, secure)
         return self._publish(noisy, sigma, n, residual, secure=secure)
 
     def post_process(self, noisy, n: int, *, secure: bool = False, residual_rng=None) -> Release:
@@ -517,7 +515,7 @@ class Mechanism:
         n = self._n(n)
         sigma = self.calibration.sigma(n, self.mu)
         return self._publish(np.asarray(noisy, dtype=float), sigma, n, residual_rng,
-                             secure=_check_secure(secure))
+                             secure=check_secure(secure))
 
     def __call__(self, X, rng, *, secure=None) -> Release:
         """The same as :meth:`release`."""
@@ -574,7 +572,7 @@ def ftp_mechanism(grid, space, radius, mu, *, n=None, secure=False) -> Mechanism
     mech = Mechanism(name="FTP" + (" (OpenDP)" if secure else ""), method="ftp", geometry=geom,
                      radius=radius, mu=mu, per_curve=FitInBall(geom, radius),
                      calibration=FTPCalibration(geom, radius), fit=Identity(), audited="coef",
-                     n=_declared_n(n), secure=_check_secure(secure))
+                     n=_declared_n(n), secure=check_secure(secure))
     if mech.n is not None:
         mech.sigma(mech.n)
     return mech
@@ -604,7 +602,134 @@ def ptf_mechanism(grid, space, radius, mu, *, clip=None, weights=None, n=None,
     mech = Mechanism(name="PTF" + (" (OpenDP)" if secure else ""), method="ptf", geometry=geom,
                      radius=radius, mu=mu, per_curve=ClipToBox(c), calibration=PTFCalibration(c),
                      fit=WeightedFit(geom, radius, w), audited="noisy_means", clip=c,
-                     n=_declared_n(n), secure=_check_secure(secure))
+                     n=_declared_n(n), secure=check_secure(secure))
     if mech.n is not None:
         mech.sigma(mech.n)
     return mech
+
+
+def ftp(X, grid, space, radius, mu, rng=None, *, secure=False) -> Release:
+    """Fit-Then-Protect (Algorithm 1), μ-GDP by Theorem 6 and Corollaries 7–8.
+
+    Each curve is fitted by least squares (W = I) inside the ball of radius B'
+    of the Cameron–Martin space; the fits are averaged; the average gets σZ
+    with σ = 2B'/(nμ).  Z is N(0, I_m) on the coefficients for H_m (Corollary 7)
+    and GP(0, K) for an RKHS — N(0, σ²K_T) on the grid (Corollary 8).
+
+    Parameters
+    ----------
+    X : array (n, T) or (reps, n, T)
+        Observed curves, one per row (samples × grid points), on ``grid``.
+    grid : array (T,)
+        Public, strictly increasing points of [0, 1].
+    space : FunctionSpace
+        A :class:`~dpfda.spaces.LegendreSpace` or :class:`~dpfda.spaces.KernelSpace`.
+    radius : float
+        Fitting radius B' > 0.
+    mu : float
+        Privacy budget μ > 0.
+    rng : numpy.random.Generator, optional
+        Source of the privacy noise; required unless ``secure=True``, which
+        does not use it (leave it out then).  Anyone who knows its seed can
+        redraw the noise; the release itself keeps no state of it (see
+        :class:`Release`).
+    secure : bool, default False
+        Draw the privacy noise with OpenDP's vector Gaussian mechanism
+        (:mod:`dpfda.secure`) instead of numpy: on the coefficients for H_m, on
+        the β-coordinates for an RKHS; an RKHS release's residual off the grid
+        is then seeded from the operating system's cryptographic source.  Such a
+        release cannot be reproduced from a seed.  Needs ``opendp``.
+
+    Returns
+    -------
+    Release
+
+    Notes
+    -----
+    Floating point (issue #19; :mod:`dpfda.summation`).  The summary is the
+    mean of the fits, computed by ``ftp_fit_mean``: each curve's fit has
+    norm at most B' whatever its magnitude (the solver rescales by powers of
+    two), is turned to the original coordinates on its own, and its norm is
+    checked against B'(1 + 2⁻⁴⁰) with a rigorous bound; the fits are summed
+    exactly in 64-bit integer limbs (independent of their order) and the mean
+    is rounded once, to within γ₄ = 4u/(1 − 4u) of each coordinate.  So two
+    neighbouring datasets give summaries that differ by at most
+    (2B'/n)(1 + ε), ε = ``ftp_rounding_excess`` (n, d, B') ≈ n·4.4e-16.
+    σ is the paper's 2B'/(nμ) while ε <= 2⁻³¹ (n up to about a million), so
+    pair μ <= μ(1 + 2⁻³¹ + 4u); above, σ is calibrated to (2B'/n)(1 + ε)
+    and OpenDP (``secure=True``) is told that sensitivity.  Adding the noise
+    rounds once more, which is post-processing of the Gaussian mechanism's
+    output.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfda import LegendreSpace, uniform_grid
+    >>> grid, space = uniform_grid(5), LegendreSpace(3)
+    >>> X = np.tile(space.at(grid).values([0.5, 0.2, 0.0]), (100, 1))  # 100 curves
+    >>> rel = ftp(X, grid, space, radius=1.0, mu=1.0, rng=np.random.default_rng(0))
+    >>> rel.noise_scale  # σ = 2B'/(nμ)
+    0.02
+    >>> rel.coef.shape, rel(np.array([0.0, 1.0])).shape
+    ((3,), (2,))
+    """
+    return ftp_mechanism(grid, space, radius, mu).release(X, rng, secure=secure)
+
+
+def ptf(X, grid, space, radius, mu, rng=None, clip=None, weights=None, *, secure=False) -> Release:
+    """Protect-Then-Fit (Algorithm 2), μ-GDP by Proposition 9.
+
+    Coordinate j is clipped to [-c_j, c_j], averaged over curves, and released
+    with N(0, σ_j²) noise, σ_j = (2c_j/n)·sqrt(T)/μ; the noisy vector is then
+    fitted with the weighted loss (eq. 4) inside the ball of radius B'.
+
+    Parameters
+    ----------
+    X, grid, space, radius, mu, rng
+        As for :func:`ftp`.
+    clip : float or array (T,), optional
+        Clipping bounds c_j > 0; a scalar means the same bound at every point.
+        Default c_j = B'·||φ(t_j)||_2 (H_m) or B'·sqrt(K(t_j,t_j)) (H_K).
+    weights : float or array (T,), optional
+        Diagonal of W, all > 0; a scalar means W = weights·I (the same fit as
+        W = I).  Default W = diag(||φ(t_j)||_2^{-2}) or
+        diag(K(t_j,t_j)^{-1}).
+    secure : bool, default False
+        Draw the noise with OpenDP's vector Gaussian mechanism: the mean of the
+        clipped values divided by c_j (common sensitivity 2/n per coordinate,
+        2√T/n in ℓ₂) is noised with scale 2√T/(nμ) and multiplied back by c_j
+        (:mod:`dpfda.secure`).  Not reproducible from a seed.  Needs ``opendp``.
+
+    Returns
+    -------
+    Release
+
+    Notes
+    -----
+    Floating point (issue #19; :mod:`dpfda.summation`).  The summary is the
+    mean of the clipped values, ``ptf_clipped_mean``: clipping is exact,
+    so each curve's point lies in the box ∏[−c_j, c_j]; the points are summed
+    exactly (64-bit integer limbs, independent of their order) and each mean
+    is rounded once, to within γ₄ = 4u/(1 − 4u).  Neighbours' means then
+    differ by at most (2c_j/n)(1 + ε) in coordinate j,
+    ε = ``ptf_rounding_excess`` ≈ n·4.4e-16; the secure path averages
+    fl(clip(x_j)/c_j) ∈ [−1, 1] the same way.  σ_j keeps the paper's formula
+    while ε <= 2⁻³¹ (pair μ <= μ(1 + 2⁻³¹ + 4u)); above, σ_j and the
+    sensitivity declared to OpenDP grow by the factor 1 + ε.  The sum in
+    curve order that this replaces could differ between neighbours by
+    n²·2⁻⁵⁴ of the sensitivity (1.5e-8 at n = 32,769).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpfda import KernelSpace, gaussian_kernel, uniform_grid
+    >>> grid, space = uniform_grid(4), KernelSpace(gaussian_kernel(0.2))
+    >>> X = np.zeros((50, 4))  # 50 curves, all zero on the grid
+    >>> rel = ptf(X, grid, space, radius=1.0, mu=1.0, rng=np.random.default_rng(1))
+    >>> rel.clip  # c_j = B'·sqrt(K(t_j, t_j)) = 1
+    array([1., 1., 1., 1.])
+    >>> rel.noise_scale  # σ_j = 2c_j·sqrt(T)/(nμ)
+    array([0.08, 0.08, 0.08, 0.08])
+    """
+    return ptf_mechanism(grid, space, radius, mu, clip=clip, weights=weights).release(
+        X, rng, secure=secure)

@@ -38,13 +38,12 @@ from ._validation import (
     check_rng,
 )
 from .fitting import BallFit, BallLeastSquares
+from .secure import gaussian_release
 from .spaces import GridGeometry, KernelSpace
 from .summation import ball_mean_excess, box_mean_excess, calibration_factor, fixed_point_mean
 
 __all__ = [
     "Release",
-    "ftp",
-    "ptf",
     "ftp_sigma",
     "ptf_sigmas",
     "check_radius",
@@ -87,7 +86,7 @@ noise keeps 12 of a double's 52 bits; the ratio is 2/(nμ) (times √T for PTF),
 so only n·μ above about 10^12 is refused."""
 
 
-def _noise_scale(bound, factor, n: int, mu: float, bound_name: str, rounding: float = 0.0) -> np.ndarray:
+def calibrated_scale(bound, factor, n: int, mu: float, bound_name: str, rounding: float = 0.0) -> np.ndarray:
     """σ = 2·bound·factor/(n·μ) (``factor=None``: 1), on mantissas and exponents separately.
 
     ``rounding`` is a proven bound ε on how much the rounding of the summary can
@@ -168,7 +167,7 @@ def ftp_sigma(n: int, radius: float, mu: float, *, rounding: float = 0.0) -> flo
     """
     n = check_int(n, "n", 1)
     radius, mu = check_radius(radius), check_positive(mu, "mu")
-    return float(_noise_scale(radius, None, n, mu, "radius", rounding))
+    return float(calibrated_scale(radius, None, n, mu, "radius", rounding))
 
 
 def ptf_sigmas(n: int, clip, mu: float, *, rounding: float = 0.0) -> np.ndarray:
@@ -186,7 +185,7 @@ def ptf_sigmas(n: int, clip, mu: float, *, rounding: float = 0.0) -> np.ndarray:
     n = check_int(n, "n", 1)
     c = check_grid_vector(clip, "clip", None)
     mu = check_positive(mu, "mu")
-    return _noise_scale(c, math.sqrt(c.size), n, mu, "clip", rounding)
+    return calibrated_scale(c, math.sqrt(c.size), n, mu, "clip", rounding)
 
 
 def ftp_rounding_excess(n: int, dim: int, radius: float) -> float:
@@ -306,14 +305,12 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
     sigma = ftp_sigma(n, radius, mu, rounding=excess)
     mean_coef = np.asarray(mean_coef, dtype=float)
     if secure:
-        from .secure import gaussian_release
-
         # OpenDP is told the floating-point sensitivity of the vector it gets.
         sens = 2.0 * radius / n * calibration_factor(excess)
         coef = gaussian_release(mean_coef, sigma, sensitivity=sens, mu=mu)
     else:
         coef = add_noise(mean_coef, sigma, check_rng(rng).standard_normal(mean_coef.shape))
-    residual = _residual_stream(rng, secure) if isinstance(geometry.space, KernelSpace) else None
+    residual = residual_stream(rng, secure) if isinstance(geometry.space, KernelSpace) else None
     return Release(method="ftp", geometry=geometry, coef=coef, mu=mu, radius=radius, n=n,
                    noise_scale=sigma, residual_rng=residual, secure=secure)
 
@@ -613,7 +610,7 @@ class _ResidualGP:
 _RESIDUAL_TAG = b"dpfda.Release residual stream v1"
 
 
-def _residual_stream(rng: np.random.Generator | None, secure: bool) -> np.random.Generator:
+def residual_stream(rng: np.random.Generator | None, secure: bool) -> np.random.Generator:
     """A generator for an RKHS FTP release's residual off the grid, unlinkable to the noise.
 
     ``secure=True``: seeded from the operating system's cryptographic source
@@ -638,138 +635,3 @@ def _residual_stream(rng: np.random.Generator | None, secure: bool) -> np.random
     return np.random.Generator(np.random.PCG64(int.from_bytes(digest, "little")))
 
 
-def _check_secure(secure) -> bool:
-    if not isinstance(secure, (bool, np.bool_)):
-        raise TypeError(f"secure must be True or False, got {type(secure).__name__}")
-    return bool(secure)
-
-
-def ftp(X, grid, space, radius, mu, rng=None, *, secure=False) -> Release:
-    """Fit-Then-Protect (Algorithm 1), μ-GDP by Theorem 6 and Corollaries 7–8.
-
-    Each curve is fitted by least squares (W = I) inside the ball of radius B'
-    of the Cameron–Martin space; the fits are averaged; the average gets σZ
-    with σ = 2B'/(nμ).  Z is N(0, I_m) on the coefficients for H_m (Corollary 7)
-    and GP(0, K) for an RKHS — N(0, σ²K_T) on the grid (Corollary 8).
-
-    Parameters
-    ----------
-    X : array (n, T) or (reps, n, T)
-        Observed curves, one per row (samples × grid points), on ``grid``.
-    grid : array (T,)
-        Public, strictly increasing points of [0, 1].
-    space : FunctionSpace
-        A :class:`~dpfda.spaces.LegendreSpace` or :class:`~dpfda.spaces.KernelSpace`.
-    radius : float
-        Fitting radius B' > 0.
-    mu : float
-        Privacy budget μ > 0.
-    rng : numpy.random.Generator, optional
-        Source of the privacy noise; required unless ``secure=True``, which
-        does not use it (leave it out then).  Anyone who knows its seed can
-        redraw the noise; the release itself keeps no state of it (see
-        :class:`Release`).
-    secure : bool, default False
-        Draw the privacy noise with OpenDP's vector Gaussian mechanism
-        (:mod:`dpfda.secure`) instead of numpy: on the coefficients for H_m, on
-        the β-coordinates for an RKHS; an RKHS release's residual off the grid
-        is then seeded from the operating system's cryptographic source.  Such a
-        release cannot be reproduced from a seed.  Needs ``opendp``.
-
-    Returns
-    -------
-    Release
-
-    Notes
-    -----
-    Floating point (issue #19; :mod:`dpfda.summation`).  The summary is the
-    mean of the fits, computed by ``ftp_fit_mean``: each curve's fit has
-    norm at most B' whatever its magnitude (the solver rescales by powers of
-    two), is turned to the original coordinates on its own, and its norm is
-    checked against B'(1 + 2⁻⁴⁰) with a rigorous bound; the fits are summed
-    exactly in 64-bit integer limbs (independent of their order) and the mean
-    is rounded once, to within γ₄ = 4u/(1 − 4u) of each coordinate.  So two
-    neighbouring datasets give summaries that differ by at most
-    (2B'/n)(1 + ε), ε = ``ftp_rounding_excess`` (n, d, B') ≈ n·4.4e-16.
-    σ is the paper's 2B'/(nμ) while ε <= 2⁻³¹ (n up to about a million), so
-    pair μ <= μ(1 + 2⁻³¹ + 4u); above, σ is calibrated to (2B'/n)(1 + ε)
-    and OpenDP (``secure=True``) is told that sensitivity.  Adding the noise
-    rounds once more, which is post-processing of the Gaussian mechanism's
-    output.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dpfda import LegendreSpace, uniform_grid
-    >>> grid, space = uniform_grid(5), LegendreSpace(3)
-    >>> X = np.tile(space.at(grid).values([0.5, 0.2, 0.0]), (100, 1))  # 100 curves
-    >>> rel = ftp(X, grid, space, radius=1.0, mu=1.0, rng=np.random.default_rng(0))
-    >>> rel.noise_scale  # σ = 2B'/(nμ)
-    0.02
-    >>> rel.coef.shape, rel(np.array([0.0, 1.0])).shape
-    ((3,), (2,))
-    """
-    from .mechanism import ftp_mechanism  # here: dpfda.mechanism is built on this module
-
-    return ftp_mechanism(grid, space, radius, mu).release(X, rng, secure=secure)
-
-
-def ptf(X, grid, space, radius, mu, rng=None, clip=None, weights=None, *, secure=False) -> Release:
-    """Protect-Then-Fit (Algorithm 2), μ-GDP by Proposition 9.
-
-    Coordinate j is clipped to [-c_j, c_j], averaged over curves, and released
-    with N(0, σ_j²) noise, σ_j = (2c_j/n)·sqrt(T)/μ; the noisy vector is then
-    fitted with the weighted loss (eq. 4) inside the ball of radius B'.
-
-    Parameters
-    ----------
-    X, grid, space, radius, mu, rng
-        As for :func:`ftp`.
-    clip : float or array (T,), optional
-        Clipping bounds c_j > 0; a scalar means the same bound at every point.
-        Default c_j = B'·||φ(t_j)||_2 (H_m) or B'·sqrt(K(t_j,t_j)) (H_K).
-    weights : float or array (T,), optional
-        Diagonal of W, all > 0; a scalar means W = weights·I (the same fit as
-        W = I).  Default W = diag(||φ(t_j)||_2^{-2}) or
-        diag(K(t_j,t_j)^{-1}).
-    secure : bool, default False
-        Draw the noise with OpenDP's vector Gaussian mechanism: the mean of the
-        clipped values divided by c_j (common sensitivity 2/n per coordinate,
-        2√T/n in ℓ₂) is noised with scale 2√T/(nμ) and multiplied back by c_j
-        (:mod:`dpfda.secure`).  Not reproducible from a seed.  Needs ``opendp``.
-
-    Returns
-    -------
-    Release
-
-    Notes
-    -----
-    Floating point (issue #19; :mod:`dpfda.summation`).  The summary is the
-    mean of the clipped values, ``ptf_clipped_mean``: clipping is exact,
-    so each curve's point lies in the box ∏[−c_j, c_j]; the points are summed
-    exactly (64-bit integer limbs, independent of their order) and each mean
-    is rounded once, to within γ₄ = 4u/(1 − 4u).  Neighbours' means then
-    differ by at most (2c_j/n)(1 + ε) in coordinate j,
-    ε = ``ptf_rounding_excess`` ≈ n·4.4e-16; the secure path averages
-    fl(clip(x_j)/c_j) ∈ [−1, 1] the same way.  σ_j keeps the paper's formula
-    while ε <= 2⁻³¹ (pair μ <= μ(1 + 2⁻³¹ + 4u)); above, σ_j and the
-    sensitivity declared to OpenDP grow by the factor 1 + ε.  The sum in
-    curve order that this replaces could differ between neighbours by
-    n²·2⁻⁵⁴ of the sensitivity (1.5e-8 at n = 32,769).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dpfda import KernelSpace, gaussian_kernel, uniform_grid
-    >>> grid, space = uniform_grid(4), KernelSpace(gaussian_kernel(0.2))
-    >>> X = np.zeros((50, 4))  # 50 curves, all zero on the grid
-    >>> rel = ptf(X, grid, space, radius=1.0, mu=1.0, rng=np.random.default_rng(1))
-    >>> rel.clip  # c_j = B'·sqrt(K(t_j, t_j)) = 1
-    array([1., 1., 1., 1.])
-    >>> rel.noise_scale  # σ_j = 2c_j·sqrt(T)/(nμ)
-    array([0.08, 0.08, 0.08, 0.08])
-    """
-    from .mechanism import ptf_mechanism  # here: dpfda.mechanism is built on this module
-
-    return ptf_mechanism(grid, space, radius, mu, clip=clip, weights=weights).release(
-        X, rng, secure=secure)

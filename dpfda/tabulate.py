@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import __version__
 from .config import Z95, proportion_se
 from .studies import Study
 
@@ -106,8 +107,6 @@ def frame(study: Study, per_setting: dict, reps: int, seed: int, started: str) -
 
 def metadata(study: Study, reps: int, seed: int, *, started: str | None = None) -> dict:
     """What a caption or a sidecar file needs to say about a run."""
-    from . import __version__
-
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     return {
         "study": study.name,

@@ -72,11 +72,12 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     # the pipelines
     ("pipelines", "_pivoted_cholesky", "scipy.linalg"): SCIPY,
     ("pipelines", "_ResidualGP.__call__", "scipy.linalg"): SCIPY,
-    # the simulation engine
-    ("engine", "_execute", "joblib"): JOBLIB,
-    ("engine", "_execute", "tqdm.auto"): "tqdm (about 0.1 s to import) only when a progress bar is asked for",
-    ("engine", "_frame", "pandas"): PANDAS,
-    ("engine", "memory_limit", "resource"): POSIX + " (the ImportError is caught)",
+    # scheduling, tabulation and the results store of the simulations
+    ("schedule", "_execute", "joblib"): JOBLIB,
+    ("schedule", "_execute", "tqdm.auto"): "tqdm (about 0.1 s to import) only when a progress bar is asked for",
+    ("schedule", "memory_limit", "resource"): POSIX + " (the ImportError is caught)",
+    ("tabulate", "frame", "pandas"): PANDAS,
+    ("store", "_compute", "joblib"): JOBLIB,
     # designs and audits
     ("designs", "_Whitening.__init__", "scipy.linalg"): SCIPY,
     ("designs", "compare_designs", "pandas"): PANDAS,
@@ -95,33 +96,16 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
 
 #: Private names imported from another module: (module, imported module, name) -> owner and fix.
 KNOWN_TODO_PRIVATE: dict[tuple[str, str, str], str] = {
-    ("audit", "_validation", "_as_float_array"): "h24a-mechanism: import as_float_array",
-    ("designs", "_validation", "_as_float_array"): "h24a-mechanism: import as_float_array",
-    ("designs", "pipelines", "_noise_scale"): "h24a-mechanism: the Mechanism type's calibration",
-    ("designs", "pipelines", "_check_secure"): "h24a-mechanism: a public check, or the Mechanism's release",
-    ("designs", "engine", "_prepare"): "h24b-loop: the one simulation loop",
+
 }
 
 #: Imports inside functions with no reason to be there: (module, function, imported) -> owner and fix.
 KNOWN_TODO_INSIDE: dict[tuple[str, str, str], str] = {
-    ("designs", "simulate_designs", "engine"): "h24b-loop: the one simulation loop (no cycle: to the top)",
-    ("designs", "Design._secure_noisy_means", "secure"): "h24a-mechanism: secure is light, no cycle",
-    ("designs", "Design._secure_noisy_means", "pipelines"): "h24a-mechanism: already imported at the top",
-    ("designs", "Design.release", "pipelines"): "h24a-mechanism: already imported at the top",
-    ("designs", "Design.mechanism", "audit"): "h24a-mechanism: the designs/audit cycle goes with audit.Mechanism",
-    ("audit", "_PinvDesign.make", "designs"): "h24a-mechanism: the designs/audit cycle goes with audit.Mechanism",
-    ("pipelines", "ftp_privatize", "secure"): "h24a-mechanism: secure is light, no cycle",
-    ("pipelines", "ptf", "secure"): "h24a-mechanism: secure is light, no cycle",
-    ("engine", "compare_on_curves", "pipelines"): "h24b-loop: already imported at the top",
-    ("engine", "metadata", "dpfda"): "h24b-loop: `from . import __version__` at the top (no cycle)",
     ("claims", "_chi2_mix_bounds", "scipy.optimize"): "h24c-present: claims imports scipy.stats at the top",
     ("claims", "_chi2_mix_bounds", "scipy.stats"): "h24c-present: claims imports scipy.stats at the top",
     ("claims", "theory_activation", "pipelines"): "h24c-present: pipelines is light, no cycle",
     ("claims", "law_figure", "data"): "h24c-present: already imported at the top",
     ("claims", "law_figure", "spaces"): "h24c-present: light, no cycle",
-    ("claims", "simulate", "dataclasses"): "h24d-store: the standard library, to the top",
-    ("claims", "simulate", "engine"): "h24d-store: engine is light, no cycle",
-    ("claims", "simulate", "studies"): "h24d-store: already imported at the top",
     ("plots", "ratio_map", "matplotlib.colors"): "h24c-present: plots imports matplotlib at the top",
     ("plots", "pipeline_diagram", "matplotlib.patches"): "h24c-present: plots imports matplotlib at the top",
     ("plots", "_data_bands", "matplotlib.collections"): "h24c-present: plots imports matplotlib at the top",
