@@ -42,7 +42,7 @@ MODULES = [
     ("data", "Data models"),
     ("audit", "Empirical privacy audits"),
     ("designs", "Beyond the paper: other mechanism designs"),
-    ("explorer", "The interactive ratio figure"),
+    ("explorer", "The interactive ratio figure in a static page"),
     ("config", "Settings of the chapters"),
     ("engine", "The simulation engine"),
     ("studies", "The paper's simulation studies"),
