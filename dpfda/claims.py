@@ -223,6 +223,7 @@ def _within_margin(label, d, se, margin) -> list[Component]:
 
 
 def _n_times_error(df, rule, n, method) -> tuple[float, float]:
+    """n × error of ``method`` under radius rule ``rule`` at n, and its standard error."""
     return ev.scaled(ev.one(df, radius_rule=rule, n=n), method)
 
 
@@ -260,6 +261,7 @@ def _area_above_limit(df, key, value, limit) -> tuple[float, float]:
 
 
 def _largest_n(df) -> int:
+    """The largest sample size of a results table (2¹² on the paper's grid)."""
     return int(df["n"].max())
 
 
@@ -268,7 +270,7 @@ def _largest_n(df) -> int:
 # ---------------------------------------------------------------------------
 
 
-def _ratios_fall_to_one_over_T(t):
+def _ratios_fall_to_one_over_T(tables):
     """§5.1: the ratios fall with n and approach 1/T.
 
     For each T and μ: the ratio falls from n = 4 to the largest n; it does not
@@ -276,7 +278,7 @@ def _ratios_fall_to_one_over_T(t):
     with 1/T within δ (δ = :data:`LOG_MARGIN`, a factor 1.5: our reading of
     "approach the reference levels, with small Monte Carlo fluctuations").
     """
-    df, out = t["fig1"], []
+    df, out = tables["fig1"], []
     N = _largest_n(df)
     for mu in (0.1, 1.0):
         for T in (2, 4, 6, 8):
@@ -290,13 +292,13 @@ def _ratios_fall_to_one_over_T(t):
     return out
 
 
-def _ptf_wins_at_small_n_under_mu_01(t):
+def _ptf_wins_at_small_n_under_mu_01(tables):
     """§5.1: with μ = 0.1, PTF is preferable at small n.
 
     For each T: the ratio exceeds 1 at n ∈ {4, 8, 16} and exceeds 1.5 at n = 4
     (δ = LOG_MARGIN, "substantially above one").
     """
-    df, out = t["fig1"], []
+    df, out = tables["fig1"], []
     for T in (2, 4, 6, 8):
         for n in (4, 8, 16):
             out.append(_ratio_compared_to(f"T={T} n={n}: ratio > 1", ev.one(df, T=T, mu=0.1, n=n), 1.0, 1))
@@ -304,14 +306,14 @@ def _ptf_wins_at_small_n_under_mu_01(t):
     return out
 
 
-def _larger_T_or_smaller_mu_approach_later(t):
+def _larger_T_or_smaller_mu_approach_later(tables):
     """§5.1: larger T or smaller μ needs a larger n to approach 1/T.
 
     Reformulated: the delay is measured by the area of the log ratio above its
     limit, A(T, μ) = Σ_n log(T · ratio).  A larger T has a larger area than the
     next smaller T (both μ), and μ = 0.1 has a larger area than μ = 1 (each T).
     """
-    df, out = t["fig1"], []
+    df, out = tables["fig1"], []
     area = {}
     for mu in (0.1, 1.0):
         for T in (2, 4, 6, 8):
@@ -327,14 +329,14 @@ def _larger_T_or_smaller_mu_approach_later(t):
     return out
 
 
-def _activation_falls_with_n_grows_with_T(t):
+def _activation_falls_with_n_grows_with_T(tables):
     """Appendix, Table 1: p̂_PTF generally falls with n, is higher for larger T and smaller μ.
 
     "Generally" is read as aggregate contrasts: for each μ, Σ_T p̂ at n = 4 exceeds
     Σ_T p̂ at the largest n; for each μ, Σ_n p̂ at T = 8 exceeds Σ_n p̂ at T = 2; for
     each T, Σ_n p̂ at μ = 0.1 exceeds Σ_n p̂ at μ = 1.
     """
-    df = t["table1"]
+    df = tables["table1"]
     N, out = _largest_n(df), []
 
     def total(**where):
@@ -352,14 +354,14 @@ def _activation_falls_with_n_grows_with_T(t):
     return out
 
 
-def _activation_at_T8_n1024(t):
+def _activation_at_T8_n1024(tables):
     """Appendix, Table 1: at T = 8, n = 2¹⁰ the paper's p̂_PTF is 0.755 (μ = 0.1), 0 at μ = 1.
 
     The paper's number, as an equivalence: |p̂ − 0.755| < :data:`P_MARGIN` = 0.1
     ("about three quarters"); and p̂ < 0.1 at μ = 1 ("zero observed
     activations", read with the same margin).
     """
-    df = t["table1"]
+    df = tables["table1"]
     p01, se01 = _p_ptf_and_se(ev.one(df, T=8, mu=0.1, n=1024))
     p1, se1 = _p_ptf_and_se(ev.one(df, T=8, mu=1.0, n=1024))
     return _within_margin("mu=0.1: p ≈ 0.755", p01 - PAPER_P, se01, P_MARGIN) + [
@@ -412,7 +414,7 @@ def theory_activation(T: int, mu: float, n: int) -> tuple[float, float]:
     return _chi2_mix_bounds(lam, (s.radius + s.B) ** 2)[0], _chi2_mix_bounds(lam, (s.radius - s.B) ** 2)[1]
 
 
-def _rare_activation_ratio_near_one_over_T(t):
+def _rare_activation_ratio_near_one_over_T(tables):
     """Appendix: as activation becomes rare, the ratio approaches 1/T.
 
     The rows are fixed from the design before any data (theory_activation):
@@ -421,7 +423,7 @@ def _rare_activation_ratio_near_one_over_T(t):
     binds with probability at least 1/2 under every law (*busy*), the ratio is
     above 1/T.  The same rows for every law.
     """
-    df, out = t["table1"], []
+    df, out = tables["table1"], []
     for _, r in df.iterrows():
         T, lr_se = int(r["T"]), ev.log_ratio(r)
         lower, upper = theory_activation(T, float(r["mu"]), int(r["n"]))
@@ -438,19 +440,19 @@ def _rare_activation_ratio_near_one_over_T(t):
 # ---------------------------------------------------------------------------
 
 
-def _no_radius_rule_best_everywhere(t):
+def _no_radius_rule_best_everywhere(tables):
     """§5.2: no rule is best everywhere.
 
     B beats log n (FTP) and √log n (PTF) at n = 4 and loses to it at the largest n.
     """
-    df, N = t["fig2"], _largest_n(t["fig2"])
+    df, N = tables["fig2"], _largest_n(tables["fig2"])
     out = []
     for method, rival in (("ftp", "log_n"), ("ptf", "sqrt_log_n")):
         out += [_rule_beats(df, "B", rival, 4, method), _rule_beats(df, rival, "B", N, method)]
     return out
 
 
-def _oracle_radius_good_early_grows_late(t):
+def _oracle_radius_good_early_grows_late(tables):
     """§5.2: the oracle B′ = B performs well at small n, and its n × MSE increases substantially.
 
     Both pipelines.  "Performs well": at n = 4, B's n × MSE is no more than a
@@ -460,7 +462,7 @@ def _oracle_radius_good_early_grows_late(t):
     read the fixed sizes n = 4 and the largest n (no minimum over n taken from
     the data).
     """
-    df, N = t["fig2"], _largest_n(t["fig2"])
+    df, N = tables["fig2"], _largest_n(tables["fig2"])
     out = []
     for method in ("ftp", "ptf"):
         lb, sb = _log_n_times_error(df, "B", 4, method)
@@ -475,14 +477,14 @@ def _oracle_radius_good_early_grows_late(t):
     return out
 
 
-def _ftp_log_n_best_at_the_end(t):
+def _ftp_log_n_best_at_the_end(tables):
     """§5.2: for FTP, log n gives the smallest error at the largest n, n × MSE → σ₀² = 1.
 
     log n beats B, √n and n²ᐟ³ and also √log n at the largest n (the paper's
     "smallest"); its n × MSE agrees with 1 within δ = 0.25 (a quarter of σ₀²),
     and is closer to 1 there than at n = 2⁸.
     """
-    df, N = t["fig2"], _largest_n(t["fig2"])
+    df, N = tables["fig2"], _largest_n(tables["fig2"])
     out = [_rule_beats(df, "log_n", r, N, "ftp") for r in _SCALED_RULES if r != "log_n"]
     x, s = _n_times_error(df, "log_n", N, "ftp")
     out += _within_margin(f"FTP n={N}: n·MSE(log n) ≈ 1", x - 1.0, s, 0.25)
@@ -492,13 +494,13 @@ def _ftp_log_n_best_at_the_end(t):
     return out
 
 
-def _ftp_sqrt_log_n_good_early_then_rises(t):
+def _ftp_sqrt_log_n_good_early_then_rises(tables):
     """§5.2: for FTP, √log n starts well, then its scaled error rises.
 
     √log n beats log n at every n from 8 to 256, and its n × MSE is larger at the
     largest n than at n = 2⁹.
     """
-    df, N = t["fig2"], _largest_n(t["fig2"])
+    df, N = tables["fig2"], _largest_n(tables["fig2"])
     out = [_rule_beats(df, "sqrt_log_n", "log_n", n, "ftp") for n in (8, 16, 32, 64, 128, 256)]
     a, sa = _n_times_error(df, "sqrt_log_n", N, "ftp")
     b, sb = _n_times_error(df, "sqrt_log_n", 512, "ftp")
@@ -506,7 +508,7 @@ def _ftp_sqrt_log_n_good_early_then_rises(t):
     return out
 
 
-def _ptf_log_rules_improve_late(t):
+def _ptf_log_rules_improve_late(tables):
     """§5.2: for PTF, both logarithmic rules improve at larger n, √log n the smaller at the end.
 
     "Improve at larger n": each logarithmic rule's n × MSE at the largest n is
@@ -514,7 +516,7 @@ def _ptf_log_rules_improve_late(t):
     advance: the no-constraint formula σ₀² + 4B′²T/(nμ²) falls for both rules
     from n = e² on).  And √log n beats log n at the largest n.
     """
-    df, N = t["fig2"], _largest_n(t["fig2"])
+    df, N = tables["fig2"], _largest_n(tables["fig2"])
     out = []
     for rule in ("sqrt_log_n", "log_n"):
         mid, mid_se = _n_times_error(df, rule, 128, "ptf")
@@ -542,29 +544,29 @@ def _sqrt_n_flat_n23_rising(df):
     return out
 
 
-def _rkhs_sqrt_n_flat_n23_rising(t):
+def _rkhs_sqrt_n_flat_n23_rising(tables):
     """§5.2: the √n curves are about flat, the n²ᐟ³ curves rise (both pipelines).
 
     Flat: n × MSE at the largest n and at n = 64 agree within a factor 1.5
     (δ = :data:`LOG_MARGIN` on the log scale); rising: larger at the largest n
     than at n = 2⁹.
     """
-    return _sqrt_n_flat_n23_rising(t["fig2"])
+    return _sqrt_n_flat_n23_rising(tables["fig2"])
 
 
-def _legendre_sqrt_n_flat_n23_rising(t):
+def _legendre_sqrt_n_flat_n23_rising(tables):
     """Appendix, Figure 5: √n about flat, n²ᐟ³ rising (as for Figure 2's Claim 6)."""
-    return _sqrt_n_flat_n23_rising(t["fig5"])
+    return _sqrt_n_flat_n23_rising(tables["fig5"])
 
 
-def _oracle_rises_late_sqrt_log_n_best(t):
+def _oracle_rises_late_sqrt_log_n_best(tables):
     """Appendix, Figure 5: the oracle does well at intermediate n but rises; √log n best at the end.
 
     The paper's statement: at n = 64, B beats log n, √n and n²ᐟ³; B's
     n × IMSE is larger at the largest n than at 2⁸; at the largest n √log n beats
     every other rule, B included (both pipelines).
     """
-    df, N = t["fig5"], _largest_n(t["fig5"])
+    df, N = tables["fig5"], _largest_n(tables["fig5"])
     out = []
     for method in ("ftp", "ptf"):
         out += [_rule_beats(df, "B", r, 64, method) for r in ("log_n", "sqrt_n", "n_2_3")]
@@ -589,13 +591,13 @@ def _dips_then_rises(df, key, value, sigma0, end_direction):
             _ratio_compared_to(f"{tag}: ratio({N}) {'>' if end_direction > 0 else '<'} 1", rn, 1.0, end_direction)]
 
 
-def _small_noise_ftp_keeps_advantage(t):
+def _small_noise_ftp_keeps_advantage(tables):
     """§5.3: with σ₀ = 0.1 the ratios fall fast and FTP keeps a large advantage.
 
     For each T: the ratio falls from n = 4 to 64; at the largest n it is below 1
     and below 2/T ("close to the noiseless reference").
     """
-    df, N, out = t["fig3"], _largest_n(t["fig3"]), []
+    df, N, out = tables["fig3"], _largest_n(tables["fig3"]), []
     for T in (2, 4, 6, 8):
         r4, r64, rn = (ev.one(df, sigma0=0.1, T=T, n=n) for n in (4, 64, N))
         out += [_ratio_change(f"T={T}: falls 4→64", r4, r64, -1),
@@ -604,28 +606,29 @@ def _small_noise_ftp_keeps_advantage(t):
     return out
 
 
-def _unit_noise_dip_rise_below_one(t):
+def _unit_noise_dip_rise_below_one(tables):
     """§5.3: with σ₀ = 1 the ratios fall, then rise, and stay below one.
 
     For each T: falls from n = 4 to 32, rises from 32 to the largest n, below 1 there.
     """
-    return [c for T in (2, 4, 6, 8) for c in _dips_then_rises(t["fig3"], "T", T, 1.0, -1)]
+    return [c for T in (2, 4, 6, 8) for c in _dips_then_rises(tables["fig3"], "T", T, 1.0, -1)]
 
 
-def _large_noise_dip_climb_above_one(t):
+def _large_noise_dip_climb_above_one(tables):
     """§5.3: with σ₀ = 10 the ratios dip, then climb, and all exceed one at the largest n.
 
     For each T: falls from n = 4 to 32, rises to the largest n, and is above 1 there.
     """
-    return [c for T in (2, 4, 6, 8) for c in _dips_then_rises(t["fig3"], "T", T, 10.0, 1)]
+    return [c for T in (2, 4, 6, 8) for c in _dips_then_rises(tables["fig3"], "T", T, 10.0, 1)]
 
 
 @lru_cache(maxsize=None)
 def _legendre_limit(m: int) -> float:
+    """Corollary 12's noiseless limit m/(T tr A⁻¹) of the IMSE ratio in H_m on Figure 4's grid."""
     return theory.ratio_limit(get_study("fig4", n=[4]).subset(m=m, mu=1.0).settings[0].geometry())
 
 
-def _legendre_ratios_settle_near_one_over_m(t):
+def _legendre_ratios_settle_near_one_over_m(tables):
     """Appendix, Figure 4: the IMSE ratios fall and settle near or below 1/m; larger m, smaller ratio.
 
     For each m and μ: falls from n = 4 to the largest n; there it agrees with the
@@ -633,7 +636,7 @@ def _legendre_ratios_settle_near_one_over_m(t):
     below 1.5/m ("near or below 1/m", same δ).  At the largest n the ratio falls
     from each m to the next larger one (both μ).
     """
-    df, N, out = t["fig4"], _largest_n(t["fig4"]), []
+    df, N, out = tables["fig4"], _largest_n(tables["fig4"]), []
     for mu in (0.1, 1.0):
         ends = []
         for m in (2, 4, 6, 8):
@@ -651,7 +654,7 @@ def _legendre_ratios_settle_near_one_over_m(t):
     return out
 
 
-def _strong_privacy_delays_ptf_wins_small_n(t):
+def _strong_privacy_delays_ptf_wins_small_n(tables):
     """Appendix, Figure 4: μ = 0.1 delays the transition; PTF can win at small n, more so at μ = 0.1.
 
     For each m: the area of the log ratio above its limit, Σ_n log(ratio/limit), is
@@ -661,7 +664,7 @@ def _strong_privacy_delays_ptf_wins_small_n(t):
     μ = 0.1 the mean over m of the log ratio is above 0 (one component, not
     one per m: the paper says "can").
     """
-    df, out = t["fig4"], []
+    df, out = tables["fig4"], []
     logs, ses = [], []
     for m in (2, 4, 6, 8):
         lim = _legendre_limit(m)
@@ -678,14 +681,14 @@ def _strong_privacy_delays_ptf_wins_small_n(t):
     return out
 
 
-def _legendre_moderate_noise_ftp_ahead(t):
+def _legendre_moderate_noise_ftp_ahead(tables):
     """Appendix, Figure 6: small noise stays near/below 1/m; moderate noise dips, rises, FTP ahead.
 
     σ₀ = 0.1: for each m the ratio at the largest n is below 1.5/m (δ =
     :data:`LOG_MARGIN`).  σ₀ = 1: for each m it falls from n = 4 to 32, rises
     from 32 to the largest n and is below 1 there.
     """
-    df, N, out = t["fig6"], _largest_n(t["fig6"]), []
+    df, N, out = tables["fig6"], _largest_n(tables["fig6"]), []
     for m in (2, 4, 6, 8):
         out.append(_ratio_compared_to(f"σ₀=0.1 m={m}: ratio({N}) < 1.5/m", ev.one(df, sigma0=0.1, m=m, n=N),
                        1.5 / m, -1))
@@ -693,12 +696,12 @@ def _legendre_moderate_noise_ftp_ahead(t):
     return out
 
 
-def _legendre_large_noise_ptf_wins_m8(t):
+def _legendre_large_noise_ptf_wins_m8(tables):
     """Appendix, Figure 6: with σ₀ = 10, PTF wins for m = 8 and FTP for the smaller m at the end.
 
     At the largest n the ratio is above 1 for m = 8 and below 1 for m = 2, 4, 6.
     """
-    df, N = t["fig6"], _largest_n(t["fig6"])
+    df, N = tables["fig6"], _largest_n(tables["fig6"])
     return [_ratio_compared_to(f"m={m}: ratio({N}) {'>' if m == 8 else '<'} 1", ev.one(df, sigma0=10.0, m=m, n=N), 1.0,
                 1 if m == 8 else -1) for m in (2, 4, 6, 8)]
 
