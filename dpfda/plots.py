@@ -1,4 +1,4 @@
-"""Figures and tables of the book, the simulation study's drawn as the paper draws them.
+"""Figures and tables of the book; the simulation studies' drawn as the paper draws them.
 
 How each of the paper's studies is drawn is a :class:`Layout` (:data:`LAYOUTS`, keyed by
 study name; :func:`figure` draws a study in its layout):
@@ -22,9 +22,9 @@ Every table goes through :func:`table`: a numbered, captioned table (MyST
 
 The study figures take the results table of :func:`dpfda.engine.run_study`; the other
 figures of the book (the pipelines, the designs, the growth data, the claims' verdict
-matrix, the interactive ratio explorer) take what their chapters compute.
-The figures are matplotlib figures (the explorer: a Bokeh layout); nothing is shown or saved here (the command
-line, :mod:`dpfda.cli`, writes a run's files, atomically).
+matrix, the interactive ratio explorer, ...) take what their chapters compute. The
+figures are matplotlib figures (the explorer: a Bokeh layout); nothing is shown or saved
+here (the command line, :mod:`dpfda.cli`, writes a run's files, atomically).
 
 One style for every figure of the book (:func:`use_style`, :data:`STYLE`): figures
 at most :data:`TEXT_WIDTH` inches wide (the book's content column), no text smaller
