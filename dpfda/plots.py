@@ -91,6 +91,8 @@ __all__ = [
     "activation_by_share_figure",
     "noise_collapse_figure",
     "composition_ratio_figure",
+    "legendre_limit_figure",
+    "kernel_eigenvalue_figure",
     "activation_figure",
     "activation_by_norm_figure",
     "EXPLORER_COLUMNS",
@@ -1317,6 +1319,52 @@ def activation_by_norm_figure(norms, p, se, norm_bar: float):
     ax.set_ylabel(r"$P$(PTF constraint active)")
     ax.legend(frameon=False)
     ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+def legendre_limit_figure(m, limits, T: int = 20):
+    """Corollary 12's limit m/(T tr A⁻¹) of the IMSE ratio against the dimension m, beside 1/m.
+
+    ``limits[k]`` is the limit for dimension ``m[k]`` (Legendre basis on T points); log
+    axes with every m labelled.
+    """
+    m, limits = np.asarray(m), np.asarray(limits, dtype=float)
+    if m.shape != limits.shape or m.ndim != 1:
+        raise ValueError("m and limits must be one-dimensional and of the same length")
+    fig, ax = plt.subplots(figsize=(4.5, 3.4))
+    ax.plot(m, 1 / m, "k--", lw=1, label=r"$1/m$")
+    ax.plot(m, limits, "o-", ms=4, label=rf"$m/(T\,\mathrm{{tr}}A^{{-1}})$, Legendre, $T={T}$")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(m, [str(v) for v in m])
+    ax.minorticks_off()
+    ax.set_xlabel("dimension $m$")
+    ax.set_ylabel("limit of IMSE ratio FTP / PTF")
+    ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def kernel_eigenvalue_figure(T, exact, double, floor: float, paper_T=(2, 8)):
+    """The smallest eigenvalue of the Gaussian kernel matrix K_T against T (Assumption A.4).
+
+    ``exact`` from high-precision arithmetic, ``double`` from double precision (drawn as
+    its absolute value), the ``floor`` the package refuses to go below dashed, and the
+    paper's range of T (``paper_T``) shaded.
+    """
+    T, exact, double = np.asarray(T), np.asarray(exact, dtype=float), np.asarray(double, dtype=float)
+    if not T.shape == exact.shape == double.shape or T.ndim != 1:
+        raise ValueError("T, exact and double must be one-dimensional and of the same length")
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    ax.semilogy(T, exact, "o-", ms=3, label="60-digit arithmetic")
+    ax.semilogy(T, np.abs(double), "x", ms=5, label="double precision (absolute value)")
+    power = np.log10(floor)
+    floor_text = f"$10^{{{int(round(power))}}}$" if np.isclose(power, round(power)) else f"{floor:g}"
+    ax.axhline(floor, color="k", ls="--", lw=1, label=f"floor {floor_text}")
+    ax.axvspan(*paper_T, color="0.9", label="the paper's $T$")
+    ax.set_xlabel("$T$")
+    ax.set_ylabel(r"$\lambda_{\min}(K_T)$")
+    ax.legend(frameon=False)
     fig.tight_layout()
     return fig
 

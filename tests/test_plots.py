@@ -392,7 +392,10 @@ def test_the_chapters_figures_moved_into_plots_fit_and_refuse_bad_input():
                           index=pd.Index([1, 2, 4], name="T"))
     figures = [plots.verdict_figure(matrix), plots.law_figure(), plots.activation_by_share_figure(shares),
                plots.composition_ratio_figure(ratios),
-               plots.activation_by_norm_figure([0.1, 0.5, 1.0], [0.1, 0.4, 0.9], [0.01] * 3, 0.6)]
+               plots.activation_by_norm_figure([0.1, 0.5, 1.0], [0.1, 0.4, 0.9], [0.01] * 3, 0.6),
+               plots.legendre_limit_figure(np.arange(1, 5), 1 / np.arange(1, 5) ** 1.2),
+               plots.kernel_eigenvalue_figure(np.arange(2, 9), 10.0 ** -np.arange(2, 9), 10.0 ** -np.arange(2, 9),
+                                              1e-8)]
     for fig in figures:
         assert fig.get_size_inches()[0] <= plots.TEXT_WIDTH
     assert "✓" in [t.get_text() for t in figures[0].axes[0].texts]  # the mark, not colour alone
@@ -405,6 +408,11 @@ def test_the_chapters_figures_moved_into_plots_fit_and_refuse_bad_input():
         plots.composition_ratio_figure(ratios.drop(columns="Gaussian s.e."))
     with pytest.raises(ValueError, match="same length"):
         plots.activation_by_norm_figure([0.1, 0.5], [0.1], [0.01], 0.6)
+    assert "floor $10^{-8}$" in figures[-1].axes[0].get_legend_handles_labels()[1]
+    with pytest.raises(ValueError, match="same length"):
+        plots.legendre_limit_figure([1, 2], [1.0])
+    with pytest.raises(ValueError, match="same length"):
+        plots.kernel_eigenvalue_figure([2, 3], [1.0, 0.1], [1.0], 1e-8)
     with pytest.raises(ValueError, match="columns x and free"):
         plots.noise_collapse_figure(pd.DataFrame({"n": [4], "err_ftp": [1.0], "err_ptf": [1.0], "ratio": [1.0],
                                                   "ratio_lo": [0.9], "ratio_hi": [1.1], "se_ftp": [0.1],
