@@ -44,7 +44,7 @@ MODULES = [
     ("data", "Data models"),
     ("audit", "Empirical privacy audits"),
     ("designs", "Beyond the paper: other mechanism designs"),
-    ("explorer", "The interactive ratio figure"),
+    ("explorer", "The interactive ratio figure in a static page"),
     ("config", "Settings of the chapters"),
     ("engine", "The simulation engine: one loop over mechanisms"),
     ("seeding", "Random streams of the simulations"),

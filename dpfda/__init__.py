@@ -16,7 +16,7 @@ privacy.  Modules, each readable beside the chapter that introduces it:
 ``secure``     release noise from OpenDP's vetted samplers (``secure=True``)
 ``realdata``   a study's domain onto [0, 1], public value ranges onto c_j and B'
 ``publish``    a table of curves in, the record of one release to publish out
-``explorer``   the interactive FTP/PTF ratio figure for static pages (needs bokeh)
+``explorer``   the interactive ratio figure as one HTML fragment for static pages (bokeh)
 ``designs``    beyond the paper: one mechanism from PTF's box to FTP's ellipsoid
 =============  ==============================================================
 

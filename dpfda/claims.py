@@ -76,12 +76,14 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
+from scipy.optimize import minimize_scalar
+from scipy.stats import chi2, norm
 from scipy.stats import t as student_t  # components that carry their own df
 
 from . import evidence as ev
 from . import theory
 from .data import LAW_SHIFTS, LAWS, check_law
+from .pipelines import ptf_default_clip, ptf_sigmas
 from .store import run_studies
 from .studies import PAPER_N, STUDY_NAMES, get_study, paper_studies
 
@@ -111,11 +113,8 @@ __all__ = [
     "simulate",
     "draws_from_pilot",
     "theory_activation",
-    "VERDICT_COLOURS",
     "VERDICT_MARKS",
     "law_label",
-    "verdict_figure",
-    "law_figure",
     "activation_by_share",
 ]
 
@@ -137,7 +136,7 @@ QUIET_P = 1e-3
 """For Table 1's claim 6, a setting is *quiet* if PTF's constraint binds with probability at most this,
 under every law (a bound from the design, :func:`theory_activation`)."""
 
-_RULES = ("B", "sqrt_log_n", "log_n", "sqrt_n", "n_2_3")
+_SCALED_RULES = ("B", "sqrt_log_n", "log_n", "sqrt_n", "n_2_3")
 
 _WHY_MARGIN = ("a factor 1.5 on the ratio scale — the one margin for every \"near\", \"close\", \"flat\", "
                "\"performs well\" and \"substantially\" of the paper, fixed before the matrix was first run; "
@@ -209,41 +208,42 @@ class Claim:
 # ---------------------------------------------------------------------------
 
 
-def _vs(label, row, value, direction) -> Component:
+def _ratio_compared_to(label, row, value, direction) -> Component:
     """log ratio − log value, asserted > 0 (direction 1) or < 0 (−1)."""
     lr, se = ev.log_ratio(row)
     return Component(label, lr - math.log(value), se, direction)
 
 
-def _change(label, a, b, direction) -> Component:
+def _ratio_change(label, a, b, direction) -> Component:
     """log ratio(b) − log ratio(a): rises (1) or falls (−1)."""
     d, se = ev.log_change(a, b)
     return Component(label, d, se, direction)
 
 
-def _equiv(label, d, se, margin) -> list[Component]:
+def _within_margin(label, d, se, margin) -> list[Component]:
     """|d| < margin as two one-sided components (TOST)."""
     return [Component(f"{label} (> −δ)", d + margin, se, 1), Component(f"{label} (< δ)", margin - d, se, 1)]
 
 
-def _scaled(df, rule, n, method) -> tuple[float, float]:
+def _n_times_error(df, rule, n, method) -> tuple[float, float]:
+    """n × error of ``method`` under radius rule ``rule`` at n, and its standard error."""
     return ev.scaled(ev.one(df, radius_rule=rule, n=n), method)
 
 
-def _log_scaled(df, rule, n, method) -> tuple[float, float]:
+def _log_n_times_error(df, rule, n, method) -> tuple[float, float]:
     """log(n × error) and its delta-method standard error."""
-    x, s = _scaled(df, rule, n, method)
+    x, s = _n_times_error(df, rule, n, method)
     return math.log(x), s / x
 
 
-def _better(df, a, b, n, method) -> Component:
+def _rule_beats(df, a, b, n, method) -> Component:
     """Rule a has the smaller n × error than rule b at n."""
-    xa, sa = _scaled(df, a, n, method)
-    xb, sb = _scaled(df, b, n, method)
+    xa, sa = _n_times_error(df, a, n, method)
+    xb, sb = _n_times_error(df, b, n, method)
     return Component(f"{method.upper()} n={n}: {a} < {b}", xb - xa, math.hypot(sa, sb), 1)
 
 
-def _p(row) -> tuple[float, float]:
+def _p_ptf_and_se(row) -> tuple[float, float]:
     """p̂_PTF and its standard error.
 
     Agresti–Coull on all repetitions, or the pooled draws' standard error if
@@ -256,14 +256,15 @@ def _p(row) -> tuple[float, float]:
     return p, se
 
 
-def _excess(df, key, value, limit) -> tuple[float, float]:
+def _area_above_limit(df, key, value, limit) -> tuple[float, float]:
     """Σ_n log(ratio/limit) over the n of one curve: its area above the limit."""
     d = ev.select(df, **{key: value})
     lr = np.log(d["ratio"].to_numpy(float)) - math.log(limit)
     return float(lr.sum()), float(np.sqrt(np.sum(d["se_log_ratio"].to_numpy(float) ** 2)))
 
 
-def _nmax(df) -> int:
+def _largest_n(df) -> int:
+    """The largest sample size of a results table (2¹² on the paper's grid)."""
     return int(df["n"].max())
 
 
@@ -272,7 +273,7 @@ def _nmax(df) -> int:
 # ---------------------------------------------------------------------------
 
 
-def _fig1_1(t):
+def _ratios_fall_to_one_over_T(tables):
     """§5.1: the ratios fall with n and approach 1/T.
 
     For each T and μ: the ratio falls from n = 4 to the largest n; it does not
@@ -280,47 +281,47 @@ def _fig1_1(t):
     with 1/T within δ (δ = :data:`LOG_MARGIN`, a factor 1.5: our reading of
     "approach the reference levels, with small Monte Carlo fluctuations").
     """
-    df, out = t["fig1"], []
-    N = _nmax(df)
+    df, out = tables["fig1"], []
+    N = _largest_n(df)
     for mu in (0.1, 1.0):
         for T in (2, 4, 6, 8):
             first, mid, last = (ev.one(df, T=T, mu=mu, n=n) for n in (4, 256, N))
-            out.append(_change(f"mu={mu:g} T={T}: falls 4→{N}", first, last, -1))
-            rise = _change("", mid, last, 1)
+            out.append(_ratio_change(f"mu={mu:g} T={T}: falls 4→{N}", first, last, -1))
+            rise = _ratio_change("", mid, last, 1)
             out.append(Component(f"mu={mu:g} T={T}: no rise 256→{N} beyond δ", LOG_MARGIN - rise.estimate,
                                  rise.se, 1))
             lr, se = ev.log_ratio(last)
-            out += _equiv(f"mu={mu:g} T={T}: ratio({N}) ≈ 1/T", lr + math.log(T), se, LOG_MARGIN)
+            out += _within_margin(f"mu={mu:g} T={T}: ratio({N}) ≈ 1/T", lr + math.log(T), se, LOG_MARGIN)
     return out
 
 
-def _fig1_2(t):
+def _ptf_wins_at_small_n_under_mu_01(tables):
     """§5.1: with μ = 0.1, PTF is preferable at small n.
 
     For each T: the ratio exceeds 1 at n ∈ {4, 8, 16} and exceeds 1.5 at n = 4
     (δ = LOG_MARGIN, "substantially above one").
     """
-    df, out = t["fig1"], []
+    df, out = tables["fig1"], []
     for T in (2, 4, 6, 8):
         for n in (4, 8, 16):
-            out.append(_vs(f"T={T} n={n}: ratio > 1", ev.one(df, T=T, mu=0.1, n=n), 1.0, 1))
-        out.append(_vs(f"T={T} n=4: ratio > 1.5", ev.one(df, T=T, mu=0.1, n=4), math.exp(LOG_MARGIN), 1))
+            out.append(_ratio_compared_to(f"T={T} n={n}: ratio > 1", ev.one(df, T=T, mu=0.1, n=n), 1.0, 1))
+        out.append(_ratio_compared_to(f"T={T} n=4: ratio > 1.5", ev.one(df, T=T, mu=0.1, n=4), math.exp(LOG_MARGIN), 1))
     return out
 
 
-def _fig1_3(t):
+def _larger_T_or_smaller_mu_approach_later(tables):
     """§5.1: larger T or smaller μ needs a larger n to approach 1/T.
 
     Reformulated: the delay is measured by the area of the log ratio above its
     limit, A(T, μ) = Σ_n log(T · ratio).  A larger T has a larger area than the
     next smaller T (both μ), and μ = 0.1 has a larger area than μ = 1 (each T).
     """
-    df, out = t["fig1"], []
+    df, out = tables["fig1"], []
     area = {}
     for mu in (0.1, 1.0):
         for T in (2, 4, 6, 8):
             d = ev.select(df, mu=mu)
-            area[mu, T] = _excess(d, "T", T, 1.0 / T)
+            area[mu, T] = _area_above_limit(d, "T", T, 1.0 / T)
     for mu in (0.1, 1.0):
         for lo, hi in ((2, 4), (4, 6), (6, 8)):
             (a, sa), (b, sb) = area[mu, hi], area[mu, lo]
@@ -331,18 +332,18 @@ def _fig1_3(t):
     return out
 
 
-def _table1_4(t):
+def _activation_falls_with_n_grows_with_T(tables):
     """Appendix, Table 1: p̂_PTF generally falls with n, is higher for larger T and smaller μ.
 
     "Generally" is read as aggregate contrasts: for each μ, Σ_T p̂ at n = 4 exceeds
     Σ_T p̂ at the largest n; for each μ, Σ_n p̂ at T = 8 exceeds Σ_n p̂ at T = 2; for
     each T, Σ_n p̂ at μ = 0.1 exceeds Σ_n p̂ at μ = 1.
     """
-    df = t["table1"]
-    N, out = _nmax(df), []
+    df = tables["table1"]
+    N, out = _largest_n(df), []
 
     def total(**where):
-        ps = [_p(r) for _, r in ev.select(df, **where).iterrows()]
+        ps = [_p_ptf_and_se(r) for _, r in ev.select(df, **where).iterrows()]
         return sum(p for p, _ in ps), math.sqrt(sum(s * s for _, s in ps))
 
     def contrast(label, a, b):
@@ -356,17 +357,17 @@ def _table1_4(t):
     return out
 
 
-def _table1_5(t):
+def _activation_at_T8_n1024(tables):
     """Appendix, Table 1: at T = 8, n = 2¹⁰ the paper's p̂_PTF is 0.755 (μ = 0.1), 0 at μ = 1.
 
     The paper's number, as an equivalence: |p̂ − 0.755| < :data:`P_MARGIN` = 0.1
     ("about three quarters"); and p̂ < 0.1 at μ = 1 ("zero observed
     activations", read with the same margin).
     """
-    df = t["table1"]
-    p01, se01 = _p(ev.one(df, T=8, mu=0.1, n=1024))
-    p1, se1 = _p(ev.one(df, T=8, mu=1.0, n=1024))
-    return _equiv("mu=0.1: p ≈ 0.755", p01 - PAPER_P, se01, P_MARGIN) + [
+    df = tables["table1"]
+    p01, se01 = _p_ptf_and_se(ev.one(df, T=8, mu=0.1, n=1024))
+    p1, se1 = _p_ptf_and_se(ev.one(df, T=8, mu=1.0, n=1024))
+    return _within_margin("mu=0.1: p ≈ 0.755", p01 - PAPER_P, se01, P_MARGIN) + [
         Component("mu=1: p < δ", P_MARGIN - p1, se1, 1)]
 
 
@@ -376,9 +377,6 @@ def _chi2_mix_bounds(lam, x) -> tuple[float, float]:
     Lower: Q ≥ λ_(j)·(Z_1² + … + Z_j²) for the j largest λ, so P(Q > x) ≥ max_j P(χ²_j > x/λ_(j)).
     Upper: Chernoff, P(Q > x) ≤ inf_s exp(−s x) Π_k (1 − 2sλ_k)^(−1/2) over 0 < s < 1/(2 max λ).
     """
-    from scipy.optimize import minimize_scalar
-    from scipy.stats import chi2
-
     lam = np.sort(np.asarray(lam, dtype=float)[np.asarray(lam) > 0])[::-1]
     if x <= 0 or lam.size == 0:
         return (1.0, 1.0) if x <= 0 else (0.0, 0.0)
@@ -406,8 +404,6 @@ def theory_activation(T: int, mu: float, n: int) -> tuple[float, float]:
     (``_chi2_mix_bounds``).  Returns ``(lower, upper)``.  Uses the design
     only, never a simulation's results.
     """
-    from .pipelines import ptf_default_clip, ptf_sigmas
-
     s = get_study("table1", n=[int(n)]).subset(T=int(T), mu=float(mu)).settings[0]
     g = s.geometry()
     C = np.column_stack([g.coef_from_values(e) for e in np.eye(g.T)])
@@ -416,7 +412,7 @@ def theory_activation(T: int, mu: float, n: int) -> tuple[float, float]:
     return _chi2_mix_bounds(lam, (s.radius + s.B) ** 2)[0], _chi2_mix_bounds(lam, (s.radius - s.B) ** 2)[1]
 
 
-def _table1_6(t):
+def _rare_activation_ratio_near_one_over_T(tables):
     """Appendix: as activation becomes rare, the ratio approaches 1/T.
 
     The rows are fixed from the design before any data (theory_activation):
@@ -425,13 +421,13 @@ def _table1_6(t):
     binds with probability at least 1/2 under every law (*busy*), the ratio is
     above 1/T.  The same rows for every law.
     """
-    df, out = t["table1"], []
+    df, out = tables["table1"], []
     for _, r in df.iterrows():
         T, lr_se = int(r["T"]), ev.log_ratio(r)
         lower, upper = theory_activation(T, float(r["mu"]), int(r["n"]))
         tag = f"mu={r['mu']:g} T={T} n={int(r['n'])}"
         if upper <= QUIET_P:
-            out += _equiv(f"{tag}: quiet, ratio ≈ 1/T", lr_se[0] + math.log(T), lr_se[1], LOG_MARGIN)
+            out += _within_margin(f"{tag}: quiet, ratio ≈ 1/T", lr_se[0] + math.log(T), lr_se[1], LOG_MARGIN)
         elif lower >= 0.5:
             out.append(Component(f"{tag}: busy, ratio > 1/T", lr_se[0] + math.log(T), lr_se[1], 1))
     return out
@@ -442,19 +438,19 @@ def _table1_6(t):
 # ---------------------------------------------------------------------------
 
 
-def _fig2_1(t):
+def _no_radius_rule_best_everywhere(tables):
     """§5.2: no rule is best everywhere.
 
     B beats log n (FTP) and √log n (PTF) at n = 4 and loses to it at the largest n.
     """
-    df, N = t["fig2"], _nmax(t["fig2"])
+    df, N = tables["fig2"], _largest_n(tables["fig2"])
     out = []
     for method, rival in (("ftp", "log_n"), ("ptf", "sqrt_log_n")):
-        out += [_better(df, "B", rival, 4, method), _better(df, rival, "B", N, method)]
+        out += [_rule_beats(df, "B", rival, 4, method), _rule_beats(df, rival, "B", N, method)]
     return out
 
 
-def _fig2_2(t):
+def _oracle_radius_good_early_grows_late(tables):
     """§5.2: the oracle B′ = B performs well at small n, and its n × MSE increases substantially.
 
     Both pipelines.  "Performs well": at n = 4, B's n × MSE is no more than a
@@ -464,53 +460,53 @@ def _fig2_2(t):
     read the fixed sizes n = 4 and the largest n (no minimum over n taken from
     the data).
     """
-    df, N = t["fig2"], _nmax(t["fig2"])
+    df, N = tables["fig2"], _largest_n(tables["fig2"])
     out = []
     for method in ("ftp", "ptf"):
-        lb, sb = _log_scaled(df, "B", 4, method)
-        for r in _RULES:
+        lb, sb = _log_n_times_error(df, "B", 4, method)
+        for r in _SCALED_RULES:
             if r != "B":
-                lr, sr = _log_scaled(df, r, 4, method)
+                lr, sr = _log_n_times_error(df, r, 4, method)
                 out.append(Component(f"{method.upper()} n=4: B within 1.5× of {r}", LOG_MARGIN - (lb - lr),
                                      math.hypot(sb, sr), 1))
-        le, se_ = _log_scaled(df, "B", N, method)
+        le, se_ = _log_n_times_error(df, "B", N, method)
         out.append(Component(f"{method.upper()}: B's n·MSE grows > 1.5× from 4 to {N}", le - lb - LOG_MARGIN,
                              math.hypot(sb, se_), 1))
     return out
 
 
-def _fig2_3(t):
+def _ftp_log_n_best_at_the_end(tables):
     """§5.2: for FTP, log n gives the smallest error at the largest n, n × MSE → σ₀² = 1.
 
     log n beats B, √n and n²ᐟ³ and also √log n at the largest n (the paper's
     "smallest"); its n × MSE agrees with 1 within δ = 0.25 (a quarter of σ₀²),
     and is closer to 1 there than at n = 2⁸.
     """
-    df, N = t["fig2"], _nmax(t["fig2"])
-    out = [_better(df, "log_n", r, N, "ftp") for r in _RULES if r != "log_n"]
-    x, s = _scaled(df, "log_n", N, "ftp")
-    out += _equiv(f"FTP n={N}: n·MSE(log n) ≈ 1", x - 1.0, s, 0.25)
-    x8, s8 = _scaled(df, "log_n", 256, "ftp")
+    df, N = tables["fig2"], _largest_n(tables["fig2"])
+    out = [_rule_beats(df, "log_n", r, N, "ftp") for r in _SCALED_RULES if r != "log_n"]
+    x, s = _n_times_error(df, "log_n", N, "ftp")
+    out += _within_margin(f"FTP n={N}: n·MSE(log n) ≈ 1", x - 1.0, s, 0.25)
+    x8, s8 = _n_times_error(df, "log_n", 256, "ftp")
     out.append(Component(f"FTP: n·MSE(log n) − 1 smaller at {N} than at 256", (x8 - 1) - (x - 1),
                          math.hypot(s, s8), 1))
     return out
 
 
-def _fig2_4(t):
+def _ftp_sqrt_log_n_good_early_then_rises(tables):
     """§5.2: for FTP, √log n starts well, then its scaled error rises.
 
     √log n beats log n at every n from 8 to 256, and its n × MSE is larger at the
     largest n than at n = 2⁹.
     """
-    df, N = t["fig2"], _nmax(t["fig2"])
-    out = [_better(df, "sqrt_log_n", "log_n", n, "ftp") for n in (8, 16, 32, 64, 128, 256)]
-    a, sa = _scaled(df, "sqrt_log_n", N, "ftp")
-    b, sb = _scaled(df, "sqrt_log_n", 512, "ftp")
+    df, N = tables["fig2"], _largest_n(tables["fig2"])
+    out = [_rule_beats(df, "sqrt_log_n", "log_n", n, "ftp") for n in (8, 16, 32, 64, 128, 256)]
+    a, sa = _n_times_error(df, "sqrt_log_n", N, "ftp")
+    b, sb = _n_times_error(df, "sqrt_log_n", 512, "ftp")
     out.append(Component(f"FTP: n·MSE(√log n) rises 512→{N}", a - b, math.hypot(sa, sb), 1))
     return out
 
 
-def _fig2_5(t):
+def _ptf_log_rules_improve_late(tables):
     """§5.2: for PTF, both logarithmic rules improve at larger n, √log n the smaller at the end.
 
     "Improve at larger n": each logarithmic rule's n × MSE at the largest n is
@@ -518,63 +514,64 @@ def _fig2_5(t):
     advance: the no-constraint formula σ₀² + 4B′²T/(nμ²) falls for both rules
     from n = e² on).  And √log n beats log n at the largest n.
     """
-    df, N = t["fig2"], _nmax(t["fig2"])
+    df, N = tables["fig2"], _largest_n(tables["fig2"])
     out = []
     for rule in ("sqrt_log_n", "log_n"):
-        mid, mid_se = _scaled(df, rule, 128, "ptf")
-        last, last_se = _scaled(df, rule, N, "ptf")
+        mid, mid_se = _n_times_error(df, rule, 128, "ptf")
+        last, last_se = _n_times_error(df, rule, N, "ptf")
         out.append(Component(f"PTF {rule}: lower at {N} than at 128", mid - last, math.hypot(mid_se, last_se), 1))
-    out.append(_better(df, "sqrt_log_n", "log_n", N, "ptf"))
+    out.append(_rule_beats(df, "sqrt_log_n", "log_n", N, "ptf"))
     return out
 
 
-def _flat_and_rising(df):
+def _sqrt_n_flat_n23_rising(df):
     """√n flat, n²ᐟ³ rising, for both pipelines.
 
     Flat: n × error at the largest n and at 64 agree within a factor 1.5;
     rising: larger at the largest n than at 2⁹.
     """
-    N, out = _nmax(df), []
+    N, out = _largest_n(df), []
     for method in ("ftp", "ptf"):
-        a, sa = _scaled(df, "sqrt_n", N, method)
-        b, sb = _scaled(df, "sqrt_n", 64, method)
-        out += _equiv(f"{method.upper()}: √n flat 64→{N}", math.log(a / b), math.hypot(sa / a, sb / b), LOG_MARGIN)
-        a, sa = _scaled(df, "n_2_3", N, method)
-        b, sb = _scaled(df, "n_2_3", 512, method)
+        a, sa = _n_times_error(df, "sqrt_n", N, method)
+        b, sb = _n_times_error(df, "sqrt_n", 64, method)
+        out += _within_margin(f"{method.upper()}: √n flat 64→{N}", math.log(a / b), math.hypot(sa / a, sb / b),
+                              LOG_MARGIN)
+        a, sa = _n_times_error(df, "n_2_3", N, method)
+        b, sb = _n_times_error(df, "n_2_3", 512, method)
         out.append(Component(f"{method.upper()}: n^(2/3) rises 512→{N}", a - b, math.hypot(sa, sb), 1))
     return out
 
 
-def _fig2_6(t):
+def _rkhs_sqrt_n_flat_n23_rising(tables):
     """§5.2: the √n curves are about flat, the n²ᐟ³ curves rise (both pipelines).
 
     Flat: n × MSE at the largest n and at n = 64 agree within a factor 1.5
     (δ = :data:`LOG_MARGIN` on the log scale); rising: larger at the largest n
     than at n = 2⁹.
     """
-    return _flat_and_rising(t["fig2"])
+    return _sqrt_n_flat_n23_rising(tables["fig2"])
 
 
-def _fig5_3(t):
+def _legendre_sqrt_n_flat_n23_rising(tables):
     """Appendix, Figure 5: √n about flat, n²ᐟ³ rising (as for Figure 2's Claim 6)."""
-    return _flat_and_rising(t["fig5"])
+    return _sqrt_n_flat_n23_rising(tables["fig5"])
 
 
-def _fig5_4(t):
+def _oracle_rises_late_sqrt_log_n_best(tables):
     """Appendix, Figure 5: the oracle does well at intermediate n but rises; √log n best at the end.
 
     The paper's statement: at n = 64, B beats log n, √n and n²ᐟ³; B's
     n × IMSE is larger at the largest n than at 2⁸; at the largest n √log n beats
     every other rule, B included (both pipelines).
     """
-    df, N = t["fig5"], _nmax(t["fig5"])
+    df, N = tables["fig5"], _largest_n(tables["fig5"])
     out = []
     for method in ("ftp", "ptf"):
-        out += [_better(df, "B", r, 64, method) for r in ("log_n", "sqrt_n", "n_2_3")]
-        a, sa = _scaled(df, "B", N, method)
-        b, sb = _scaled(df, "B", 256, method)
+        out += [_rule_beats(df, "B", r, 64, method) for r in ("log_n", "sqrt_n", "n_2_3")]
+        a, sa = _n_times_error(df, "B", N, method)
+        b, sb = _n_times_error(df, "B", 256, method)
         out.append(Component(f"{method.upper()}: B rises 256→{N}", a - b, math.hypot(sa, sb), 1))
-        out += [_better(df, "sqrt_log_n", r, N, method) for r in _RULES if r != "sqrt_log_n"]
+        out += [_rule_beats(df, "sqrt_log_n", r, N, method) for r in _SCALED_RULES if r != "sqrt_log_n"]
     return out
 
 
@@ -583,51 +580,53 @@ def _fig5_4(t):
 # ---------------------------------------------------------------------------
 
 
-def _dip_rise(df, key, value, sigma0, end_direction):
+def _dips_then_rises(df, key, value, sigma0, end_direction):
     """Falls 4→32, rises 32→largest n, ends below (−1) or above (1) one."""
-    N = _nmax(df)
+    N = _largest_n(df)
     r4, r32, rn = (ev.one(df, sigma0=sigma0, n=n, **{key: value}) for n in (4, 32, N))
     tag = f"σ₀={sigma0:g} {key}={value}"
-    return [_change(f"{tag}: falls 4→32", r4, r32, -1), _change(f"{tag}: rises 32→{N}", r32, rn, 1),
-            _vs(f"{tag}: ratio({N}) {'>' if end_direction > 0 else '<'} 1", rn, 1.0, end_direction)]
+    return [_ratio_change(f"{tag}: falls 4→32", r4, r32, -1), _ratio_change(f"{tag}: rises 32→{N}", r32, rn, 1),
+            _ratio_compared_to(f"{tag}: ratio({N}) {'>' if end_direction > 0 else '<'} 1", rn, 1.0, end_direction)]
 
 
-def _fig3_1(t):
+def _small_noise_ftp_keeps_advantage(tables):
     """§5.3: with σ₀ = 0.1 the ratios fall fast and FTP keeps a large advantage.
 
     For each T: the ratio falls from n = 4 to 64; at the largest n it is below 1
     and below 2/T ("close to the noiseless reference").
     """
-    df, N, out = t["fig3"], _nmax(t["fig3"]), []
+    df, N, out = tables["fig3"], _largest_n(tables["fig3"]), []
     for T in (2, 4, 6, 8):
         r4, r64, rn = (ev.one(df, sigma0=0.1, T=T, n=n) for n in (4, 64, N))
-        out += [_change(f"T={T}: falls 4→64", r4, r64, -1), _vs(f"T={T}: ratio({N}) < 1", rn, 1.0, -1),
-                _vs(f"T={T}: ratio({N}) < 2/T", rn, 2.0 / T, -1)]
+        out += [_ratio_change(f"T={T}: falls 4→64", r4, r64, -1),
+                _ratio_compared_to(f"T={T}: ratio({N}) < 1", rn, 1.0, -1),
+                _ratio_compared_to(f"T={T}: ratio({N}) < 2/T", rn, 2.0 / T, -1)]
     return out
 
 
-def _fig3_2(t):
+def _unit_noise_dip_rise_below_one(tables):
     """§5.3: with σ₀ = 1 the ratios fall, then rise, and stay below one.
 
     For each T: falls from n = 4 to 32, rises from 32 to the largest n, below 1 there.
     """
-    return [c for T in (2, 4, 6, 8) for c in _dip_rise(t["fig3"], "T", T, 1.0, -1)]
+    return [c for T in (2, 4, 6, 8) for c in _dips_then_rises(tables["fig3"], "T", T, 1.0, -1)]
 
 
-def _fig3_3(t):
+def _large_noise_dip_climb_above_one(tables):
     """§5.3: with σ₀ = 10 the ratios dip, then climb, and all exceed one at the largest n.
 
     For each T: falls from n = 4 to 32, rises to the largest n, and is above 1 there.
     """
-    return [c for T in (2, 4, 6, 8) for c in _dip_rise(t["fig3"], "T", T, 10.0, 1)]
+    return [c for T in (2, 4, 6, 8) for c in _dips_then_rises(tables["fig3"], "T", T, 10.0, 1)]
 
 
 @lru_cache(maxsize=None)
 def _legendre_limit(m: int) -> float:
+    """Corollary 12's noiseless limit m/(T tr A⁻¹) of the IMSE ratio in H_m on Figure 4's grid."""
     return theory.ratio_limit(get_study("fig4", n=[4]).subset(m=m, mu=1.0).settings[0].geometry())
 
 
-def _fig4_1(t):
+def _legendre_ratios_settle_near_one_over_m(tables):
     """Appendix, Figure 4: the IMSE ratios fall and settle near or below 1/m; larger m, smaller ratio.
 
     For each m and μ: falls from n = 4 to the largest n; there it agrees with the
@@ -635,24 +634,25 @@ def _fig4_1(t):
     below 1.5/m ("near or below 1/m", same δ).  At the largest n the ratio falls
     from each m to the next larger one (both μ).
     """
-    df, N, out = t["fig4"], _nmax(t["fig4"]), []
+    df, N, out = tables["fig4"], _largest_n(tables["fig4"]), []
     for mu in (0.1, 1.0):
         ends = []
         for m in (2, 4, 6, 8):
             first, last = ev.one(df, m=m, mu=mu, n=4), ev.one(df, m=m, mu=mu, n=N)
-            out.append(_change(f"mu={mu:g} m={m}: falls 4→{N}", first, last, -1))
+            out.append(_ratio_change(f"mu={mu:g} m={m}: falls 4→{N}", first, last, -1))
             lr, se = ev.log_ratio(last)
-            out += _equiv(f"mu={mu:g} m={m}: ratio({N}) ≈ limit", lr - math.log(_legendre_limit(m)), se, LOG_MARGIN)
+            out += _within_margin(f"mu={mu:g} m={m}: ratio({N}) ≈ limit", lr - math.log(_legendre_limit(m)), se,
+                                  LOG_MARGIN)
             out.append(Component(f"mu={mu:g} m={m}: ratio({N}) < 1.5/m",
                                  math.log(1.0 / m) + LOG_MARGIN - lr, se, 1))
             ends.append(last)
         ms = (2, 4, 6, 8)
-        out += [_change(f"mu={mu:g} n={N}: m={ms[k]}→{ms[k + 1]} smaller", a, b, -1)
+        out += [_ratio_change(f"mu={mu:g} n={N}: m={ms[k]}→{ms[k + 1]} smaller", a, b, -1)
                 for k, (a, b) in enumerate(zip(ends, ends[1:]))]
     return out
 
 
-def _fig4_2(t):
+def _strong_privacy_delays_ptf_wins_small_n(tables):
     """Appendix, Figure 4: μ = 0.1 delays the transition; PTF can win at small n, more so at μ = 0.1.
 
     For each m: the area of the log ratio above its limit, Σ_n log(ratio/limit), is
@@ -662,15 +662,15 @@ def _fig4_2(t):
     μ = 0.1 the mean over m of the log ratio is above 0 (one component, not
     one per m: the paper says "can").
     """
-    df, out = t["fig4"], []
+    df, out = tables["fig4"], []
     logs, ses = [], []
     for m in (2, 4, 6, 8):
         lim = _legendre_limit(m)
-        a, sa = _excess(ev.select(df, mu=0.1), "m", m, lim)
-        b, sb = _excess(ev.select(df, mu=1.0), "m", m, lim)
+        a, sa = _area_above_limit(ev.select(df, mu=0.1), "m", m, lim)
+        b, sb = _area_above_limit(ev.select(df, mu=1.0), "m", m, lim)
         out.append(Component(f"m={m}: area mu=0.1 > mu=1", a - b, math.hypot(sa, sb), 1))
         r01, r1 = ev.one(df, m=m, mu=0.1, n=4), ev.one(df, m=m, mu=1.0, n=4)
-        out.append(_change(f"m={m} n=4: larger at mu=0.1", r1, r01, 1))
+        out.append(_ratio_change(f"m={m} n=4: larger at mu=0.1", r1, r01, 1))
         lr, se = ev.log_ratio(r01)
         logs.append(lr)
         ses.append(se)
@@ -679,28 +679,28 @@ def _fig4_2(t):
     return out
 
 
-def _fig6_5(t):
+def _legendre_moderate_noise_ftp_ahead(tables):
     """Appendix, Figure 6: small noise stays near/below 1/m; moderate noise dips, rises, FTP ahead.
 
     σ₀ = 0.1: for each m the ratio at the largest n is below 1.5/m (δ =
     :data:`LOG_MARGIN`).  σ₀ = 1: for each m it falls from n = 4 to 32, rises
     from 32 to the largest n and is below 1 there.
     """
-    df, N, out = t["fig6"], _nmax(t["fig6"]), []
+    df, N, out = tables["fig6"], _largest_n(tables["fig6"]), []
     for m in (2, 4, 6, 8):
-        out.append(_vs(f"σ₀=0.1 m={m}: ratio({N}) < 1.5/m", ev.one(df, sigma0=0.1, m=m, n=N),
+        out.append(_ratio_compared_to(f"σ₀=0.1 m={m}: ratio({N}) < 1.5/m", ev.one(df, sigma0=0.1, m=m, n=N),
                        1.5 / m, -1))
-        out += _dip_rise(df, "m", m, 1.0, -1)
+        out += _dips_then_rises(df, "m", m, 1.0, -1)
     return out
 
 
-def _fig6_6(t):
+def _legendre_large_noise_ptf_wins_m8(tables):
     """Appendix, Figure 6: with σ₀ = 10, PTF wins for m = 8 and FTP for the smaller m at the end.
 
     At the largest n the ratio is above 1 for m = 8 and below 1 for m = 2, 4, 6.
     """
-    df, N = t["fig6"], _nmax(t["fig6"])
-    return [_vs(f"m={m}: ratio({N}) {'>' if m == 8 else '<'} 1", ev.one(df, sigma0=10.0, m=m, n=N), 1.0,
+    df, N = tables["fig6"], _largest_n(tables["fig6"])
+    return [_ratio_compared_to(f"m={m}: ratio({N}) {'>' if m == 8 else '<'} 1", ev.one(df, sigma0=10.0, m=m, n=N), 1.0,
                 1 if m == 8 else -1) for m in (2, 4, 6, 8)]
 
 
@@ -712,15 +712,15 @@ def _fig6_6(t):
 _CHAPTERS = {"fig1": "dim", "table1": "dim", "fig2": "rad", "fig3": "noise", "fig4": "poly", "fig5": "poly",
              "fig6": "poly"}  # the observation labels of book/sim_<chapter>.ipynb: sim-<tag>-claim-<k>
 
-_M = ("δ = log 1.5", _WHY_MARGIN)
-_DIP = ("n = 32 splits the grid into a short first part and a long second one, as the paper's \"initially "
+_MARGIN_THRESHOLD = ("δ = log 1.5", _WHY_MARGIN)
+_WHY_N32 = ("n = 32 splits the grid into a short first part and a long second one, as the paper's \"initially "
         "… then\" does")
-_AREA = ("a crossing time (the first n below c times the limit) would need a threshold c of ours and has no "
+_WHY_AREA = ("a crossing time (the first n below c times the limit) would need a threshold c of ours and has no "
          "standard error; the area of the log ratio above its limit needs neither")
 _LAST_QUARTER = "the last quarter of the paper's grid (2⁹ to 2¹²) read as \"later\" / \"at larger n\""
 
 
-def _name(study: str, k: str) -> str:
+def _reader_name(study: str, k: str) -> str:
     """The reader-facing name: "Figure 3, claim 2", "Table 1, claim 5"."""
     kind, number = ("Table", study[5:]) if study.startswith("table") else ("Figure", study[3:])
     return f"{kind} {number}, claim {k}"
@@ -731,7 +731,7 @@ def _registry(rows) -> tuple[Claim, ...]:
     out = []
     for id_, statement, paper, thresholds, build in rows:
         study, _, k = id_.split("-")
-        out.append(Claim(id_, f"sim-{_CHAPTERS[study]}-claim-{k}", _name(study, k), get_study(study).source,
+        out.append(Claim(id_, f"sim-{_CHAPTERS[study]}-claim-{k}", _reader_name(study, k), get_study(study).source,
                          statement, paper, tuple(thresholds), (study,), build))
     return tuple(out)
 
@@ -740,113 +740,117 @@ CLAIMS: tuple[Claim, ...] = _registry([
     ("fig1-claim-1", "noiseless ratios fall to 1/T",
      r"As $n$ grows the MSE ratio FTP/PTF generally falls and settles at the reference level $1/T$, "
      r"up to small Monte Carlo fluctuations.",
-     [_M, ("n = 4 → largest n (falls); 2⁸ → largest n (no longer rises)",
-           "the two ends of the grid for \"decrease\"; its last third for \"settles\"")], _fig1_1),
+     [_MARGIN_THRESHOLD, ("n = 4 → largest n (falls); 2⁸ → largest n (no longer rises)",
+           "the two ends of the grid for \"decrease\"; its last third for \"settles\"")], _ratios_fall_to_one_over_T),
     ("fig1-claim-2", "μ = 0.1: PTF wins at small n",
      r"With the stronger budget $\mu=0.1$ the ratio is substantially above one at small $n$: "
      r"there PTF can be the better choice.",
      [("n ∈ {4, 8, 16}", "the three smallest of the paper's eleven sizes, read as \"small sample sizes\""),
-      ("ratio > 1.5 at n = 4", "\"substantially above one\" with the one margin: " + _WHY_MARGIN)], _fig1_2),
+      ("ratio > 1.5 at n = 4", "\"substantially above one\" with the one margin: " + _WHY_MARGIN)],
+     _ptf_wins_at_small_n_under_mu_01),
     ("fig1-claim-3", "larger T, smaller μ: slower approach to 1/T",
      r"A larger $T$ or a smaller $\mu$ needs a larger $n$ before the ratio comes close to $1/T$.",
-     [("the delay is the area Σₙ log(T·ratio)", _AREA)], _fig1_3),
+     [("the delay is the area Σₙ log(T·ratio)", _WHY_AREA)], _larger_T_or_smaller_mu_approach_later),
     ("table1-claim-4", "p̂_PTF falls with n, grows with T and as μ falls",
      r"The share $\hat p_{\mathrm{PTF}}$ of repetitions in which PTF's constraint binds generally falls "
      r"with $n$, and is higher for larger $T$ and for smaller $\mu$.",
      [("sums over the other parameters", "\"generally\" allows exceptions at single settings; aggregate "
-       "contrasts do too")], _table1_4),
+       "contrasts do too")], _activation_falls_with_n_grows_with_T),
     ("table1-claim-5", "p̂_PTF(T=8, n=2¹⁰) is 0.755 at μ = 0.1, zero at μ = 1",
      r"At $T=8$, $n=2^{10}$ the estimated activation probability is 0.755 for $\mu=0.1$, and no "
      r"activation is observed for $\mu=1$.",
      [("|p̂ − 0.755| < 0.1", "the paper gives the number without an error; ±0.1 is \"about three "
        "quarters\", several of our standard errors (≈ 0.01) wide"),
-      ("p̂ < 0.1 at μ = 1", "\"zero observed activations\", read with the same margin")], _table1_5),
+      ("p̂ < 0.1 at μ = 1", "\"zero observed activations\", read with the same margin")], _activation_at_T8_n1024),
     ("table1-claim-6", "rare activation: ratio near 1/T",
      r"As activation of PTF's constraint becomes rare, the ratios approach $1/T$ up to Monte Carlo "
      r"variation.",
      [("quiet: P(active) ≤ 0.001 under every law", "PTF's error then equals its no-constraint formula "
        "except on that event, whose limit ratio is 1/T; the rows follow from the design before any data"),
       ("busy: P(active) ≥ 1/2 under every law", "the constraint binds in most repetitions, the regime "
-       "the paper contrasts"), _M], _table1_6),
+       "the paper contrasts"), _MARGIN_THRESHOLD], _rare_activation_ratio_near_one_over_T),
     ("fig2-claim-1", "no radius rule is best everywhere",
      r"No single choice of the radius $B'$ performs best at every sample size.",
      [("B against log n (FTP), √log n (PTF) at n = 4 and the largest n", "a reversal between the ends of "
        "the grid is the plainest form of \"no rule best everywhere\"; the rivals are the rules the paper "
-       "names best at the end")], _fig2_1),
+       "names best at the end")], _no_radius_rule_best_everywhere),
     ("fig2-claim-2", "oracle B′ = B: good early, grows late",
      r"The oracle $B'=B$ performs well at small $n$, but its scaled MSE increases substantially as $n$ "
      r"grows, in both pipelines.",
      [("within a factor 1.5 of every rule at n = 4", "\"performs well\" with the one margin: " + _WHY_MARGIN),
       ("grows by more than 1.5× from n = 4 to the largest n", "\"increases substantially\", same margin; "
-       "fixed sizes, so no minimum over n is chosen from the data")], _fig2_2),
+       "fixed sizes, so no minimum over n is chosen from the data")], _oracle_radius_good_early_grows_late),
     ("fig2-claim-3", "FTP: log n best at the end, n·MSE → σ₀²",
      r"For FTP, $B'=\log n$ gives the smallest error of the displayed rules at the largest $n$, with "
      r"$n\times\mathrm{MSE}_{\mathrm{FTP}}$ approaching $\sigma_0^2=1$.",
      [("|n·MSE − 1| < 0.25 at the largest n", "a quarter of σ₀² = 1; the no-constraint formula "
        "1 + 4 log²n/n gives 1.07 at n = 2¹², so \"approaching 1\" is not asked to be exact"),
-      ("closer to 1 at the largest n than at 2⁸", "\"approaching\": the distance shrinks")], _fig2_3),
+      ("closer to 1 at the largest n than at 2⁸", "\"approaching\": the distance shrinks")],
+     _ftp_log_n_best_at_the_end),
     ("fig2-claim-4", "FTP: √log n good early, then rises",
      r"For FTP, $B'=\sqrt{\log n}$ performs well at first but its scaled error increases gradually "
      r"later on.",
      [("beats log n at n = 8, …, 256", "\"initially\": the first half of the grid after n = 4"),
-      ("rises from 2⁹ to the largest n", _LAST_QUARTER)], _fig2_4),
+      ("rises from 2⁹ to the largest n", _LAST_QUARTER)], _ftp_sqrt_log_n_good_early_then_rises),
     ("fig2-claim-5", "PTF: logarithmic rules improve late, √log n best",
      r"For PTF both logarithmic rules improve at larger $n$, and $\sqrt{\log n}$ reaches the smaller "
      r"error near the end of the range.",
      [("lower at the largest n than at n = 2⁷", "the middle of the grid, fixed in advance: the "
-       "no-constraint formula falls for both rules from n = e² on")], _fig2_5),
+       "no-constraint formula falls for both rules from n = e² on")], _ptf_log_rules_improve_late),
     ("fig2-claim-6", "√n flat, n^(2/3) rising",
      r"For both pipelines the $\sqrt n$ curves are roughly flat at larger $n$, and the $n^{2/3}$ curves "
      r"increase.",
      [("flat: n = 64 and the largest n within a factor 1.5", "\"approximately flat\" with the one margin: "
-       + _WHY_MARGIN), ("rising: 2⁹ → largest n", _LAST_QUARTER)], _fig2_6),
+       + _WHY_MARGIN), ("rising: 2⁹ → largest n", _LAST_QUARTER)], _rkhs_sqrt_n_flat_n23_rising),
     ("fig3-claim-1", "σ₀ = 0.1: FTP keeps a large advantage",
      r"At $\sigma_0=0.1$ the ratios fall quickly and stay near the noiseless references; FTP keeps a "
      r"substantial advantage at large $n$.",
      [("falls from n = 4 to 64", "\"rapidly\": within the first half of the grid"),
       ("below 1 and below 2/T at the largest n", "\"substantial advantage\": at least half of the "
-       "noiseless advantage kept, on the ratio scale")], _fig3_1),
+       "noiseless advantage kept, on the ratio scale")], _small_noise_ftp_keeps_advantage),
     ("fig3-claim-2", "σ₀ = 1: dip, rise, still below one",
      r"At $\sigma_0=1$ the ratios first fall and then rise, yet all of them are still below one at the "
      r"largest $n$.",
-     [("falls 4 → 32, rises 32 → largest n", _DIP),
-      ("below 1 at the largest n", "the sign is the claim; no margin")], _fig3_2),
+     [("falls 4 → 32, rises 32 → largest n", _WHY_N32),
+      ("below 1 at the largest n", "the sign is the claim; no margin")], _unit_noise_dip_rise_below_one),
     ("fig3-claim-3", "σ₀ = 10: dip, climb, all above one",
      r"At $\sigma_0=10$ the ratios dip briefly, then climb clearly, and every ratio exceeds one at the "
      r"largest $n$: PTF has the lower error there.",
-     [("falls 4 → 32, rises 32 → largest n", _DIP),
-      ("above 1 at the largest n", "the sign is the claim; no margin")], _fig3_3),
+     [("falls 4 → 32, rises 32 → largest n", _WHY_N32),
+      ("above 1 at the largest n", "the sign is the claim; no margin")], _large_noise_dip_climb_above_one),
     ("fig4-claim-1", "noiseless ratios settle near/below 1/m",
      r"In $\mathcal H_m$ the noiseless IMSE ratios fall with $n$ and settle near or below $1/m$; a larger "
      r"$m$ gives a smaller ratio at large $n$.",
      [("agrees with the limit m/(T tr A⁻¹) and is below 1.5/m", "\"near or below\" with the one margin: "
-       + _WHY_MARGIN)], _fig4_1),
+       + _WHY_MARGIN)], _legendre_ratios_settle_near_one_over_m),
     ("fig4-claim-2", "μ = 0.1 delays; PTF can win at small n",
      r"Stronger privacy ($\mu=0.1$) delays the approach to that regime, and at small $n$ PTF can beat "
      r"FTP, above all under stronger privacy.",
-     [("the delay is the area Σₙ log(ratio/limit)", _AREA),
+     [("the delay is the area Σₙ log(ratio/limit)", _WHY_AREA),
       ("mean over m of the log ratio at n = 4 above 0", "\"can outperform\" is a statement of "
-       "possibility; the mean over the four m tests it without choosing an m from the data")], _fig4_2),
+       "possibility; the mean over the four m tests it without choosing an m from the data")],
+     _strong_privacy_delays_ptf_wins_small_n),
     ("fig5-claim-3", "√n flat, n^(2/3) rising",
      r"In $\mathcal H_4$ the $\sqrt n$ curves are roughly flat and the $n^{2/3}$ curves increase.",
      [("flat: n = 64 and the largest n within a factor 1.5", _WHY_MARGIN),
-      ("rising: 2⁹ → largest n", _LAST_QUARTER)], _fig5_3),
+      ("rising: 2⁹ → largest n", _LAST_QUARTER)], _legendre_sqrt_n_flat_n23_rising),
     ("fig5-claim-4", "oracle rises late, √log n best at the end",
      r"The oracle $B'=B$ does well at intermediate $n$ but its scaled error increases at larger $n$; "
      r"$\sqrt{\log n}$ gives the smallest error of the displayed rules at the largest $n$, in both "
      r"pipelines.",
      [("intermediate: n = 64", "the middle of the paper's grid 2² … 2¹² on the log scale"),
-      ("rises from 2⁸ to the largest n", "\"at larger n\": the last third of the grid")], _fig5_4),
+      ("rises from 2⁸ to the largest n", "\"at larger n\": the last third of the grid")],
+     _oracle_rises_late_sqrt_log_n_best),
     ("fig6-claim-5", "σ₀ ≤ 1: near 1/m; dip, rise, below one",
      r"At $\sigma_0=0.1$ the ratios stay close to or below $1/m$; at $\sigma_0=1$ they fall, then rise, and "
      r"FTP keeps its advantage at the largest $n$ for every $m$.",
      [("below 1.5/m at the largest n", "\"close to or below\" with the one margin: " + _WHY_MARGIN),
-      ("falls 4 → 32, rises 32 → largest n", _DIP)], _fig6_5),
+      ("falls 4 → 32, rises 32 → largest n", _WHY_N32)], _legendre_moderate_noise_ftp_ahead),
     ("fig6-claim-6", "σ₀ = 10: PTF wins only for m = 8",
      r"At $\sigma_0=10$ PTF becomes preferable for $m=8$ at larger $n$, while FTP stays preferable for the "
      r"smaller $m$ at the end of the range.",
      [("the side of 1 at the largest n", "\"at the end of the range\"; the sign is the claim, no margin")],
-     _fig6_6),
+     _legendre_large_noise_ptf_wins_m8),
 ])
 """Every observation of Part II, in the book's order."""
 
@@ -866,7 +870,7 @@ def get_claim(claim_id) -> Claim:
 # Evaluation
 # ---------------------------------------------------------------------------
 
-_NEEDED = {"n", "ratio", "se_log_ratio", "err_ftp", "se_ftp", "err_ptf", "se_ptf", "p_ptf_active", "reps",
+_NEEDED_COLUMNS = {"n", "ratio", "se_log_ratio", "err_ftp", "se_ftp", "err_ptf", "se_ptf", "p_ptf_active", "reps",
            "law", "mu", "sigma0", "radius_rule", "T", "m"}
 
 
@@ -880,7 +884,7 @@ def _check_tables(claim: Claim, tables) -> dict:
         df = tables[name]
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"tables[{name!r}] must be a results DataFrame, got {type(df).__name__}")
-        missing = _NEEDED - set(df.columns)
+        missing = _NEEDED_COLUMNS - set(df.columns)
         if missing:
             raise ValueError(f"tables[{name!r}] lacks columns {sorted(missing)}; pass run_studies' output")
         if "study" in df.columns and not (df["study"] == name).all():
@@ -1118,7 +1122,7 @@ def classify(matrix: pd.DataFrame) -> pd.Series:
 NOISELESS_STUDIES = ("fig1", "table1", "fig4")
 """The studies without observation noise (only privacy noise is drawn, so they are cheap)."""
 
-_PARAMS = ["study", "source", "family", "T", "m", "n", "mu", "sigma0", "B", "radius_rule", "radius", "rho",
+_SETTING_COLUMNS = ["study", "source", "family", "T", "m", "n", "mu", "sigma0", "B", "radius_rule", "radius", "rho",
            "centers", "law", "metric"]
 
 
@@ -1164,7 +1168,7 @@ def pool_draws(tables) -> pd.DataFrame:
     R = {int(d["reps"].iloc[0]) for d in tables}
     if len(R) != 1:
         raise ValueError(f"the draws must have equal repetitions, got {sorted(R)}")
-    keys = [c for c in _PARAMS if c in tables[0].columns]
+    keys = [c for c in _SETTING_COLUMNS if c in tables[0].columns]
     base = tables[0][keys].reset_index(drop=True)
     for d in tables[1:]:
         if not d[keys].reset_index(drop=True).equals(base):
@@ -1262,14 +1266,12 @@ def draws_from_pilot(between_var: float, within_var_per_rep: float, reps: int, *
 
 
 # ---------------------------------------------------------------------------
-# Figures and tables of the matrix (the chapter book/robustness.ipynb)
+# Labels of the matrix (the chapter book/robustness.ipynb; its figures are dpfda.plots')
 # ---------------------------------------------------------------------------
 
-#: The colour of each verdict (green, grey, red; see VERDICT_MARKS).
-VERDICT_COLOURS = {"holds": "#1b7837", "inconclusive": "#d9d9d9", "fails": "#b2182b"}
 VERDICT_MARKS = {"holds": "✓", "inconclusive": "?", "fails": "✗"}
-"""Colours (green, grey, red) and marks of the verdicts; the marks keep the figure
-readable without colour."""
+"""The marks of the verdicts (with :data:`dpfda.plots.VERDICT_COLOURS`); they keep the
+matrix readable without colour."""
 
 
 def law_label(law: str) -> str:
@@ -1279,108 +1281,6 @@ def law_label(law: str) -> str:
         return "default"
     shape, share = law.split("-", 1)
     return f"{shape} {share}"
-
-
-def verdict_figure(matrix: pd.DataFrame, *, width: float | None = None, fontsize: float | None = None):
-    """The verdict matrix as a heatmap: claims down, laws across, coloured by verdict.
-
-    ``width`` defaults to the book's column (:data:`dpfda.plots.TEXT_WIDTH`) and
-    ``fontsize`` to its smallest legible size (:data:`dpfda.plots.MIN_FONT_PT`).
-    """
-    import matplotlib.pyplot as plt
-
-    from .plots import MIN_FONT_PT, TEXT_WIDTH
-
-    width = TEXT_WIDTH if width is None else width
-    fontsize = MIN_FONT_PT if fontsize is None else fontsize
-    from matplotlib.colors import ListedColormap
-    from matplotlib.patches import Patch
-
-    if not isinstance(matrix, pd.DataFrame):
-        raise TypeError(f"matrix must be a DataFrame from verdict_matrix, got {type(matrix).__name__}")
-    bad = set(np.unique(matrix.to_numpy().astype(str))) - set(VERDICTS)
-    if bad:
-        raise ValueError(f"matrix holds values other than {VERDICTS}: {sorted(bad)}")
-    codes = matrix.replace({v: i for i, v in enumerate(VERDICTS)}).to_numpy(dtype=float)
-    rows, cols = codes.shape
-    fig, ax = plt.subplots(figsize=(width, 0.44 * rows + 1.4), layout="constrained")
-    ax.imshow(codes, cmap=ListedColormap([VERDICT_COLOURS[v] for v in VERDICTS]), vmin=-0.5,
-              vmax=len(VERDICTS) - 0.5, aspect="auto")
-    for i in range(rows):
-        for j in range(cols):
-            v = matrix.iat[i, j]
-            ax.text(j, i, VERDICT_MARKS[v], ha="center", va="center", fontsize=fontsize,
-                    color="white" if v != "inconclusive" else "0.3")
-    ax.set_xticks(range(cols), [law_label(c) for c in matrix.columns], rotation=45, ha="right",
-                  fontsize=fontsize)
-    ax.set_yticks(range(rows), [_row_label(c) for c in matrix.index], fontsize=fontsize)
-    ax.set_xticks(np.arange(cols + 1) - 0.5, minor=True)
-    ax.set_yticks(np.arange(rows + 1) - 0.5, minor=True)
-    ax.grid(which="minor", color="white", lw=1.5)
-    ax.tick_params(which="minor", length=0)
-    for j, law in enumerate(matrix.columns[1:], start=1):  # gaps between default | shift | wave
-        if law.split("-")[0] != matrix.columns[j - 1].split("-")[0]:
-            ax.axvline(j - 0.5, color="white", lw=5)
-    ax.set_xlabel("latent law", fontsize=fontsize)
-    fig.legend(handles=[Patch(color=VERDICT_COLOURS[v], label=f"{VERDICT_MARKS[v]} {v}") for v in VERDICTS],
-               loc="outside lower center", ncol=3, frameon=False, fontsize=fontsize)
-    return fig
-
-
-def _row_label(claim_id: str) -> str:
-    """A matrix row: the claim's name and its one-line statement."""
-    try:
-        c = get_claim(claim_id)
-    except ValueError:
-        return str(claim_id)
-    return f"{c.name}:\n{c.statement}"
-
-
-def law_figure(*, width: float | None = None, fontsize: float | None = None):
-    """The mean directions h of the shift and wave laws, in the RKHS and in H_m.
-
-    RKHS: one curve on a fine grid, with its values at the grid points t_j of each T;
-    H_m: one curve for each m.
-
-    Every law of the family moves each latent curve a share S of the way to S·B·h, so these curves
-    are what "shift" and "wave" mean; the mean curve of a law is about S·B·h.
-    """
-    import matplotlib.pyplot as plt
-
-    from .data import kernel_direction, polynomial_direction
-    from .plots import MARKERS, MIN_FONT_PT, TEXT_WIDTH
-    from .spaces import LegendreSpace, gaussian_kernel
-
-    width = TEXT_WIDTH if width is None else width
-    fontsize = MIN_FONT_PT if fontsize is None else fontsize
-    t = np.linspace(0.0, 1.0, 401)
-    kern = gaussian_kernel(0.2)
-    centres = np.linspace(0.0, 1.0, 20)
-    fig, axes = plt.subplots(2, 2, figsize=(width, 0.62 * width), sharex=True, layout="constrained")
-    for j, shape in enumerate(("shift", "wave")):
-        ax = axes[0, j]
-        h = kernel_direction(shape, kern, centres) @ kern(centres[:, None], t[None, :])
-        ax.plot(t, h, color="0.15", lw=1.4, label="h on [0, 1]")
-        for k, T in enumerate((2, 4, 6, 8)):
-            tj = np.linspace(0.0, 1.0, T)
-            hj = kernel_direction(shape, kern, centres) @ kern(centres[:, None], tj[None, :])
-            ax.plot(tj, hj, ls="none", marker=MARKERS[k % len(MARKERS)], ms=4, label=f"grid T = {T}")
-        ax.set_title(f"RKHS, {shape}", fontsize=fontsize)
-        ax.axhline(0, color="0.6", lw=0.6)
-        ax = axes[1, j]
-        for k, m in enumerate((2, 4, 6, 8)):
-            ax.plot(t, LegendreSpace(m).evaluate(polynomial_direction(shape, m), t), lw=1.2,
-                    ls=("-", "--", "-.", ":")[k], label=f"m = {m}")
-        ax.set_title(f"$\\mathcal{{H}}_m$, {shape}", fontsize=fontsize)
-        ax.axhline(0, color="0.6", lw=0.6)
-        ax.set_xlabel("t", fontsize=fontsize)
-    for ax in axes.flat:
-        ax.tick_params(labelsize=fontsize)
-    axes[0, 0].set_ylabel("h(t)", fontsize=fontsize)
-    axes[1, 0].set_ylabel("h(t)", fontsize=fontsize)
-    axes[0, 0].legend(fontsize=fontsize, frameon=False, loc="lower center", ncol=2)
-    axes[1, 0].legend(fontsize=fontsize, frameon=False, loc="upper center", ncol=2)
-    return fig
 
 
 def activation_by_share(results: dict, *, T: int = 8, n: int = 1024, mu: float = 0.1) -> pd.DataFrame:
@@ -1397,6 +1297,6 @@ def activation_by_share(results: dict, *, T: int = 8, n: int = 1024, mu: float =
         df = tables["table1"]
         row = ev.one(df, T=T, n=n, mu=mu)
         shape, S = ("default", np.nan) if law == "default" else (law.split("-")[0], float(law.split("-")[1]))
-        p, se = _p(row)
+        p, se = _p_ptf_and_se(row)
         rows.append({"law": law, "shape": shape, "S": S, "p": p, "se": se, "reps": int(row["reps"])})
     return pd.DataFrame(rows)

@@ -425,7 +425,9 @@ def _text_writer(text: str):
 
 
 def _output_names(study) -> list[str]:
-    exts = (".csv", ".json", ".md", ".html") if study.kind == "table" else (".csv", ".json", ".png")
+    from . import plots
+
+    exts = (".csv", ".json", ".md", ".html") if plots.layout_of(study).kind == "table" else (".csv", ".json", ".png")
     return [study.name + ext for ext in exts]
 
 
@@ -520,14 +522,15 @@ def _stage_outputs(study, df, out: str, run: dict) -> list[tuple[str, str]]:
     simulation is done, while the workers go on with the other studies.
     """
     from . import plots
+    from .evidence import table1_frame
 
     staged, stage = _staging(out)
     try:
         stage(study.name + ".csv", _text_writer(df.assign(run_id=run["run_id"]).to_csv(index=False)))
-        if study.kind == "table":
-            table = plots.table1(df)
+        if plots.layout_of(study).kind == "table":
+            table = table1_frame(df)
             comment = _provenance_comment(run)
-            stage(study.name + ".md", _text_writer(comment + plots.table_markdown(table)))
+            stage(study.name + ".md", _text_writer(comment + plots.table(table, digits=4).markdown()))
             html = table.to_html(index=False, float_format=lambda v: f"{v:.4g}")
             stage(study.name + ".html", _text_writer(comment + html))
         else:

@@ -132,7 +132,7 @@ from .summation import (
 )
 
 __all__ = ["SETS", "NOISES", "FITS", "Design", "DesignMap", "DesignCalibration", "project_ball",
-           "simulate_designs", "compare_designs", "ratio_panels"]
+           "simulate_designs", "compare_designs"]
 
 SETS = ("box", "ball", "ellipsoid", "mix")
 NOISES = ("matched", "diagonal", "isotropic", "ellipsoid")
@@ -1188,16 +1188,3 @@ def compare_designs(settings, designs: dict, reps: int, seed: int, *, references
                 row[f"se_log_ratio_{ref}"] = float(rel.std(ddof=1) / math.sqrt(reps))
             rows.append(row)
     return pd.DataFrame(rows)
-
-
-def ratio_panels(df, designs, *, panel="sigma0", reference="PTF", z: float = 1.959963984540054):
-    """Error ratio of each design to ``reference`` against n, one panel per ``panel`` value.
-
-    Error bars: the paired confidence interval exp(±z·se_log_ratio) (95% by
-    default). Drawn by :func:`dpfda.plots.design_ratio_figure` (the book's style; the
-    designs of one n side by side, each with its own marker and line style); returns the
-    figure.
-    """
-    from . import plots
-
-    return plots.design_ratio_figure(df, designs, panel=panel, reference=reference, z=z)

@@ -53,13 +53,15 @@ __all__ = [
     "ratio_falls",
     "ratio_rises",
     "scaled",
+    "table1_frame",
     "exceeds",
     "within",
     "proportion_se",
 ]
 
 
-def _z(z) -> float:
+def _check_z(z) -> float:
+    """``z`` if it is a positive number (a multiple of the standard error), else a ValueError."""
     return check_positive(z, "z")
 
 
@@ -68,7 +70,8 @@ def _z(z) -> float:
 # ---------------------------------------------------------------------------
 
 
-def _match(df: pd.DataFrame, criteria: dict) -> pd.DataFrame:
+def _matching_rows(df: pd.DataFrame, criteria: dict) -> pd.DataFrame:
+    """The rows of ``df`` whose columns equal ``criteria``' values (floats to 1e-12)."""
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a results DataFrame from run_study, got {type(df).__name__}")
     mask = np.ones(len(df), dtype=bool)
@@ -91,7 +94,7 @@ def select(df: pd.DataFrame, **criteria) -> pd.DataFrame:
 
     ``select(df, family="kernel", T=8, mu=0.1)``.  Raises ``ValueError`` if none match.
     """
-    out = _match(df, criteria)
+    out = _matching_rows(df, criteria)
     if out.empty:
         raise ValueError(f"no setting matches {criteria}")
     return out.sort_values("n") if "n" in out.columns else out
@@ -99,7 +102,7 @@ def select(df: pd.DataFrame, **criteria) -> pd.DataFrame:
 
 def one(df: pd.DataFrame, **criteria) -> pd.Series:
     """The single setting with the given values (``ValueError`` unless exactly one)."""
-    out = _match(df, criteria)
+    out = _matching_rows(df, criteria)
     if len(out) != 1:
         raise ValueError(f"expected exactly one setting matching {criteria}, found {len(out)}")
     return out.iloc[0]
@@ -124,7 +127,7 @@ def log_ratio(row) -> tuple[float, float]:
 def ratio_interval(row, z: float = Z) -> tuple[float, float]:
     """ratio · exp(∓ z·se_log_ratio): the interval the assertions below use."""
     lr, se = log_ratio(row)
-    z = _z(z)
+    z = _check_z(z)
     return math.exp(lr - z * se), math.exp(lr + z * se)
 
 
@@ -155,13 +158,13 @@ def log_change(a, b) -> tuple[float, float]:
 def ratio_falls(a, b, z: float = Z) -> bool:
     """Setting ``b``'s ratio is below setting ``a``'s by more than z combined SEs."""
     d, se = log_change(a, b)
-    return d < -_z(z) * se
+    return d < -_check_z(z) * se
 
 
 def ratio_rises(a, b, z: float = Z) -> bool:
     """Setting ``b``'s ratio is above setting ``a``'s by more than z combined SEs."""
     d, se = log_change(a, b)
-    return d > _z(z) * se
+    return d > _check_z(z) * se
 
 
 # ---------------------------------------------------------------------------
@@ -177,7 +180,37 @@ def scaled(row, method: str) -> tuple[float, float]:
     return n * float(row[f"err_{method}"]), n * float(row[f"se_{method}"])
 
 
-def _est(x, se, name):
+# ---------------------------------------------------------------------------
+# Table 1
+# ---------------------------------------------------------------------------
+
+_TABLE1_COLUMNS = {"mu": "mu", "T": "T", "n": "n", "err_ftp": "MSE_FTP", "err_ptf": "MSE_PTF",
+                   "ratio": "ratio", "ratio_lo": "ratio_lo", "ratio_hi": "ratio_hi",
+                   "p_ptf_active": "p_PTF"}
+
+
+def table1_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """Table 1's numbers: per (μ, T, n) the two MSEs, their ratio (with its 95% CI) and p̂_PTF.
+
+    ``df`` is the results table of the study ``table1`` (:func:`dpfda.schedule.run_study`).
+    Rows are ordered by μ, T, n, as the settings of Figure 1; :func:`dpfda.plots.table`
+    shows it, :func:`dpfda.plots.pivot_n_by_mu_T` lays one of its columns out as the paper does.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a results DataFrame from run_study, got {type(df).__name__}")
+    missing = set(_TABLE1_COLUMNS) - set(df.columns)
+    if missing:
+        raise ValueError(f"results table lacks columns {sorted(missing)}; pass the output of run_study")
+    if df.empty:
+        raise ValueError("results table is empty")
+    out = df[list(_TABLE1_COLUMNS)].rename(columns=_TABLE1_COLUMNS).sort_values(["mu", "T", "n"])
+    out = out.reset_index(drop=True)
+    out.attrs = dict(df.attrs)
+    return out
+
+
+def _finite_estimate(x, se, name):
+    """``(x, se)`` as floats if ``x`` is finite and ``se`` >= 0, else a ValueError naming ``name``."""
     x = float(x)
     if not math.isfinite(x):
         raise ValueError(f"{name} must be finite, got {x!r}")
@@ -189,9 +222,9 @@ def exceeds(x: float, se_x: float, y: float, se_y: float, z: float = Z) -> bool:
 
     For estimates from two different settings (independent streams).
     """
-    x, se_x = _est(x, se_x, "x")
-    y, se_y = _est(y, se_y, "y")
-    return x - y > _z(z) * math.hypot(se_x, se_y)
+    x, se_x = _finite_estimate(x, se_x, "x")
+    y, se_y = _finite_estimate(y, se_y, "y")
+    return x - y > _check_z(z) * math.hypot(se_x, se_y)
 
 
 def within(x: float, se_x: float, y: float, se_y: float = 0.0, z: float = Z) -> bool:
@@ -199,6 +232,6 @@ def within(x: float, se_x: float, y: float, se_y: float = 0.0, z: float = Z) -> 
 
     With ``se_y = 0``, ``y`` is an exact value (e.g. a formula).
     """
-    x, se_x = _est(x, se_x, "x")
-    y, se_y = _est(y, se_y, "y")
-    return abs(x - y) <= _z(z) * math.hypot(se_x, se_y)
+    x, se_x = _finite_estimate(x, se_x, "x")
+    y, se_y = _finite_estimate(y, se_y, "y")
+    return abs(x - y) <= _check_z(z) * math.hypot(se_x, se_y)

@@ -1,4 +1,7 @@
-"""Figures and tables of the simulation study, drawn as the paper draws them.
+"""Figures and tables of the book; the simulation studies' drawn as the paper draws them.
+
+How each of the paper's studies is drawn is a :class:`Layout` (:data:`LAYOUTS`, keyed by
+study name; :func:`figure` draws a study in its layout):
 
 * ``kind="ratio"`` (Figures 1, 3, 4, 6): the FTP/PTF error ratio against n on
   log–log axes, one panel per μ (Figures 1, 4) or σ₀ (Figures 3, 6), colour and
@@ -9,17 +12,19 @@
 * ``kind="scaled"`` (Figures 2, 5): n × MSE (or n × IMSE) against n, FTP in
   the left panel and PTF in the right, one line per radius rule; error bars
   ± 1.96 n·SE.
-* ``kind="table"`` (Table 1): :func:`table1` returns the table as a DataFrame, and
-  :func:`table1_layout` lays one of its quantities out as the paper does (rows n,
+* ``kind="table"`` (Table 1): :func:`dpfda.evidence.table1_frame` computes the table, and
+  :func:`pivot_n_by_mu_T` lays one of its quantities out as the paper does (rows n,
   columns T within μ).
 
-Tables shown in the book go through :func:`table`: a numbered, captioned table (MyST
+Every table goes through :func:`table`: a numbered, captioned table (MyST
 ``list-table``, which Sphinx numbers "Table k.j"), headers typeset (μ, σ₀, B′, not
 ``mu``), every number formatted by :func:`number` (no reprs, no 16-digit floats).
 
-Every function takes the results table of :func:`dpfda.schedule.run_study`.
-The figures are matplotlib figures; nothing is shown or saved here (the command
-line, :mod:`dpfda.cli`, writes a run's files, atomically).
+The study figures take the results table of :func:`dpfda.schedule.run_study`; the other
+figures of the book (the pipelines, the designs, the growth data, the claims' verdict
+matrix, the interactive ratio explorer, ...) take what their chapters compute. The
+figures are matplotlib figures (the explorer: a Bokeh layout); nothing is shown or saved
+here (the command line, :mod:`dpfda.cli`, writes a run's files, atomically).
 
 One style for every figure of the book (:func:`use_style`, :data:`STYLE`): figures
 at most :data:`TEXT_WIDTH` inches wide (the book's content column), no text smaller
@@ -30,7 +35,10 @@ same colour and marker for the same quantity everywhere (:func:`level_style`,
 
 from __future__ import annotations
 
+import functools
+import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import matplotlib as mpl
@@ -38,12 +46,25 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib import ticker
+from matplotlib.collections import PolyCollection
+from matplotlib.colors import ListedColormap, TwoSlopeNorm
+from matplotlib.lines import Line2D
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 from matplotlib.rcsetup import cycler
 
-from .config import Z95
-from .studies import RULE_LABELS, Study
+from .claims import P_MARGIN, PAPER_P, VERDICT_MARKS, VERDICTS, get_claim, law_label
+from .config import Z95, proportion_se
+from .data import LAW_SHIFTS, kernel_direction, polynomial_direction
+from .spaces import LegendreSpace, gaussian_kernel
+from .studies import Setting, Study, check_family
+from .theory import ratio_limit
 
 __all__ = [
+    "Layout",
+    "LAYOUTS",
+    "layout_of",
+    "RULE_LABELS",
+    "RULE_TEXT",
     "STYLE",
     "use_style",
     "level_style",
@@ -52,14 +73,11 @@ __all__ = [
     "figure",
     "ratio_map",
     "pipeline_diagram",
-    "Table",
     "table",
     "number",
-    "table1_layout",
+    "pivot_n_by_mu_T",
     "ratio_figure",
     "scaled_figure",
-    "table1",
-    "table_markdown",
     "caption",
     "layout_problems",
     "colour_distance",
@@ -67,7 +85,115 @@ __all__ = [
     "design_ratio_figure",
     "release_bands_figure",
     "nested_bands_figure",
+    "VERDICT_COLOURS",
+    "verdict_figure",
+    "law_figure",
+    "activation_by_share_figure",
+    "noise_collapse_figure",
+    "composition_ratio_figure",
+    "legendre_limit_figure",
+    "kernel_eigenvalue_figure",
+    "activation_figure",
+    "activation_by_norm_figure",
+    "EXPLORER_COLUMNS",
+    "EXPLORER_NAMES",
+    "ratio_explorer",
+    "explorer_tables",
 ]
+
+# ---------------------------------------------------------------------------
+# How each study is drawn
+# ---------------------------------------------------------------------------
+
+_KINDS = ("ratio", "scaled", "table")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a study's results are drawn.
+
+    Parameters
+    ----------
+    kind : {"ratio", "scaled", "table"}
+        ``"ratio"``: FTP/PTF error ratio against n, one line per ``group``
+        value, one panel per ``panel`` value (Figures 1, 3, 4, 6).
+        ``"scaled"``: n × error against n, FTP left and PTF right, one line per
+        ``group`` value (Figures 2, 5).  ``"table"``: a table (Table 1).
+    group : str
+        The setting parameter that colours the lines (``"T"``, ``"m"``, ``"radius_rule"``…).
+    panel : str or None
+        The setting parameter that splits the panels (``"mu"``, ``"sigma0"``) or None.
+    reference : bool
+        Whether ratio plots draw the dashed 1/T (RKHS) or 1/m (H_m) lines.
+    """
+
+    kind: str = "ratio"
+    group: str = "T"
+    panel: str | None = None
+    reference: bool = True
+
+    def __post_init__(self):
+        if self.kind not in _KINDS:
+            raise ValueError(f"kind must be one of {_KINDS}, got {self.kind!r}")
+        fields = set(Setting.__dataclass_fields__)
+        if self.group not in fields:
+            raise ValueError(f"group must be a Setting field, got {self.group!r}")
+        if self.panel is not None and self.panel not in fields:
+            raise ValueError(f"panel must be a Setting field or None, got {self.panel!r}")
+
+
+LAYOUTS: dict[str, Layout] = {
+    "fig1": Layout("ratio", group="T", panel="mu"),
+    "fig2": Layout("scaled", group="radius_rule", panel=None, reference=False),
+    "fig3": Layout("ratio", group="T", panel="sigma0"),
+    "fig4": Layout("ratio", group="m", panel="mu"),
+    "fig5": Layout("scaled", group="radius_rule", panel=None, reference=False),
+    "fig6": Layout("ratio", group="m", panel="sigma0"),
+    "table1": Layout("table", group="T", panel="mu"),
+}
+"""The layout of each of the paper's studies (:func:`dpfda.studies.paper_studies`), by name."""
+
+
+def layout_of(study) -> Layout:
+    """The layout of one of the paper's studies: a :class:`~dpfda.studies.Study` or its name.
+
+    A name with a suffix after ``"__"`` (the robustness runs' ``"fig3__shift_0p5"``) is the
+    study before it.
+    """
+    name = study.name if isinstance(study, Study) else study
+    if not isinstance(name, str):
+        raise TypeError(f"study must be a Study or a study name, got {type(study).__name__}")
+    base = name.split("__", 1)[0]
+    if base not in LAYOUTS:
+        raise ValueError(f"study {name!r} is not one of the paper's ({', '.join(LAYOUTS)}): "
+                         "pass its Layout (plots.figure(df, layout=plots.Layout(...)))")
+    return LAYOUTS[base]
+
+
+RULE_LABELS = {
+    "B": "$B$",
+    "1.1B": "$1.1B$",
+    "sqrt_log_n": r"$\sqrt{\log n}$",
+    "log_n": r"$\log n$",
+    "sqrt_n": r"$\sqrt{n}$",
+    "n_2_3": r"$n^{2/3}$",
+}
+"""Figure labels of the named radius rules (:data:`dpfda.studies.RADIUS_RULES`; matplotlib mathtext)."""
+
+RULE_TEXT = {
+    "B": "B",
+    "1.1B": "1.1B",
+    "sqrt_log_n": "√(log n)",
+    "log_n": "log n",
+    "sqrt_n": "√n",
+    "n_2_3": "n^(2/3)",
+}
+"""Plain-text names of the radius rules, for tables (no TeX to typeset)."""
+
+
+# ---------------------------------------------------------------------------
+# One style for every figure
+# ---------------------------------------------------------------------------
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 # Okabe-Ito colours (safe for colour-blind readers, legible on white and in print).
@@ -166,22 +292,25 @@ def panel_grid(k: int, *, height: float = 2.7, sharey: bool = True):
         spare = flat[k]
         spare.set_axis_off()
     return fig, flat[:k], spare
-_SYMBOL = {"T": "T", "m": "m", "mu": "μ", "sigma0": "σ₀", "radius_rule": "B′", "n": "n"}
+_SYMBOLS = {"T": "T", "m": "m", "mu": "μ", "sigma0": "σ₀", "radius_rule": "B′", "n": "n"}
 
 
-def _fmt(v) -> str:
+def _setting_text(v) -> str:
+    """A setting's value as given: 4.0 as "4", 0.1 as "0.1"."""
     if isinstance(v, (float, np.floating)) and float(v).is_integer():
         return str(int(v))
     return f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
 
 
-def _label(param: str, value) -> str:
+def _level_label(param: str, value) -> str:
+    """A legend or panel label: "T = 4", "μ = 0.1", "B′ = log n" (mathtext)."""
     if param == "radius_rule":
         return f"B′ = {RULE_LABELS.get(value, value)}"
-    return f"{_SYMBOL.get(param, param)} = {_fmt(value)}"
+    return f"{_SYMBOLS.get(param, param)} = {_setting_text(value)}"
 
 
-def _check(df: pd.DataFrame) -> pd.DataFrame:
+def _check_results(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` if it is a non-empty results table of run_study, else a TypeError/ValueError."""
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"results must be a pandas DataFrame from run_study, got {type(df).__name__}")
     need = {"n", "err_ftp", "err_ptf", "ratio", "ratio_lo", "ratio_hi", "se_ftp", "se_ptf", "metric"}
@@ -193,7 +322,8 @@ def _check(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _values(df: pd.DataFrame, col: str) -> list:
+def _levels(df: pd.DataFrame, col: str) -> list:
+    """The values of ``col`` in drawing order: radius rules as the study lists them, else sorted."""
     if col == "radius_rule":
         seen = []
         for v in df[col]:
@@ -214,11 +344,11 @@ def _legend(fig, axes, spare) -> None:
 def ratio_figure(df: pd.DataFrame, *, group: str = "T", panel: str | None = "mu",
                  reference: bool = True, title: str | None = None):
     """Error ratio FTP/PTF against n (Figures 1, 3, 4, 6), two panels to a row."""
-    df = _check(df)
-    panels = _values(df, panel) if panel else [None]
+    df = _check_results(df)
+    panels = _levels(df, panel) if panel else [None]
     fig, axes, spare = panel_grid(len(panels))
     metric = df["metric"].iloc[0]
-    groups = _values(df, group)
+    groups = _levels(df, group)
     for ax, pv in zip(axes, panels):
         sub = df if pv is None else df[df[panel] == pv]
         for gv in groups:
@@ -227,14 +357,14 @@ def ratio_figure(df: pd.DataFrame, *, group: str = "T", panel: str | None = "mu"
                 continue
             look = level_style(gv, groups)
             yerr = np.vstack([d["ratio"] - d["ratio_lo"], d["ratio_hi"] - d["ratio"]])
-            ax.errorbar(d["n"], d["ratio"], yerr=yerr, **look, label=_label(group, gv))
+            ax.errorbar(d["n"], d["ratio"], yerr=yerr, **look, label=_level_label(group, gv))
             if reference and group in ("T", "m"):
                 ax.axhline(1.0 / float(gv), color=look["color"], ls="--", lw=1.0, alpha=0.8)
         ax.axhline(1.0, color="0.6", lw=0.8, ls=":")
         log_axes(ax)
         ax.set_xlabel("sample size $n$")
         if panel is not None and pv is not None:
-            ax.set_title(_label(panel, pv))
+            ax.set_title(_level_label(panel, pv))
     for ax in axes[::2]:
         ax.set_ylabel(f"{metric} ratio FTP / PTF")
     _legend(fig, axes, spare)
@@ -246,16 +376,16 @@ def ratio_figure(df: pd.DataFrame, *, group: str = "T", panel: str | None = "mu"
 
 def scaled_figure(df: pd.DataFrame, *, group: str = "radius_rule", title: str | None = None):
     """n × error of FTP (left) and PTF (right) against n (Figures 2, 5)."""
-    df = _check(df)
+    df = _check_results(df)
     metric = df["metric"].iloc[0]
     fig, axes, spare = panel_grid(2, height=3.0, sharey=False)
-    groups = _values(df, group)
+    groups = _levels(df, group)
     for ax, method in zip(axes, ("ftp", "ptf")):
         for gv in groups:
             d = df[df[group] == gv].sort_values("n")
             y = d["n"] * d[f"err_{method}"]
             err = Z95 * d["n"] * d[f"se_{method}"]
-            ax.errorbar(d["n"], y, yerr=err, **level_style(gv, groups), label=_label(group, gv))
+            ax.errorbar(d["n"], y, yerr=err, **level_style(gv, groups), label=_level_label(group, gv))
         log_axes(ax)
         ax.set_xlabel("sample size $n$")
         ax.set_title(method.upper())
@@ -276,12 +406,10 @@ def ratio_map(df: pd.DataFrame, *, panel: str = "T", rows: str = "sigma0",
     PTF); each cell is labelled with the ratio, in bold where the 95% interval excludes
     1, with "(PTF)" where PTF wins and "(?)" where the interval contains 1.
     """
-    from matplotlib.colors import TwoSlopeNorm
-
-    df = _check(df)
+    df = _check_results(df)
     verdict = np.select([df["ratio_hi"] < 1, df["ratio_lo"] > 1], ["FTP", "PTF"], "undecided")
     df = df.assign(_verdict=verdict)
-    panels, rvals, cvals = (_values(df, c) for c in (panel, rows, cols))
+    panels, rvals, cvals = (_levels(df, c) for c in (panel, rows, cols))
     fig, axes = plt.subplots(len(panels), 1, figsize=(TEXT_WIDTH, 2.9 * len(panels) + 0.4),
                              squeeze=False, layout="constrained")
     norm = TwoSlopeNorm(vmin=-3.5, vcenter=0.0, vmax=1.0)
@@ -299,12 +427,12 @@ def ratio_map(df: pd.DataFrame, *, panel: str = "T", rows: str = "sigma0",
         if cols == "n":
             ax.set_xticks(range(len(cvals)), [f"{int(v)}" for v in cvals])
         else:
-            ax.set_xticks(range(len(cvals)), [_fmt(v) for v in cvals])
-        ax.set_yticks(range(len(rvals)), [_fmt(v) for v in rvals])
+            ax.set_xticks(range(len(cvals)), [_setting_text(v) for v in cvals])
+        ax.set_yticks(range(len(rvals)), [_setting_text(v) for v in rvals])
         if pv == panels[-1]:
-            ax.set_xlabel("sample size $n$" if cols == "n" else _SYMBOL.get(cols, cols))
-        ax.set_ylabel(_SYMBOL.get(rows, rows))
-        ax.set_title(_label(panel, pv))
+            ax.set_xlabel("sample size $n$" if cols == "n" else _SYMBOLS.get(cols, cols))
+        ax.set_ylabel(_SYMBOLS.get(rows, rows))
+        ax.set_title(_level_label(panel, pv))
         ax.grid(False)
     fig.colorbar(im, ax=axes[:, 0], label="log₂ (ratio FTP / PTF)", shrink=0.7)
     return fig
@@ -316,8 +444,6 @@ def pipeline_diagram():
     The order in which each clips or fits, averages over the n curves, and adds
     noise (Algorithms 1 and 2).
     """
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
-
     rows = [
         ("FTP", METHOD_STYLE["ftp"]["color"], [
             "n curves\non the grid", "fit each curve\nin the ball B′",
@@ -355,64 +481,42 @@ def pipeline_diagram():
     return fig
 
 
-def figure(df: pd.DataFrame, study: Study | None = None, *, title: str | None = None):
-    """The figure of a study, in its kind (ratio or scaled).
+def figure(df: pd.DataFrame, study: Study | str | None = None, *, layout: Layout | None = None,
+           title: str | None = None):
+    """The figure of a study in its layout (ratio or scaled).
 
-    ``study`` defaults to the paper's study named in ``df["study"]``.
+    ``study`` (a :class:`~dpfda.studies.Study` or its name) defaults to the study named
+    in ``df["study"]``; its layout is :data:`LAYOUTS`' entry for it unless ``layout`` is
+    given (a study of one's own needs one).
     """
-    df = _check(df)
-    if study is None:
-        from .studies import get_study
-
-        study = get_study(str(df["study"].iloc[0]))
-    if not isinstance(study, Study):
-        raise TypeError(f"study must be a Study, got {type(study).__name__}")
-    if study.kind == "ratio":
-        return ratio_figure(df, group=study.group, panel=study.panel, reference=study.reference,
+    df = _check_results(df)
+    if layout is None:
+        layout = layout_of(str(df["study"].iloc[0]) if study is None else study)
+    if not isinstance(layout, Layout):
+        raise TypeError(f"layout must be a plots.Layout, got {type(layout).__name__}")
+    if layout.kind == "ratio":
+        return ratio_figure(df, group=layout.group, panel=layout.panel, reference=layout.reference,
                             title=title)
-    if study.kind == "scaled":
-        return scaled_figure(df, group=study.group, title=title)
-    raise ValueError(f"study {study.name!r} is a table; use table1(df) for it")
+    if layout.kind == "scaled":
+        return scaled_figure(df, group=layout.group, title=title)
+    raise ValueError("the layout is a table: show dpfda.evidence.table1_frame(df) with plots.table")
 
 
-def table1(df: pd.DataFrame) -> pd.DataFrame:
-    """Table 1: per (μ, T, n) the two MSEs, their ratio (with its 95% CI) and p̂_PTF.
+def caption(df_or_meta, layout: Layout | None = None) -> str:
+    """A caption sentence stating the source, the repetitions and the seed.
 
-    Rows are ordered by μ, T, n, as the settings of Figure 1.
+    What the error bars are depends on the layout (default: :data:`LAYOUTS`' entry for
+    the run's study, if it is one of the paper's).
     """
-    df = _check(df)
-    cols = {"mu": "mu", "T": "T", "n": "n", "err_ftp": "MSE_FTP", "err_ptf": "MSE_PTF",
-            "ratio": "ratio", "ratio_lo": "ratio_lo", "ratio_hi": "ratio_hi",
-            "p_ptf_active": "p_PTF"}
-    missing = set(cols) - set(df.columns)
-    if missing:
-        raise ValueError(f"results table lacks columns {sorted(missing)}")
-    out = df[list(cols)].rename(columns=cols).sort_values(["mu", "T", "n"]).reset_index(drop=True)
-    out.attrs = dict(df.attrs)
-    return out
-
-
-def table_markdown(table: pd.DataFrame, digits: int = 4) -> str:
-    """A GitHub-flavoured Markdown rendering of a table (no extra dependency)."""
-    def cell(v):
-        if isinstance(v, (float, np.floating)):
-            return f"{v:.{digits}g}"
-        return str(v)
-
-    header = "| " + " | ".join(str(c) for c in table.columns) + " |"
-    rule = "|" + "|".join("---:" for _ in table.columns) + "|"
-    rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
-    return "\n".join([header, rule] + rows) + "\n"
-
-
-def caption(df_or_meta) -> str:
-    """A caption sentence stating the source, the repetitions and the seed."""
     meta = df_or_meta.attrs.get("dpfda", {}) if isinstance(df_or_meta, pd.DataFrame) else dict(df_or_meta)
     if not meta:
         raise ValueError("no run metadata: pass the DataFrame returned by run_study or its attrs['dpfda']")
+    if layout is None:
+        layout = LAYOUTS.get(str(meta.get("study", "")).split("__", 1)[0])
+    kind = layout.kind if layout is not None else None
     src = f" ({meta['source']})" if meta.get("source") else ""
-    what = "Error bars are 95% delta-method confidence intervals." if meta.get("kind") == "ratio" else (
-        "Error bars are ±1.96 Monte Carlo standard errors." if meta.get("kind") == "scaled" else
+    what = "Error bars are 95% delta-method confidence intervals." if kind == "ratio" else (
+        "Error bars are ±1.96 Monte Carlo standard errors." if kind == "scaled" else
         "Ratios carry 95% delta-method confidence intervals.")
     return (f"{meta.get('title', '')}{src}. Recomputed with dpfda {meta.get('dpfda_version', '?')}: "
             f"{meta['reps']} Monte Carlo repetitions per setting, seed {meta['seed']}. {what}")
@@ -501,8 +605,8 @@ def _escape(text: str) -> str:
                    else re.sub(r"([\\`*_<\[\]])", r"\\\1", p) for p in parts)
 
 
-class Table:
-    """A table that the book renders as a numbered table.
+class _Table:
+    """A table that the book renders as a numbered table (made by :func:`table`).
 
     With a caption it displays (in a notebook, or glued and pasted with ``{glue:md}``
     and ``:format: myst``) as a MyST ``list-table`` with that caption and an optional
@@ -563,8 +667,13 @@ class Table:
 
 
 def table(data, caption: str | None = None, *, name: str | None = None, index: bool | None = None,
-          digits: int = 3, formats: dict | None = None, headers: dict | None = None) -> Table:
-    """A DataFrame or Series as a numbered, captioned :class:`Table`.
+          digits: int = 3, formats: dict | None = None, headers: dict | None = None) -> _Table:
+    """A DataFrame or Series as a numbered, captioned table: the one way the book makes a table.
+
+    The result displays in a notebook (and glues, ``{glue:md}`` with ``:format: myst``) as
+    a MyST ``list-table`` with the caption, which Sphinx numbers "Table k.j"; without a
+    caption, as a plain pipe table to paste inside a ``:::{table}`` directive of the prose.
+    Its ``markdown()`` is that text, and ``str()`` plain text.
 
     Parameters
     ----------
@@ -599,7 +708,7 @@ def table(data, caption: str | None = None, *, name: str | None = None, index: b
         if x in names:
             return names[x]
         if isinstance(x, (float, np.floating, int, np.integer)):
-            return _fmt(x)
+            return _setting_text(x)
         return names[str(x)] if str(x) in names else pretty(str(x))
 
     if index is None:
@@ -625,26 +734,27 @@ def table(data, caption: str | None = None, *, name: str | None = None, index: b
         for col, v in zip(data.columns, row):
             f = formats.get(col)
             if f is None and col in PARAMETERS:
-                f = _fmt  # a setting, not an estimate: 0.1, not 0.100
+                f = _setting_text  # a setting, not an estimate: 0.1, not 0.100
             text = f(v) if callable(f) else f.format(v) if f else number(v, digits)
             cells.append(_escape(text))
         if index:
             keys = key if isinstance(key, tuple) else (key,)
-            cells = [" · ".join(_escape(names.get(k, k)) if isinstance(k, str) else _fmt(k)
+            cells = [" · ".join(_escape(names.get(k, k)) if isinstance(k, str) else _setting_text(k)
                                 for k in keys)] + cells
         rows.append(cells)
-    return Table(header_rows, rows, caption, name)
+    return _Table(header_rows, rows, caption, name)
 
 
-def table1_layout(table1_df: pd.DataFrame, value: str) -> pd.DataFrame:
-    """One quantity of Table 1 laid out as the paper lays it out.
+def pivot_n_by_mu_T(table1_frame: pd.DataFrame, value: str) -> pd.DataFrame:
+    """One quantity of Table 1 as the paper lays it out: rows n, columns T within μ.
 
-    Rows n, columns T within μ (two header levels).
+    ``table1_frame`` is :func:`dpfda.evidence.table1_frame`'s table; the columns carry two
+    header levels ("μ = 0.1" above "T = 2"), for :func:`table`.
     """
-    if value not in table1_df.columns:
-        raise ValueError(f"value must be a column of table1(df), one of {list(table1_df.columns)}")
-    out = table1_df.pivot_table(index="n", columns=["mu", "T"], values=value)
-    out.columns = pd.MultiIndex.from_tuples([(f"μ = {_fmt(mu)}", f"T = {int(T)}")
+    if value not in table1_frame.columns:
+        raise ValueError(f"value must be a column of table1_frame(df), one of {list(table1_frame.columns)}")
+    out = table1_frame.pivot_table(index="n", columns=["mu", "T"], values=value)
+    out.columns = pd.MultiIndex.from_tuples([(f"μ = {_setting_text(mu)}", f"T = {int(T)}")
                                              for mu, T in out.columns])
     return out
 
@@ -660,7 +770,7 @@ MIN_COLOUR_DELTA_E = 30.0
 MIN_BAND_PX = 2.5
 
 
-def _lab(colour) -> np.ndarray:
+def _cielab(colour) -> np.ndarray:
     """CIELAB (D65) of a matplotlib colour."""
     rgb = np.asarray(mpl.colors.to_rgb(colour), dtype=float)
     lin = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
@@ -672,7 +782,7 @@ def _lab(colour) -> np.ndarray:
 
 def colour_distance(a, b) -> float:
     """CIE76 colour difference ΔE between two matplotlib colours (0: the same colour)."""
-    return float(np.linalg.norm(_lab(a) - _lab(b)))
+    return float(np.linalg.norm(_cielab(a) - _cielab(b)))
 
 
 def _data_lines(ax) -> list:
@@ -683,8 +793,6 @@ def _data_lines(ax) -> list:
 
 
 def _data_bands(ax) -> list:
-    from matplotlib.collections import PolyCollection
-
     return [c for c in ax.collections if isinstance(c, PolyCollection) and c.get_visible()
             and len(c.get_paths())]
 
@@ -703,8 +811,6 @@ def _legend_colours(legend) -> list:
 
 
 def _series_colour(artist):
-    from matplotlib.lines import Line2D
-
     if isinstance(artist, Line2D):
         return mpl.colors.to_rgb(artist.get_color())
     face = mpl.colors.to_rgba_array(artist.get_facecolor())
@@ -1101,3 +1207,514 @@ def nested_bands_figure(t, panels, levels, *, label: str = "μ", ylabel: str = "
     order = sorted(range(len(labels)), key=lambda i: (labels[i] != "non-private", i))
     fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center", ncols=2)
     return fig
+
+
+def activation_figure(df: pd.DataFrame):
+    """p̂_PTF, the share of repetitions in which PTF's fit hit the ball, against n (Table 1).
+
+    One panel per μ, one line per T (markers by level); error bars ±:data:`~dpfda.config.Z95`
+    Agresti–Coull standard errors (:func:`dpfda.config.proportion_se`), so an observed 0
+    or 1 still carries an uncertainty.  ``df`` is the results table of Table 1's (or
+    Figure 1's) study.
+    """
+    df = _check_results(df)
+    if not {"p_ptf_active", "reps", "mu", "T"} <= set(df.columns):
+        raise ValueError("df must be Table 1's results table (columns p_ptf_active, reps, mu, T)")
+    mus, Ts = _levels(df, "mu"), _levels(df, "T")
+    fig, axes = plt.subplots(1, len(mus), figsize=(TEXT_WIDTH, 3.0), sharey=True, squeeze=False)
+    axes = axes[0]
+    for ax, mu in zip(axes, mus):
+        for k, T in enumerate(Ts):
+            d = df[(df["T"] == T) & (df["mu"] == mu)].sort_values("n")
+            se = [proportion_se(p, int(r)) for p, r in zip(d["p_ptf_active"], d["reps"])]
+            ax.errorbar(d["n"], d["p_ptf_active"], yerr=Z95 * np.array(se), marker=MARKERS[k],
+                        ms=4, capsize=2, label=f"T = {T}")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("sample size $n$")
+        ax.set_title(f"μ = {mu:g}")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(r"$\hat p_{\mathrm{PTF}}$")
+    axes[-1].legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+def noise_collapse_figure(df: pd.DataFrame, Ts=(2, 8), levels=(2, 4, 6, 8)):
+    """The noisy cells of a ratio map against x = nμ²σ₀²/(4B′²), on the curves (x + 1)/(x + T).
+
+    ``df`` is a results table with the columns ``x`` and ``free`` added (the chapter
+    "Beyond the paper": ``free`` marks the cells where no constraint bound and clipping is
+    negligible).  One curve per T in ``Ts``, in the colour T has among ``levels`` (the T of
+    Figures 1 and 3); filled markers for the free cells, hollow ones for the others; error
+    bars the 95% intervals of the ratio.
+    """
+    df = _check_results(df)
+    if not {"x", "free", "T", "sigma0"} <= set(df.columns):
+        raise ValueError("df needs the columns x and free (and T, sigma0) of the chapter's map")
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH, 3.8))
+    xs = np.geomspace(1e-3, 1e4, 300)
+    noisy = df[df["sigma0"] > 0]
+    for T in Ts:
+        c = level_style(T, levels)["color"]
+        ax.plot(xs, (xs + 1) / (xs + T), color=c, lw=1.2, label=f"$(x+1)/(x+{T})$")
+        d = noisy[noisy["T"] == T]
+        for is_free, face in ((True, c), (False, "none")):
+            e = d[d["free"] == is_free]
+            yerr = np.vstack([e["ratio"] - e["ratio_lo"], e["ratio_hi"] - e["ratio"]])
+            kind = "unconstrained" if is_free else "constrained or clipped"
+            ax.errorbar(e["x"], e["ratio"], yerr=yerr, fmt="o", ms=4, mfc=face, mec=c, ecolor=c, lw=0.8,
+                        label=f"T = {T}, {kind}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.axhline(1, color="0.6", lw=0.8, ls=":")
+    ax.set_xlabel(r"$x = n\mu^2\sigma_0^2/(4B'^2)$")
+    ax.set_ylabel("MSE ratio FTP/PTF")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def composition_ratio_figure(ratios: pd.DataFrame):
+    """PTF/FTP variance ratio for constant curves against T, under pure DP and under GDP.
+
+    ``ratios`` is indexed by T with the columns ``"Laplace ratio"``, ``"Laplace s.e."``,
+    ``"Gaussian ratio"`` and ``"Gaussian s.e."`` (the chapter "Pure DP"); the exact ratios
+    T (Laplace, basic composition) and 1 (Gaussian) dashed, the simulations with ±2
+    standard errors, on log₂ axes.
+    """
+    need = {"Laplace ratio", "Laplace s.e.", "Gaussian ratio", "Gaussian s.e."}
+    if not isinstance(ratios, pd.DataFrame) or not need <= set(ratios.columns):
+        raise ValueError(f"ratios must be a DataFrame indexed by T with the columns {sorted(need)}")
+    fig, ax = plt.subplots(figsize=(4.5, 3.4))
+    Tgrid = ratios.index.to_numpy(dtype=float)
+    ax.plot(Tgrid, Tgrid, "C3--", lw=1, label=r"$\varepsilon$-DP (Laplace): $T$")
+    ax.plot(Tgrid, np.ones_like(Tgrid), "C0--", lw=1, label=r"$\mu$-GDP (Gaussian): $1$")
+    ax.errorbar(Tgrid, ratios["Laplace ratio"], yerr=2 * ratios["Laplace s.e."], fmt="o", color="C3", ms=4,
+                label="simulation, Laplace")
+    ax.errorbar(Tgrid, ratios["Gaussian ratio"], yerr=2 * ratios["Gaussian s.e."], fmt="s", color="C0", ms=4,
+                label="simulation, Gaussian")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("number of grid points $T$")
+    ax.set_ylabel("variance ratio PTF / FTP")
+    ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+def activation_by_norm_figure(norms, p, se, norm_bar: float):
+    """P(PTF's constraint binds) against the norm of the mean curve (Table 1's example).
+
+    ``p[k]`` (with standard error ``se[k]``) is the probability at the mean rescaled to norm
+    ``norms[k]``; error bars ±:data:`~dpfda.config.Z95` standard errors.  A dashed line
+    marks ``norm_bar``, the norm of the run's own mean, and a dotted one the paper's
+    0.755 (:data:`dpfda.claims.PAPER_P`).
+    """
+    norms, p, se = (np.asarray(a, dtype=float) for a in (norms, p, se))
+    if not norms.shape == p.shape == se.shape or norms.ndim != 1:
+        raise ValueError("norms, p and se must be one-dimensional and of the same length")
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.errorbar(norms, p, yerr=Z95 * se, fmt="o-", ms=4, capsize=2, label="rescaled $\\bar f$")
+    ax.axvline(norm_bar, color="C1", ls="--", label=r"our $\|\bar f\|$")
+    ax.axhline(PAPER_P, color="0.5", ls=":", label="paper: 0.755")
+    ax.set_xlabel(r"$\|\bar f\|_{\mathcal{H}_K}$ (grid interpolant)")
+    ax.set_ylabel(r"$P$(PTF constraint active)")
+    ax.legend(frameon=False)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+def legendre_limit_figure(m, limits, T: int = 20):
+    """Corollary 12's limit m/(T tr A⁻¹) of the IMSE ratio against the dimension m, beside 1/m.
+
+    ``limits[k]`` is the limit for dimension ``m[k]`` (Legendre basis on T points); log
+    axes with every m labelled.
+    """
+    m, limits = np.asarray(m), np.asarray(limits, dtype=float)
+    if m.shape != limits.shape or m.ndim != 1:
+        raise ValueError("m and limits must be one-dimensional and of the same length")
+    fig, ax = plt.subplots(figsize=(4.5, 3.4))
+    ax.plot(m, 1 / m, "k--", lw=1, label=r"$1/m$")
+    ax.plot(m, limits, "o-", ms=4, label=rf"$m/(T\,\mathrm{{tr}}A^{{-1}})$, Legendre, $T={T}$")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(m, [str(v) for v in m])
+    ax.minorticks_off()
+    ax.set_xlabel("dimension $m$")
+    ax.set_ylabel("limit of IMSE ratio FTP / PTF")
+    ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def kernel_eigenvalue_figure(T, exact, double, floor: float, paper_T=(2, 8)):
+    """The smallest eigenvalue of the Gaussian kernel matrix K_T against T (Assumption A.4).
+
+    ``exact`` from high-precision arithmetic, ``double`` from double precision (drawn as
+    its absolute value), the ``floor`` the package refuses to go below dashed, and the
+    paper's range of T (``paper_T``) shaded.
+    """
+    T, exact, double = np.asarray(T), np.asarray(exact, dtype=float), np.asarray(double, dtype=float)
+    if not T.shape == exact.shape == double.shape or T.ndim != 1:
+        raise ValueError("T, exact and double must be one-dimensional and of the same length")
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    ax.semilogy(T, exact, "o-", ms=3, label="60-digit arithmetic")
+    ax.semilogy(T, np.abs(double), "x", ms=5, label="double precision (absolute value)")
+    power = np.log10(floor)
+    floor_text = f"$10^{{{int(round(power))}}}$" if np.isclose(power, round(power)) else f"{floor:g}"
+    ax.axhline(floor, color="k", ls="--", lw=1, label=f"floor {floor_text}")
+    ax.axvspan(*paper_T, color="0.9", label="the paper's $T$")
+    ax.set_xlabel("$T$")
+    ax.set_ylabel(r"$\lambda_{\min}(K_T)$")
+    ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+# ---------------------------------------------------------------------------
+# The claims' verdict matrix and the latent laws (the chapter robustness)
+# ---------------------------------------------------------------------------
+
+#: The colour of each verdict: green, grey, red (each cell also carries its mark,
+#: :data:`dpfda.claims.VERDICT_MARKS`).
+VERDICT_COLOURS = {"holds": "#1b7837", "inconclusive": "#d9d9d9", "fails": "#b2182b"}
+
+
+def verdict_figure(matrix: pd.DataFrame, *, width: float | None = None, fontsize: float | None = None):
+    """The verdict matrix as a heatmap: claims down, laws across, coloured by verdict.
+
+    ``matrix`` is :func:`dpfda.claims.verdict_matrix`'s table.  Each cell carries its
+    verdict's mark (:data:`dpfda.claims.VERDICT_MARKS`) as well as its colour
+    (:data:`VERDICT_COLOURS`).  ``width`` defaults to the book's column
+    (:data:`TEXT_WIDTH`) and ``fontsize`` to its smallest legible size (:data:`MIN_FONT_PT`).
+    """
+    width = TEXT_WIDTH if width is None else width
+    fontsize = MIN_FONT_PT if fontsize is None else fontsize
+    if not isinstance(matrix, pd.DataFrame):
+        raise TypeError(f"matrix must be a DataFrame from verdict_matrix, got {type(matrix).__name__}")
+    bad = set(np.unique(matrix.to_numpy().astype(str))) - set(VERDICTS)
+    if bad:
+        raise ValueError(f"matrix holds values other than {VERDICTS}: {sorted(bad)}")
+    codes = matrix.replace({v: i for i, v in enumerate(VERDICTS)}).to_numpy(dtype=float)
+    rows, cols = codes.shape
+    fig, ax = plt.subplots(figsize=(width, 0.44 * rows + 1.4), layout="constrained")
+    ax.imshow(codes, cmap=ListedColormap([VERDICT_COLOURS[v] for v in VERDICTS]), vmin=-0.5,
+              vmax=len(VERDICTS) - 0.5, aspect="auto")
+    for i in range(rows):
+        for j in range(cols):
+            v = matrix.iat[i, j]
+            ax.text(j, i, VERDICT_MARKS[v], ha="center", va="center", fontsize=fontsize,
+                    color="white" if v != "inconclusive" else "0.3")
+    ax.set_xticks(range(cols), [law_label(c) for c in matrix.columns], rotation=45, ha="right",
+                  fontsize=fontsize)
+    ax.set_yticks(range(rows), [_claim_row_label(c) for c in matrix.index], fontsize=fontsize)
+    ax.set_xticks(np.arange(cols + 1) - 0.5, minor=True)
+    ax.set_yticks(np.arange(rows + 1) - 0.5, minor=True)
+    ax.grid(which="minor", color="white", lw=1.5)
+    ax.tick_params(which="minor", length=0)
+    for j, law in enumerate(matrix.columns[1:], start=1):  # gaps between default | shift | wave
+        if law.split("-")[0] != matrix.columns[j - 1].split("-")[0]:
+            ax.axvline(j - 0.5, color="white", lw=5)
+    ax.set_xlabel("latent law", fontsize=fontsize)
+    fig.legend(handles=[Patch(color=VERDICT_COLOURS[v], label=f"{VERDICT_MARKS[v]} {v}") for v in VERDICTS],
+               loc="outside lower center", ncol=3, frameon=False, fontsize=fontsize)
+    return fig
+
+
+def _claim_row_label(claim_id: str) -> str:
+    """A matrix row: the claim's name and its one-line statement."""
+    try:
+        c = get_claim(claim_id)
+    except ValueError:
+        return str(claim_id)
+    return f"{c.name}:\n{c.statement}"
+
+
+def law_figure(*, width: float | None = None, fontsize: float | None = None):
+    """The mean directions h of the shift and wave laws, in the RKHS and in H_m.
+
+    RKHS: one curve on a fine grid, with its values at the grid points t_j of each T;
+    H_m: one curve for each m.
+
+    Every law of the family moves each latent curve a share S of the way to S·B·h, so these curves
+    are what "shift" and "wave" mean; the mean curve of a law is about S·B·h.
+    """
+    width = TEXT_WIDTH if width is None else width
+    fontsize = MIN_FONT_PT if fontsize is None else fontsize
+    t = np.linspace(0.0, 1.0, 401)
+    kern = gaussian_kernel(0.2)
+    centres = np.linspace(0.0, 1.0, 20)
+    fig, axes = plt.subplots(2, 2, figsize=(width, 0.62 * width), sharex=True, layout="constrained")
+    for j, shape in enumerate(("shift", "wave")):
+        ax = axes[0, j]
+        h = kernel_direction(shape, kern, centres) @ kern(centres[:, None], t[None, :])
+        ax.plot(t, h, color="0.15", lw=1.4, label="h on [0, 1]")
+        for k, T in enumerate((2, 4, 6, 8)):
+            tj = np.linspace(0.0, 1.0, T)
+            hj = kernel_direction(shape, kern, centres) @ kern(centres[:, None], tj[None, :])
+            ax.plot(tj, hj, ls="none", marker=MARKERS[k % len(MARKERS)], ms=4, label=f"grid T = {T}")
+        ax.set_title(f"RKHS, {shape}", fontsize=fontsize)
+        ax.axhline(0, color="0.6", lw=0.6)
+        ax = axes[1, j]
+        for k, m in enumerate((2, 4, 6, 8)):
+            ax.plot(t, LegendreSpace(m).evaluate(polynomial_direction(shape, m), t), lw=1.2,
+                    ls=("-", "--", "-.", ":")[k], label=f"m = {m}")
+        ax.set_title(f"$\\mathcal{{H}}_m$, {shape}", fontsize=fontsize)
+        ax.axhline(0, color="0.6", lw=0.6)
+        ax.set_xlabel("t", fontsize=fontsize)
+    for ax in axes.flat:
+        ax.tick_params(labelsize=fontsize)
+    axes[0, 0].set_ylabel("h(t)", fontsize=fontsize)
+    axes[1, 0].set_ylabel("h(t)", fontsize=fontsize)
+    axes[0, 0].legend(fontsize=fontsize, frameon=False, loc="lower center", ncol=2)
+    axes[1, 0].legend(fontsize=fontsize, frameon=False, loc="upper center", ncol=2)
+    return fig
+
+
+def activation_by_share_figure(shares: pd.DataFrame):
+    """p̂_PTF of Table 1's example under each latent law, against the share S of the mean direction.
+
+    ``shares`` is :func:`dpfda.claims.activation_by_share`'s table.  The shift and wave
+    laws as two series (offset a little in S, so neither hides the other; circles and
+    squares), error bars ±:data:`~dpfda.config.Z95` standard errors; the default law as
+    a dashed line, the paper's 0.755 (:data:`dpfda.claims.PAPER_P`) dotted, and the
+    margin of Table 1's claim 5 (:data:`dpfda.claims.P_MARGIN`) shaded.
+    """
+    if not isinstance(shares, pd.DataFrame) or not {"shape", "S", "p", "se", "law"} <= set(shares.columns):
+        raise ValueError("shares must be the table of dpfda.claims.activation_by_share")
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH, 4.0), layout="constrained")
+    for k, shape in enumerate(["shift", "wave"]):
+        d = shares[shares["shape"] == shape].sort_values("S")
+        ax.errorbar(d["S"] + 0.01 * (2 * k - 1), d["p"], yerr=Z95 * d["se"],
+                    marker="os"[k], ms=5, capsize=3, label=f"{shape} laws")
+    default = shares[shares["law"] == "default"]
+    if len(default):
+        ax.axhline(float(default["p"].iloc[0]), color="C2", ls="--", lw=1, label="default law")
+    ax.axhline(PAPER_P, color="0.3", ls=":", lw=1.2, label="paper: 0.755")
+    ax.axhspan(PAPER_P - P_MARGIN, PAPER_P + P_MARGIN, color="0.5", alpha=0.12,
+               label="0.755 ± 0.1 (the claim's margin)")
+    ax.set_ylim(top=PAPER_P + P_MARGIN + 0.03)
+    ax.set_xlabel("share $S$ of the fixed mean direction")
+    ax.set_ylabel(r"$\hat p_{\mathrm{PTF}}$  ($T=8$, $n=2^{10}$, $\mu=0.1$)")
+    ax.set_xticks(LAW_SHIFTS)
+    fig.legend(loc="outside lower center", ncol=2)
+    return fig
+
+# ---------------------------------------------------------------------------
+# The interactive ratio explorer (Bokeh; embedded in a page by dpfda.explorer.explorer_html)
+# ---------------------------------------------------------------------------
+
+EXPLORER_COLUMNS = ("family", "T", "m", "rho", "n", "mu", "sigma0", "ratio", "ratio_lo", "ratio_hi")
+"""Columns the ratio explorer (:func:`ratio_explorer`) reads from an engine results table."""
+
+#: Model names of the explorer's Bokeh document, for the page's script (:mod:`dpfda.explorer`)
+#: and the browser test.
+EXPLORER_NAMES = {"space": "explorer-space", "T": "explorer-T", "mu": "explorer-mu", "sigma0": "explorer-sigma0",
+                  "shown": "explorer-shown", "plot": "explorer-plot", "summary": "explorer-summary"}
+
+
+def _explorer_space_key(row) -> str:
+    """The space a widget button selects: "kernel", or "legendre" and m (e.g. "legendre3")."""
+    family = check_family(row["family"], "df's column family")
+    return family if family == "kernel" else f"legendre{int(row['m'])}"
+
+
+def _explorer_space_label(key: str) -> str:
+    """A space's name on the explorer's buttons and in its tables: "Legendre H₃"."""
+    if key == "kernel":
+        return "RKHS (Gaussian kernel)"
+    sub = key.removeprefix("legendre").translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+    return f"Legendre H{sub}"
+
+
+def _explorer_rows(df):
+    """``df`` checked for the explorer (every column, positive finite ratios), with a column ``key``."""
+    missing = [c for c in EXPLORER_COLUMNS if c not in df.columns]
+    if missing:
+        hint = " (the column 'space' is now 'family')" if "family" in missing and "space" in df.columns else ""
+        raise ValueError(f"df must be an engine results table; missing columns {missing}{hint}")
+    if len(df) == 0:
+        raise ValueError("df has no rows")
+    bad = ~np.isfinite(df[["ratio", "ratio_lo", "ratio_hi"]].to_numpy(dtype=float)).all(axis=1)
+    if bad.any() or (df["ratio_lo"] <= 0).any():
+        raise ValueError("df has non-finite or non-positive ratios (a setting without error?)")
+    return df.assign(key=[_explorer_space_key(r) for _, r in df.iterrows()])
+
+
+def _noiseless_limit(row, T: int) -> float:
+    """The noiseless large-n ratio of the setting's space on T uniform points (theory.ratio_limit)."""
+    kw = dict(m=int(row["m"])) if row["family"] == "legendre" else dict(rho=float(row["rho"]))
+    setting = Setting(family=row["family"], n=4, T=int(T), mu=1.0, sigma0=0.0, radius_rule="B", **kw)
+    return float(ratio_limit(setting.geometry()))
+
+
+def ratio_explorer(df, *, width: int = 660, height: int = 400):
+    """A Bokeh layout: ratio FTP/PTF against n, with widgets for space, T, μ and σ₀.
+
+    The Monte Carlo error ratio with its 95% interval as a band, the noiseless limit and
+    the ratio 1 as reference lines.  Every setting's numbers are embedded and the redraw
+    is a small JavaScript callback: nothing is computed or fetched when a reader moves a
+    slider.  Needs the optional dependency ``bokeh``; :func:`dpfda.explorer.explorer_html`
+    embeds the layout in a page, :func:`explorer_tables` is its text alternative.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Results of :func:`dpfda.schedule.run_study`; every combination of the widgets'
+        values that a reader can select must be present for every n (checked).
+    width, height : int
+        Size of the plot in pixels.
+
+    Returns
+    -------
+    bokeh.models.LayoutDOM
+    """
+    from bokeh.layouts import column
+    from bokeh.models import Band, ColumnDataSource, CustomJS, Div, RadioButtonGroup, Slider
+    from bokeh.plotting import figure as bokeh_figure
+
+    tab = _explorer_rows(df)
+    keys = sorted(tab["key"].unique(), key=lambda k: (k != "kernel", k))
+    Ts = sorted(int(v) for v in tab["T"].unique())
+    mus = sorted(float(v) for v in tab["mu"].unique())
+    sigmas = sorted(float(v) for v in tab["sigma0"].unique())
+    ns = sorted(int(v) for v in tab["n"].unique())
+    for key in keys:
+        for T in Ts:
+            for mu in mus:
+                for s in sigmas:
+                    got = tab[(tab.key == key) & (tab["T"] == T) & (tab["mu"] == mu) & (tab["sigma0"] == s)]
+                    if sorted(got["n"].astype(int)) != ns:
+                        raise ValueError(f"df lacks some n for the space {key}, T={T}, mu={mu}, sigma0={s}: "
+                                         "the explorer needs the full grid of settings")
+    tab = tab.sort_values(["key", "T", "mu", "sigma0", "n"])
+    limits = {f"{i}|{j}": _noiseless_limit(tab[tab.key == key].iloc[0], T)
+              for i, key in enumerate(keys) for j, T in enumerate(Ts)}
+    allsrc = {
+        # settings keyed by the widgets' indices: no number formatting has to agree with JS
+        "key": [f"{keys.index(k)}|{Ts.index(int(T))}|{mus.index(float(mu))}|{sigmas.index(float(s))}"
+                for k, T, mu, s in zip(tab["key"], tab["T"], tab["mu"], tab["sigma0"])],
+        "n": tab["n"].astype(float).tolist(),
+        "ratio": tab["ratio"].astype(float).tolist(),
+        "lo": tab["ratio_lo"].astype(float).tolist(),
+        "hi": tab["ratio_hi"].astype(float).tolist(),
+    }
+    start = {"key": keys[0], "T": Ts[len(Ts) // 2], "mu": mus[len(mus) // 2], "sigma0": sigmas[0]}
+    want = f"0|{Ts.index(start['T'])}|{mus.index(start['mu'])}|0"
+    sel = [i for i, k in enumerate(allsrc["key"]) if k == want]
+    shown = ColumnDataSource({c: [allsrc[c][i] for i in sel] for c in ("n", "ratio", "lo", "hi")},
+                             name=EXPLORER_NAMES["shown"])
+
+    lo_all, hi_all = min(allsrc["lo"]), max(allsrc["hi"])
+    plot = bokeh_figure(width=width, height=height, x_axis_type="log", y_axis_type="log",
+               x_range=(ns[0] / 1.4, ns[-1] * 1.4),
+               y_range=(min(lo_all, 1 / max(Ts) / 2) / 1.5, max(hi_all, 2.0) * 1.5),
+               x_axis_label="n (number of curves)", y_axis_label="error ratio FTP / PTF",
+               toolbar_location=None, name=EXPLORER_NAMES["plot"])
+    plot.add_layout(Band(base="n", lower="lo", upper="hi", source=shown, fill_color="#1f77b4",
+                      fill_alpha=0.25, line_color=None))
+    plot.line("n", "ratio", source=shown, line_width=2, color="#1f77b4", legend_label="ratio (95% band)")
+    plot.scatter("n", "ratio", source=shown, size=6, color="#1f77b4")
+    ends = [ns[0] / 1.4, ns[-1] * 1.4]
+    limit0 = limits[f"0|{Ts.index(start['T'])}"]
+    ref = ColumnDataSource({"n": ends, "y": [limit0] * 2})
+    plot.line("n", "y", source=ref, color="#d62728", line_dash="dashed", line_width=1.5,
+           legend_label="noiseless limit (Corollaries 12, 15)")
+    plot.line(ends, [1.0, 1.0], color="grey", line_dash="dotted", line_width=1.5,
+           legend_label="ratio 1: above, PTF wins")
+    # Text as large as the book's figures' (9 pt = 12 px at least).
+    plot.axis.axis_label_text_font_size = "14px"
+    plot.axis.major_label_text_font_size = "13px"
+    plot.legend.label_text_font_size = "13px"
+    plot.legend.location = "top_left"
+    plot.add_layout(plot.legend[0], "below")
+    plot.legend.orientation = "horizontal"
+
+    space_w = RadioButtonGroup(labels=[_explorer_space_label(k) for k in keys], active=0, name=EXPLORER_NAMES["space"])
+    slider_kw = dict(width=min(width, 420), show_value=False)
+    T_w = Slider(start=0, end=len(Ts) - 1, step=1, value=Ts.index(start["T"]), **slider_kw,
+                 title=f"T = {start['T']}", name=EXPLORER_NAMES["T"])
+    mu_w = Slider(start=0, end=len(mus) - 1, step=1, value=mus.index(start["mu"]), **slider_kw,
+                  title=f"μ = {start['mu']:g}", name=EXPLORER_NAMES["mu"])
+    sigma0_w = Slider(start=0, end=len(sigmas) - 1, step=1, value=0, **slider_kw,
+                 title=f"σ₀ = {start['sigma0']:g}", name=EXPLORER_NAMES["sigma0"])
+    summary = Div(text="", name=EXPLORER_NAMES["summary"], width=width)
+
+    code = """
+const fmt = v => String(Number(v.toPrecision(6)));
+const key = KEYS[space.active], T = TS[Tw.value], mu = MUS[muw.value], s = SIGMAS[sw.value];
+Tw.title = 'T = ' + T; muw.title = 'μ = ' + fmt(mu); sw.title = 'σ₀ = ' + fmt(s);
+const want = space.active + '|' + Tw.value + '|' + muw.value + '|' + sw.value;
+const d = {n: [], ratio: [], lo: [], hi: []};
+for (let i = 0; i < ALL.key.length; i++) {
+  if (ALL.key[i] !== want) continue;
+  d.n.push(ALL.n[i]); d.ratio.push(ALL.ratio[i]); d.lo.push(ALL.lo[i]); d.hi.push(ALL.hi[i]);
+}
+shown.data = d;
+const lim = LIM[space.active + '|' + Tw.value];
+ref.data = {n: ref.data.n, y: [lim, lim]};
+let from = null;
+for (let i = d.n.length - 1; i >= 0 && d.hi[i] < 1; i--) from = d.n[i];
+if (window.dpfdaLabelSliders) window.dpfdaLabelSliders();
+summary.text = '<b>' + LABELS[space.active] + '</b>, T = ' + T + ', μ = ' + fmt(mu) + ', σ₀ = ' + fmt(s) +
+  ': noiseless limit ' + lim.toFixed(3) + '. ' +
+  (from === null ? 'FTP is not clearly better at any n shown up to ' + d.n[d.n.length - 1] + '.'
+                 : 'FTP is clearly better (whole 95% band below 1) from n = ' + from + ' on.');
+"""
+    args = dict(space=space_w, Tw=T_w, muw=mu_w, sw=sigma0_w, shown=shown, ref=ref, summary=summary)
+    prelude = (f"const ALL = {json.dumps(allsrc)};\nconst KEYS = {json.dumps(keys)};\n"
+               f"const LABELS = {json.dumps([_explorer_space_label(k) for k in keys])};\n"
+               f"const LIM = {json.dumps(limits)};\n"
+               f"const TS = {json.dumps(Ts)}; const MUS = {json.dumps(mus)}; "
+               f"const SIGMAS = {json.dumps(sigmas)};\n")
+    callback = CustomJS(args=args, code=prelude + code)
+    space_w.js_on_change("active", callback)
+    for w in (T_w, mu_w, sigma0_w):
+        w.js_on_change("value", callback)
+    # Fill the summary once, in Python, with the same words the callback would use.
+    first = shown.data
+    from_n = None
+    for n_, hi_ in zip(reversed(first["n"]), reversed(first["hi"])):
+        if hi_ >= 1:
+            break
+        from_n = int(n_)
+    verdict = (f"FTP is not clearly better at any n shown up to {int(first['n'][-1])}." if from_n is None
+               else f"FTP is clearly better (whole 95% band below 1) from n = {from_n} on.")
+    summary.text = (f"<b>{_explorer_space_label(start['key'])}</b>, T = {start['T']}, μ = {start['mu']:g}, "
+                    f"σ₀ = {start['sigma0']:g}: noiseless limit {limit0:.3f}. " + verdict)
+    return column(space_w, T_w, mu_w, sigma0_w, plot, summary)
+
+
+def explorer_tables(df, *, digits: int = 2) -> list:
+    """The explorer's numbers as tables: its text alternative (a canvas is not read aloud).
+
+    One :func:`table` per function space, a row per setting (columns T, μ, σ₀)
+    and a column per n holding the ratio FTP/PTF, marked "▼" where its whole 95% interval
+    lies below 1 (FTP clearly more accurate) and "▲" where it lies above 1 (PTF clearly more
+    accurate); a last column says what the sentence under the figure says: from which n on
+    FTP is clearly better, or "not at any n shown". The captions say which space and what
+    the marks mean, so the marks never carry meaning alone.
+    """
+    df = _explorer_rows(df)
+    num = functools.partial(number, digits=digits)
+    out = []
+    for key in sorted(df["key"].unique(), key=lambda k: (k != "kernel", k)):
+        sub = df[df["key"] == key]
+        rows = []
+        for (T, mu, s0), g in sub.groupby(["T", "mu", "sigma0"], sort=True):
+            g = g.sort_values("n")
+            row: dict[str, object] = {"T": int(T), "mu": float(mu), "sigma0": float(s0)}
+            for n, r, lo, hi in zip(g["n"], g["ratio"], g["ratio_lo"], g["ratio_hi"]):
+                row[f"n = {int(n)}"] = num(r) + (" ▼" if hi < 1 else " ▲" if lo > 1 else "")
+            start = None
+            for n, hi in zip(reversed(g["n"].tolist()), reversed(g["ratio_hi"].tolist())):
+                if hi >= 1:
+                    break
+                start = int(n)
+            row["FTP clearly better"] = f"from n = {start}" if start is not None else "not at any n shown"
+            rows.append(row)
+        frame = pd.DataFrame(rows)
+        text = [c for c in frame.columns if c not in ("T", "mu", "sigma0")]
+        out.append(table(
+            frame, f"The explorer's numbers, {_explorer_space_label(key)}: ratio FTP/PTF by setting and $n$ "
+                   "(below 1: FTP more accurate). ▼: the whole 95% interval lies below 1 (FTP clearly "
+                   "more accurate); ▲: above 1 (PTF clearly more accurate); no mark: undecided.",
+            index=False, formats={c: str for c in text}))
+    return out

@@ -2,10 +2,9 @@
 
 A :class:`Setting` is one cell of a simulation: a function space on a grid, a
 sample size, a privacy budget, an observation-noise level and a fitting
-radius B'.  A :class:`Study` is a named, ordered collection of settings plus
-the little a plot needs to know about it (which parameter colours the lines,
-which one splits the panels).  The engine (:mod:`dpfda.engine`) runs any
-study; :mod:`dpfda.plots` draws it.
+radius B'.  A :class:`Study` is a named, ordered collection of settings.  The
+engine (:mod:`dpfda.engine`) runs any study; :mod:`dpfda.plots` draws it (how
+each of the paper's studies is laid out is :data:`dpfda.plots.LAYOUTS`).
 
 The paper's studies (all with B = 1 and 1000 repetitions in the paper):
 
@@ -30,8 +29,7 @@ with n ∈ {2², 2³, …, 2¹²} throughout.
 A new study is built the same way, e.g.::
 
     Study.grid("wide", family="legendre", n=[64, 256], T=40, m=[3, 5], mu=[0.5, 1],
-               sigma0=0.5, radius_rule=["log_n", "1.1B"], kind="ratio",
-               panel="mu", group="m")
+               sigma0=0.5, radius_rule=["log_n", "1.1B"])
 
 Radius rules are named functions of (n, B) (:data:`RADIUS_RULES`); a custom
 rule is passed as a ``(name, function)`` pair, and the value it gives is
@@ -107,27 +105,6 @@ RADIUS_RULES: dict[str, Callable[[int, float], float]] = {
     "n_2_3": _rule_n_2_3,
 }
 """The fitting radii of §5, B' ∈ {B, 1.1B, √log n, log n, √n, n^{2/3}} (natural log)."""
-
-RULE_LABELS = {
-    "B": "$B$",
-    "1.1B": "$1.1B$",
-    "sqrt_log_n": r"$\sqrt{\log n}$",
-    "log_n": r"$\log n$",
-    "sqrt_n": r"$\sqrt{n}$",
-    "n_2_3": r"$n^{2/3}$",
-}
-"""Plot labels of the named radius rules (matplotlib mathtext)."""
-
-RULE_TEXT = {
-    "B": "B",
-    "1.1B": "1.1B",
-    "sqrt_log_n": "√(log n)",
-    "log_n": "log n",
-    "sqrt_n": "√n",
-    "n_2_3": "n^(2/3)",
-}
-"""Plain-text names of the radius rules, for tables (no TeX to typeset)."""
-
 
 def radius_rule(name: str, n: int, B: float = 1.0) -> float:
     """The fitting radius B' given by the named rule at sample size ``n``.
@@ -244,22 +221,22 @@ class Setting:
 
     def __post_init__(self):
         check_family(self.family)
-        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
-        set_("n", check_int(self.n, "n", 1))
-        set_("T", check_int(self.T, "T", 2))
-        set_("mu", check_positive(self.mu, "mu"))
-        set_("sigma0", check_nonnegative(self.sigma0, "sigma0"))
+        assign = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
+        assign("n", check_int(self.n, "n", 1))
+        assign("T", check_int(self.T, "T", 2))
+        assign("mu", check_positive(self.mu, "mu"))
+        assign("sigma0", check_nonnegative(self.sigma0, "sigma0"))
         B = check_positive(self.B, "B")
-        set_("B", B)
+        assign("B", B)
         if not isinstance(self.radius_rule, str) or not self.radius_rule:
             raise TypeError("radius_rule must be a non-empty string naming the rule")
         if self.radius is None:
-            set_("radius", radius_rule(self.radius_rule, self.n, B))
-        set_("radius", check_positive(self.radius, "radius"))
+            assign("radius", radius_rule(self.radius_rule, self.n, B))
+        assign("radius", check_positive(self.radius, "radius"))
         if self.family == "legendre":
             if self.m is None:
                 raise ValueError("m (the dimension of H_m) is required when family='legendre'")
-            set_("m", check_int(self.m, "m", 1))
+            assign("m", check_int(self.m, "m", 1))
             if self.T < self.m:
                 raise ValueError(f"T must be >= m for H_m (Assumption A.3), got T={self.T}, m={self.m}")
             if self.rho is not None or self.centers is not None:
@@ -267,8 +244,8 @@ class Setting:
         else:
             if self.m is not None:
                 raise ValueError("m applies only to family='legendre'")
-            set_("rho", 0.2 if self.rho is None else check_positive(self.rho, "rho"))
-            set_("centers", 20 if self.centers is None else check_int(self.centers, "centers", 1))
+            assign("rho", 0.2 if self.rho is None else check_positive(self.rho, "rho"))
+            assign("centers", 20 if self.centers is None else check_int(self.centers, "centers", 1))
         check_law(self.law)
 
     # -- derived objects ---------------------------------------------------
@@ -369,9 +346,6 @@ class Setting:
 # A study
 # ---------------------------------------------------------------------------
 
-_KINDS = ("ratio", "scaled", "table")
-
-
 def _as_list(value) -> list:
     """One value or many: strings and (name, function) pairs count as one."""
     if isinstance(value, str):
@@ -387,7 +361,7 @@ def _as_list(value) -> list:
 
 @dataclass(frozen=True)
 class Study:
-    """A named, ordered collection of settings and how to draw it.
+    """A named, ordered collection of settings.
 
     Parameters
     ----------
@@ -396,17 +370,6 @@ class Study:
     settings : tuple of Setting
     title : str
         One-line description (used in captions).
-    kind : {"ratio", "scaled", "table"}
-        ``"ratio"``: FTP/PTF error ratio against n, one line per ``group``
-        value, one panel per ``panel`` value (Figures 1, 3, 4, 6).
-        ``"scaled"``: n × error against n, FTP left and PTF right, one line per
-        ``group`` value (Figures 2, 5).  ``"table"``: a table (Table 1).
-    group : str
-        The parameter that colours the lines (``"T"``, ``"m"``, ``"radius_rule"``…).
-    panel : str or None
-        The parameter that splits the panels (``"mu"``, ``"sigma0"``) or None.
-    reference : bool
-        Whether ratio plots draw the dashed 1/T (RKHS) or 1/m (H_m) lines.
     source : str
         Where the study comes from (e.g. "§5.1, Figure 1").
     """
@@ -414,10 +377,6 @@ class Study:
     name: str
     settings: tuple
     title: str = ""
-    kind: str = "ratio"
-    group: str = "T"
-    panel: str | None = None
-    reference: bool = True
     source: str = ""
 
     def __post_init__(self):
@@ -436,13 +395,6 @@ class Study:
                 raise ValueError(f"duplicate setting in study {self.name!r}: {s}")
             seen.add(c)
         object.__setattr__(self, "settings", settings)
-        if self.kind not in _KINDS:
-            raise ValueError(f"kind must be one of {_KINDS}, got {self.kind!r}")
-        fields = set(Setting.__dataclass_fields__)
-        if self.group not in fields:
-            raise ValueError(f"group must be a Setting field, got {self.group!r}")
-        if self.panel is not None and self.panel not in fields:
-            raise ValueError(f"panel must be a Setting field or None, got {self.panel!r}")
 
     def __len__(self) -> int:
         return len(self.settings)
@@ -474,6 +426,10 @@ class Study:
         if "space" in study_kwargs:
             raise TypeError("Study.grid's keyword 'space' is now 'family' "
                             f"(one of {FAMILIES}; 'poly' is now 'legendre', 'rkhs' is now 'kernel')")
+        layout = sorted({"kind", "group", "panel", "reference"} & set(study_kwargs))
+        if layout:
+            raise TypeError(f"Study.grid does not take {layout}: how a study is drawn is "
+                            "dpfda.plots.Layout (plots.figure(df, layout=...))")
         if family is None:
             raise TypeError(f"Study.grid needs family, one of {FAMILIES}")
         check_family(family)
@@ -485,22 +441,22 @@ class Study:
         named_rules = []
         for r in rules:
             if isinstance(r, str):
-                radius_rule_check = RADIUS_RULES.get(r)
-                if radius_rule_check is None:
+                rule_function = RADIUS_RULES.get(r)
+                if rule_function is None:
                     raise ValueError(f"unknown radius rule {r!r}; choose one of {sorted(RADIUS_RULES)} "
                                      "or pass a (name, function) pair")
-                named_rules.append((r, radius_rule_check))
+                named_rules.append((r, rule_function))
             elif isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], str) and callable(r[1]):
                 named_rules.append(r)
             else:
                 raise TypeError("radius_rule entries must be rule names or (name, function) pairs")
         settings = []
-        for law_, sig, mu_, T_, m_, (rname, rfun), n_ in itertools.product(
+        for law_i, sigma0_i, mu_i, T_i, m_i, (rule_name, rule_function), n_i in itertools.product(
                 _as_list(law), _as_list(sigma0), _as_list(mu), _as_list(T), _as_list(m), named_rules,
                 _as_list(n)):
-            settings.append(Setting(family=family, n=n_, T=T_, m=m_, mu=mu_, sigma0=sig,
-                                    radius_rule=rname, radius=float(rfun(int(n_), float(B))),
-                                    B=B, rho=rho, centers=centers, law=law_))
+            settings.append(Setting(family=family, n=n_i, T=T_i, m=m_i, mu=mu_i, sigma0=sigma0_i,
+                                    radius_rule=rule_name, radius=float(rule_function(int(n_i), float(B))),
+                                    B=B, rho=rho, centers=centers, law=law_i))
         return cls(name=name, settings=tuple(settings), **study_kwargs)
 
     def subset(self, **criteria) -> "Study":
@@ -550,37 +506,35 @@ def paper_studies(n=PAPER_N, law="default") -> dict[str, Study]:
     return {
         "fig1": Study.grid(
             "fig1", law=law, family="kernel", n=n, T=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
-            radius_rule="1.1B", kind="ratio", group="T", panel="mu",
+            radius_rule="1.1B",
             title="Noiseless RKHS: MSE ratio FTP/PTF against n (B' = 1.1, Gaussian kernel, rho = 0.2)",
             source="§5.1, Figure 1"),
         "fig2": Study.grid(
             "fig2", law=law, family="kernel", n=n, T=4, mu=1.0, sigma0=1.0, radius_rule=_PAPER_RULES_SCALED,
-            kind="scaled", group="radius_rule", panel=None, reference=False,
             title="RKHS, sigma0 = 1, mu = 1, T = 4: n x MSE under different fitting radii",
             source="§5.2, Figure 2"),
         "fig3": Study.grid(
             "fig3", law=law, family="kernel", n=n, T=[2, 4, 6, 8], mu=1.0, sigma0=[0.1, 1.0, 10.0],
-            radius_rule="log_n", kind="ratio", group="T", panel="sigma0",
+            radius_rule="log_n",
             title="RKHS with observation noise: MSE ratio FTP/PTF against n (mu = 1, B' = log n)",
             source="§5.3, Figure 3"),
         "fig4": Study.grid(
             "fig4", law=law, family="legendre", n=n, T=20, m=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
-            radius_rule="1.1B", kind="ratio", group="m", panel="mu",
+            radius_rule="1.1B",
             title="Noiseless Legendre space (T = 20): IMSE ratio FTP/PTF against n (B' = 1.1)",
             source="Appendix, Figure 4"),
         "fig5": Study.grid(
             "fig5", law=law, family="legendre", n=n, T=20, m=4, mu=1.0, sigma0=1.0, radius_rule=_PAPER_RULES_SCALED,
-            kind="scaled", group="radius_rule", panel=None, reference=False,
             title="Legendre space, sigma0 = 1, mu = 1, m = 4, T = 20: n x IMSE under different fitting radii",
             source="Appendix, Figure 5"),
         "fig6": Study.grid(
             "fig6", law=law, family="legendre", n=n, T=20, m=[2, 4, 6, 8], mu=1.0, sigma0=[0.1, 1.0, 10.0],
-            radius_rule="sqrt_log_n", kind="ratio", group="m", panel="sigma0",
+            radius_rule="sqrt_log_n",
             title="Legendre space with observation noise: IMSE ratio FTP/PTF (mu = 1, B' = sqrt(log n))",
             source="Appendix, Figure 6"),
         "table1": Study.grid(
             "table1", law=law, family="kernel", n=n, T=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
-            radius_rule="1.1B", kind="table", group="T", panel="mu",
+            radius_rule="1.1B",
             title="Noiseless RKHS (B = 1, B' = 1.1, rho = 0.2): MSEs, ratio and p_PTF",
             source="Appendix, Table 1"),
     }

@@ -112,7 +112,6 @@ def metadata(study: Study, reps: int, seed: int, *, started: str | None = None) 
         "study": study.name,
         "title": study.title,
         "source": study.source,
-        "kind": study.kind,
         "reps": int(reps),
         "seed": int(seed),
         "settings": len(study.settings),

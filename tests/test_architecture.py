@@ -49,6 +49,8 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("cli", "_stage_outputs", "matplotlib.pyplot"): MATPLOTLIB,
     ("cli", "_stage_metadata", "plots"): PLOTS,
     ("cli", "_FolderLock.__enter__", "fcntl"): POSIX,
+    ("cli", "_output_names", "plots"): PLOTS + " (`release` never imports it)",
+    ("cli", "_stage_outputs", "evidence"): PANDAS + " (`release` never imports it)",
     # settings
     ("config", "n_jobs", "joblib"): JOBLIB,
     ("config", "bonferroni_z", "scipy.special"): SCIPY,
@@ -62,13 +64,11 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("publish", "_read_table", "pandas"): PANDAS,
     ("publish", "_numeric_values", "pandas"): PANDAS,
     # the interactive figure
-    ("explorer", "ratio_explorer", "bokeh.layouts"): BOKEH,
-    ("explorer", "ratio_explorer", "bokeh.models"): BOKEH,
-    ("explorer", "ratio_explorer", "bokeh.plotting"): BOKEH,
+    ("plots", "ratio_explorer", "bokeh.layouts"): BOKEH,
+    ("plots", "ratio_explorer", "bokeh.models"): BOKEH,
+    ("plots", "ratio_explorer", "bokeh.plotting"): BOKEH,
     ("explorer", "explorer_html", "bokeh.embed"): BOKEH,
     ("explorer", "explorer_html", "bokeh.resources"): BOKEH,
-    ("explorer", "explorer_tables", "pandas"): PANDAS,
-    ("explorer", "explorer_tables", "plots"): PLOTS,
     # the pipelines
     ("pipelines", "_pivoted_cholesky", "scipy.linalg"): SCIPY,
     ("pipelines", "_ResidualGP.__call__", "scipy.linalg"): SCIPY,
@@ -81,17 +81,10 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     # designs and audits
     ("designs", "_Whitening.__init__", "scipy.linalg"): SCIPY,
     ("designs", "compare_designs", "pandas"): PANDAS,
-    ("designs", "ratio_panels", "plots"): PLOTS,
     ("audit", "NoiseLaw.white", "scipy.linalg"): "scipy.linalg (about 0.2 s more than the scipy.special "
                                                   "audit needs at import) only when a noise law whitens",
     # the claims
     ("claims", "Judgement.show", "plots"): PLOTS,
-    ("claims", "verdict_figure", "matplotlib.pyplot"): MATPLOTLIB,
-    ("claims", "verdict_figure", "matplotlib.colors"): MATPLOTLIB,
-    ("claims", "verdict_figure", "matplotlib.patches"): MATPLOTLIB,
-    ("claims", "verdict_figure", "plots"): PLOTS,
-    ("claims", "law_figure", "matplotlib.pyplot"): MATPLOTLIB,
-    ("claims", "law_figure", "plots"): PLOTS,
 }
 
 #: Private names imported from another module: (module, imported module, name) -> owner and fix.
@@ -101,16 +94,7 @@ KNOWN_TODO_PRIVATE: dict[tuple[str, str, str], str] = {
 
 #: Imports inside functions with no reason to be there: (module, function, imported) -> owner and fix.
 KNOWN_TODO_INSIDE: dict[tuple[str, str, str], str] = {
-    ("claims", "_chi2_mix_bounds", "scipy.optimize"): "h24c-present: claims imports scipy.stats at the top",
-    ("claims", "_chi2_mix_bounds", "scipy.stats"): "h24c-present: claims imports scipy.stats at the top",
-    ("claims", "theory_activation", "pipelines"): "h24c-present: pipelines is light, no cycle",
-    ("claims", "law_figure", "data"): "h24c-present: already imported at the top",
-    ("claims", "law_figure", "spaces"): "h24c-present: light, no cycle",
-    ("plots", "ratio_map", "matplotlib.colors"): "h24c-present: plots imports matplotlib at the top",
-    ("plots", "pipeline_diagram", "matplotlib.patches"): "h24c-present: plots imports matplotlib at the top",
-    ("plots", "_data_bands", "matplotlib.collections"): "h24c-present: plots imports matplotlib at the top",
-    ("plots", "_series_colour", "matplotlib.lines"): "h24c-present: plots imports matplotlib at the top",
-    ("plots", "figure", "studies"): "h24c-present: already imported at the top",
+
 }
 
 

@@ -238,7 +238,7 @@ def test_no_duplicated_helpers():
 
     for name in ("_lr", "_SOURCES"):
         assert not hasattr(mod, name), name
-    assert cl._vs.__module__ == "dpfda.claims"
+    assert cl._ratio_compared_to.__module__ == "dpfda.claims"
     src = Path(mod.__file__).read_text()
     assert "ev.log_ratio(" in src and "def _lr(" not in src
 

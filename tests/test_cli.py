@@ -48,7 +48,7 @@ def test_reproduce_all_quick_writes_every_file(tmp_path):
         assert "delta method" in meta["ci_method"] and str(cli.QUICK_REPS) in meta["caption"]
     comment, *table = (out / "table1.md").read_text().splitlines()
     assert comment.startswith("<!-- dpfda run_id ") and comment.endswith("-->")
-    assert table[0].startswith("| mu | T | n | MSE_FTP | MSE_PTF | ratio")
+    assert table[0].startswith("| μ | T | n | MSE FTP | MSE PTF | ratio FTP/PTF")
     assert len(table) == 2 + 4 * 2 * len(cli.QUICK_N)
     # Table 1 and Figure 1 report the same numbers for the same settings.
     t1, f1 = pd.read_csv(out / "table1.csv"), pd.read_csv(out / "fig1.csv")

@@ -32,7 +32,7 @@ def _study():
     fig1 = get_study("fig1").subset(n=[4, 64], T=[2, 8], mu=0.1)
     fig3 = get_study("fig3").subset(n=[16, 512], T=[4, 6], sigma0=[1.0, 10.0])
     fig6 = get_study("fig6").subset(n=[8, 256], m=[2, 8], sigma0=10.0)
-    return Study("dask_check", fig1.settings + fig3.settings + fig6.settings, group="T")
+    return Study("dask_check", fig1.settings + fig3.settings + fig6.settings)
 
 
 def test_dask_backend_is_bit_identical_to_serial():

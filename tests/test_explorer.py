@@ -1,4 +1,4 @@
-"""dpfda.explorer: the static ratio explorer (its data, its limits, its checks, its HTML).
+"""The static ratio explorer: dpfda.plots.ratio_explorer (its data, limits, checks) and dpfda.explorer (its HTML).
 
 The browser side (moving a slider redraws the figure, nothing leaves the page) is tested in
 tests/browser/test_explorer.py on the built book.
@@ -15,7 +15,9 @@ import pytest
 from bokeh.models import ColumnDataSource, CustomJS, Slider
 
 from dpfda import theory
-from dpfda.explorer import NAMES, explorer_html, ratio_explorer
+from dpfda.explorer import explorer_html
+from dpfda.plots import EXPLORER_NAMES as NAMES
+from dpfda.plots import ratio_explorer
 from dpfda.schedule import run_studies
 from dpfda.studies import Setting, Study
 
@@ -101,7 +103,7 @@ def test_text_alternative_tables_hold_every_number_and_the_verdict(df):
     """The explorer's text alternative (issue #23): one table per space, every setting a row,
     every n a column with the ratio and its interval, and the figure's sentence."""
     from dpfda import plots
-    from dpfda.explorer import explorer_tables
+    from dpfda.plots import explorer_tables
 
     tables = explorer_tables(df)
     assert len(tables) == 2

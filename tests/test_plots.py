@@ -53,7 +53,7 @@ def test_table_without_caption_is_a_pipe_table_and_escapes_markdown():
 def test_table_two_header_levels_and_overrides():
     t1 = pd.DataFrame({"mu": [0.1, 0.1, 1.0, 1.0], "T": [2, 4, 2, 4], "n": [4] * 4,
                        "ratio": [1.2, 0.5, 0.3, 0.2]})
-    laid = plots.table1_layout(t1, "ratio")
+    laid = plots.pivot_n_by_mu_T(t1, "ratio")
     assert list(laid.index) == [4]
     md = plots.table(laid, "Table 1.").markdown()
     assert ":header-rows: 2" in md and "μ = 0.1" in md and "T = 4" in md
@@ -71,7 +71,7 @@ def test_table_rejects_bad_input():
     with pytest.raises(ValueError, match="name needs a caption"):
         plots.table(pd.DataFrame({"a": [1]}), name="x")
     with pytest.raises(ValueError, match="value must be a column"):
-        plots.table1_layout(pd.DataFrame({"mu": [1], "T": [2], "n": [4]}), "ratio")
+        plots.pivot_n_by_mu_T(pd.DataFrame({"mu": [1], "T": [2], "n": [4]}), "ratio")
 
 
 def test_no_reprs_in_a_table():
@@ -210,9 +210,6 @@ def test_design_figure_shows_every_design():
     assert plots.colour_distance(plots.COLOURS[0], plots.COLOURS[5]) < plots.MIN_COLOUR_DELTA_E + 20
     fig = plots.design_ratio_figure(df, names)
     assert plots.layout_problems(fig) == []
-    from dpfda import designs
-
-    assert plots.layout_problems(designs.ratio_panels(df, names)) == []  # the package's entry point
     # FTP and PTF drawn as in every other chapter, FTP+fit told from FTP by more than colour
     lines = {c.get_label(): c.lines[0] for c in fig.axes[0].containers}
     assert lines["FTP"].get_color() == plots.METHOD_STYLE["ftp"]["color"]
@@ -312,3 +309,111 @@ def test_layout_problems_finds_colliding_text_and_passes_a_clean_figure():
     ax.legend(loc="upper center")
     assert plots.layout_problems(fig2) == [], plots.layout_problems(fig2)
     plt.close("all")
+
+
+# --- presentation out of the data model (issue #24 item 4) -------------------------------
+
+
+def test_each_paper_study_has_a_layout_and_a_study_has_none():
+    from dpfda.studies import STUDY_NAMES, Study, get_study
+
+    assert set(plots.LAYOUTS) == set(STUDY_NAMES)
+    assert plots.layout_of("fig3") == plots.Layout("ratio", group="T", panel="sigma0")
+    assert plots.layout_of(get_study("fig2")).kind == "scaled"
+    assert plots.layout_of("fig6__shift_0p5") is plots.LAYOUTS["fig6"]  # the robustness runs' names
+    assert not {"kind", "group", "panel", "reference"} & set(Study.__dataclass_fields__)
+    with pytest.raises(ValueError, match="pass its Layout"):
+        plots.layout_of("mine")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        plots.Layout("pie")
+    with pytest.raises(ValueError, match="group must be a Setting field"):
+        plots.Layout("ratio", group="colour")
+    with pytest.raises(ValueError, match="panel must be a Setting field"):
+        plots.Layout("ratio", panel="colour")
+
+
+def test_a_study_of_ones_own_is_drawn_in_the_layout_given():
+    plots.use_style()
+    rows = [dict(study="mine", mu=mu, m=m, n=n, ratio=1 / m, ratio_lo=0.9 / m, ratio_hi=1.1 / m,
+                 err_ftp=1.0, err_ptf=1.0, se_ftp=0.1, se_ptf=0.1, metric="IMSE")
+            for mu in (0.5, 1.0) for m in (3, 5) for n in (16, 64)]
+    df = pd.DataFrame(rows)
+    with pytest.raises(ValueError, match="pass its Layout"):
+        plots.figure(df)
+    fig = plots.figure(df, layout=plots.Layout("ratio", group="m", panel="mu"))
+    assert [ax.get_title() for ax in fig.axes if ax.axison] == ["μ = 0.5", "μ = 1"]
+    with pytest.raises(ValueError, match="the layout is a table"):
+        plots.figure(df, layout=plots.LAYOUTS["table1"])
+    meta = {"study": "mine", "title": "t", "reps": 10, "seed": 1}
+    assert "delta-method confidence intervals" in plots.caption(meta, plots.Layout("ratio"))
+    assert "±1.96 Monte Carlo" in plots.caption({**meta, "study": "fig5"})
+
+
+def test_table1_frame_is_the_data_and_the_pivot_its_layout():
+    from dpfda import evidence
+
+    rows = [dict(mu=mu, T=T, n=n, err_ftp=1.0 * T, err_ptf=2.0, ratio=T / 2, ratio_lo=T / 3, ratio_hi=T,
+                 p_ptf_active=0.5, extra="x")
+            for mu in (1.0, 0.1) for T in (4, 2) for n in (16, 4)]
+    t1 = evidence.table1_frame(pd.DataFrame(rows))
+    assert list(t1.columns) == ["mu", "T", "n", "MSE_FTP", "MSE_PTF", "ratio", "ratio_lo", "ratio_hi", "p_PTF"]
+    assert list(t1[["mu", "T", "n"]].itertuples(index=False, name=None))[:3] == [(0.1, 2, 4), (0.1, 2, 16),
+                                                                                (0.1, 4, 4)]
+    laid = plots.pivot_n_by_mu_T(t1, "ratio")
+    assert list(laid.index) == [4, 16] and laid.columns[0] == ("μ = 0.1", "T = 2")
+    with pytest.raises(ValueError, match="lacks columns"):
+        evidence.table1_frame(pd.DataFrame(rows).drop(columns="p_ptf_active"))
+
+
+def test_activation_figure_one_panel_per_mu_a_line_per_T():
+    plots.use_style()
+    rows = [dict(mu=mu, T=T, n=n, p_ptf_active=min(1.0, T / n), reps=100, ratio=1.0, ratio_lo=0.9,
+                 ratio_hi=1.1, err_ftp=1.0, err_ptf=1.0, se_ftp=0.1, se_ptf=0.1, metric="MSE")
+            for mu in (0.1, 1.0) for T in (2, 8) for n in (4, 64, 1024)]
+    fig = plots.activation_figure(pd.DataFrame(rows))
+    assert fig.get_size_inches()[0] <= plots.TEXT_WIDTH
+    assert [ax.get_title() for ax in fig.axes] == ["μ = 0.1", "μ = 1"]
+    assert [c.get_label() for c in fig.axes[0].containers] == ["T = 2", "T = 8"]
+
+
+def test_the_chapters_figures_moved_into_plots_fit_and_refuse_bad_input():
+    from dpfda import claims as cl
+    from dpfda.data import LAW_SHIFTS, LAWS
+
+    plots.use_style()
+    ids = [c.id for c in cl.CLAIMS[:3]]
+    matrix = pd.DataFrame([[cl.VERDICTS[(i + j) % 3] for j in range(len(LAWS))] for i in range(3)],
+                          index=ids, columns=list(LAWS))
+    shares = pd.DataFrame([{"law": "default", "shape": "default", "S": np.nan, "p": 0.3, "se": 0.02}]
+                          + [{"law": f"{sh}-{S:g}", "shape": sh, "S": S, "p": 0.2 + 0.5 * S, "se": 0.02}
+                             for sh in ("shift", "wave") for S in LAW_SHIFTS])
+    ratios = pd.DataFrame({"Laplace ratio": [1.0, 2.1, 3.9], "Laplace s.e.": [0.1] * 3,
+                           "Gaussian ratio": [1.0, 1.02, 0.98], "Gaussian s.e.": [0.05] * 3},
+                          index=pd.Index([1, 2, 4], name="T"))
+    figures = [plots.verdict_figure(matrix), plots.law_figure(), plots.activation_by_share_figure(shares),
+               plots.composition_ratio_figure(ratios),
+               plots.activation_by_norm_figure([0.1, 0.5, 1.0], [0.1, 0.4, 0.9], [0.01] * 3, 0.6),
+               plots.legendre_limit_figure(np.arange(1, 5), 1 / np.arange(1, 5) ** 1.2),
+               plots.kernel_eigenvalue_figure(np.arange(2, 9), 10.0 ** -np.arange(2, 9), 10.0 ** -np.arange(2, 9),
+                                              1e-8)]
+    for fig in figures:
+        assert fig.get_size_inches()[0] <= plots.TEXT_WIDTH
+    assert "✓" in [t.get_text() for t in figures[0].axes[0].texts]  # the mark, not colour alone
+    assert plots.layout_problems(figures[2]) == []
+    with pytest.raises(ValueError, match="values other than"):
+        plots.verdict_figure(matrix.replace("holds", "yes"))
+    with pytest.raises(ValueError, match="activation_by_share"):
+        plots.activation_by_share_figure(shares.drop(columns="se"))
+    with pytest.raises(ValueError, match="indexed by T"):
+        plots.composition_ratio_figure(ratios.drop(columns="Gaussian s.e."))
+    with pytest.raises(ValueError, match="same length"):
+        plots.activation_by_norm_figure([0.1, 0.5], [0.1], [0.01], 0.6)
+    assert "floor $10^{-8}$" in figures[-1].axes[0].get_legend_handles_labels()[1]
+    with pytest.raises(ValueError, match="same length"):
+        plots.legendre_limit_figure([1, 2], [1.0])
+    with pytest.raises(ValueError, match="same length"):
+        plots.kernel_eigenvalue_figure([2, 3], [1.0, 0.1], [1.0], 1e-8)
+    with pytest.raises(ValueError, match="columns x and free"):
+        plots.noise_collapse_figure(pd.DataFrame({"n": [4], "err_ftp": [1.0], "err_ptf": [1.0], "ratio": [1.0],
+                                                  "ratio_lo": [0.9], "ratio_hi": [1.1], "se_ftp": [0.1],
+                                                  "se_ptf": [0.1], "metric": ["MSE"]}))

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpfda import engine, store
+from dpfda import engine, schedule, store
 from dpfda.studies import Setting, Study, get_study
 
 SETTING = Setting("legendre", n=8, T=10, mu=1.0, sigma0=0.5, radius_rule="B", m=4)
@@ -59,7 +59,7 @@ def test_off_by_default_computes_and_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     same_arrays(store.simulate_setting(SETTING, 5, 3), engine.simulate_setting(SETTING, 5, 3))
     st = Study("off", (SETTING, QUIET))
-    pd.testing.assert_frame_equal(store.run_study(st, 4, 3), engine.run_study(st, 4, 3), check_exact=True)
+    pd.testing.assert_frame_equal(store.run_study(st, 4, 3), schedule.run_study(st, 4, 3), check_exact=True)
     assert not any(tmp_path.iterdir())
 
 
@@ -78,7 +78,7 @@ def test_hit_returns_bit_identical_arrays(folder, setting, keep):
 def test_studies_equal_the_engine_and_share_settings(folder):
     fig1 = get_study("fig1", n=[4, 16])
     other = Study("other", fig1.settings[:3] + (SETTING,))
-    fresh = engine.run_studies([fig1, other], 6, 5, n_jobs=1)
+    fresh = schedule.run_studies([fig1, other], 6, 5, n_jobs=1)
     got = store.run_studies([fig1, other], 6, 5, n_jobs=2)
     for name in fresh:
         a, b = fresh[name], got[name]
@@ -93,7 +93,7 @@ def test_studies_equal_the_engine_and_share_settings(folder):
     again = store.run_study(grown, 6, 5)
     rows = log(folder)[-len(grown.settings):]
     assert [r["hit"] for r in rows] == [True] * len(other.settings) + [False]
-    pd.testing.assert_frame_equal(again, engine.run_study(grown, 6, 5), check_exact=True)
+    pd.testing.assert_frame_equal(again, schedule.run_study(grown, 6, 5), check_exact=True)
     # and a single setting stored by run_studies is the one simulate_setting would store
     same_arrays(store.simulate_setting(SETTING, 6, 5), engine.simulate_setting(SETTING, 6, 5))
 
@@ -101,7 +101,7 @@ def test_studies_equal_the_engine_and_share_settings(folder):
 def test_chunking_and_workers_do_not_change_the_arrays(folder):
     st = Study("chunks", (SETTING, QUIET))
     a = store.run_study(st, 9, 2, n_jobs=2, chunk_reps=2)
-    pd.testing.assert_frame_equal(a, engine.run_study(st, 9, 2), check_exact=True)
+    pd.testing.assert_frame_equal(a, schedule.run_study(st, 9, 2), check_exact=True)
 
 
 def key(setting=SETTING, reps=10, seed=1, **kw):
