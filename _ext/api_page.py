@@ -44,6 +44,7 @@ MODULES = [
     ("data", "Data models"),
     ("audit", "Empirical privacy audits"),
     ("designs", "Beyond the paper: other mechanism designs"),
+    ("design_runs", "Monte Carlo over the designs"),
     ("explorer", "The interactive ratio figure in a static page"),
     ("config", "Settings of the chapters"),
     ("engine", "The simulation engine: one loop over mechanisms"),

@@ -8,7 +8,7 @@ JSON file (``--out``):
   chunked as ``reproduce all --reps R`` chunks them (:func:`dpfda.engine.plan`),
   through :func:`dpfda.engine.simulate_chunk` with ``keep_releases=True``:
   keys ``engine/<setting hash>/<start>/<array>``;
-* ``designs``: :func:`dpfda.designs.simulate_designs` of the design-space
+* ``designs``: :func:`dpfda.design_runs.simulate_designs` of the design-space
   chapter's designs on its 72 settings (fewer repetitions than the chapter, but
   several chunks a setting): ``designs/<setting hash>/<design>/<array>``;
 * ``audit``: :func:`dpfda.audit.audit` of FTP and PTF (the mechanism

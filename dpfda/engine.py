@@ -17,7 +17,7 @@ paper (:mod:`dpfda.tabulate`; :mod:`dpfda.schedule` runs whole studies).
 One loop
 --------
 Every simulation of the package — the paper's settings (:func:`simulate_chunk`),
-the designs of :mod:`dpfda.designs` (:func:`dpfda.designs.simulate_designs`) and
+the designs of :mod:`dpfda.designs` (:func:`dpfda.design_runs.simulate_designs`) and
 repeated releases of one dataset (:func:`repeat_releases`, the audit) — runs
 chunk by chunk through :func:`simulate_mechanisms`: draw the random numbers
 (:func:`draw_normals`, the one rule for their order), form X = F + σ₀ε, compute

@@ -1077,7 +1077,7 @@ def design_ratio_figure(df: pd.DataFrame, designs, *, panel: str = "sigma0", ref
                         z: float = Z95):
     """Error of each design relative to ``reference`` against n, one panel per ``panel`` value.
 
-    ``df`` is :func:`dpfda.designs.compare_designs`' table (columns ``design``, ``n``,
+    ``df`` is :func:`dpfda.design_runs.compare_designs`' table (columns ``design``, ``n``,
     ``panel``, ``ratio_<reference>``, ``se_log_ratio_<reference>``). Error bars: the paired
     confidence interval exp(±z·se_log_ratio). The designs of one n are drawn side by side
     (a small horizontal offset on the log axis), so no design hides another where their

@@ -80,7 +80,7 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("store", "_compute", "joblib"): JOBLIB,
     # designs and audits
     ("designs", "_Whitening.__init__", "scipy.linalg"): SCIPY,
-    ("designs", "compare_designs", "pandas"): PANDAS,
+    ("design_runs", "compare_designs", "pandas"): PANDAS,
     ("audit", "NoiseLaw.white", "scipy.linalg"): "scipy.linalg (about 0.2 s more than the scipy.special "
                                                   "audit needs at import) only when a noise law whitens",
     # the claims

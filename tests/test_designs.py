@@ -23,7 +23,8 @@ import pytest
 import dpfda
 from dpfda import audit as A
 from dpfda import evidence as ev
-from dpfda.designs import Design, project_ball, simulate_designs
+from dpfda.design_runs import simulate_designs
+from dpfda.designs import Design, project_ball
 from dpfda.studies import Setting
 
 GRID = np.linspace(0.0, 1.0, 6)

@@ -14,7 +14,7 @@ import pytest
 import dpfda
 from dpfda import audit as A
 from dpfda import engine, seeding
-from dpfda.designs import simulate_designs
+from dpfda.design_runs import simulate_designs
 from dpfda.studies import Setting, get_study, paper_studies
 
 
