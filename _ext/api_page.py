@@ -30,34 +30,37 @@ GROUPS = [
                                  "KernelCurves"]),
     ("Errors", ["AssumptionError"]),
 ]
-MODULES = [
-    ("publish", "From a table of curves to a published release"),
-    ("realdata", "Real data"),
-    ("pipelines", "The two pipelines, stage by stage"),
-    ("mechanism", "One type for every mechanism"),
-    ("spaces", "Function spaces"),
-    ("fitting", "Ball-constrained least squares"),
-    ("privacy", "Gaussian differential privacy"),
-    ("summation", "Exact sums and their floating-point bounds"),
-    ("secure", "OpenDP's samplers"),
-    ("theory", "The paper's bounds and limits"),
-    ("data", "Data models"),
-    ("audit", "Empirical privacy audits"),
-    ("designs", "Beyond the paper: other mechanism designs"),
-    ("design_runs", "Monte Carlo over the designs"),
-    ("explorer", "The interactive ratio figure in a static page"),
-    ("config", "Settings of the chapters"),
-    ("engine", "The simulation engine: one loop over mechanisms"),
-    ("seeding", "Random streams of the simulations"),
-    ("schedule", "Planning and running simulations"),
-    ("tabulate", "Results tables of simulations"),
-    ("store", "The results store of the book's build"),
-    ("studies", "The paper's simulation studies"),
-    ("evidence", "Monte Carlo evidence for the chapters' checks"),
-    ("claims", "The paper's claims, judged"),
-    ("plots", "Figures and tables"),
-    ("cli", "The command line"),
+# The package's layers (its subpackages), in the order they import each other, and in
+# each the modules with their section titles; `config` and `cli` stand at the top level.
+LAYERS = [
+    ("maths", [("spaces", "Function spaces"),
+               ("fitting", "Ball-constrained least squares"),
+               ("data", "Data models"),
+               ("summation", "Exact sums and their floating-point bounds")]),
+    ("mechanisms", [("mechanism", "One type for every mechanism"),
+                    ("pipelines", "The two pipelines, stage by stage"),
+                    ("designs", "Beyond the paper: other mechanism designs"),
+                    ("privacy", "Gaussian differential privacy"),
+                    ("secure", "OpenDP's samplers"),
+                    ("theory", "The paper's bounds and limits")]),
+    ("simulation", [("studies", "The paper's simulation studies"),
+                    ("seeding", "Random streams of the simulations"),
+                    ("engine", "The simulation engine: one loop over mechanisms"),
+                    ("schedule", "Planning and running simulations"),
+                    ("tabulate", "Results tables of simulations"),
+                    ("store", "The results store of the book's build"),
+                    ("design_runs", "Monte Carlo over the designs")]),
+    ("trust", [("audit", "Empirical privacy audits")]),
+    ("report", [("plots", "Figures and tables"),
+                ("evidence", "Monte Carlo evidence for the chapters' checks"),
+                ("claims", "The paper's claims, judged"),
+                ("explorer", "The interactive ratio figure in a static page")]),
+    ("practice", [("realdata", "Real data"),
+                  ("publish", "From a table of curves to a published release")]),
+    ("", [("config", "Settings of the chapters"),
+          ("cli", "The command line")]),
 ]
+MODULES = [(f"{layer}.{name}" if layer else name, title) for layer, mods in LAYERS for name, title in mods]
 
 # Public constants that the docstrings refer to but their module's __all__ leaves out.
 EXTRA = {"plots": ["TEXT_WIDTH", "MIN_FONT_PT", "DPI", "METHOD_STYLE", "HEADERS"]}
@@ -85,8 +88,9 @@ used.
 
 LAZY = """### Modules imported on first use
 
-`dpfda.audit`, `dpfda.designs`, `dpfda.secure` and `dpfda.theory` are in `dpfda.__all__`
-too; each is imported when first used, if `import dpfda` has not loaded it (`dpfda.audit`
+`dpfda.audit`, `dpfda.designs`, `dpfda.secure` and `dpfda.theory` are in `dpfda.__all__` too (the
+modules `dpfda.trust.audit`, `dpfda.mechanisms.designs`, `dpfda.mechanisms.secure` and
+`dpfda.mechanisms.theory`); each is imported when first used, if `import dpfda` has not loaded it (`dpfda.trust.audit`
 needs scipy, which `import dpfda` never loads). They are documented with the modules below:
 {ref}`audit <api-audit>`, {ref}`designs <api-designs>`, {ref}`secure <api-secure>`,
 {ref}`theory <api-theory>`.
@@ -130,26 +134,33 @@ def render() -> str:
     out.append(LAZY)
     seen: dict = {}
     home: dict = {}
-    for name, title in MODULES:
-        mod = importlib.import_module(f"dpfda.{name}")
-        own = [n for n in mod.__all__ if n in top and getattr(dpfda, n) is getattr(mod, n)]
-        extra = [n for n in mod.__all__ if n not in own] + EXTRA.get(name, [])
-        reexported = [n for n in extra if n in seen and seen[n] is getattr(mod, n)]
-        extra = [n for n in extra if n not in reexported]
-        text = (f"(api-{name})=\n### `dpfda.{name}`: {title}\n\n"
-                f"```{{eval-rst}}\n.. automodule:: dpfda.{name}\n   :no-members:\n```\n\n")
-        if own:
-            text += ("Exported by `dpfda` and documented {ref}`above <api-top>`: "
-                     + ", ".join(f"{{py:obj}}`~dpfda.{n}`" for n in own) + ".\n\n")
-        if reexported:
-            text += ("Also importable from here, documented where they are defined: "
-                     + ", ".join(f"{{py:obj}}`~{home[n]}.{n}`" for n in reexported) + ".\n\n")
-        for n in extra:
-            seen.setdefault(n, getattr(mod, n))
-            home.setdefault(n, f"dpfda.{name}")
-        if extra:
-            text += block(f"dpfda.{name}", extra, {n: getattr(mod, n) for n in extra})
-        out.append(text)
+    for layer, mods in LAYERS:
+        if layer:
+            out.append(f"(api-layer-{layer})=\n### `dpfda.{layer}`\n\n"
+                       f"```{{eval-rst}}\n.. automodule:: dpfda.{layer}\n   :no-members:\n```\n")
+        else:
+            out.append("(api-layer-top)=\n### At the top level\n")
+        for short, title in mods:
+            name = f"{layer}.{short}" if layer else short
+            mod = importlib.import_module(f"dpfda.{name}")
+            own = [n for n in mod.__all__ if n in top and getattr(dpfda, n) is getattr(mod, n)]
+            extra = [n for n in mod.__all__ if n not in own] + EXTRA.get(short, [])
+            reexported = [n for n in extra if n in seen and seen[n] is getattr(mod, n)]
+            extra = [n for n in extra if n not in reexported]
+            text = (f"(api-{short})=\n#### `dpfda.{name}`: {title}\n\n"
+                    f"```{{eval-rst}}\n.. automodule:: dpfda.{name}\n   :no-members:\n```\n\n")
+            if own:
+                text += ("Exported by `dpfda` and documented {ref}`above <api-top>`: "
+                         + ", ".join(f"{{py:obj}}`~dpfda.{n}`" for n in own) + ".\n\n")
+            if reexported:
+                text += ("Also importable from here, documented where they are defined: "
+                         + ", ".join(f"{{py:obj}}`~{home[n]}.{n}`" for n in reexported) + ".\n\n")
+            for n in extra:
+                seen.setdefault(n, getattr(mod, n))
+                home.setdefault(n, f"dpfda.{name}")
+            if extra:
+                text += block(f"dpfda.{name}", extra, {n: getattr(mod, n) for n in extra})
+            out.append(text)
     return "\n".join(out)
 
 

@@ -1,7 +1,7 @@
 """How long does the claims × laws matrix of book/robustness.ipynb take?
 
-Runs what the chapter runs — :func:`dpfda.claims.simulate` over all the laws of
-:data:`dpfda.data.LAWS` with ``--draws`` independent latent draws per law (the
+Runs what the chapter runs — :func:`dpfda.report.claims.simulate` over all the laws of
+:data:`dpfda.maths.data.LAWS` with ``--draws`` independent latent draws per law (the
 repetitions split evenly between them; two engine calls per draw, covering every
 law), then the components, the Holm-corrected verdicts and the classification —
 at the chapter's sizes, and reports the wall time of each part.  ``--draws 1`` is
@@ -29,8 +29,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from dpfda import claims as cl  # noqa: E402
-from dpfda.data import LAWS  # noqa: E402
+from dpfda.maths.data import LAWS  # noqa: E402
+from dpfda.report import claims as cl  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -61,7 +61,7 @@ from dpfda import (  # noqa: E402
     rkhs_curves,
     uniform_grid,
 )
-from dpfda.pipelines import ftp_fit_mean  # noqa: E402
+from dpfda.mechanisms.pipelines import ftp_fit_mean  # noqa: E402
 
 # ---------------------------------------------------------------------------
 # The per-curve loop implementations

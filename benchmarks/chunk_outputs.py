@@ -4,17 +4,17 @@ Runs, with fixed repetitions and seeds, and writes one SHA-256 per array to a
 JSON file (``--out``):
 
 * ``engine``: every chunk of every setting that ``reproduce all`` runs (the
-  studies of :func:`dpfda.studies.paper_studies`, σ₀ = 0 settings included),
-  chunked as ``reproduce all --reps R`` chunks them (:func:`dpfda.engine.plan`),
-  through :func:`dpfda.engine.simulate_chunk` with ``keep_releases=True``:
+  studies of :func:`dpfda.simulation.studies.paper_studies`, σ₀ = 0 settings included),
+  chunked as ``reproduce all --reps R`` chunks them (:func:`dpfda.simulation.engine.plan`),
+  through :func:`dpfda.simulation.engine.simulate_chunk` with ``keep_releases=True``:
   keys ``engine/<setting hash>/<start>/<array>``;
-* ``designs``: :func:`dpfda.design_runs.simulate_designs` of the design-space
+* ``designs``: :func:`dpfda.simulation.design_runs.simulate_designs` of the design-space
   chapter's designs on its 72 settings (fewer repetitions than the chapter, but
   several chunks a setting): ``designs/<setting hash>/<design>/<array>``;
-* ``audit``: :func:`dpfda.audit.audit` of FTP and PTF (the mechanism
+* ``audit``: :func:`dpfda.trust.audit.audit` of FTP and PTF (the mechanism
   constructors and a plain ``dpfda.ftp`` callable; Neyman–Pearson and
   black-box scores) with fixed generators: ``audit/<case>/<field>``;
-* ``repeat``: :func:`dpfda.engine.repeat_releases` (the finite-dimensional and
+* ``repeat``: :func:`dpfda.simulation.engine.repeat_releases` (the finite-dimensional and
   RKHS chapters' helper) on noiseless and noisy data.
 
 Run it on the tree before a change and after it, and compare::
@@ -48,18 +48,27 @@ def digest(a) -> str:
     return h.hexdigest()
 
 
+def _module(*paths: str):
+    """The first of dpfda's modules ``paths`` that exists: the layered package and, for a
+    comparison with an older checkout, the flat modules it grew from (``"designs"``)."""
+    import importlib
+
+    for path in paths:
+        try:
+            return importlib.import_module(f"dpfda.{path}")
+        except ImportError:
+            continue
+    raise ImportError(f"none of dpfda.{', dpfda.'.join(paths)}")
+
+
 def _short(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def engine_outputs(reps: int, seed: int, out: dict, jobs: int = 1) -> int:
-    from dpfda import engine
-    from dpfda.studies import paper_studies
-
-    try:
-        from dpfda.schedule import plan
-    except ImportError:  # before the engine was split
-        plan = engine.plan
+    engine = _module("simulation.engine", "engine")
+    paper_studies = _module("simulation.studies", "studies").paper_studies
+    plan = _module("simulation.schedule", "schedule", "engine").plan
     settings, tasks = plan(list(paper_studies().values()), reps)
 
     def one(key, a, b):
@@ -92,7 +101,7 @@ DESIGN_SPECS = {
 
 def _design_specs() -> dict:
     """The chapter's designs, under whichever name ``Design`` gives the set keyword."""
-    from dpfda.designs import Design
+    Design = _module("mechanisms.designs", "designs").Design
 
     params = inspect.signature(Design).parameters
     if "set" in params:
@@ -102,8 +111,8 @@ def _design_specs() -> dict:
 
 
 def design_outputs(reps_small: int, reps: int, seed: int, out: dict) -> int:
-    from dpfda.designs import simulate_designs
-    from dpfda.studies import Setting
+    simulate_designs = _module("simulation.design_runs", "design_runs", "designs").simulate_designs
+    Setting = _module("simulation.studies", "studies").Setting
 
     specs = _design_specs()
     count = 0
@@ -125,7 +134,7 @@ def audit_outputs(out: dict) -> int:
     import dataclasses
 
     import dpfda
-    from dpfda import audit as au
+    au = _module("trust.audit", "audit")
 
     cases = []
     for kind in ("legendre", "kernel"):
@@ -148,7 +157,7 @@ def audit_outputs(out: dict) -> int:
             res = au.audit(mech, X0, X1, draws=3000, rng=np.random.default_rng(100 + i), statistic=stat,
                            chunk=700)
         except TypeError:  # a plain callable is no longer a mechanism: the FTP mechanism it wrapped
-            from dpfda.mechanism import ftp_mechanism
+            ftp_mechanism = _module("mechanisms.mechanism", "mechanism").ftp_mechanism
 
             grid = np.asarray(mech.__defaults__[0])
             mech = ftp_mechanism(grid, mech.__defaults__[1], mech.__defaults__[2], 1.0, n=X0.shape[0])
@@ -163,8 +172,8 @@ def audit_outputs(out: dict) -> int:
 
 def repeat_outputs(out: dict) -> int:
     import dpfda
-    from dpfda import engine
-    from dpfda.data import polynomial_curves
+    polynomial_curves = _module("maths.data", "data").polynomial_curves
+    engine = _module("simulation.engine", "engine")
 
     count = 0
     for kind in ("legendre", "kernel"):

@@ -2,23 +2,33 @@
 
 A small, exact companion package to the paper *Fit-Then-Protect versus
 Protect-Then-Fit* (Chen, Chen, Song and Awan), under Gaussian differential
-privacy.  Modules, each readable beside the chapter that introduces it:
+privacy.  The package is built in layers, each a subpackage that imports only from the
+layers before it in this list (and from the shared ``config`` and ``_validation``):
 
-=============  ==============================================================
-``spaces``     ``LegendreSpace``, ``KernelSpace``, kernels, ``uniform_grid``
-``fitting``    ball-constrained weighted least squares (secular equation)
-``privacy``    G_μ, composition, Gaussian calibration, GDP ↔ (ε, δ), Laplace
-``pipelines``  ``ftp`` (Algorithm 1), ``ptf`` (Algorithm 2), ``Release``
-``mechanism``  ``Mechanism``: summary map, calibration, noise shape, fit (every mechanism)
-``theory``     the bounds and limits of Theorems 10–15
-``data``       the paper's generative models
-``audit``      empirical μ-GDP audits, worst-case neighbours (Theorem 6, Prop. 9)
-``secure``     release noise from OpenDP's vetted samplers (``secure=True``)
-``realdata``   a study's domain onto [0, 1], public value ranges onto c_j and B'
-``publish``    a table of curves in, the record of one release to publish out
-``explorer``   the interactive ratio figure as one HTML fragment for static pages (bokeh)
-``designs``    beyond the paper: one mechanism from PTF's box to FTP's ellipsoid
-=============  ==============================================================
+``maths`` — the paper's mathematics
+    ``spaces`` (``LegendreSpace``, ``KernelSpace``, grids), ``fitting`` (least squares in
+    a ball, the secular equation), ``data`` (the generative models of the simulations),
+    ``summation`` (exact sums and their rounding bounds).
+``mechanisms`` — mechanisms and their guarantees
+    ``mechanism`` (``Mechanism``: per-curve map, calibration, noise shape, fit; ``ftp``,
+    ``ptf``), ``pipelines`` (the stages of Algorithms 1 and 2, ``Release``), ``designs``
+    (beyond the paper: from PTF's box to FTP's ellipsoid), ``privacy`` (G_μ, composition,
+    GDP ↔ (ε, δ), Laplace), ``secure`` (noise from OpenDP's vetted samplers), ``theory``
+    (the error bounds and limits of Theorems 10–15).
+``simulation`` — the Monte Carlo study
+    ``studies`` (settings and studies), ``seeding`` (random streams), ``engine`` (the one
+    simulation loop over mechanisms), ``schedule`` (planning, joblib and Dask),
+    ``tabulate`` (results tables), ``store`` (the book's results store), ``design_runs``
+    (the designs' simulations).
+``trust`` — checking the guarantee
+    ``audit`` (empirical μ-GDP audits from first principles, worst-case neighbours).
+``report`` — the book's figures and claims
+    ``plots`` (every figure and table), ``evidence`` (Monte Carlo checks), ``claims`` (the
+    registry of the paper's claims and their verdicts), ``explorer`` (the interactive
+    figure as HTML).
+``practice`` — your own data
+    ``realdata`` (a domain onto [0, 1], public ranges onto c_j and B'), ``publish`` (a
+    table of curves in, the record of one release out); ``cli`` is ``python -m dpfda``.
 
 How the modules import each other (checked by ``tests/test_architecture.py``): no module
 imports a private name (``_x``) of another; a module imports what it uses at its top, except
@@ -31,22 +41,9 @@ import importlib
 from typing import TYPE_CHECKING
 
 from ._validation import AssumptionError
-from .data import KernelCurves, PolynomialCurves, observe, polynomial_curves, rkhs_curves, uniform_ball
-from .fitting import BallFit, BallLeastSquares, fit_ball
-from .mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
-from .pipelines import Release, ftp_sigma, ptf_sigmas
-from .privacy import (
-    compose,
-    delta_from_mu,
-    epsilon_from_mu,
-    gaussian_sigma,
-    laplace_mechanism,
-    laplace_scale,
-    mu_from_epsilon_delta,
-    tradeoff,
-)
-from .realdata import Domain, PublicFrame, legendre_derivative
-from .spaces import (
+from .maths.data import KernelCurves, PolynomialCurves, observe, polynomial_curves, rkhs_curves, uniform_ball
+from .maths.fitting import BallFit, BallLeastSquares, fit_ball
+from .maths.spaces import (
     BrownianKernel,
     FunctionSpace,
     GaussianKernel,
@@ -60,20 +57,35 @@ from .spaces import (
     gaussian_kernel,
     uniform_grid,
 )
+from .mechanisms.mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
+from .mechanisms.pipelines import Release, ftp_sigma, ptf_sigmas
+from .mechanisms.privacy import (
+    compose,
+    delta_from_mu,
+    epsilon_from_mu,
+    gaussian_sigma,
+    laplace_mechanism,
+    laplace_scale,
+    mu_from_epsilon_delta,
+    tradeoff,
+)
+from .practice.realdata import Domain, PublicFrame, legendre_derivative
 
 __version__ = "0.1.1"
 
-_LAZY = ("audit", "designs", "secure", "theory")
-"""Submodules of ``__all__`` imported on first use (``dpfda.audit``, ``from dpfda import theory``)
+_LAZY = {"audit": "trust.audit", "designs": "mechanisms.designs", "secure": "mechanisms.secure",
+         "theory": "mechanisms.theory"}
+"""Submodules of ``__all__`` imported on first use (``dpfda.trust.audit``, ``from dpfda import theory``)
 if ``import dpfda`` has not loaded them: ``audit`` imports scipy, which a simulation worker never needs."""
 
 if TYPE_CHECKING:
-    from . import audit, designs, secure, theory
+    from .mechanisms import designs, secure, theory
+    from .trust import audit
 
 
 def __getattr__(name: str):
     if name in _LAZY:
-        return importlib.import_module(f"{__name__}.{name}")
+        return importlib.import_module(f"{__name__}.{_LAZY[name]}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [

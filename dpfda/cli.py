@@ -1,10 +1,10 @@
 """Command line: ``python -m dpfda reproduce {fig1,…,fig6,table1,all}`` and ``python -m dpfda release``.
 
 Re-runs the paper's simulation studies (§5 and the appendix) with
-:func:`dpfda.schedule.run_studies` and writes, for each study, into ``--out``:
+:func:`dpfda.simulation.schedule.run_studies` and writes, for each study, into ``--out``:
 
 * ``<study>.csv`` — the results table (one row per setting, see
-  :func:`dpfda.schedule.run_study`), and ``<study>.json`` — the run's metadata
+  :func:`dpfda.simulation.schedule.run_study`), and ``<study>.json`` — the run's metadata
   (seed, repetitions, CI method, versions, timestamps, wall time);
 * ``<study>.png`` — the figure (Figures 1–6);
 * for Table 1, ``table1.md`` and ``table1.html`` — the table as in the paper.
@@ -43,9 +43,9 @@ line with exit code 2.
 
 ``python -m dpfda release DATA.csv --grid … --space … --radius … --mu … --out
 release.json`` releases one private mean curve of the curves in ``DATA.csv``
-(wide or long form, :func:`dpfda.publish.read_curves`) with FTP, or PTF with
+(wide or long form, :func:`dpfda.practice.publish.read_curves`) with FTP, or PTF with
 ``--method ptf [--clip …]``, and writes the curve on a public evaluation grid
-with every public parameter (:func:`dpfda.publish.release_record`) as JSON.
+with every public parameter (:func:`dpfda.practice.publish.release_record`) as JSON.
 The noise comes from OpenDP (``secure=True``); ``--insecure-numpy-noise``
 uses numpy's generator instead, for teaching only.  Every choice is given on
 the command line, none is read from the data: the CSV's grid must be the
@@ -77,13 +77,13 @@ import numpy as np
 
 from . import __version__
 from ._interrupt import SignalGuard, pause_for_test, shutdown_workers
-from .data import check_law
-from .mechanism import ftp, ptf
-from .publish import read_curves, release_record
-from .realdata import Domain, PublicFrame
-from .schedule import check_memory, run_studies
-from .spaces import KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
-from .studies import PAPER_N, STUDY_NAMES, paper_studies
+from .maths.data import check_law
+from .maths.spaces import KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
+from .mechanisms.mechanism import ftp, ptf
+from .practice.publish import read_curves, release_record
+from .practice.realdata import Domain, PublicFrame
+from .simulation.schedule import check_memory, run_studies
+from .simulation.studies import PAPER_N, STUDY_NAMES, paper_studies
 
 __all__ = ["main", "QUICK_N", "QUICK_REPS", "SCHEDULER_TIMEOUT"]
 
@@ -96,7 +96,7 @@ SCHEDULER_TIMEOUT = 5.0
 """Seconds ``--scheduler`` waits to connect to the scheduler, and then for a worker."""
 
 STUDY_CHOICES = (*STUDY_NAMES, "all")
-"""What ``reproduce`` accepts: a study of the paper (:data:`dpfda.studies.STUDY_NAMES`) or all."""
+"""What ``reproduce`` accepts: a study of the paper (:data:`dpfda.simulation.studies.STUDY_NAMES`) or all."""
 
 
 class UsageError(Exception):
@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="repetitions per chunk (default: by memory; results do not depend on it)")
     rep.add_argument("--law", default="default",
                      help="latent law of the curves: default, shift-S or wave-S with S in "
-                          "{0, 0.25, 0.5, 0.75, 0.9} (see dpfda.data); default: default")
+                          "{0, 0.25, 0.5, 0.75, 0.9} (see dpfda.maths.data); default: default")
     rep.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     _add_release_parser(sub)
     return parser
@@ -211,7 +211,7 @@ def _chosen_studies(args) -> list:
 def _check_plan(args) -> None:
     """Refuse, before anything runs, a run whose results or chunks cannot fit in memory.
 
-    The plan is never built for this (:func:`dpfda.schedule.check_memory` counts it), so
+    The plan is never built for this (:func:`dpfda.simulation.schedule.check_memory` counts it), so
     ``--reps 1000000000000`` is refused at once rather than after gigabytes of chunks.
     """
     try:
@@ -425,7 +425,7 @@ def _text_writer(text: str):
 
 
 def _output_names(study) -> list[str]:
-    from . import plots
+    from .report import plots
 
     exts = (".csv", ".json", ".md", ".html") if plots.layout_of(study).kind == "table" else (".csv", ".json", ".png")
     return [study.name + ext for ext in exts]
@@ -521,8 +521,8 @@ def _stage_outputs(study, df, out: str, run: dict) -> list[tuple[str, str]]:
     Returns (temporary, final) pairs.  Called as soon as the study's
     simulation is done, while the workers go on with the other studies.
     """
-    from . import plots
-    from .evidence import table1_frame
+    from .report import plots
+    from .report.evidence import table1_frame
 
     staged, stage = _staging(out)
     try:
@@ -555,7 +555,7 @@ def _stage_outputs(study, df, out: str, run: dict) -> list[tuple[str, str]]:
 
 def _stage_metadata(study, df, out: str, meta: dict, run: dict) -> list[tuple[str, str]]:
     """Write a study's JSON sidecar under a temporary name (once the whole run is done)."""
-    from . import plots
+    from .report import plots
 
     staged, stage = _staging(out)
     meta = {**df.attrs.get("dpfda", {}), **meta, **run}  # the run's start time wins

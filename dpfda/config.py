@@ -7,7 +7,7 @@ same way:
   (``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off``/unset):
   Monte Carlo sizes shrink for tests, tolerances do not.
 * :func:`n_jobs` — how many worker processes a chapter gives
-  :func:`dpfda.schedule.run_study`, from ``DPFDA_JOBS`` (default: the cores
+  :func:`dpfda.simulation.schedule.run_study`, from ``DPFDA_JOBS`` (default: the cores
   available, at most :data:`MAX_DEFAULT_JOBS`).  Results never depend on it.
 * :data:`Z` — the Monte Carlo tolerance: a claim is asserted with a margin of
   ``Z`` standard errors.  A single check of a correct computation then fails

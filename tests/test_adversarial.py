@@ -27,8 +27,7 @@ import numpy as np
 import pytest
 
 import dpfda
-from dpfda import audit as A
-from dpfda.pipelines import (
+from dpfda.mechanisms.pipelines import (
     NOISE_RESOLUTION,
     PARAM_MAX,
     Release,
@@ -38,6 +37,7 @@ from dpfda.pipelines import (
     ptf_clipped_mean,
     ptf_sigmas,
 )
+from dpfda.trust import audit as A
 
 GRID = np.arange(1, 11) / 10  # t = 0 left out for the Brownian kernel (A.4)
 N, RADIUS, MU = 13, 1.0, 1.0  # n differs from T = 10, d = 4 and the batch sizes below
@@ -518,7 +518,7 @@ def test_secure_laplace_checks_its_map_and_adds_noise():
         dpfda.laplace_mechanism(np.zeros(3), 1.0, 1.0, _rng(24), secure="yes")
     with pytest.raises(TypeError, match="rng"):
         dpfda.laplace_mechanism(np.zeros(3), 1.0, 1.0, None)
-    from dpfda.secure import laplace_release
+    from dpfda.mechanisms.secure import laplace_release
 
     with pytest.raises(ValueError, match="privacy map"):
         laplace_release(np.zeros(3), 0.5, sensitivity=1.0, epsilon=1.0)

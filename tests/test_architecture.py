@@ -184,7 +184,7 @@ class _Scan(ast.NodeVisitor):
         self._imported(node, targets)
 
     def _resolve(self, node) -> str | None:
-        """The dpfda module an expression names (``plots``, ``dpfda.plots``), or None."""
+        """The dpfda module an expression names (``plots``, ``dpfda.report.plots``), or None."""
         if isinstance(node, ast.Name):
             return self.bound.get(node.id)
         if isinstance(node, ast.Attribute):
@@ -253,10 +253,10 @@ def test_no_import_is_both_allowed_and_a_todo():
 
 def test_the_scan_finds_what_it_should():
     """The checks themselves: a private import, a private attribute, an import inside a method."""
-    source = ("from . import plots\nfrom .engine import _prepare\nimport dpfda.studies\n"
+    source = ("from .report import plots\nfrom .simulation.engine import _prepare\nimport dpfda.simulation.studies\n"
               "from ._validation import check_int\n"
-              "class A:\n    def f(self):\n        import pandas as pd\n        from . import theory\n"
-              "        return plots._fmt, dpfda.studies._RENAMED, theory.x\n")
+              "class A:\n    def f(self):\n        import pandas as pd\n        from .mechanisms import theory\n"
+              "        return plots._fmt, dpfda.simulation.studies._RENAMED, theory.x\n")
     scan = _Scan("dpfda.cli")
     scan.visit(ast.parse(source))
     assert sorted(key for key, _ in scan.private) == [("cli", "engine", "_prepare"), ("cli", "plots", "_fmt"),

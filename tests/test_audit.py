@@ -1,4 +1,4 @@
-"""Tests of dpfda.audit: the μ lower bound is a valid confidence bound, the
+"""Tests of dpfda.trust.audit: the μ lower bound is a valid confidence bound, the
 worst-case neighbours attain the sensitivities of Theorem 6 and Proposition 9,
 calibrated FTP/PTF pass tightly, and the mechanisms broken on purpose are caught.
 
@@ -16,8 +16,8 @@ import pytest
 from scipy import special, stats
 
 import dpfda
-from dpfda import audit as A
-from dpfda.pipelines import ftp_fit_mean, ptf_clipped_mean, ptf_default_clip
+from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean, ptf_default_clip
+from dpfda.trust import audit as A
 
 GRID = dpfda.uniform_grid(8)
 N = 10
@@ -194,7 +194,7 @@ def test_plain_callable_is_refused_with_the_constructors_named():
         with pytest.raises(TypeError, match="ftp_mechanism"):
             A.pair_mu(bad, X0, X1)
     # the mechanism behind dpfda.ftp is audited, at the pair's exact μ
-    res = A.audit(dpfda.mechanism.ftp_mechanism(GRID, space, RADIUS, MU), X0, X1, draws=4000,
+    res = A.audit(dpfda.mechanisms.mechanism.ftp_mechanism(GRID, space, RADIUS, MU), X0, X1, draws=4000,
                   rng=_rng(8))
     assert res.mu_pair == pytest.approx(MU, rel=1e-10) and 0 < res.mu_lower <= MU
 
@@ -344,7 +344,7 @@ def test_pinv_design_is_caught_and_the_real_design_passes():
     d = des.summary(X1) - des.summary(X0)
     assert np.linalg.norm(np.linalg.pinv(L) @ d) / broken.sigma(N) < 1e-6
     # The real design, same noise, same pairs: at most μ, and tight at its worst case.
-    real = dpfda.designs.Design(space, grid, RADIUS, region="ball", noise=_thin_noise()).mechanism(N, MU)
+    real = dpfda.mechanisms.designs.Design(space, grid, RADIUS, region="ball", noise=_thin_noise()).mechanism(N, MU)
     assert max(A.pair_mu(real, *p) for p in pairs) <= MU * (1 + 1e-9)
     ok = A.audit(real, X0, X1, draws=20_000, rng=_rng(32))
     assert not ok.violation and ok.mu_lower > 0.8 * MU
@@ -369,7 +369,7 @@ def test_noise_law_refuses_ill_conditioned_and_detects_off_support():
 
 
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
-class _HalfPublished(dpfda.mechanism.Mechanism):
+class _HalfPublished(dpfda.mechanisms.mechanism.Mechanism):
     """Calibrated like FTP, but its releases publish σ/2 as their noise scale."""
 
     def release(self, X, rng, *, secure=None):

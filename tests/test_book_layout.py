@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from dpfda import plots
+from dpfda.report import plots
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 NOTEBOOKS = sorted(BOOK.glob("*.ipynb"))

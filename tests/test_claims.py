@@ -1,4 +1,4 @@
-"""The claims x laws matrix (issue #10, part 2): dpfda.claims.
+"""The claims x laws matrix (issue #10, part 2): dpfda.report.claims.
 
 Every Part II observation has a claim; the verdict rule on synthetic tables
 (holds / fails / inconclusive); the Holm and Bonferroni corrections; bad input.
@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpfda import claims as cl
-from dpfda.data import LAWS
-from dpfda.studies import get_study
-from dpfda.tabulate import RESULT_COLUMNS
+from dpfda.maths.data import LAWS
+from dpfda.report import claims as cl
+from dpfda.simulation.studies import get_study
+from dpfda.simulation.tabulate import RESULT_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]
 PART_II = ["sim_dimension", "sim_radius", "sim_noise", "sim_polynomial"]
@@ -233,12 +233,12 @@ def test_every_record_carries_location_paraphrase_test_and_reasons():
 
 
 def test_no_duplicated_helpers():
-    """The log-ratio helpers live in dpfda.evidence, the sources in Study.source."""
-    import dpfda.claims as mod
+    """The log-ratio helpers live in dpfda.report.evidence, the sources in Study.source."""
+    import dpfda.report.claims as mod
 
     for name in ("_lr", "_SOURCES"):
         assert not hasattr(mod, name), name
-    assert cl._ratio_compared_to.__module__ == "dpfda.claims"
+    assert cl._ratio_compared_to.__module__ == "dpfda.report.claims"
     src = Path(mod.__file__).read_text()
     assert "ev.log_ratio(" in src and "def _lr(" not in src
 
@@ -265,7 +265,7 @@ def test_no_selection_inside_a_test():
 def test_table1_claim_6_rows_come_from_bounds_that_hold():
     """The quiet/busy rows are fixed by bounds from the design; the bounds contain the engine's
     activation share (default law and a law near the boundary), within Monte Carlo error."""
-    from dpfda.schedule import run_study
+    from dpfda.simulation.schedule import run_study
 
     lo, hi = cl.theory_activation(2, 1.0, 512)
     assert hi <= cl.QUIET_P and lo == 0.0
@@ -299,7 +299,7 @@ def test_pooled_standard_error_matches_a_brute_force_nested_simulation():
     """Toy setting (Figure 1, T = 6, μ = 0.1, n = 4: the latent draw matters). Repeat the whole
     K-draw experiment M times: the spread of the pooled log ratio across the M experiments is
     what its standard error must estimate. The within-draw standard error alone falls short."""
-    from dpfda.schedule import run_study
+    from dpfda.simulation.schedule import run_study
 
     study = get_study("fig1", n=[4]).subset(T=6, mu=0.1)
     K, R, M = 5, 100, 60

@@ -319,8 +319,8 @@ def test_signal_guard_takes_sighup_like_sigterm_and_restores_the_mask():
 def test_engine_stops_its_workers_when_the_loop_is_interrupted():
     """An exception out of run_studies' loop (here from on_chunk; a Ctrl-C in a notebook
     is the same) terminates joblib's workers at once instead of leaving them busy."""
-    from dpfda.schedule import run_studies
-    from dpfda.studies import get_study
+    from dpfda.simulation.schedule import run_studies
+    from dpfda.simulation.studies import get_study
 
     def children():
         mine = str(os.getpid())

@@ -7,8 +7,10 @@ import pytest
 from scipy import stats
 
 import dpfda
-from dpfda import config, evidence, theory
-from dpfda.spaces import FunctionSpace, KernelGeometry, LegendreGeometry
+from dpfda import config
+from dpfda.maths.spaces import FunctionSpace, KernelGeometry, LegendreGeometry
+from dpfda.mechanisms import theory
+from dpfda.report import evidence
 
 
 @pytest.mark.parametrize("text, on", [("1", True), ("yes", True), (" On ", True), ("0", False),

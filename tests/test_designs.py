@@ -1,4 +1,4 @@
-"""The design space between PTF and FTP (dpfda.designs, issue #14).
+"""The design space between PTF and FTP (dpfda.mechanisms.designs, issue #14).
 
 * the identities: FTP = projection onto E + noise N(0, σ²ΦΦᵀ), PTF = the box
   member, release for release under one noise stream, in both spaces;
@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 
 import dpfda
-from dpfda import audit as A
-from dpfda import evidence as ev
-from dpfda.design_runs import simulate_designs
-from dpfda.designs import Design, project_ball
-from dpfda.studies import Setting
+from dpfda.mechanisms.designs import Design, project_ball
+from dpfda.report import evidence as ev
+from dpfda.simulation.design_runs import simulate_designs
+from dpfda.simulation.studies import Setting
+from dpfda.trust import audit as A
 
 GRID = np.linspace(0.0, 1.0, 6)
 RADIUS, MU, N = 1.1, 1.0, 7

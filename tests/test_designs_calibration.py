@@ -1,4 +1,4 @@
-"""Calibration of dpfda.designs that no public parameter can break (issue #19, defects 1–3, 11).
+"""Calibration of dpfda.mechanisms.designs that no public parameter can break (issue #19, defects 1–3, 11).
 
 Every pair μ here is computed from first principles, with nothing of the
 design's own whitening: the summaries' difference d and the published noise
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import dpfda
-from dpfda.designs import Design
+from dpfda.mechanisms.designs import Design
 
 MU, N = 1.0, 7
 TOL = 1e-9
@@ -271,7 +271,7 @@ def test_ill_conditioned_noise_is_refused_by_name():
 @pytest.mark.parametrize("member", ["box", "ball", "mix-0.3", "ftp", "ellipsoid-isotropic"])
 def test_secure_release_through_opendp(member, monkeypatch):
     pytest.importorskip("opendp")
-    from dpfda import secure
+    from dpfda.mechanisms import secure
 
     calls = []
     real = secure.gaussian_release

@@ -25,9 +25,9 @@ import pandas as pd
 import pytest
 
 import dpfda
-from dpfda import engine, schedule, seeding, tabulate, theory
-from dpfda.data import observe
-from dpfda.pipelines import (
+from dpfda.maths.data import observe
+from dpfda.mechanisms import theory
+from dpfda.mechanisms.pipelines import (
     add_noise,
     ftp_fit_mean,
     ftp_privatize,
@@ -37,7 +37,8 @@ from dpfda.pipelines import (
     ptf_fit,
     ptf_sigmas,
 )
-from dpfda.studies import (
+from dpfda.simulation import engine, schedule, seeding, tabulate
+from dpfda.simulation.studies import (
     PAPER_N,
     RADIUS_RULES,
     STUDY_NAMES,
@@ -142,7 +143,7 @@ def test_custom_study_and_subset():
     assert {(s.n, s.m) for s in sub} == {(64, 5)} and len(sub) == 4
     with pytest.raises(ValueError, match="no setting"):
         st.subset(n=1000)
-    with pytest.raises(TypeError, match="dpfda.plots.Layout"):  # how to draw it is not the study's
+    with pytest.raises(TypeError, match="dpfda.report.plots.Layout"):  # how to draw it is not the study's
         Study.grid("x", family="legendre", n=[16], m=3, kind="ratio", group="m")
     with pytest.raises(ValueError, match="unknown study"):
         get_study("fig7")
@@ -226,7 +227,8 @@ def test_stream_keys_and_first_draws_are_those_of_dpfda_0_1(pinned):
 def test_setting_keys_are_stable_across_interpreters():
     """Keys come from SHA-256, not Python's salted hash: another process agrees."""
     s = get_study("fig3").settings[17]
-    code = ("from dpfda.seeding import latent_stream_key, stream_key; from dpfda.studies import get_study; "
+    code = ("from dpfda.simulation.seeding import latent_stream_key, stream_key; "
+            "from dpfda.simulation.studies import get_study; "
             "s = get_study('fig3').settings[17]; print(stream_key(s), latent_stream_key(s))")
     env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=ROOT)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
@@ -326,7 +328,7 @@ def test_engine_repetition_equals_public_pipelines(setting):
 
     The engine averages with the stage functions' fast path (``exact=False``): it
     estimates errors and releases nothing, so the published numbers keep their bits.
-    A public release averages exactly and rounds once (``dpfda.summation``).  The two
+    A public release averages exactly and rounds once (``dpfda.maths.summation``).  The two
     means differ by at most (γ_{n+1} + γ₄)·max|v| per coordinate (the ordinary sum's
     bound γ_{n−1}Σ|v_i| over n, one division, the exact mean's γ₄) plus the turn to the
     original coordinates (γ_d per coordinate); the noise is the same draw.  FTP's
@@ -576,7 +578,7 @@ def test_repeat_releases_matches_a_loop_and_reads_activity_from_the_stages(metho
 
 def test_bias_variance_splits_the_error_and_gives_standard_errors():
     import dpfda
-    from dpfda.tabulate import bias_variance
+    from dpfda.simulation.tabulate import bias_variance
 
     rng = np.random.default_rng(5)
     geom = dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)).at(dpfda.uniform_grid(4))

@@ -31,9 +31,9 @@ import pytest
 import scipy.linalg
 
 import dpfda
-from dpfda import secure as S
-from dpfda.designs import Design
-from dpfda.pipelines import ftp_fit_mean, ptf_clipped_mean
+from dpfda.mechanisms import secure as S
+from dpfda.mechanisms.designs import Design
+from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean
 
 GRID = np.array([0.25, 0.75])
 SPACE = dpfda.LegendreSpace(1)
@@ -162,7 +162,7 @@ def test_each_release_is_its_summary_plus_its_noise():
 def test_fixed_point_mean_is_within_its_bound_of_the_exact_mean():
     from fractions import Fraction
 
-    from dpfda.summation import MEAN_ROUNDING, fixed_point_mean
+    from dpfda.maths.summation import MEAN_ROUNDING, fixed_point_mean
 
     rng = np.random.default_rng(20261201)
     for _ in range(150):
@@ -181,7 +181,7 @@ def test_fixed_point_mean_is_within_its_bound_of_the_exact_mean():
 
 
 def test_fixed_point_mean_ignores_order_and_batch_layout():
-    from dpfda.summation import fixed_point_mean
+    from dpfda.maths.summation import fixed_point_mean
 
     rng = np.random.default_rng(5)
     V = rng.standard_normal((4, 999, 3)) * 10.0 ** rng.uniform(-20, 0, (4, 999, 1))
@@ -193,7 +193,7 @@ def test_fixed_point_mean_ignores_order_and_batch_layout():
 
 
 def test_fixed_point_mean_refuses_points_outside_their_set():
-    from dpfda.summation import fixed_point_mean
+    from dpfda.maths.summation import fixed_point_mean
 
     with pytest.raises(ValueError, match="outside the bound"):
         fixed_point_mean(np.array([[1.0], [2.5]]), 2.0)
@@ -202,7 +202,7 @@ def test_fixed_point_mean_refuses_points_outside_their_set():
 
 
 def test_calibration_keeps_the_formula_below_the_free_excess_and_covers_it_above():
-    from dpfda.pipelines import ftp_rounding_excess, ftp_sigma, ptf_rounding_excess, ptf_sigmas
+    from dpfda.mechanisms.pipelines import ftp_rounding_excess, ftp_sigma, ptf_rounding_excess, ptf_sigmas
 
     # n = 10^5: excess ≈ 4e-11, σ is the paper's formula bit for bit
     assert ftp_sigma(10**5, 1.0, 1.0, rounding=ftp_rounding_excess(10**5, 4, 1.0)) == ftp_sigma(10**5, 1.0, 1.0)

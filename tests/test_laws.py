@@ -1,6 +1,6 @@
 """The latent laws as a study dimension (issue #10, part 1).
 
-The family is fixed in dpfda.data.LAWS: ``default`` and ``shift-S``/``wave-S``
+The family is fixed in dpfda.maths.data.LAWS: ``default`` and ``shift-S``/``wave-S``
 with S ∈ {0, 0.25, 0.5, 0.75, 0.9}.  Every curve keeps ||f_i|| <= B; the mean's
 norm grows with S; S = 0 is one centred law under both names; the default law
 keeps the random streams (and so the results) it had before laws existed.
@@ -17,11 +17,11 @@ import pandas as pd
 import pytest
 
 import dpfda
-from dpfda.data import LAW_SHIFTS, LAWS, check_law, polynomial_curves, rkhs_curves
-from dpfda.engine import latent_curves
-from dpfda.schedule import run_study
-from dpfda.seeding import latent_stream_key, stream_key
-from dpfda.studies import STUDY_NAMES, Setting, Study, get_study, paper_studies
+from dpfda.maths.data import LAW_SHIFTS, LAWS, check_law, polynomial_curves, rkhs_curves
+from dpfda.simulation.engine import latent_curves
+from dpfda.simulation.schedule import run_study
+from dpfda.simulation.seeding import latent_stream_key, stream_key
+from dpfda.simulation.studies import STUDY_NAMES, Setting, Study, get_study, paper_studies
 
 from _support import Z
 

@@ -1,4 +1,4 @@
-"""The one simulation loop (dpfda.engine.simulate_mechanisms) and its one rule for the draws.
+"""The one simulation loop (dpfda.simulation.engine.simulate_mechanisms) and its one rule for the draws.
 
 The pins below were computed on the tree before the loops of the engine, the
 designs and the audit were joined into one (commit e4d82aa): they hold the
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import dpfda
-from dpfda import audit as A
-from dpfda import engine, seeding
-from dpfda.design_runs import simulate_designs
-from dpfda.studies import Setting, get_study, paper_studies
+from dpfda.simulation import engine, seeding
+from dpfda.simulation.design_runs import simulate_designs
+from dpfda.simulation.studies import Setting, get_study, paper_studies
+from dpfda.trust import audit as A
 
 
 def _h(a) -> str:
@@ -52,7 +52,7 @@ def test_draw_normals_needs_one_stream_a_repetition():
 
 
 def test_mechanisms_sharing_a_block_see_the_same_normals():
-    from dpfda.mechanism import ftp_mechanism
+    from dpfda.mechanisms.mechanism import ftp_mechanism
 
     grid, space = dpfda.uniform_grid(5), dpfda.LegendreSpace(3)
     mech = ftp_mechanism(grid, space, 1.0, 1.0)
@@ -118,7 +118,7 @@ DESIGN_PINS = {
 def _design_specs():
     import inspect
 
-    from dpfda.designs import Design
+    from dpfda.mechanisms.designs import Design
 
     params = inspect.signature(Design).parameters
     key = "set" if "set" in params else "region"
@@ -146,8 +146,8 @@ def test_audit_draws_are_those_published():
 
 def test_noiseless_ftp_error_matches_theorem_10():
     """σ₀ = 0 and B' > B: FTP's IMSE is σ²·m in expectation (Theorem 10), through the loop."""
-    from dpfda import evidence as ev
-    from dpfda.pipelines import ftp_sigma
+    from dpfda.mechanisms.pipelines import ftp_sigma
+    from dpfda.report import evidence as ev
 
     s = Setting(family="legendre", n=50, T=10, m=3, mu=1.0, sigma0=0.0, radius_rule="1.1B")
     per = engine.simulate_setting(s, 400, seed=7)

@@ -1,4 +1,4 @@
-"""The Mechanism type (dpfda.mechanism): every constructor, one contract.
+"""The Mechanism type (dpfda.mechanisms.mechanism): every constructor, one contract.
 
 * ``release`` of ``ftp``/``ptf``/``Design.release`` is bit for bit the
   composition of the stage functions (summary, the normals drawn right after it
@@ -21,10 +21,9 @@ import pytest
 
 import dpfda
 from dpfda import KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
-from dpfda import audit as A
-from dpfda.designs import Design
-from dpfda.mechanism import Mechanism, ftp_mechanism, ptf_mechanism
-from dpfda.pipelines import (
+from dpfda.mechanisms.designs import Design
+from dpfda.mechanisms.mechanism import Mechanism, ftp_mechanism, ptf_mechanism
+from dpfda.mechanisms.pipelines import (
     add_noise,
     ftp_fit_mean,
     ftp_rounding_excess,
@@ -36,6 +35,7 @@ from dpfda.pipelines import (
     ptf_rounding_excess,
     ptf_sigmas,
 )
+from dpfda.trust import audit as A
 
 GRID = (np.arange(9) + 0.5) / 9
 SPACES = {
@@ -293,7 +293,7 @@ def test_design_release_is_its_parts_bit_for_bit(kw):
     Z = np.random.default_rng(8).standard_normal((3, des.L.shape[1]))
     xtilde = summary + sigma * (Z @ des.L.T)
     _same(rel.noisy_means, xtilde)
-    solver = dpfda.pipelines.fitter(des.geometry, des.weights)
+    solver = dpfda.mechanisms.pipelines.fitter(des.geometry, des.weights)
     _same(rel.coef, solver.solve(xtilde, RADIUS).coef if des.fit == "ball" else solver.unconstrained(xtilde))
     assert rel.noise_scale == sigma and rel.noise_factor is des.L
     # Design.privatize and the mechanism's privatize agree with it

@@ -31,14 +31,14 @@ from dpfda import (
     theory,
     uniform_grid,
 )
-from dpfda.pipelines import (
+from dpfda.maths.spaces import GaussianKernel as GaussianKernelType
+from dpfda.mechanisms.pipelines import (
     RESIDUAL_POINTS,
     ftp_fit_mean,
     ptf_clipped_mean,
     ptf_default_clip,
     ptf_default_weights,
 )
-from dpfda.spaces import GaussianKernel as GaussianKernelType
 
 from _support import assert_mc_close, bonferroni_z, reps
 

@@ -1,4 +1,4 @@
-"""dpfda.plots: the book's figure style and its tables (issue #11)."""
+"""dpfda.report.plots: the book's figure style and its tables (issue #11)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpfda import plots
+from dpfda.report import plots
 
 
 @pytest.mark.parametrize("value, text", [
@@ -315,7 +315,7 @@ def test_layout_problems_finds_colliding_text_and_passes_a_clean_figure():
 
 
 def test_each_paper_study_has_a_layout_and_a_study_has_none():
-    from dpfda.studies import STUDY_NAMES, Study, get_study
+    from dpfda.simulation.studies import STUDY_NAMES, Study, get_study
 
     assert set(plots.LAYOUTS) == set(STUDY_NAMES)
     assert plots.layout_of("fig3") == plots.Layout("ratio", group="T", panel="sigma0")
@@ -350,7 +350,7 @@ def test_a_study_of_ones_own_is_drawn_in_the_layout_given():
 
 
 def test_table1_frame_is_the_data_and_the_pivot_its_layout():
-    from dpfda import evidence
+    from dpfda.report import evidence
 
     rows = [dict(mu=mu, T=T, n=n, err_ftp=1.0 * T, err_ptf=2.0, ratio=T / 2, ratio_lo=T / 3, ratio_hi=T,
                  p_ptf_active=0.5, extra="x")
@@ -377,8 +377,8 @@ def test_activation_figure_one_panel_per_mu_a_line_per_T():
 
 
 def test_the_chapters_figures_moved_into_plots_fit_and_refuse_bad_input():
-    from dpfda import claims as cl
-    from dpfda.data import LAW_SHIFTS, LAWS
+    from dpfda.maths.data import LAW_SHIFTS, LAWS
+    from dpfda.report import claims as cl
 
     plots.use_style()
     ids = [c.id for c in cl.CLAIMS[:3]]

@@ -1,6 +1,6 @@
 """Gaussian differential privacy: trade-off, composition, (ε, δ) conversions, Laplace.
 
-References computed independently of ``dpfda.privacy``: the (ε, δ) curve of
+References computed independently of ``dpfda.mechanisms.privacy``: the (ε, δ) curve of
 μ-GDP (Dong, Roth and Su, Corollary 2.13) in 80-digit arithmetic with mpmath;
 the trade-off function as the type II error of the Neyman–Pearson test of
 N(0, 1) against N(μ, 1) with scipy.stats; composition as the root of a sum of

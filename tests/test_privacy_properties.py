@@ -30,9 +30,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpfda
-from dpfda import secure as S
-from dpfda.designs import Design
-from dpfda.pipelines import ftp_fit_mean, ptf_clipped_mean
+from dpfda.mechanisms import secure as S
+from dpfda.mechanisms.designs import Design
+from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean
 
 TOL = 1e-9
 SETTINGS = settings(derandomize=True, database=None, deadline=None, max_examples=150,
@@ -148,7 +148,7 @@ def _try(call):
 @SETTINGS
 @given(case=cases(), pipeline=st.sampled_from(["ftp", "ptf"]))
 def test_ftp_and_ptf(case, pipeline):
-    from dpfda import audit
+    from dpfda.trust import audit
 
     geom = case.space.at(case.grid)
     method = dpfda.ftp if pipeline == "ftp" else dpfda.ptf
@@ -171,7 +171,7 @@ def test_ftp_and_ptf(case, pipeline):
 @SETTINGS
 @given(case=cases(), pipeline=st.sampled_from(["ftp", "ptf"]))
 def test_secure_paths_hand_opendp_a_true_sensitivity(case, pipeline):
-    from dpfda import audit
+    from dpfda.trust import audit
 
     method = dpfda.ftp if pipeline == "ftp" else dpfda.ptf
 

@@ -1,4 +1,4 @@
-"""dpfda.publish: curves from tables (wide, long, their errors) and the record of a release."""
+"""dpfda.practice.publish: curves from tables (wide, long, their errors) and the record of a release."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import dpfda
-from dpfda.publish import DELTAS, read_curves, release_record, space_description
+from dpfda.practice.publish import DELTAS, read_curves, release_record, space_description
 
 AGES = [1.0, 1.5, 2.0, 3.0]
 

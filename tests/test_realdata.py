@@ -1,4 +1,4 @@
-"""dpfda.realdata: a public domain onto [0, 1], public value bands onto c_j and B'.
+"""dpfda.practice.realdata: a public domain onto [0, 1], public value bands onto c_j and B'.
 
 References are independent of the module: scipy's shifted Legendre polynomials and
 finite differences for derivatives, adaptive quadrature for the L² norm of the
@@ -12,7 +12,8 @@ import pytest
 from scipy import integrate, special
 
 import dpfda
-from dpfda import Domain, KernelSpace, LegendreSpace, PublicFrame, gaussian_kernel, legendre_derivative, realdata
+from dpfda import Domain, KernelSpace, LegendreSpace, PublicFrame, gaussian_kernel, legendre_derivative
+from dpfda.practice import realdata
 
 AGES = np.array([1, 1.25, 1.5, 1.75, 2, 3, 4, 5, 6, 7, 8, 8.5, 9, 9.5, 10, 10.5, 11, 11.5, 12,
                  12.5, 13, 13.5, 14, 14.5, 15, 15.5, 16, 16.5, 17, 17.5, 18])

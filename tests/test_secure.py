@@ -16,13 +16,13 @@ import pytest
 from scipy import stats
 
 import dpfda
-from dpfda import audit as A
-from dpfda.pipelines import ftp_fit_mean, ptf_clipped_mean
+from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean
+from dpfda.trust import audit as A
 
 opendp = pytest.importorskip("opendp", reason="the [secure] extra (opendp) is part of requirements.txt")
 dp_accounting = pytest.importorskip("dp_accounting")
 
-from dpfda import secure  # noqa: E402
+from dpfda.mechanisms import secure  # noqa: E402
 
 GRID = dpfda.uniform_grid(8)
 N, RADIUS, MU = 10, 1.0, 1.0
@@ -216,7 +216,7 @@ def test_secure_ptf_matches_numpy_path(name):
     assert np.all(np.abs(sd - 1) <= _zk(GRID.size) / np.sqrt(2 * (REPS - 1)))
     assert stats.ks_2samp(z_sec.ravel(), z_ref.ravel()).pvalue > P_FLOOR
     # the released curve is the same weighted ball fit of x̃ as on the numpy path
-    fit = dpfda.pipelines.fitter(space.at(GRID), sec.weights).solve(sec.noisy_means, RADIUS)
+    fit = dpfda.mechanisms.pipelines.fitter(space.at(GRID), sec.weights).solve(sec.noisy_means, RADIUS)
     assert np.allclose(fit.coef, sec.coef)
 
 

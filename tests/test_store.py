@@ -1,4 +1,4 @@
-"""The content-addressed results store (dpfda.store).
+"""The content-addressed results store (dpfda.simulation.store).
 
 * Off (``DPFDA_STORE`` unset or empty) it is the engine: nothing is written.
 * On, a stored result equals a fresh one bit for bit (arrays and tables), for
@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpfda import engine, schedule, store
-from dpfda.studies import Setting, Study, get_study
+from dpfda.simulation import engine, schedule, store
+from dpfda.simulation.studies import Setting, Study, get_study
 
 SETTING = Setting("legendre", n=8, T=10, mu=1.0, sigma0=0.5, radius_rule="B", m=4)
 QUIET = Setting("kernel", n=16, T=12, mu=0.5, sigma0=0.0, radius_rule="B")

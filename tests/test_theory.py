@@ -25,7 +25,7 @@ from dpfda import (
     theory,
     uniform_grid,
 )
-from dpfda.pipelines import ftp_fit_mean
+from dpfda.mechanisms.pipelines import ftp_fit_mean
 
 from _support import mc_mean_se, reps
 
@@ -254,7 +254,7 @@ def test_theorem_11_lower_bound_holds():
 @pytest.mark.parametrize("kind", ["legendre", "gaussian"])
 def test_identical_curves_error_matches_a_direct_simulation(kind):
     import dpfda
-    from dpfda.engine import repeat_releases
+    from dpfda.simulation.engine import repeat_releases
 
     if kind == "legendre":
         space, grid = dpfda.LegendreSpace(3), dpfda.uniform_grid(10)

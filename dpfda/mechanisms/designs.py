@@ -40,7 +40,7 @@ parameter the class accepts:
   (10⁻⁶) is refused with a ValueError that says what to change.  A
   pseudo-inverse would instead drop a direction of tiny variance silently — the
   direction in which the noise protects least (defect 1 of issue #19, kept as
-  :func:`dpfda.audit.broken_design_pinv`).
+  :func:`dpfda.trust.audit.broken_design_pinv`).
 * **scale-free extents.**  The set's size (c, r, B') and L⁻¹ are written as
   mantissa·2^exponent, the maximisation runs on the mantissas and the exponents
   are added at the end: R/B' has the same relative accuracy for every B' in
@@ -71,9 +71,9 @@ parameter the class accepts:
   W = diag(a_j⁻²) and radius B'); ``fit="none"`` reads off the unconstrained
   weighted least-squares coordinates instead.
 
-Floating point (issue #19; :mod:`dpfda.summation`): every mean over curves —
+Floating point (issue #19; :mod:`dpfda.maths.summation`): every mean over curves —
 of the clipped curves, of the fits, of the projections onto the ball — is
-summed exactly and rounded once (:func:`dpfda.summation.fixed_point_mean`);
+summed exactly and rounded once (:func:`dpfda.maths.summation.fixed_point_mean`);
 the box part is exact per curve, fits have norm <= B'(1 + 2⁻⁴⁰), projections
 norm <= r(1 + γ_{T+4}).  The maps applied after the mean (Φ·θ̄, the weights of
 a mix) round too; :meth:`Design.rounding_excess` bounds how much all of this
@@ -96,7 +96,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import (
+from .._validation import (
     as_float_array,
     check_data,
     check_int,
@@ -104,6 +104,15 @@ from ._validation import (
     check_positive,
     check_rng,
     check_secure,
+)
+from ..maths.spaces import GridGeometry, KernelSpace, LegendreSpace
+from ..maths.summation import (
+    MEAN_ROUNDING,
+    RECORD_SLACK,
+    TINY_ERR,
+    calibration_factor,
+    fixed_point_mean,
+    gamma,
 )
 from .mechanism import Mechanism, WeightedFit
 from .pipelines import (
@@ -119,15 +128,6 @@ from .pipelines import (
     ptf_weight_vector,
 )
 from .secure import gaussian_release
-from .spaces import GridGeometry, KernelSpace, LegendreSpace
-from .summation import (
-    MEAN_ROUNDING,
-    RECORD_SLACK,
-    TINY_ERR,
-    calibration_factor,
-    fixed_point_mean,
-    gamma,
-)
 
 __all__ = ["SETS", "NOISES", "FITS", "Design", "DesignMap", "DesignCalibration", "project_ball",
            ]
@@ -687,8 +687,8 @@ class Design:
         ``"box_active"``, ``"ellipsoid_active"``, ``"ball_active"`` (…,): whether
         some curve was moved.  Flags are diagnostics for simulations, never part
         of a release.  Every mean is exact up to one rounding
-        (:func:`dpfda.summation.fixed_point_mean`); ``exact=False`` is the
-        simulations' faster sum (:func:`dpfda.design_runs.simulate_designs`; no release uses it).
+        (:func:`dpfda.maths.summation.fixed_point_mean`); ``exact=False`` is the
+        simulations' faster sum (:func:`dpfda.simulation.design_runs.simulate_designs`; no release uses it).
         """
         out = self._parts_per_curve(self._check_X(X), exact)
         for flag in ("box_active", "ellipsoid_active", "ball_active"):
@@ -758,7 +758,7 @@ class Design:
         """Proven bound ε on the relative excess of pair μ from the rounding of the summary.
 
         The summary y is built from means that are exact up to one rounding
-        (:func:`dpfda.summation.fixed_point_mean`) and, for the box, ellipsoid and
+        (:func:`dpfda.maths.summation.fixed_point_mean`) and, for the box, ellipsoid and
         mix, a few linear maps after the mean.  Per grid point, ``|y − m|`` is at most
 
         * ball: γ₄·r (the projected curves have norm <= r(1 + γ_{T+4}): the
@@ -774,7 +774,7 @@ class Design:
         the whitened summary by at most ||L⁺||₂·||e||₂.  Hence
         ε = ρ + n·||L⁺||₂·E/R with E the ℓ₂ sum of the bounds above.  A noise
         factor L with a tiny singular value makes ε large: σ grows to cover it,
-        or calibration is refused (:func:`dpfda.summation.calibration_factor`).
+        or calibration is refused (:func:`dpfda.maths.summation.calibration_factor`).
         With a rank-deficient L (``noise="ellipsoid"``, d < T) this bounds the
         part of the rounding inside the span of Φ only.
         """
@@ -820,7 +820,7 @@ class Design:
         noise standard deviation σ·max|L|, is not a normal float at most 2^960, or when
         σ < 2^-40·R (n·μ above about 10^12: rounding would erase the noise).
         σ covers the rounding of the summary as well (:meth:`rounding_excess`): it is
-        multiplied by :func:`dpfda.summation.calibration_factor` (exactly the formula
+        multiplied by :func:`dpfda.maths.summation.calibration_factor` (exactly the formula
         while that excess is below 2⁻³¹).
         """
         return self._calibrate(check_int(n, "n", 1), check_positive(mu, "mu"))
@@ -858,10 +858,10 @@ class Design:
 
     # -- release -------------------------------------------------------------------
     def privatize(self, summary, n: int, mu: float, rng, *, secure: bool = False) -> Release:
-        """x̃ = summary + σLZ, fitted: a :class:`~dpfda.pipelines.Release` (method "design").
+        """x̃ = summary + σLZ, fitted: a :class:`~dpfda.mechanisms.pipelines.Release` (method "design").
 
         With ``secure=True`` the noise is drawn by OpenDP's vector Gaussian mechanism
-        (:mod:`dpfda.secure`) in the whitened coordinates: M·summary/R, whose ℓ₂
+        (:mod:`dpfda.mechanisms.secure`) in the whitened coordinates: M·summary/R, whose ℓ₂
         sensitivity is 2/n (R includes its rounding bound), gets noise of scale 2/(nμ)
         (OpenDP checks ρ = μ²/2 before drawing); multiplying back by R and by L is
         post-processing.  For FTP's shape the whitened summary is the mean of fits θ̂
@@ -920,7 +920,7 @@ class Design:
         ``n``: if not None, the only number of curves it accepts (σ is checked for it
         now); ``secure``: its releases draw the noise with OpenDP by default.
         Audited on the noisy means x̃ with the noise law the release publishes,
-        N(0, σ²LLᵀ) (``noise_scale`` and ``noise_factor``): :mod:`dpfda.audit` solves it
+        N(0, σ²LLᵀ) (``noise_scale`` and ``noise_factor``): :mod:`dpfda.trust.audit` solves it
         with its own factorisation, never with this design's whitening.
         """
         mu = check_positive(mu, "mu")

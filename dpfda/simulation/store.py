@@ -2,7 +2,7 @@
 
 The simulation chapters and the robustness matrix call :func:`run_study`,
 :func:`run_studies` and :func:`simulate_setting` from here instead of from
-:mod:`dpfda.engine`.  With the store off (the default) these are the engine's
+:mod:`dpfda.simulation.engine`.  With the store off (the default) these are the engine's
 functions, unchanged.  With the store on, every setting's per-repetition arrays
 are kept in one file, and a later call that needs the same setting with the
 same seed and repetitions reads them instead of simulating them again: two
@@ -28,7 +28,7 @@ everything its arrays depend on:
 * the versions of numpy and scipy and of Python, and the machine's
   architecture (the random streams and the rounding of the arithmetic; the
   store lives in one build folder on one machine, so its BLAS is the same);
-* the setting's canonical text (:meth:`~dpfda.studies.Setting.canonical`: the
+* the setting's canonical text (:meth:`~dpfda.simulation.studies.Setting.canonical`: the
   family, n, T, m, μ, σ₀, B', B, ρ, centres and the latent law) and the law's
   name itself (``shift-0`` and ``wave-0`` share their streams but not their
   entries);
@@ -38,7 +38,7 @@ everything its arrays depend on:
   entry even where their sizes agree.
 
 The engine's results do not depend on the chunking or on the number of
-workers (:mod:`dpfda.engine`), so the arrays computed here, chunk by chunk in
+workers (:mod:`dpfda.simulation.engine`), so the arrays computed here, chunk by chunk in
 joblib's workers, are the engine's bit for bit (``tests/test_store.py``
 checks it).
 
@@ -75,8 +75,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import __version__, engine, schedule, tabulate
-from .config import quick
+from .. import __version__
+from ..config import quick
+from . import engine, schedule, tabulate
 from .studies import Setting, Study
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ FORMAT = 1
 """Version of the entries' layout, part of every key."""
 
 ARRAYS = ("err_ftp", "err_ptf", "ftp_any_active", "ftp_frac_active", "ptf_active")
-"""The per-repetition arrays of a setting (:func:`dpfda.engine.simulate_chunk`)."""
+"""The per-repetition arrays of a setting (:func:`dpfda.simulation.engine.simulate_chunk`)."""
 
 MAGIC = b"dpfda-store 1"
 """The first line of every entry file."""
@@ -260,7 +261,7 @@ def _log(folder: Path, rows: list[tuple]) -> None:
 
 def simulate_setting(setting: Setting, reps: int, seed: int, *, chunk_reps: int | None = None,
                      keep_releases: bool = False) -> dict:
-    """:func:`dpfda.engine.simulate_setting`, read from the store when it holds the result."""
+    """:func:`dpfda.simulation.engine.simulate_setting`, read from the store when it holds the result."""
     folder = location()
     if folder is None:
         return engine.simulate_setting(setting, reps, seed, chunk_reps=chunk_reps, keep_releases=keep_releases)
@@ -285,7 +286,7 @@ def _compute(missing: list[Setting], reps: int, seed: int, n_jobs, chunk_reps) -
     """Per-repetition arrays of ``missing`` (distinct settings), chunked and in parallel like the engine."""
     if not missing:
         return {}
-    study = Study(name="store", title="settings missing from the store", source="dpfda.store",
+    study = Study(name="store", title="settings missing from the store", source="dpfda.simulation.store",
                   settings=tuple(missing))
     settings, tasks = schedule.plan([study], reps, chunk_reps)
     if n_jobs == 1:
@@ -302,14 +303,14 @@ def _compute(missing: list[Setting], reps: int, seed: int, n_jobs, chunk_reps) -
 
 
 def _frame(study: Study, per_setting: dict, reps: int, seed: int, started: str) -> "pd.DataFrame":
-    """:func:`dpfda.tabulate.frame` of ``study`` from the store's arrays (keyed by canonical text and law)."""
+    """:func:`dpfda.simulation.tabulate.frame` of ``study`` from the store's arrays (keyed by text and law)."""
     own = {s.canonical(): per_setting[s.canonical(), s.law] for s in study.settings}
     return tabulate.frame(study, own, reps, seed, started)
 
 
 def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_reps: int | None = None,
                 progress: bool = False) -> "OrderedDict[str, pd.DataFrame]":
-    """:func:`dpfda.schedule.run_studies`, simulating only the settings the store lacks.
+    """:func:`dpfda.simulation.schedule.run_studies`, simulating only the settings the store lacks.
 
     With the store off, the engine's function itself.  With it on, each
     setting (once, however many studies share it) is read from the store or
@@ -361,7 +362,7 @@ def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_rep
 
 def run_study(study: Study, reps: int, seed: int, n_jobs: int | None = 1, chunk_reps: int | None = None,
               progress: bool = False) -> "pd.DataFrame":
-    """:func:`dpfda.schedule.run_study`, simulating only the settings the store lacks."""
+    """:func:`dpfda.simulation.schedule.run_study`, simulating only the settings the store lacks."""
     if not isinstance(study, Study):
         raise TypeError(f"study must be a Study, got {type(study).__name__}")
     return run_studies([study], reps, seed, n_jobs=n_jobs, chunk_reps=chunk_reps, progress=progress)[study.name]

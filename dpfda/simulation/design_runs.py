@@ -1,8 +1,8 @@
 """Monte Carlo over designs: paired errors of several mechanism designs on one simulation setting.
 
-The simulations of the design-space chapter: every design of :mod:`dpfda.designs` built on
-a setting of :mod:`dpfda.studies`, run through the engine's one loop
-(:func:`dpfda.engine.simulate_mechanisms`) with shared observation noise and privacy
+The simulations of the design-space chapter: every design of :mod:`dpfda.mechanisms.designs` built on
+a setting of :mod:`dpfda.simulation.studies`, run through the engine's one loop
+(:func:`dpfda.simulation.engine.simulate_mechanisms`) with shared observation noise and privacy
 normals (common random numbers), and tabulated with paired ratios to reference designs.
 """
 
@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 
-from ._validation import check_int
-from .designs import Design
+from .._validation import check_int
+from ..mechanisms.designs import Design
+from ..mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean
 from .engine import Arm, per_repetition, prepare, simulate_mechanisms
-from .pipelines import ftp_fit_mean, ptf_clipped_mean
 from .seeding import generator, stream_key
 
 __all__ = ["simulate_designs", "compare_designs"]
@@ -26,14 +26,14 @@ __all__ = ["simulate_designs", "compare_designs"]
 def simulate_designs(setting, designs: dict, reps: int, seed: int, *, chunk_values: int = 2_000_000):
     """Errors of several designs on one simulation setting of the engine, paired.
 
-    ``setting`` is a :class:`dpfda.studies.Setting` (latent curves, grid, n,
-    μ, σ₀, B' as in :mod:`dpfda.engine`); ``designs`` maps a name to the
+    ``setting`` is a :class:`dpfda.simulation.studies.Setting` (latent curves, grid, n,
+    μ, σ₀, B' as in :mod:`dpfda.simulation.engine`); ``designs`` maps a name to the
     keyword arguments of :class:`Design`.  Every repetition draws fresh
     observation noise and one set of privacy normals (Z_T, Z_d) shared by all
     designs (common random numbers, so differences between designs are
     measured precisely); the curves' projections are computed once per
     repetition and shared.  Streams: ``SeedSequence(seed, spawn_key=stream_key(setting)
-    + (1014, chunk))`` (:func:`dpfda.seeding.stream_key`) with chunks fixed by the setting, so results do not
+    + (1014, chunk))`` (:func:`dpfda.simulation.seeding.stream_key`) with chunks fixed by the setting, so results do not
     depend on anything but (seed, setting, reps).
 
     Returns a dict name -> dict of per-repetition arrays ``err`` (IMSE or grid

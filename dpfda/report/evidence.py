@@ -2,7 +2,7 @@
 
 The book states each qualitative claim of §5 and of the appendix's polynomial
 section in words and then asserts it on the results table of
-:func:`dpfda.schedule.run_study`.  The helpers here turn "the ratio falls",
+:func:`dpfda.simulation.schedule.run_study`.  The helpers here turn "the ratio falls",
 "the ratio lies below one", "this curve is flat" into comparisons whose
 tolerance is a multiple ``z`` of the Monte Carlo standard error — never a
 hand-picked margin.
@@ -12,7 +12,7 @@ Conventions
 * A *row* is one setting of a results table (a ``pandas.Series``).  Its error
   ratio FTP/PTF is judged on the log scale, with the table's
   ``se_log_ratio`` (delta method on the paired errors; see
-  :data:`dpfda.tabulate.CI_METHOD`).
+  :data:`dpfda.simulation.tabulate.CI_METHOD`).
 * Two different settings have independent random streams (the engine keys
   every stream by the setting), so the standard error of a difference
   between them is ``sqrt(se_a² + se_b²)``.  FTP and PTF in the *same*
@@ -24,7 +24,7 @@ Conventions
   re-exported here for the chapters.
 
 This module only reads results tables; simulations are the engine's
-(:mod:`dpfda.engine`, :mod:`dpfda.schedule`).
+(:mod:`dpfda.simulation.engine`, :mod:`dpfda.simulation.schedule`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ import numbers
 import numpy as np
 import pandas as pd
 
-from ._validation import check_nonnegative, check_positive
-from .config import Z, bonferroni_z, proportion_se
-from .studies import check_family
+from .._validation import check_nonnegative, check_positive
+from ..config import Z, bonferroni_z, proportion_se
+from ..simulation.studies import check_family
 
 __all__ = [
     "Z",
@@ -192,9 +192,9 @@ _TABLE1_COLUMNS = {"mu": "mu", "T": "T", "n": "n", "err_ftp": "MSE_FTP", "err_pt
 def table1_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Table 1's numbers: per (μ, T, n) the two MSEs, their ratio (with its 95% CI) and p̂_PTF.
 
-    ``df`` is the results table of the study ``table1`` (:func:`dpfda.schedule.run_study`).
-    Rows are ordered by μ, T, n, as the settings of Figure 1; :func:`dpfda.plots.table`
-    shows it, :func:`dpfda.plots.pivot_n_by_mu_T` lays one of its columns out as the paper does.
+    ``df`` is the results table of the study ``table1`` (:func:`dpfda.simulation.schedule.run_study`).
+    Rows are ordered by μ, T, n, as the settings of Figure 1; :func:`dpfda.report.plots.table`
+    shows it, :func:`dpfda.report.plots.pivot_n_by_mu_T` lays one of its columns out as the paper does.
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a results DataFrame from run_study, got {type(df).__name__}")

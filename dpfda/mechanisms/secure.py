@@ -36,14 +36,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_float_array, check_positive
+from .._validation import as_float_array, check_positive
 
 VALUE_MAX = 2.0**960
 """Largest magnitude of a value, and largest noise scale, the releases accept (≈ 9.7e288).
 
 With both bounded so, a noisy value stays finite (noise beyond 2^64 scales has
 probability below e^(-1.8·10^19)); the same bound as
-:data:`dpfda.pipelines.PARAM_MAX` and :data:`dpfda.privacy.LAPLACE_MAX`."""
+:data:`dpfda.mechanisms.pipelines.PARAM_MAX` and :data:`dpfda.mechanisms.privacy.LAPLACE_MAX`."""
 
 __all__ = [
     "opendp_available",

@@ -12,29 +12,29 @@ appendix's polynomial setup):
 
 The errors are averaged over repetitions (conditional on the latent curves),
 and the reported ratio is the ratio of the two Monte Carlo means, as in the
-paper (:mod:`dpfda.tabulate`; :mod:`dpfda.schedule` runs whole studies).
+paper (:mod:`dpfda.simulation.tabulate`; :mod:`dpfda.simulation.schedule` runs whole studies).
 
 One loop
 --------
 Every simulation of the package — the paper's settings (:func:`simulate_chunk`),
-the designs of :mod:`dpfda.designs` (:func:`dpfda.design_runs.simulate_designs`) and
+the designs of :mod:`dpfda.mechanisms.designs` (:func:`dpfda.simulation.design_runs.simulate_designs`) and
 repeated releases of one dataset (:func:`repeat_releases`, the audit) — runs
 chunk by chunk through :func:`simulate_mechanisms`: draw the random numbers
 (:func:`draw_normals`, the one rule for their order), form X = F + σ₀ε, compute
 each distinct summary once for all mechanisms, then privatize every mechanism's
 summary with its block of the pre-drawn normals
-(:meth:`dpfda.mechanism.Mechanism.privatize`; each mechanism is an :class:`Arm`).  Mechanisms that take the same
-block share it (common random numbers, so differences between them are measured
-precisely).
+(:meth:`dpfda.mechanisms.mechanism.Mechanism.privatize`; each mechanism is an
+:class:`Arm`).  Mechanisms that take the same block share it (common random
+numbers, so differences between them are measured precisely).
 
 Random streams
 --------------
-:mod:`dpfda.seeding` makes the generators; :func:`draw_normals` says what is
+:mod:`dpfda.simulation.seeding` makes the generators; :func:`draw_normals` says what is
 drawn from them and in which order: the observation noise first, then the
 privacy normals in blocks.  A setting's repetition r has its own stream (the
 order is then: its n × T observation normals, none when σ₀ = 0, then FTP's d
 privacy normals, then PTF's T — exactly what ``observe``, ``ftp`` and ``ptf``
-draw when called in that order with :func:`dpfda.seeding.rep_generator`);
+draw when called in that order with :func:`dpfda.simulation.seeding.rep_generator`);
 the designs draw from one stream a chunk, ``SeedSequence(seed,
 spawn_key=stream_key(setting) + (1014, chunk))``; a caller's generator (the
 audit, :func:`repeat_releases`) is one stream for all its chunks.  The results
@@ -46,8 +46,8 @@ Vectorisation and memory
 ------------------------
 Repetitions are processed in chunks: the observed data of a chunk form one
 array (chunk, n, T) that the pipelines' stage functions
-(:func:`~dpfda.pipelines.ftp_fit_mean`, :func:`~dpfda.pipelines.ptf_clipped_mean`,
-:func:`~dpfda.pipelines.ptf_fit`) process at once; only the draws loop over
+(:func:`~dpfda.mechanisms.pipelines.ftp_fit_mean`, :func:`~dpfda.mechanisms.pipelines.ptf_clipped_mean`,
+:func:`~dpfda.mechanisms.pipelines.ptf_fit`) process at once; only the draws loop over
 repetitions.  The chunk is sized so that it holds at most
 :data:`CHUNK_BYTES` bytes (:func:`chunk_size`).  When σ₀ = 0 the observed data
 are the latent curves in every repetition, so the per-curve FTP fits and PTF's
@@ -59,7 +59,7 @@ differently for two neighbouring datasets (issue #19), which matters for a
 release but not for an estimate of the error: the engine releases nothing,
 and its sums are within n·u of the exact mean, far below Monte Carlo error.
 A public release (:func:`dpfda.ftp`, :func:`dpfda.ptf`) sums exactly and
-rounds once (:mod:`dpfda.summation`), so the engine's coefficients equal a
+rounds once (:mod:`dpfda.maths.summation`), so the engine's coefficients equal a
 release's to a few ulps, not bit for bit.
 """
 
@@ -73,13 +73,13 @@ from typing import Callable, Hashable, Iterable
 
 import numpy as np
 
-from ._validation import check_int, check_optional_int, check_reps, check_rng
-from .config import quick as quick_mode
-from .data import polynomial_curves, rkhs_curves
-from .mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
-from .pipelines import Release, ftp_fit_mean, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
+from .._validation import check_int, check_optional_int, check_reps, check_rng
+from ..config import quick as quick_mode
+from ..maths.data import polynomial_curves, rkhs_curves
+from ..maths.spaces import GridGeometry, gaussian_kernel
+from ..mechanisms.mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
+from ..mechanisms.pipelines import Release, ftp_fit_mean, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
 from .seeding import latent_generator, rep_generators, stream_key
-from .spaces import GridGeometry, gaussian_kernel
 from .studies import Setting
 from .tabulate import concat_chunks
 
@@ -142,7 +142,7 @@ def draw_normals(streams, c: int, blocks: Iterable[int], *, F=None, sigma0: floa
     ``streams`` is either one :class:`numpy.random.Generator` for the whole chunk
     (the designs' per-chunk streams, a caller's generator) or an iterable of
     ``c`` generators, one a repetition (the engine's streams,
-    :func:`dpfda.seeding.rep_generators`).  From each stream, in this order:
+    :func:`dpfda.simulation.seeding.rep_generators`).  From each stream, in this order:
 
     1. the observation noise ε, n × T normals a repetition (only if
        ``sigma0 > 0``; ``F`` (n, T) holds the latent values);
@@ -163,7 +163,7 @@ def draw_normals(streams, c: int, blocks: Iterable[int], *, F=None, sigma0: floa
     if isinstance(streams, np.random.Generator):
         if noisy:
             X = streams.standard_normal((c,) + F.shape)
-            X *= sigma0  # X = F + σ₀ε, as dpfda.data.observe
+            X *= sigma0  # X = F + σ₀ε, as dpfda.maths.data.observe
             X += F
         return X, [streams.standard_normal((c, k)) for k in blocks]
     priv = np.empty((c, sum(blocks)))
@@ -172,7 +172,7 @@ def draw_normals(streams, c: int, blocks: Iterable[int], *, F=None, sigma0: floa
         for Xi, priv_i, rng in zip(X, priv, streams, strict=True):
             rng.standard_normal(out=Xi)  # observation noise ε (eq. 2) ...
             rng.standard_normal(out=priv_i)  # ... then the privacy normals, block after block
-            Xi *= sigma0  # X = F + σ₀ε, as dpfda.data.observe (while Xi is in cache)
+            Xi *= sigma0  # X = F + σ₀ε, as dpfda.maths.data.observe (while Xi is in cache)
             Xi += F
     else:
         for priv_i, rng in zip(priv, streams, strict=True):
@@ -211,7 +211,7 @@ def per_repetition(mechanism: Mechanism) -> Mechanism:
 
 @dataclass(frozen=True, eq=False)
 class Arm:
-    """A :class:`~dpfda.mechanism.Mechanism` as :func:`simulate_mechanisms` runs it.
+    """A :class:`~dpfda.mechanisms.mechanism.Mechanism` as :func:`simulate_mechanisms` runs it.
 
     ``summary``: the key of its summary among the shared parts; ``block``: the
     index of the block of privacy normals it takes (arms with the same block

@@ -3,8 +3,8 @@
 A :class:`Setting` is one cell of a simulation: a function space on a grid, a
 sample size, a privacy budget, an observation-noise level and a fitting
 radius B'.  A :class:`Study` is a named, ordered collection of settings.  The
-engine (:mod:`dpfda.engine`) runs any study; :mod:`dpfda.plots` draws it (how
-each of the paper's studies is laid out is :data:`dpfda.plots.LAYOUTS`).
+engine (:mod:`dpfda.simulation.engine`) runs any study; :mod:`dpfda.report.plots` draws it (how
+each of the paper's studies is laid out is :data:`dpfda.report.plots.LAYOUTS`).
 
 The paper's studies (all with B = 1 and 1000 repetitions in the paper):
 
@@ -46,9 +46,9 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ._validation import check_int, check_nonnegative, check_positive
-from .data import check_law
-from .spaces import KernelSpace, LegendreSpace, gaussian_kernel, uniform_grid
+from .._validation import check_int, check_nonnegative, check_positive
+from ..maths.data import check_law
+from ..maths.spaces import KernelSpace, LegendreSpace, gaussian_kernel, uniform_grid
 
 __all__ = [
     "FAMILIES",
@@ -130,8 +130,8 @@ def radius_rule(name: str, n: int, B: float = 1.0) -> float:
 
 FAMILIES = ("kernel", "legendre")
 """The families of function spaces a :class:`Setting` can use: ``"kernel"``
-(:class:`~dpfda.spaces.KernelSpace`, the Gaussian-kernel RKHS) and ``"legendre"``
-(:class:`~dpfda.spaces.LegendreSpace`, H_m)."""
+(:class:`~dpfda.maths.spaces.KernelSpace`, the Gaussian-kernel RKHS) and ``"legendre"``
+(:class:`~dpfda.maths.spaces.LegendreSpace`, H_m)."""
 
 _RENAMED = {"poly": "legendre", "rkhs": "kernel"}  # refused, with the name to use (see _STREAM_TOKEN)
 
@@ -170,10 +170,10 @@ class Setting:
     family : {"kernel", "legendre"}
         The family of the function space (:attr:`space`).  ``"kernel"``: the
         RKHS of the Gaussian kernel with bandwidth ``rho``
-        (:class:`~dpfda.spaces.KernelSpace`), latent curves from
+        (:class:`~dpfda.maths.spaces.KernelSpace`), latent curves from
         :func:`dpfda.rkhs_curves` with ``centers`` kernel centres, error =
         grid MSE (eq. 8).  ``"legendre"``: the Legendre space H_m
-        (:class:`~dpfda.spaces.LegendreSpace`), latent curves from
+        (:class:`~dpfda.maths.spaces.LegendreSpace`), latent curves from
         :func:`dpfda.polynomial_curves`, error = IMSE (eq. 7).
     n : int
         Number of curves.
@@ -197,10 +197,10 @@ class Setting:
     centers : int, optional
         Number of kernel centres of the latent curves (``"kernel"`` only; default 20).
     law : str
-        The latent law, a member of :data:`dpfda.data.LAWS` (default
-        ``"default"``, the laws of the paper's setups as :mod:`dpfda.data` reads
-        them).  Part of the setting's stream keys (:func:`dpfda.seeding.stream_key`,
-        :func:`dpfda.seeding.latent_stream_key`), so each law
+        The latent law, a member of :data:`dpfda.maths.data.LAWS` (default
+        ``"default"``, the laws of the paper's setups as :mod:`dpfda.maths.data` reads
+        them).  Part of the setting's stream keys (:func:`dpfda.simulation.seeding.stream_key`,
+        :func:`dpfda.simulation.seeding.latent_stream_key`), so each law
         has its own random streams; ``"default"`` adds nothing to the keys
         (see ``_STREAM_TOKEN``), and ``shift-0``/``wave-0``,
         one and the same centred law, share theirs.
@@ -429,7 +429,7 @@ class Study:
         layout = sorted({"kind", "group", "panel", "reference"} & set(study_kwargs))
         if layout:
             raise TypeError(f"Study.grid does not take {layout}: how a study is drawn is "
-                            "dpfda.plots.Layout (plots.figure(df, layout=...))")
+                            "dpfda.report.plots.Layout (plots.figure(df, layout=...))")
         if family is None:
             raise TypeError(f"Study.grid needs family, one of {FAMILIES}")
         check_family(family)
@@ -500,7 +500,7 @@ _PAPER_RULES_SCALED = ["B", "sqrt_log_n", "log_n", "sqrt_n", "n_2_3"]
 def paper_studies(n=PAPER_N, law="default") -> dict[str, Study]:
     """The six figures and Table 1 of the paper, in order.
 
-    ``n`` may be narrowed; ``law`` (a name from :data:`dpfda.data.LAWS`, or a
+    ``n`` may be narrowed; ``law`` (a name from :data:`dpfda.maths.data.LAWS`, or a
     list of them) replaces the latent law of every setting.
     """
     return {

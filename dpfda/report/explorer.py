@@ -1,6 +1,6 @@
 """The interactive FTP/PTF ratio explorer as one self-contained HTML fragment, for static pages.
 
-:func:`dpfda.plots.ratio_explorer` draws the explorer (a Bokeh layout whose redraw is a
+:func:`dpfda.report.plots.ratio_explorer` draws the explorer (a Bokeh layout whose redraw is a
 small JavaScript callback: nothing is computed or fetched when a reader moves a slider).
 :func:`explorer_html` returns such a layout as one HTML fragment whose scripts are all
 inline (BokehJS itself included, from the installed ``bokeh`` package), so the book

@@ -62,11 +62,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy import special
 
-from . import mechanism as mechanisms
-from ._validation import as_float_array, check_int, check_positive, check_rng
-from .designs import Design
-from .engine import repeat_mechanism, repeated
-from .mechanism import (
+from .._validation import as_float_array, check_int, check_positive, check_rng
+from ..maths.spaces import FunctionSpace, GridGeometry
+from ..mechanisms import mechanism as mechanisms
+from ..mechanisms.designs import Design
+from ..mechanisms.mechanism import (
     ClipToBox,
     FitInBall,
     FTPCalibration,
@@ -75,8 +75,8 @@ from .mechanism import (
     PTFCalibration,
     WeightedFit,
 )
-from .pipelines import check_radius, fitter, ptf_clip_bounds, ptf_default_weights
-from .spaces import FunctionSpace, GridGeometry
+from ..mechanisms.pipelines import check_radius, fitter, ptf_clip_bounds, ptf_default_weights
+from ..simulation.engine import repeat_mechanism, repeated
 
 __all__ = [
     "AuditResult",
@@ -423,7 +423,7 @@ class PinvDesign(Design):
 def broken_design_pinv(space, grid, radius, mu, *, n, noise, ball_radius=None):
     """BROKEN ON PURPOSE: a ball design whitened by a pseudo-inverse.
 
-    ``dpfda.designs.Design(..., region="ball", noise=noise)`` with one change: the
+    ``dpfda.mechanisms.designs.Design(..., region="ball", noise=noise)`` with one change: the
     extent R = r·||L⁺||₂ is computed with ``numpy.linalg.pinv``, which silently
     drops singular values below about 1e-15 of the largest.  With a noise shape
     that has a thin direction (a grid point of tiny variance), R misses it, σ is
@@ -473,10 +473,10 @@ def probe_pairs(mechanism: Mechanism, n: int, T: int, *, size: float, directions
 def _check_mechanism(mechanism) -> Mechanism:
     if not isinstance(mechanism, Mechanism):
         raise TypeError(
-            f"mechanism must be a dpfda.mechanism.Mechanism, got {type(mechanism).__name__}: build it "
-            "with dpfda.audit.ftp_mechanism / ptf_mechanism (or dpfda.mechanism.ftp_mechanism / "
-            "ptf_mechanism, dpfda.designs.Design(...).mechanism(n, mu), or a broken_* constructor "
-            "of dpfda.audit); a plain function (X, rng) -> Release does not say what to audit"
+            f"mechanism must be a dpfda.mechanisms.mechanism.Mechanism, got {type(mechanism).__name__}: build it "
+            "with dpfda.trust.audit.ftp_mechanism / ptf_mechanism (or dpfda.mechanisms.mechanism.ftp_mechanism / "
+            "ptf_mechanism, dpfda.mechanisms.designs.Design(...).mechanism(n, mu), or a broken_* constructor "
+            "of dpfda.trust.audit); a plain function (X, rng) -> Release does not say what to audit"
         )
     return mechanism
 
@@ -701,7 +701,7 @@ def _draw(mechanism, X, draws, chunk, rng, view):
     """``view`` of ``draws`` releases of ``X``, one row each, in chunks of ``chunk`` (the one loop).
 
     The releases are those ``mechanism.release`` makes on ``chunk`` copies of ``X``
-    with ``rng`` (:func:`dpfda.engine.repeat_mechanism`); with OpenDP's noise
+    with ``rng`` (:func:`dpfda.simulation.engine.repeat_mechanism`); with OpenDP's noise
     (``secure``) each chunk is a release of the copies.
     """
     if mechanism.secure:
@@ -723,7 +723,7 @@ def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, threshol
     ----------
     mechanism : Mechanism
         A :class:`dpfda.Mechanism`, e.g. from :func:`ftp_mechanism`,
-        :func:`ptf_mechanism` or :meth:`dpfda.designs.Design.mechanism`.  Its
+        :func:`ptf_mechanism` or :meth:`dpfda.mechanisms.designs.Design.mechanism`.  Its
         ``release`` is called on a batch (size, n, T) of identical copies, so many
         releases cost one vectorised call per ``chunk``.
     X0, X1 : arrays (n, T)

@@ -1,12 +1,12 @@
 """Scheduling simulations: plan the chunks, check memory, run them (joblib or Dask).
 
-A run splits each setting's repetitions into chunks (:func:`dpfda.engine.chunk_size`),
+A run splits each setting's repetitions into chunks (:func:`dpfda.simulation.engine.chunk_size`),
 generated as they are needed (:class:`Tasks`), never listed.  :func:`run_studies`
 first checks (:func:`check_memory`) that every setting's per-repetition results
 and the largest chunk fit in the memory this process may use: a run that cannot
 fit is refused with ``ValueError`` before anything runs.  The chunks run in this
 process or in joblib's workers (any backend, e.g. Dask); a setting's results do
-not depend on the chunking, the workers or the order (:mod:`dpfda.seeding`).
+not depend on the chunking, the workers or the order (:mod:`dpfda.simulation.seeding`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import warnings
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from ._interrupt import pause_for_test
-from ._validation import check_int, check_jobs, check_reps
+from .._interrupt import pause_for_test
+from .._validation import check_int, check_jobs, check_reps
 from .engine import batches, chunk_size, simulate_chunk
 from .studies import Setting, Study
 from .tabulate import concat_chunks, frame
@@ -310,7 +310,7 @@ def run_study(study: Study, reps: int, seed: int, n_jobs: int | None = 1, chunk_
     Parameters
     ----------
     study : Study
-        E.g. ``dpfda.studies.get_study("fig1")`` or a custom ``Study.grid(...)``.
+        E.g. ``dpfda.simulation.studies.get_study("fig1")`` or a custom ``Study.grid(...)``.
     reps : int
         Repetitions per setting (>= 2; the paper uses 1000).
     seed : int
@@ -320,7 +320,7 @@ def run_study(study: Study, reps: int, seed: int, n_jobs: int | None = 1, chunk_
         workers; None uses joblib's current configuration (e.g. inside
         ``joblib.parallel_config(backend="dask")``).  Results do not depend on it.
     chunk_reps : int, optional
-        Repetitions per chunk (default: as many as fit in :data:`dpfda.engine.CHUNK_BYTES`).
+        Repetitions per chunk (default: as many as fit in :data:`dpfda.simulation.engine.CHUNK_BYTES`).
         Results do not depend on it.
     progress : bool
         Show a tqdm progress bar over settings.

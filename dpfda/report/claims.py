@@ -4,7 +4,7 @@ Every qualitative conclusion the paper draws from its simulations (§5.1–5.3,
 the appendix's Figures 4–6 and Table 1) is a :class:`Claim` here, and nowhere
 else.  A record carries, side by side,
 
-* ``where``: the paper's location (the study's ``dpfda.studies.Study.source``);
+* ``where``: the paper's location (the study's ``dpfda.simulation.studies.Study.source``);
 * ``paper``: our paraphrase of what the paper says (MyST markdown);
 * ``test``: our operationalisation, the components it tests (the docstring of
   its build function);
@@ -80,12 +80,12 @@ from scipy.optimize import minimize_scalar
 from scipy.stats import chi2, norm
 from scipy.stats import t as student_t  # components that carry their own df
 
+from ..maths.data import LAW_SHIFTS, LAWS, check_law
+from ..mechanisms import theory
+from ..mechanisms.pipelines import ptf_default_clip, ptf_sigmas
+from ..simulation.store import run_studies
+from ..simulation.studies import PAPER_N, STUDY_NAMES, get_study, paper_studies
 from . import evidence as ev
-from . import theory
-from .data import LAW_SHIFTS, LAWS, check_law
-from .pipelines import ptf_default_clip, ptf_sigmas
-from .store import run_studies
-from .studies import PAPER_N, STUDY_NAMES, get_study, paper_studies
 
 __all__ = [
     "Component",
@@ -904,7 +904,7 @@ def components_table(results, claims=CLAIMS) -> pd.DataFrame:
     """Every component of every claim under every law, one row each.
 
     ``results`` maps law → (study name → results table): one
-    :func:`dpfda.schedule.run_studies` output per law (the conditional design) or
+    :func:`dpfda.simulation.schedule.run_studies` output per law (the conditional design) or
     :func:`simulate`'s pooled law-level tables.  Columns: ``claim``, ``law``,
     ``component``, ``estimate``, ``se``, ``direction``, ``z`` (the estimate over
     its standard error, signed by the asserted direction), ``df`` (NaN: a
@@ -1019,10 +1019,10 @@ class Judgement:
         return pd.Series(rows, name=c.name).rename_axis("").to_frame()
 
     def show(self):
-        """The record beside the verdict as a captioned table (:func:`dpfda.plots.table`), for a chapter."""
+        """The record beside the verdict as a captioned table (:func:`dpfda.report.plots.table`), for a chapter."""
         from .plots import table
 
-        return table(self.record(), f"The registry's record of {self.claim.name} (`dpfda.claims`) and its "
+        return table(self.record(), f"The registry's record of {self.claim.name} (`dpfda.report.claims`) and its "
                      f"verdict on these tables ({self.law} law).")
 
     def summary(self) -> pd.DataFrame:
@@ -1078,7 +1078,7 @@ CATEGORIES = ("robust", "norm", "shape", "undecided", "default only", "none")
 
 
 def classify(matrix: pd.DataFrame) -> pd.Series:
-    """Sort each claim of a verdict matrix (all of :data:`~dpfda.data.LAWS` as columns) into a category.
+    """Sort each claim of a verdict matrix (all of :data:`~dpfda.maths.data.LAWS` as columns) into a category.
 
     Only decisive contrasts count (a law where the claim holds against one where
     it fails); a difference between "holds" and "inconclusive" may be a matter
@@ -1209,7 +1209,7 @@ def simulate(laws=LAWS, *, reps_noiseless: int, reps_noisy: int, seed: int, draw
     (:func:`draw_seeds`), the repetitions split evenly between them
     (``reps_noiseless // K`` and ``reps_noisy // K`` each), pooled by
     :func:`pool_draws` into law-level tables.  Per draw, two
-    :func:`dpfda.store.run_studies` calls (:func:`dpfda.schedule.run_studies`, through the
+    :func:`dpfda.simulation.store.run_studies` calls (:func:`dpfda.simulation.schedule.run_studies`, through the
     results store when one is on) cover every law: the noiseless
     studies (:data:`NOISELESS_STUDIES`; Figure 1 and Table 1 share their
     settings, simulated once) and the noisy ones.  ``n`` narrows the grid of
@@ -1217,7 +1217,7 @@ def simulate(laws=LAWS, *, reps_noiseless: int, reps_noisy: int, seed: int, draw
     """
     laws = [check_law(law) for law in ([laws] if isinstance(laws, str) else laws)]
     if not laws:
-        raise ValueError("laws must name at least one law of dpfda.data.LAWS")
+        raise ValueError("laws must name at least one law of dpfda.maths.data.LAWS")
     draws = int(draws)
     if draws < 1:
         raise ValueError(f"draws must be >= 1, got {draws}")
@@ -1231,7 +1231,7 @@ def simulate(laws=LAWS, *, reps_noiseless: int, reps_noisy: int, seed: int, draw
         for k in STUDY_NAMES:
             st = replace(studies[k], name=f"{k}__{tag[law]}")
             groups["quiet" if k in NOISELESS_STUDIES else "noisy"].append((law, k, st))
-    # S = 0 is one centred law under two names, with the same random streams (dpfda.engine): run it once.
+    # S = 0 is one centred law under two names, with the same random streams (dpfda.simulation.engine): run it once.
     twin = {"wave-0": "shift-0"} if {"shift-0", "wave-0"} <= set(laws) else {}
     runs: dict = {(law, k): [] for law in laws for k in STUDY_NAMES}
     for s in draw_seeds(seed, draws):
@@ -1266,11 +1266,11 @@ def draws_from_pilot(between_var: float, within_var_per_rep: float, reps: int, *
 
 
 # ---------------------------------------------------------------------------
-# Labels of the matrix (the chapter book/robustness.ipynb; its figures are dpfda.plots')
+# Labels of the matrix (the chapter book/robustness.ipynb; its figures are dpfda.report.plots')
 # ---------------------------------------------------------------------------
 
 VERDICT_MARKS = {"holds": "✓", "inconclusive": "?", "fails": "✗"}
-"""The marks of the verdicts (with :data:`dpfda.plots.VERDICT_COLOURS`); they keep the
+"""The marks of the verdicts (with :data:`dpfda.report.plots.VERDICT_COLOURS`); they keep the
 matrix readable without colour."""
 
 

@@ -34,8 +34,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.polynomial import legendre as _leg
 
-from ._validation import as_float_array, check_data, check_grid, check_points, to_float
-from .spaces import KernelSpace, LegendreSpace
+from .._validation import as_float_array, check_data, check_grid, check_points, to_float
+from ..maths.spaces import KernelSpace, LegendreSpace
 
 __all__ = ["Domain", "PublicFrame", "legendre_derivative", "smallest_dimension"]
 

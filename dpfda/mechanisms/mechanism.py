@@ -9,14 +9,14 @@ A :class:`dpfda.Mechanism` is that pipeline with its parts named:
 * ``per_curve`` — the per-curve map into a set C, averaged over the n curves
   (:class:`FitInBall`: FTP's fits in the ball of radius B', Algorithm 1;
   :class:`ClipToBox`: PTF's clipping to ∏[−c_j, c_j], Algorithm 2; a design's map,
-  :meth:`dpfda.designs.Design.mechanism`).  ``exact=True`` sums exactly and rounds
-  once (:func:`dpfda.summation.fixed_point_mean`), as every release does;
+  :meth:`dpfda.mechanisms.designs.Design.mechanism`).  ``exact=True`` sums exactly and rounds
+  once (:func:`dpfda.maths.summation.fixed_point_mean`), as every release does;
   ``exact=False`` is the simulations' fast sum, which no release uses.
 * ``calibration`` — the sensitivity of that mean in a named norm and the noise scale
   σ = Δ/μ, computed by the package's one overflow-safe calibration (the code behind
   :func:`dpfda.ftp_sigma`, :func:`dpfda.ptf_sigmas` and
-  :meth:`dpfda.designs.Design.sigma`, with the rounding factor of
-  :func:`dpfda.summation.calibration_factor`), and the OpenDP path of
+  :meth:`dpfda.mechanisms.designs.Design.sigma`, with the rounding factor of
+  :func:`dpfda.maths.summation.calibration_factor`), and the OpenDP path of
   ``secure=True``.
 * ``noise_factor`` — the shape L of the noise: None for FTP and PTF (independent
   noise of scale σ, or σ_j per coordinate), a (T, k) matrix for a design.
@@ -42,8 +42,8 @@ A loop that shares privacy normals between mechanisms calls, per mechanism:
 2. ``mech.noise_dim`` normals per repetition (d for FTP, T for PTF, k = L.shape[1]
    for a design), drawn by the loop (standard normal, shape (…, noise_dim)).
 3. ``rel = mech.privatize(centre, normals, n)`` — σ for n curves, ỹ = centre + σ·L·normals
-   (``centre + σ·normals`` without L, bit for bit :func:`dpfda.pipelines.add_noise`),
-   then the fit; a :class:`~dpfda.pipelines.Release`.  ``mech.sigma(n)`` gives σ alone.
+   (``centre + σ·normals`` without L, bit for bit :func:`dpfda.mechanisms.pipelines.add_noise`),
+   then the fit; a :class:`~dpfda.mechanisms.pipelines.Release`.  ``mech.sigma(n)`` gives σ alone.
 
 ``mech.release(X, rng)`` is the same with ``exact=True`` and normals drawn from
 ``rng`` right after the summary (the draw order of :func:`dpfda.ftp`,
@@ -64,7 +64,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ._validation import check_data, check_int, check_positive, check_rng, check_secure
+from .._validation import check_data, check_int, check_positive, check_rng, check_secure
+from ..maths.spaces import FunctionSpace, GridGeometry, KernelSpace
+from ..maths.summation import calibration_factor, fixed_point_mean
 from .pipelines import (
     Release,
     add_noise,
@@ -81,8 +83,6 @@ from .pipelines import (
 )
 from .privacy import epsilon_from_mu
 from .secure import gaussian_release
-from .spaces import FunctionSpace, GridGeometry, KernelSpace
-from .summation import calibration_factor, fixed_point_mean
 
 __all__ = [
     "ftp",
@@ -152,7 +152,7 @@ class PostFit(Protocol):
 class FitInBall:
     """FTP's map (Algorithm 1): each curve's least-squares fit in the ball of radius B'.
 
-    Coordinates: Cameron–Martin (d,).  The mean is :func:`~dpfda.pipelines.ftp_fit_mean`.
+    Coordinates: Cameron–Martin (d,).  The mean is :func:`~dpfda.mechanisms.pipelines.ftp_fit_mean`.
     """
 
     geometry: GridGeometry
@@ -171,7 +171,7 @@ class FitInBall:
 class ClipToBox:
     """PTF's map (Algorithm 2): each grid value clipped to [−c_j, c_j] (exact).
 
-    Coordinates: the grid (T,).  The mean is :func:`~dpfda.pipelines.ptf_clipped_mean`.
+    Coordinates: the grid (T,).  The mean is :func:`~dpfda.mechanisms.pipelines.ptf_clipped_mean`.
     """
 
     clip: np.ndarray
@@ -195,7 +195,7 @@ class FTPCalibration:
     """Δ = 2B'/n in the Cameron–Martin norm; σ = Δ/μ (Theorem 6, Corollaries 7–8).
 
     σ is :func:`dpfda.ftp_sigma`'s computation (mantissas and exponents, rounding
-    factor :func:`~dpfda.pipelines.ftp_rounding_excess`); ``factor`` multiplies it
+    factor :func:`~dpfda.mechanisms.pipelines.ftp_rounding_excess`); ``factor`` multiplies it
     (1 for FTP; the audit's mechanisms broken on purpose use others).
     """
 
@@ -229,7 +229,7 @@ class PTFCalibration:
     """Δ_j = 2c_j/n per coordinate; σ_j = Δ_j·√T/μ, T coordinates composed (Proposition 9).
 
     σ_j is :func:`dpfda.ptf_sigmas`'s computation (rounding factor
-    :func:`~dpfda.pipelines.ptf_rounding_excess`).
+    :func:`~dpfda.mechanisms.pipelines.ptf_rounding_excess`).
     """
 
     clip: np.ndarray
@@ -307,9 +307,9 @@ class WeightedFit:
 class Mechanism:
     """A Gaussian mechanism of the package: per-curve map, calibration, noise shape, fit.
 
-    See the module docstring (:mod:`dpfda.mechanism`).  Build it with
+    See the module docstring (:mod:`dpfda.mechanisms.mechanism`).  Build it with
     :func:`ftp_mechanism`, :func:`ptf_mechanism` or
-    :meth:`dpfda.designs.Design.mechanism`, not field by field: the constructors
+    :meth:`dpfda.mechanisms.designs.Design.mechanism`, not field by field: the constructors
     check every public parameter.
 
     Attributes
@@ -441,7 +441,7 @@ class Mechanism:
 
     # -- releases ---------------------------------------------------------------------
     def privatize(self, summary, normals, n: int, *, residual_rng=None) -> Release:
-        """summary + σ·L·normals, then the fit: a :class:`~dpfda.pipelines.Release`.
+        """summary + σ·L·normals, then the fit: a :class:`~dpfda.mechanisms.pipelines.Release`.
 
         ``summary`` (…, k) must come from :meth:`summarize` (or have its
         sensitivity); ``normals`` (…, :attr:`noise_dim`) are standard normal draws
@@ -478,7 +478,7 @@ class Mechanism:
         """A release of data ``X`` (n, T) or (reps, n, T): μ-GDP.
 
         ``secure`` (default: the mechanism's own ``secure``) draws the noise with
-        OpenDP (:mod:`dpfda.secure`; ``rng`` may then be None); otherwise the
+        OpenDP (:mod:`dpfda.mechanisms.secure`; ``rng`` may then be None); otherwise the
         normals come from ``rng``, right after the summary.  Every argument and σ
         are checked before the data are touched.
         """
@@ -623,7 +623,7 @@ def ftp(X, grid, space, radius, mu, rng=None, *, secure=False) -> Release:
     grid : array (T,)
         Public, strictly increasing points of [0, 1].
     space : FunctionSpace
-        A :class:`~dpfda.spaces.LegendreSpace` or :class:`~dpfda.spaces.KernelSpace`.
+        A :class:`~dpfda.maths.spaces.LegendreSpace` or :class:`~dpfda.maths.spaces.KernelSpace`.
     radius : float
         Fitting radius B' > 0.
     mu : float
@@ -635,7 +635,7 @@ def ftp(X, grid, space, radius, mu, rng=None, *, secure=False) -> Release:
         :class:`Release`).
     secure : bool, default False
         Draw the privacy noise with OpenDP's vector Gaussian mechanism
-        (:mod:`dpfda.secure`) instead of numpy: on the coefficients for H_m, on
+        (:mod:`dpfda.mechanisms.secure`) instead of numpy: on the coefficients for H_m, on
         the β-coordinates for an RKHS; an RKHS release's residual off the grid
         is then seeded from the operating system's cryptographic source.  Such a
         release cannot be reproduced from a seed.  Needs ``opendp``.
@@ -646,7 +646,7 @@ def ftp(X, grid, space, radius, mu, rng=None, *, secure=False) -> Release:
 
     Notes
     -----
-    Floating point (issue #19; :mod:`dpfda.summation`).  The summary is the
+    Floating point (issue #19; :mod:`dpfda.maths.summation`).  The summary is the
     mean of the fits, computed by ``ftp_fit_mean``: each curve's fit has
     norm at most B' whatever its magnitude (the solver rescales by powers of
     two), is turned to the original coordinates on its own, and its norm is
@@ -698,7 +698,7 @@ def ptf(X, grid, space, radius, mu, rng=None, clip=None, weights=None, *, secure
         Draw the noise with OpenDP's vector Gaussian mechanism: the mean of the
         clipped values divided by c_j (common sensitivity 2/n per coordinate,
         2√T/n in ℓ₂) is noised with scale 2√T/(nμ) and multiplied back by c_j
-        (:mod:`dpfda.secure`).  Not reproducible from a seed.  Needs ``opendp``.
+        (:mod:`dpfda.mechanisms.secure`).  Not reproducible from a seed.  Needs ``opendp``.
 
     Returns
     -------
@@ -706,7 +706,7 @@ def ptf(X, grid, space, radius, mu, rng=None, clip=None, weights=None, *, secure
 
     Notes
     -----
-    Floating point (issue #19; :mod:`dpfda.summation`).  The summary is the
+    Floating point (issue #19; :mod:`dpfda.maths.summation`).  The summary is the
     mean of the clipped values, ``ptf_clipped_mean``: clipping is exact,
     so each curve's point lies in the box ∏[−c_j, c_j]; the points are summed
     exactly (64-bit integer limbs, independent of their order) and each mean

@@ -6,16 +6,16 @@ only on (``seed``, the setting, the repetition):
 * latent curves: ``SeedSequence(seed, spawn_key=latent_stream_key(setting))``,
   where the latent key is ("poly", m, n, B) or ("rkhs", n, ρ, centres, B) (the
   stream tokens of the families "legendre" and "kernel",
-  ``dpfda.studies._STREAM_TOKEN``) — it leaves out T, μ, σ₀ and B', so every
+  ``dpfda.simulation.studies._STREAM_TOKEN``) — it leaves out T, μ, σ₀ and B', so every
   figure uses the same latent functions for the same n (and m), and the RKHS
   functions are evaluated on each grid;
 * repetition r: a PCG64 generator seeded by
   ``SeedSequence(seed, spawn_key=stream_key(setting) + (r,))``
   (:func:`rep_generator`); what it draws, and in which order, is the rule of
-  :func:`dpfda.engine.draw_normals`.
+  :func:`dpfda.simulation.engine.draw_normals`.
 
 Setting keys are SHA-256 hashes of the setting's canonical description
-(:meth:`~dpfda.studies.Setting.canonical`; never Python's salted ``hash``).
+(:meth:`~dpfda.simulation.studies.Setting.canonical`; never Python's salted ``hash``).
 :func:`rep_generators` computes the PCG64 states of a whole chunk of
 repetitions at once, checked against numpy's constructor in every chunk.
 The repetitions never share one stream at offsets (repetition r starting
@@ -30,7 +30,7 @@ import hashlib
 
 import numpy as np
 
-from ._validation import check_int
+from .._validation import check_int
 from .studies import Setting
 
 __all__ = [
@@ -151,7 +151,7 @@ def rep_generators(key: tuple, seed: int, start: int, stop: int):
 def rep_generator(setting: Setting, seed: int, rep: int) -> np.random.Generator:
     """A new generator in the state repetition ``rep`` of ``setting`` starts from.
 
-    Drawing from it what the engine draws (:func:`dpfda.engine.draw_normals`) reproduces the
+    Drawing from it what the engine draws (:func:`dpfda.simulation.engine.draw_normals`) reproduces the
     repetition: e.g. ``X = observe(F, σ₀, g)``, then ``ftp(X, …, g)``, then
     ``ptf(X, …, g)``.
     """

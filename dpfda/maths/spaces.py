@@ -35,7 +35,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.polynomial import legendre as _leg
 
-from ._validation import (
+from .._validation import (
     AssumptionError,
     check_grid,
     check_int,

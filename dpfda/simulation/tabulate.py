@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import __version__
-from .config import Z95, proportion_se
+from .. import __version__
+from ..config import Z95, proportion_se
 from .studies import Study
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def bias_variance(coef, target, geometry) -> dict:
     """Squared bias and variance of repeated releases, with per-repetition influence values.
 
     ``coef`` (R, d) holds the coordinates of R releases of one setting (e.g. the
-    ``coef_ftp`` of :func:`dpfda.engine.simulate_setting` with ``keep_releases=True``), ``target``
+    ``coef_ftp`` of :func:`dpfda.simulation.engine.simulate_setting` with ``keep_releases=True``), ``target``
     (d,) the truth, in the error metric of ``geometry`` (IMSE of H_m, grid MSE of an
     RKHS).  Returns ``bias2`` (the squared bias, corrected for the Monte Carlo error of
     the mean release), ``var`` (the mean squared distance of a release from the mean

@@ -7,12 +7,12 @@ study name; :func:`figure` draws a study in its layout):
   log–log axes, one panel per μ (Figures 1, 4) or σ₀ (Figures 3, 6), colour and
   marker by T (RKHS) or m (H_m), dashed lines at the noiseless reference 1/T
   (Corollary 15) or 1/m (Corollary 12) in the matching colour; error bars are
-  the 95% confidence intervals of the ratio (:data:`dpfda.tabulate.CI_METHOD`).
+  the 95% confidence intervals of the ratio (:data:`dpfda.simulation.tabulate.CI_METHOD`).
   A thin grey line marks ratio 1, above which PTF is the more accurate.
 * ``kind="scaled"`` (Figures 2, 5): n × MSE (or n × IMSE) against n, FTP in
   the left panel and PTF in the right, one line per radius rule; error bars
   ± 1.96 n·SE.
-* ``kind="table"`` (Table 1): :func:`dpfda.evidence.table1_frame` computes the table, and
+* ``kind="table"`` (Table 1): :func:`dpfda.report.evidence.table1_frame` computes the table, and
   :func:`pivot_n_by_mu_T` lays one of its quantities out as the paper does (rows n,
   columns T within μ).
 
@@ -20,7 +20,7 @@ Every table goes through :func:`table`: a numbered, captioned table (MyST
 ``list-table``, which Sphinx numbers "Table k.j"), headers typeset (μ, σ₀, B′, not
 ``mu``), every number formatted by :func:`number` (no reprs, no 16-digit floats).
 
-The study figures take the results table of :func:`dpfda.schedule.run_study`; the other
+The study figures take the results table of :func:`dpfda.simulation.schedule.run_study`; the other
 figures of the book (the pipelines, the designs, the growth data, the claims' verdict
 matrix, the interactive ratio explorer, ...) take what their chapters compute. The
 figures are matplotlib figures (the explorer: a Bokeh layout); nothing is shown or saved
@@ -52,12 +52,12 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 from matplotlib.rcsetup import cycler
 
+from ..config import Z95, proportion_se
+from ..maths.data import LAW_SHIFTS, kernel_direction, polynomial_direction
+from ..maths.spaces import LegendreSpace, gaussian_kernel
+from ..mechanisms.theory import ratio_limit
+from ..simulation.studies import Setting, Study, check_family
 from .claims import P_MARGIN, PAPER_P, VERDICT_MARKS, VERDICTS, get_claim, law_label
-from .config import Z95, proportion_se
-from .data import LAW_SHIFTS, kernel_direction, polynomial_direction
-from .spaces import LegendreSpace, gaussian_kernel
-from .studies import Setting, Study, check_family
-from .theory import ratio_limit
 
 __all__ = [
     "Layout",
@@ -151,11 +151,11 @@ LAYOUTS: dict[str, Layout] = {
     "fig6": Layout("ratio", group="m", panel="sigma0"),
     "table1": Layout("table", group="T", panel="mu"),
 }
-"""The layout of each of the paper's studies (:func:`dpfda.studies.paper_studies`), by name."""
+"""The layout of each of the paper's studies (:func:`dpfda.simulation.studies.paper_studies`), by name."""
 
 
 def layout_of(study) -> Layout:
-    """The layout of one of the paper's studies: a :class:`~dpfda.studies.Study` or its name.
+    """The layout of one of the paper's studies: a :class:`~dpfda.simulation.studies.Study` or its name.
 
     A name with a suffix after ``"__"`` (the robustness runs' ``"fig3__shift_0p5"``) is the
     study before it.
@@ -178,7 +178,7 @@ RULE_LABELS = {
     "sqrt_n": r"$\sqrt{n}$",
     "n_2_3": r"$n^{2/3}$",
 }
-"""Figure labels of the named radius rules (:data:`dpfda.studies.RADIUS_RULES`; matplotlib mathtext)."""
+"""Figure labels of the named radius rules (:data:`dpfda.simulation.studies.RADIUS_RULES`; matplotlib mathtext)."""
 
 RULE_TEXT = {
     "B": "B",
@@ -485,7 +485,7 @@ def figure(df: pd.DataFrame, study: Study | str | None = None, *, layout: Layout
            title: str | None = None):
     """The figure of a study in its layout (ratio or scaled).
 
-    ``study`` (a :class:`~dpfda.studies.Study` or its name) defaults to the study named
+    ``study`` (a :class:`~dpfda.simulation.studies.Study` or its name) defaults to the study named
     in ``df["study"]``; its layout is :data:`LAYOUTS`' entry for it unless ``layout`` is
     given (a study of one's own needs one).
     """
@@ -499,7 +499,7 @@ def figure(df: pd.DataFrame, study: Study | str | None = None, *, layout: Layout
                             title=title)
     if layout.kind == "scaled":
         return scaled_figure(df, group=layout.group, title=title)
-    raise ValueError("the layout is a table: show dpfda.evidence.table1_frame(df) with plots.table")
+    raise ValueError("the layout is a table: show dpfda.report.evidence.table1_frame(df) with plots.table")
 
 
 def caption(df_or_meta, layout: Layout | None = None) -> str:
@@ -748,7 +748,7 @@ def table(data, caption: str | None = None, *, name: str | None = None, index: b
 def pivot_n_by_mu_T(table1_frame: pd.DataFrame, value: str) -> pd.DataFrame:
     """One quantity of Table 1 as the paper lays it out: rows n, columns T within μ.
 
-    ``table1_frame`` is :func:`dpfda.evidence.table1_frame`'s table; the columns carry two
+    ``table1_frame`` is :func:`dpfda.report.evidence.table1_frame`'s table; the columns carry two
     header levels ("μ = 0.1" above "T = 2"), for :func:`table`.
     """
     if value not in table1_frame.columns:
@@ -1077,7 +1077,7 @@ def design_ratio_figure(df: pd.DataFrame, designs, *, panel: str = "sigma0", ref
                         z: float = Z95):
     """Error of each design relative to ``reference`` against n, one panel per ``panel`` value.
 
-    ``df`` is :func:`dpfda.design_runs.compare_designs`' table (columns ``design``, ``n``,
+    ``df`` is :func:`dpfda.simulation.design_runs.compare_designs`' table (columns ``design``, ``n``,
     ``panel``, ``ratio_<reference>``, ``se_log_ratio_<reference>``). Error bars: the paired
     confidence interval exp(±z·se_log_ratio). The designs of one n are drawn side by side
     (a small horizontal offset on the log axis), so no design hides another where their
@@ -1306,7 +1306,7 @@ def activation_by_norm_figure(norms, p, se, norm_bar: float):
     ``p[k]`` (with standard error ``se[k]``) is the probability at the mean rescaled to norm
     ``norms[k]``; error bars ±:data:`~dpfda.config.Z95` standard errors.  A dashed line
     marks ``norm_bar``, the norm of the run's own mean, and a dotted one the paper's
-    0.755 (:data:`dpfda.claims.PAPER_P`).
+    0.755 (:data:`dpfda.report.claims.PAPER_P`).
     """
     norms, p, se = (np.asarray(a, dtype=float) for a in (norms, p, se))
     if not norms.shape == p.shape == se.shape or norms.ndim != 1:
@@ -1373,15 +1373,15 @@ def kernel_eigenvalue_figure(T, exact, double, floor: float, paper_T=(2, 8)):
 # ---------------------------------------------------------------------------
 
 #: The colour of each verdict: green, grey, red (each cell also carries its mark,
-#: :data:`dpfda.claims.VERDICT_MARKS`).
+#: :data:`dpfda.report.claims.VERDICT_MARKS`).
 VERDICT_COLOURS = {"holds": "#1b7837", "inconclusive": "#d9d9d9", "fails": "#b2182b"}
 
 
 def verdict_figure(matrix: pd.DataFrame, *, width: float | None = None, fontsize: float | None = None):
     """The verdict matrix as a heatmap: claims down, laws across, coloured by verdict.
 
-    ``matrix`` is :func:`dpfda.claims.verdict_matrix`'s table.  Each cell carries its
-    verdict's mark (:data:`dpfda.claims.VERDICT_MARKS`) as well as its colour
+    ``matrix`` is :func:`dpfda.report.claims.verdict_matrix`'s table.  Each cell carries its
+    verdict's mark (:data:`dpfda.report.claims.VERDICT_MARKS`) as well as its colour
     (:data:`VERDICT_COLOURS`).  ``width`` defaults to the book's column
     (:data:`TEXT_WIDTH`) and ``fontsize`` to its smallest legible size (:data:`MIN_FONT_PT`).
     """
@@ -1471,14 +1471,14 @@ def law_figure(*, width: float | None = None, fontsize: float | None = None):
 def activation_by_share_figure(shares: pd.DataFrame):
     """p̂_PTF of Table 1's example under each latent law, against the share S of the mean direction.
 
-    ``shares`` is :func:`dpfda.claims.activation_by_share`'s table.  The shift and wave
+    ``shares`` is :func:`dpfda.report.claims.activation_by_share`'s table.  The shift and wave
     laws as two series (offset a little in S, so neither hides the other; circles and
     squares), error bars ±:data:`~dpfda.config.Z95` standard errors; the default law as
-    a dashed line, the paper's 0.755 (:data:`dpfda.claims.PAPER_P`) dotted, and the
-    margin of Table 1's claim 5 (:data:`dpfda.claims.P_MARGIN`) shaded.
+    a dashed line, the paper's 0.755 (:data:`dpfda.report.claims.PAPER_P`) dotted, and the
+    margin of Table 1's claim 5 (:data:`dpfda.report.claims.P_MARGIN`) shaded.
     """
     if not isinstance(shares, pd.DataFrame) or not {"shape", "S", "p", "se", "law"} <= set(shares.columns):
-        raise ValueError("shares must be the table of dpfda.claims.activation_by_share")
+        raise ValueError("shares must be the table of dpfda.report.claims.activation_by_share")
     fig, ax = plt.subplots(figsize=(TEXT_WIDTH, 4.0), layout="constrained")
     for k, shape in enumerate(["shift", "wave"]):
         d = shares[shares["shape"] == shape].sort_values("S")
@@ -1498,13 +1498,13 @@ def activation_by_share_figure(shares: pd.DataFrame):
     return fig
 
 # ---------------------------------------------------------------------------
-# The interactive ratio explorer (Bokeh; embedded in a page by dpfda.explorer.explorer_html)
+# The interactive ratio explorer (Bokeh; embedded in a page by dpfda.report.explorer.explorer_html)
 # ---------------------------------------------------------------------------
 
 EXPLORER_COLUMNS = ("family", "T", "m", "rho", "n", "mu", "sigma0", "ratio", "ratio_lo", "ratio_hi")
 """Columns the ratio explorer (:func:`ratio_explorer`) reads from an engine results table."""
 
-#: Model names of the explorer's Bokeh document, for the page's script (:mod:`dpfda.explorer`)
+#: Model names of the explorer's Bokeh document, for the page's script (:mod:`dpfda.report.explorer`)
 #: and the browser test.
 EXPLORER_NAMES = {"space": "explorer-space", "T": "explorer-T", "mu": "explorer-mu", "sigma0": "explorer-sigma0",
                   "shown": "explorer-shown", "plot": "explorer-plot", "summary": "explorer-summary"}
@@ -1551,13 +1551,13 @@ def ratio_explorer(df, *, width: int = 660, height: int = 400):
     The Monte Carlo error ratio with its 95% interval as a band, the noiseless limit and
     the ratio 1 as reference lines.  Every setting's numbers are embedded and the redraw
     is a small JavaScript callback: nothing is computed or fetched when a reader moves a
-    slider.  Needs the optional dependency ``bokeh``; :func:`dpfda.explorer.explorer_html`
+    slider.  Needs the optional dependency ``bokeh``; :func:`dpfda.report.explorer.explorer_html`
     embeds the layout in a page, :func:`explorer_tables` is its text alternative.
 
     Parameters
     ----------
     df : pandas.DataFrame
-        Results of :func:`dpfda.schedule.run_study`; every combination of the widgets'
+        Results of :func:`dpfda.simulation.schedule.run_study`; every combination of the widgets'
         values that a reader can select must be present for every n (checked).
     width, height : int
         Size of the plot in pixels.

@@ -30,17 +30,17 @@ import secrets
 
 import numpy as np
 
-from ._validation import (
+from .._validation import (
     check_grid_vector,
     check_int,
     check_points,
     check_positive,
     check_rng,
 )
-from .fitting import BallFit, BallLeastSquares
+from ..maths.fitting import BallFit, BallLeastSquares
+from ..maths.spaces import GridGeometry, KernelSpace
+from ..maths.summation import ball_mean_excess, box_mean_excess, calibration_factor, fixed_point_mean
 from .secure import gaussian_release
-from .spaces import GridGeometry, KernelSpace
-from .summation import ball_mean_excess, box_mean_excess, calibration_factor, fixed_point_mean
 
 __all__ = [
     "Release",
@@ -90,8 +90,8 @@ def calibrated_scale(bound, factor, n: int, mu: float, bound_name: str, rounding
     """σ = 2·bound·factor/(n·μ) (``factor=None``: 1), on mantissas and exponents separately.
 
     ``rounding`` is a proven bound ε on how much the rounding of the summary can
-    add to pair μ, relative (:mod:`dpfda.summation`); the result is multiplied by
-    :func:`dpfda.summation.calibration_factor` (ε) — 1 unless ε > 2⁻³¹.
+    add to pair μ, relative (:mod:`dpfda.maths.summation`); the result is multiplied by
+    :func:`dpfda.maths.summation.calibration_factor` (ε) — 1 unless ε > 2⁻³¹.
 
     Mantissas and exponents are combined only at the end, so no intermediate
     over- or underflows (n·μ may overflow, 2/μ may overflow, …) and in the
@@ -135,7 +135,7 @@ def calibrated_scale(bound, factor, n: int, mu: float, bound_name: str, rounding
 
 
 def check_radius(radius) -> float:
-    """The fitting radius B': a finite number in (0, 2^960] (see :data:`~dpfda.pipelines.PARAM_MAX`)."""
+    """The fitting radius B': a finite number in (0, 2^960] (see :data:`~dpfda.mechanisms.pipelines.PARAM_MAX`)."""
     radius = check_positive(radius, "radius")
     if radius > PARAM_MAX:
         raise ValueError(
@@ -154,11 +154,11 @@ def ftp_sigma(n: int, radius: float, mu: float, *, rounding: float = 0.0) -> flo
     """FTP noise scale σ = Δ/μ with Cameron–Martin sensitivity Δ = 2B'/n (Algorithm 1).
 
     ``rounding``: a proven bound ε on the relative excess of pair μ from the
-    rounding of the mean (:func:`~dpfda.pipelines.ftp_rounding_excess`); σ is multiplied by
-    1 + ε + 8u when ε > 2⁻³¹ (:func:`dpfda.summation.calibration_factor`) and
+    rounding of the mean (:func:`~dpfda.mechanisms.pipelines.ftp_rounding_excess`); σ is multiplied by
+    1 + ε + 8u when ε > 2⁻³¹ (:func:`dpfda.maths.summation.calibration_factor`) and
     is otherwise exactly the formula.  Raises ``ValueError`` when σ would not
     be a finite, normal float in [2^-40·B', 2^960] (see
-    :data:`~dpfda.pipelines.NOISE_RESOLUTION`, :data:`~dpfda.pipelines.PARAM_MAX`).
+    :data:`~dpfda.mechanisms.pipelines.NOISE_RESOLUTION`, :data:`~dpfda.mechanisms.pipelines.PARAM_MAX`).
 
     Examples
     --------
@@ -193,7 +193,7 @@ def ftp_rounding_excess(n: int, dim: int, radius: float) -> float:
 
     The mean of fits of ``ftp_fit_mean`` differs between neighbours by at
     most (2B'/n)(1 + ε) in the Cameron–Martin coordinates
-    (:func:`dpfda.summation.ball_mean_excess`: fits of norm <= B'(1 + 2⁻⁴⁰),
+    (:func:`dpfda.maths.summation.ball_mean_excess`: fits of norm <= B'(1 + 2⁻⁴⁰),
     an exact sum, one rounding per coordinate).  About n·4.4e-16: below 2⁻³¹,
     where σ keeps its formula, up to n ≈ 10^6.
 
@@ -211,7 +211,7 @@ def ptf_rounding_excess(n: int, clip) -> float:
     Clipping is exact, and ``ptf_clipped_mean`` (and the unit-box mean the
     secure path hands OpenDP, at c_j = 1) is exact up to one rounding per
     coordinate, so each coordinate moves by at most (2c_j/n)(1 + ε)
-    (:func:`dpfda.summation.box_mean_excess`).
+    (:func:`dpfda.maths.summation.box_mean_excess`).
     """
     c = np.asarray(clip, dtype=float)
     return box_mean_excess(check_int(n, "n", 1), np.minimum(c, 1.0))
@@ -320,7 +320,7 @@ def ptf_clipped_mean(X: np.ndarray, clip: np.ndarray, *, exact: bool = True) -> 
 
     Clipping is exact, so every curve's point lies in the box ∏[−c_j, c_j].
     ``exact=True`` (what a release uses): the points are summed exactly and the
-    mean rounded once (:func:`dpfda.summation.fixed_point_mean`), whatever
+    mean rounded once (:func:`dpfda.maths.summation.fixed_point_mean`), whatever
     the order of the curves, so neighbours' means differ by at most
     (2c_j/n)(1 + ε) in coordinate j, ε = ``ptf_rounding_excess``.
     ``exact=False`` (the simulation engine's fast path; no release uses it): an
@@ -416,9 +416,9 @@ class Release:
     active : ndarray (…,) of bool or None
         PTF: whether the final fit of x̃ hit the ball (a function of the
         release).  None for FTP: which curves' fits hit the ball is a fact
-        about individuals, available to simulations from :func:`~dpfda.pipelines.ftp_fit_mean`.
+        about individuals, available to simulations from :func:`~dpfda.mechanisms.pipelines.ftp_fit_mean`.
     noise_factor : ndarray (T, k) or None
-        A design's (:class:`dpfda.designs.Design`) public noise shape L: its noisy
+        A design's (:class:`dpfda.mechanisms.designs.Design`) public noise shape L: its noisy
         means are x̃ = centre + σLZ, Z ~ N(0, I_k), so their covariance is
         σ²LLᵀ.  None for FTP and PTF (independent noise of scale ``noise_scale``
         on each coordinate of ``coef`` or ``noisy_means``).
@@ -581,7 +581,7 @@ class _ResidualGP:
                 raise ValueError(
                     f"t: this release has drawn its random part off the grid at {off} points, and "
                     f"{new.size} new ones would pass the limit of {RESIDUAL_POINTS} per release "
-                    "(dpfda.pipelines.RESIDUAL_POINTS, which bounds the cost of every call); "
+                    "(dpfda.mechanisms.pipelines.RESIDUAL_POINTS, which bounds the cost of every call); "
                     "evaluate it at points it has already seen, or on fewer points"
                 )
             C = self.kernel(self.pivots[:, None], new[None, :])  # (k, s)

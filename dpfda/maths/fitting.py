@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import AssumptionError, as_float_array, check_grid_vector, check_positive
+from .._validation import AssumptionError, as_float_array, check_grid_vector, check_positive
 from .summation import bound_ball_rows, fixed_point_mean
 
 __all__ = ["BallFit", "BallLeastSquares", "fit_ball"]
@@ -248,11 +248,11 @@ class BallLeastSquares:
         coordinates on its own (a fixed-order sum over the eigenbasis, so a
         curve's result does not depend on its batch), its norm is checked to be
         at most B'(1 + 2⁻⁴⁰) with a rigorous bound
-        (:func:`dpfda.summation.bound_ball_rows`), and the fits are averaged by
-        :func:`dpfda.summation.fixed_point_mean`, which is exact up to one
+        (:func:`dpfda.maths.summation.bound_ball_rows`), and the fits are averaged by
+        :func:`dpfda.maths.summation.fixed_point_mean`, which is exact up to one
         rounding whatever the order of the curves.  Two datasets that differ in
         one curve then give means that differ by at most
-        (2B'/n)(1 + ε), ε = :func:`dpfda.summation.ball_mean_excess` — the
+        (2B'/n)(1 + ε), ε = :func:`dpfda.maths.summation.ball_mean_excess` — the
         floating-point sensitivity that ``dpfda.ftp`` calibrates to.
 
         ``exact=False`` (the simulation engine's fast path, which releases

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_float_array, check_positive, check_rng
+from .._validation import as_float_array, check_positive, check_rng
 from .secure import laplace_release
 
 __all__ = [
@@ -35,7 +35,7 @@ LAPLACE_MAX = 2.0**960
 Both bounded by 2^960, a release value + noise stays finite: numpy's noise is at
 most about 37 scales (−log of its smallest uniform draw, 2^-53), OpenDP's would
 need 2^64 scales, a chance below e^(−1.8·10^19).  The same bound as
-:data:`dpfda.pipelines.PARAM_MAX`."""
+:data:`dpfda.mechanisms.pipelines.PARAM_MAX`."""
 
 
 def _array(x, name, *, lower=None, upper=None, lower_open=False, upper_open=False):
@@ -215,7 +215,7 @@ def laplace_mechanism(value, sensitivity, epsilon, rng, *, secure=False):
         Source of the noise when ``secure=False``; not used with ``secure=True``
         (None is accepted then).
     secure : bool, default False
-        Draw the noise with OpenDP's Laplace mechanism (:mod:`dpfda.secure`):
+        Draw the noise with OpenDP's Laplace mechanism (:mod:`dpfda.mechanisms.secure`):
         exact sampling on a lattice from a cryptographically secure source, so
         the release is ε-DP in floating point, not only for idealised reals.
         numpy's textbook sampler (``secure=False``) is fine for simulations but
@@ -228,8 +228,8 @@ def laplace_mechanism(value, sensitivity, epsilon, rng, *, secure=False):
     is the caller's, and ``sensitivity`` must bound how far it moves between
     neighbours *as computed in floating point*, rounding included.  For a mean
     of n points of a box ∏[−c_j, c_j] that is what
-    :func:`dpfda.summation.fixed_point_mean` gives, with ℓ₁ sensitivity
-    Σ_j 2c_j/n·(1 + ε), ε = :func:`dpfda.summation.box_mean_excess` (n, c)
+    :func:`dpfda.maths.summation.fixed_point_mean` gives, with ℓ₁ sensitivity
+    Σ_j 2c_j/n·(1 + ε), ε = :func:`dpfda.maths.summation.box_mean_excess` (n, c)
     (a mean summed curve after curve can exceed 2c_j/n by n²·2⁻⁵⁴ of it).  The
     addition of the noise rounds once more: post-processing of the mechanism's
     output.  With ``secure=True`` OpenDP's map is checked against that

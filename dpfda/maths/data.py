@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_int, check_nonnegative, check_positive, check_rng
+from .._validation import check_int, check_nonnegative, check_positive, check_rng
 from .spaces import Kernel, LegendreSpace, gaussian_kernel
 
 __all__ = [

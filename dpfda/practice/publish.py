@@ -27,12 +27,12 @@ import os
 
 import numpy as np
 
-from . import __version__
-from ._validation import as_float_array, check_positive
-from .pipelines import Release
-from .privacy import epsilon_from_mu
+from .. import __version__
+from .._validation import as_float_array, check_positive
+from ..maths.spaces import BrownianKernel, GaussianKernel, KernelSpace, LegendreSpace
+from ..mechanisms.pipelines import Release
+from ..mechanisms.privacy import epsilon_from_mu
 from .realdata import Domain, PublicFrame
-from .spaces import BrownianKernel, GaussianKernel, KernelSpace, LegendreSpace
 
 __all__ = ["DELTAS", "read_curves", "release_record", "space_description"]
 

@@ -1,10 +1,10 @@
 """The error bounds and limits of §4.2 (Theorems 10–11, 13–14, Corollaries 12, 15).
 
 Every bound takes the grid geometry of a space (``space.at(grid)``): a
-:class:`~dpfda.spaces.LegendreGeometry` for H_m or a
-:class:`~dpfda.spaces.KernelGeometry` for an RKHS, which is how this module
+:class:`~dpfda.maths.spaces.LegendreGeometry` for H_m or a
+:class:`~dpfda.maths.spaces.KernelGeometry` for an RKHS, which is how this module
 tells the two apart (``_is_legendre``); the noise scales and the default
-weights come from :mod:`dpfda.pipelines`, the one place those formulas live.
+weights come from :mod:`dpfda.mechanisms.pipelines`, the one place those formulas live.
 Every bound returns a :class:`Bound`: its value, whether the theorem's condition on B'
 holds, and the condition in words.  A bound whose condition fails is still
 computed (it is a formula) but says so in ``holds`` and ``condition``; use
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_int, check_nonnegative, check_positive, check_rng
+from .._validation import check_int, check_nonnegative, check_positive, check_rng
+from ..maths.spaces import GridGeometry, KernelGeometry, LegendreGeometry
 from .pipelines import check_radius, fitter, ftp_sigma, ptf_default_weights, ptf_sigmas
-from .spaces import GridGeometry, KernelGeometry, LegendreGeometry
 
 __all__ = [
     "Bound",
