@@ -262,3 +262,39 @@ def test_the_scan_finds_what_it_should():
     assert sorted(key for key, _ in scan.private) == [("cli", "engine", "_prepare"), ("cli", "plots", "_fmt"),
                                                        ("cli", "studies", "_RENAMED")]
     assert sorted(key for key, _ in scan.inside) == [("cli", "A.f", "pandas"), ("cli", "A.f", "theory")]
+
+
+#: The package's layers, in the order they may import each other (dpfda/__init__.py).
+LAYERS = ["maths", "mechanisms", "simulation", "trust", "report", "practice"]
+
+
+def _layer_imports(path: Path) -> list[tuple[str, int]]:
+    """(imported layer, line) of every relative import in ``path`` that names a layer."""
+    rel = path.relative_to(PACKAGE).parts
+    own = rel[0] if len(rel) == 2 else None
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom) or node.level == 0:
+            continue
+        parts = node.module.split(".") if node.module else []
+        if node.level == 1 and own is not None:
+            out.append((own, node.lineno))
+        elif parts and parts[0] in LAYERS:
+            out.append((parts[0], node.lineno))
+        elif not parts:
+            out += [(a.name, node.lineno) for a in node.names if a.name in LAYERS]
+    return out
+
+
+def test_the_layers_import_only_the_layers_before_them():
+    """A module of a layer imports from its own layer, earlier layers and the top level only."""
+    assert sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()) == sorted(LAYERS)
+    wrong = []
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE).parts
+        if len(rel) != 2:
+            continue
+        for layer, line in _layer_imports(path):
+            if LAYERS.index(layer) > LAYERS.index(rel[0]):
+                wrong.append(f"{'/'.join(rel)}:{line} imports dpfda.{layer}")
+    assert not wrong, wrong
