@@ -41,6 +41,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from ._validation import AssumptionError
+from ._version import __version__ as __version__
 from .maths.data import KernelCurves, PolynomialCurves, observe, polynomial_curves, rkhs_curves, uniform_ball
 from .maths.fitting import BallFit, BallLeastSquares, fit_ball
 from .maths.spaces import (
@@ -70,8 +71,6 @@ from .mechanisms.privacy import (
     tradeoff,
 )
 from .practice.realdata import Domain, PublicFrame, legendre_derivative
-
-__version__ = "0.1.1"
 
 _LAZY = {"audit": "trust.audit", "designs": "mechanisms.designs", "secure": "mechanisms.secure",
          "theory": "mechanisms.theory"}

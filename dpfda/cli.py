@@ -75,8 +75,8 @@ from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
-from . import __version__
 from ._interrupt import SignalGuard, pause_for_test, shutdown_workers
+from ._version import __version__
 from .maths.data import check_law
 from .maths.spaces import KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
 from .mechanisms.mechanism import ftp, ptf

@@ -84,7 +84,6 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("audit", "NoiseLaw.white", "scipy.linalg"): "scipy.linalg (about 0.2 s more than the scipy.special "
                                                   "audit needs at import) only when a noise law whitens",
     # the claims
-    ("claims", "Judgement.show", "plots"): PLOTS,
 }
 
 #: Private names imported from another module: (module, imported module, name) -> owner and fix.

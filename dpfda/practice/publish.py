@@ -27,8 +27,8 @@ import os
 
 import numpy as np
 
-from .. import __version__
 from .._validation import as_float_array, check_positive
+from .._version import __version__
 from ..maths.spaces import BrownianKernel, GaussianKernel, KernelSpace, LegendreSpace
 from ..mechanisms.pipelines import Release
 from ..mechanisms.privacy import epsilon_from_mu

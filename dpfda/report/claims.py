@@ -1018,13 +1018,6 @@ class Judgement:
         }
         return pd.Series(rows, name=c.name).rename_axis("").to_frame()
 
-    def show(self):
-        """The record beside the verdict as a captioned table (:func:`dpfda.report.plots.table`), for a chapter."""
-        from .plots import table
-
-        return table(self.record(), f"The registry's record of {self.claim.name} (`dpfda.report.claims`) and its "
-                     f"verdict on these tables ({self.law} law).")
-
     def summary(self) -> pd.DataFrame:
         """One row for the reader: name, the paper's location, verdict (mark and word), counts."""
         c = self.components

@@ -63,6 +63,7 @@ __all__ = [
     "Layout",
     "LAYOUTS",
     "layout_of",
+    "judgement_table",
     "RULE_LABELS",
     "RULE_TEXT",
     "STYLE",
@@ -1718,3 +1719,12 @@ def explorer_tables(df, *, digits: int = 2) -> list:
                    "more accurate); ▲: above 1 (PTF clearly more accurate); no mark: undecided.",
             index=False, formats={c: str for c in text}))
     return out
+
+
+def judgement_table(judgement) -> "_Table":
+    """A claim's registry record beside its verdict, as a captioned table for a chapter.
+
+    ``judgement`` is a :class:`dpfda.report.claims.Judgement` (:func:`dpfda.report.claims.judge`).
+    """
+    return table(judgement.record(), f"The registry's record of {judgement.claim.name} "
+                 f"(`dpfda.report.claims`) and its verdict on these tables ({judgement.law} law).")

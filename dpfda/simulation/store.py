@@ -75,7 +75,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from ..config import quick
 from . import engine, schedule, tabulate
 from .studies import Setting, Study

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from ..config import Z95, proportion_se
 from .studies import Study
 
