@@ -114,6 +114,7 @@ from ..maths.summation import (
     fixed_point_mean,
     gamma,
 )
+from . import secure as opendp_noise  # a module: its sampler is looked up at each release
 from .mechanism import Mechanism, WeightedFit
 from .pipelines import (
     NOISE_RESOLUTION,
@@ -127,7 +128,6 @@ from .pipelines import (
     ptf_clipped_mean,
     ptf_weight_vector,
 )
-from .secure import gaussian_release
 
 __all__ = ["SETS", "NOISES", "FITS", "Design", "DesignMap", "DesignCalibration", "project_ball",
            ]
@@ -886,14 +886,14 @@ class Design:
         unit = float(calibrated_scale(1.0, None, n, mu, "radius", excess))  # 2/(nμ)·factor = σ/R
         R = self.extent
         if self._ftp_shaped:  # ``summary`` holds θ̂: exactly FTP's secure path
-            coef = gaussian_release(summary, self.sigma(n, mu),
+            coef = opendp_noise.gaussian_release(summary, self.sigma(n, mu),
                                             sensitivity=2.0 * R / n * factor, mu=mu)
             return coef @ self.geometry.Phi.T
         white = self.whiten(summary)
         mR, eR = math.frexp(R)
         with np.errstate(under="ignore"):
             y = np.ldexp(white / mR, -eR)  # M·summary/R, entries of size at most about 1
-        noisy = gaussian_release(y, unit, sensitivity=2.0 / n * factor, mu=mu)
+        noisy = opendp_noise.gaussian_release(y, unit, sensitivity=2.0 / n * factor, mu=mu)
         with np.errstate(over="ignore"):
             xtilde = np.ldexp((noisy * mR) @ self.L.T, eR)
         if not np.all(np.isfinite(xtilde)):

@@ -67,6 +67,7 @@ import numpy as np
 from .._validation import check_data, check_int, check_positive, check_rng, check_secure
 from ..maths.spaces import FunctionSpace, GridGeometry, KernelSpace
 from ..maths.summation import calibration_factor, fixed_point_mean
+from . import secure as opendp_noise  # a module: its sampler is looked up at each release
 from .pipelines import (
     Release,
     add_noise,
@@ -82,7 +83,6 @@ from .pipelines import (
     residual_stream,
 )
 from .privacy import epsilon_from_mu
-from .secure import gaussian_release
 
 __all__ = [
     "ftp",
@@ -221,7 +221,7 @@ class FTPCalibration:
         """OpenDP's Gaussian noise on the mean of fits; OpenDP is told the floating-point Δ."""
         mean_coef = mech.per_curve.mean(X)
         sens = 2.0 * self.radius / n * calibration_factor(self.excess(n))
-        return gaussian_release(mean_coef, sigma, sensitivity=sens, mu=mech.mu)
+        return opendp_noise.gaussian_release(mean_coef, sigma, sensitivity=sens, mu=mech.mu)
 
 
 @dataclass(frozen=True, eq=False)
@@ -259,7 +259,7 @@ class PTFCalibration:
         unit = fixed_point_mean(np.clip(X, -c, c) / c, 1.0)
         common = float(calibrated_scale(1.0, math.sqrt(T), n, mech.mu, "clip", excess))  # = σ_j / c_j
         sens = 2.0 * math.sqrt(T) / n * calibration_factor(excess)
-        return c * gaussian_release(unit, common, sensitivity=sens, mu=mech.mu)
+        return c * opendp_noise.gaussian_release(unit, common, sensitivity=sens, mu=mech.mu)
 
 
 # ---------------------------------------------------------------------------

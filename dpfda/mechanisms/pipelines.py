@@ -40,7 +40,7 @@ from .._validation import (
 from ..maths.fitting import BallFit, BallLeastSquares
 from ..maths.spaces import GridGeometry, KernelSpace
 from ..maths.summation import ball_mean_excess, box_mean_excess, calibration_factor, fixed_point_mean
-from .secure import gaussian_release
+from . import secure as opendp_noise  # a module: its sampler is looked up at each release
 
 __all__ = [
     "Release",
@@ -307,7 +307,7 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
     if secure:
         # OpenDP is told the floating-point sensitivity of the vector it gets.
         sens = 2.0 * radius / n * calibration_factor(excess)
-        coef = gaussian_release(mean_coef, sigma, sensitivity=sens, mu=mu)
+        coef = opendp_noise.gaussian_release(mean_coef, sigma, sensitivity=sens, mu=mu)
     else:
         coef = add_noise(mean_coef, sigma, check_rng(rng).standard_normal(mean_coef.shape))
     residual = residual_stream(rng, secure) if isinstance(geometry.space, KernelSpace) else None
