@@ -33,6 +33,7 @@ GROUPS = [
 # The package's layers (its subpackages), in the order they import each other, and in
 # each the modules with their section titles; `config` and `cli` stand at the top level.
 LAYERS = [
+    ("", [("config", "Settings of the chapters")]),
     ("maths", [("spaces", "Function spaces"),
                ("fitting", "Ball-constrained least squares"),
                ("data", "Data models"),
@@ -57,8 +58,7 @@ LAYERS = [
                 ("explorer", "The interactive ratio figure in a static page")]),
     ("practice", [("realdata", "Real data"),
                   ("publish", "From a table of curves to a published release")]),
-    ("", [("config", "Settings of the chapters"),
-          ("cli", "The command line")]),
+    ("", [("cli", "The command line")]),
 ]
 MODULES = [(f"{layer}.{name}" if layer else name, title) for layer, mods in LAYERS for name, title in mods]
 
@@ -138,8 +138,9 @@ def render() -> str:
         if layer:
             out.append(f"(api-layer-{layer})=\n### `dpfda.{layer}`\n\n"
                        f"```{{eval-rst}}\n.. automodule:: dpfda.{layer}\n   :no-members:\n```\n")
-        else:
-            out.append("(api-layer-top)=\n### At the top level\n")
+        else:  # config (shared by every layer) first, the command line last
+            top_title = "Settings shared by every layer" if mods[0][0] == "config" else "The command line"
+            out.append(f"(api-layer-{mods[0][0]})=\n### {top_title}\n")
         for short, title in mods:
             name = f"{layer}.{short}" if layer else short
             mod = importlib.import_module(f"dpfda.{name}")

@@ -1373,7 +1373,7 @@ def kernel_eigenvalue_figure(T, exact, double, floor: float, paper_T=(2, 8)):
 # The claims' verdict matrix and the latent laws (the chapter robustness)
 # ---------------------------------------------------------------------------
 
-#: The colour of each verdict: green, grey, red (each cell also carries its mark,
+#: Green, grey and red for the three verdicts (each cell also carries its mark,
 #: :data:`dpfda.report.claims.VERDICT_MARKS`).
 VERDICT_COLOURS = {"holds": "#1b7837", "inconclusive": "#d9d9d9", "fails": "#b2182b"}
 

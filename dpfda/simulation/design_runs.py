@@ -28,7 +28,7 @@ def simulate_designs(setting, designs: dict, reps: int, seed: int, *, chunk_valu
 
     ``setting`` is a :class:`dpfda.simulation.studies.Setting` (latent curves, grid, n,
     μ, σ₀, B' as in :mod:`dpfda.simulation.engine`); ``designs`` maps a name to the
-    keyword arguments of :class:`Design`.  Every repetition draws fresh
+    keyword arguments of :class:`~dpfda.mechanisms.designs.Design`.  Every repetition draws fresh
     observation noise and one set of privacy normals (Z_T, Z_d) shared by all
     designs (common random numbers, so differences between designs are
     measured precisely); the curves' projections are computed once per
@@ -92,7 +92,7 @@ def simulate_designs(setting, designs: dict, reps: int, seed: int, *, chunk_valu
 
 
 def _shared_parts(built: dict, X) -> dict:
-    """Each design's :meth:`Design.parts`, computing each distinct piece of work once."""
+    """Each design's :meth:`~dpfda.mechanisms.designs.Design.parts`, computing each distinct piece of work once."""
     pieces: dict = {}
     out: dict = {}
     for des in built.values():
@@ -124,8 +124,8 @@ def compare_designs(settings, designs: dict, reps: int, seed: int, *, references
     Columns: the setting's parameters (``family``, ``T``, ``m``, ``n``, ``sigma0``,
     ``radius`` …), ``design``, ``err`` and ``se`` (Monte Carlo mean and standard
     error), ``free`` (share of repetitions in which no constraint bound),
-    ``formula`` (:meth:`Design.unconstrained_error`, exact when nothing binds) with
-    ``formula_se`` (:meth:`Design.unconstrained_sd` over √reps: the exact standard
+    ``formula`` (:meth:`~dpfda.mechanisms.designs.Design.unconstrained_error`, exact when nothing binds) with
+    ``formula_se`` (:meth:`~dpfda.mechanisms.designs.Design.unconstrained_sd` over √reps: the exact standard
     error of ``err`` when nothing binds), and
     for each reference R in ``references`` ``ratio_R`` = err/err_R with
     ``se_log_ratio_R``, the delta-method standard error of its logarithm from

@@ -23,7 +23,7 @@ chunk by chunk through :func:`simulate_mechanisms`: draw the random numbers
 (:func:`draw_normals`, the one rule for their order), form X = F + σ₀ε, compute
 each distinct summary once for all mechanisms, then privatize every mechanism's
 summary with its block of the pre-drawn normals
-(:meth:`dpfda.mechanisms.mechanism.Mechanism.privatize`; each mechanism is an
+(:meth:`dpfda.Mechanism.privatize`; each mechanism is an
 :class:`Arm`).  Mechanisms that take the same block share it (common random
 numbers, so differences between them are measured precisely).
 
@@ -139,7 +139,7 @@ def latent_curves(setting: Setting, seed: int):
 def draw_normals(streams, c: int, blocks: Iterable[int], *, F=None, sigma0: float = 0.0):
     """The standard normals of ``c`` repetitions, drawn in the package's one order.
 
-    ``streams`` is either one :class:`numpy.random.Generator` for the whole chunk
+    ``streams`` is either one ``numpy.random.Generator`` for the whole chunk
     (the designs' per-chunk streams, a caller's generator) or an iterable of
     ``c`` generators, one a repetition (the engine's streams,
     :func:`dpfda.simulation.seeding.rep_generators`).  From each stream, in this order:

@@ -328,12 +328,12 @@ def run_study(study: Study, reps: int, seed: int, n_jobs: int | None = 1, chunk_
     Returns
     -------
     pandas.DataFrame
-        One row per setting with the columns :data:`RESULT_COLUMNS`: the
+        One row per setting with the columns :data:`~dpfda.simulation.tabulate.RESULT_COLUMNS`: the
         parameters; ``err_ftp``/``err_ptf`` — the Monte Carlo mean of the IMSE
         (``metric="IMSE"``, H_m) or grid MSE (``"MSE"``, RKHS) against f̄ — with
         standard errors ``se_ftp``/``se_ptf``; ``ratio`` = err_ftp/err_ptf with
         the 95% delta-method interval ``ratio_lo``–``ratio_hi``
-        (:data:`CI_METHOD`); ``p_ftp_active`` (share of repetitions in which
+        (:data:`~dpfda.simulation.tabulate.CI_METHOD`); ``p_ftp_active`` (share of repetitions in which
         some curve's FTP constraint was active), ``p_ftp_active_curves`` (mean
         share of curves), ``p_ptf_active`` (share of repetitions in which PTF's
         constraint was active), with binomial standard errors.

@@ -98,7 +98,7 @@ __all__ = [
 ]
 
 ENV = "DPFDA_STORE"
-"""The environment variable naming the store's folder (unset or empty: no store)."""
+"""The environment variable that names the store's folder; no store when it is unset or empty."""
 
 FORMAT = 1
 """Version of the entries' layout, part of every key."""
