@@ -97,7 +97,10 @@ $(THEBE): $(STAMP) _ext/mathjax2-shim.js
 	cp _ext/mathjax2-shim.js $(THEBE_DIR)/
 	test -f $@ && touch $@
 
+# The notebooks are executed first, two (the number of CPUs) at a time, into the execution cache
+# (_ext/execute_notebooks.py, as myst-nb would execute them); jupyter-book then finds them there.
 book: venv mathjax thebe assignments
+	$(RUN_BOOK) python _ext/execute_notebooks.py
 	$(RUN_BOOK) jupyter-book build . $(JB_FLAGS)
 	$(MAKE) student
 
