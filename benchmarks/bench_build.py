@@ -46,6 +46,8 @@ import time
 from pathlib import Path
 
 EXECUTED = re.compile(r"(\S+\.ipynb): Executed notebook in ([0-9.]+) seconds")
+PRE_EXECUTED = re.compile(r"(\S+\.ipynb): executed in ([0-9.]+) s\b")  # _ext/execute_notebooks.py
+PRE_EXECUTION = re.compile(r"executed (\d+) of (\d+) notebooks in ([0-9.]+) s")
 MARK = "\n\nThis sentence was added by benchmarks/bench_build.py to time a rebuild; it is removed again.\n"
 
 _READ_CACHE = r"""
@@ -119,7 +121,7 @@ def run(command: str, repo: Path) -> tuple[float, str, int]:
 
 def executed_lines(output: str, repo: Path) -> dict[str, float]:
     out = {}
-    for path, sec in EXECUTED.findall(output):
+    for path, sec in EXECUTED.findall(output) + PRE_EXECUTED.findall(output):
         p = Path(path)
         try:
             p = p.resolve().relative_to(repo.resolve())
@@ -151,6 +153,24 @@ def notebook_table(records: list[dict], lines: dict[str, float], repo: Path) -> 
     total_b = sum(v[1] for v in rows.values() if v[1] is not None)
     out.append(f"| **sum ({len(rows)} notebooks)** | **{total_a:.1f}** | **{total_b:.1f}** |")
     return out
+
+
+def execution_wall(output: str, records: list[dict]) -> tuple[float, str] | None:
+    """How long the notebooks' execution took, by the clock, and how it was measured.
+
+    A build that executes the notebooks beforehand, several at a time
+    (``_ext/execute_notebooks.py``), prints its wall time; a build that executes
+    them while Sphinx reads them runs one at a time, so the sum of their times is
+    the wall time of that part.
+    """
+    found = PRE_EXECUTION.findall(output)
+    if found:
+        done, todo, sec = found[-1]
+        return float(sec), f"{done} of {todo} notebooks, executed several at a time by _ext/execute_notebooks.py"
+    seconds = [r["seconds"] for r in records if r["seconds"] is not None]
+    if not seconds:
+        return None
+    return sum(seconds), f"{len(seconds)} notebooks one after the other: the sum of their times"
 
 
 def edit_chapter(path: Path) -> bytes:
@@ -227,11 +247,15 @@ def main(argv=None) -> int:
             print(f"- load average before: {before}; after: {load()}")
         print(f"- notebooks executed: {len(set(lines) | {relative(r['uri'], repo) for r in records})}\n")
         print("\n".join(notebook_table(records, lines, repo)) + "\n")
+        execution = execution_wall(output, records)
+        if execution is not None:
+            print(f"- notebook execution, wall: **{execution[0]:.1f} s** ({execution[1]})\n")
         st = store_log(repo, since=0.0 if phase == "report" else start)
         if st is not None:
             print("- results store: {lookups} lookups, {hits} hits, {misses} misses, {simulated_twice} settings "
                   "simulated more than once, {seconds_simulating} s simulating\n".format(**st))
-        result[phase] = {"wall": wall, "exit": code, "load_before": before, "load_after": load(),
+        result[phase] = {"wall": wall, "execution_wall": None if execution is None else execution[0],
+                         "exit": code, "load_before": before, "load_after": load(),
                          "cache_records": records, "build_log": lines, "store": st}
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))

@@ -81,3 +81,21 @@ def test_bench_build_times_a_cold_build_and_a_prose_rebuild_of_a_toy_book(tmp_pa
                                                                      abs=0.01)}
     assert res["rebuild"]["cache_records"] == [] and res["rebuild"]["build_log"] == {}
     assert "| intro.ipynb |" in proc.stdout and "## rebuild" in proc.stdout
+    # executed by Sphinx, one notebook after the other: the execution's wall time is their sum
+    assert res["cold"]["execution_wall"] == pytest.approx(res["cold"]["cache_records"][0]["seconds"])
+    assert "one after the other" in proc.stdout
+
+    # the same book with the notebooks executed beforehand, as `make book` does: the script's
+    # own clock is the execution's wall time, and its log line names the notebook
+    script = Path(ROOT) / "_ext" / "execute_notebooks.py"
+    proc = subprocess.run([sys.executable, str(BENCH / "bench_build.py"), "--repo", str(tmp_path),
+                           "--phases", "cold", "--command",
+                           f'export PATH="{bindir}:$PATH"; python {script} --jobs 2 && jupyter-book build .',
+                           "--python", sys.executable, "--json", str(out)],
+                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    res = json.loads(out.read_text())
+    seconds = res["cold"]["cache_records"][0]["seconds"]
+    assert res["cold"]["build_log"] == {"intro.ipynb": pytest.approx(seconds, abs=0.06)}
+    assert seconds <= res["cold"]["execution_wall"] < res["cold"]["wall"]
+    assert "several at a time" in proc.stdout
