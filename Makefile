@@ -1,6 +1,7 @@
 # dpfda-book: build the book, run the tests.
 #   make book     full-size build of the book into _build/html, then the student edition
 #                 (into _build/html/student/, linked from the preface); runs `make assignments` first
+#                 and executes the notebooks two at a time before Sphinx reads them
 #   make test     static checks (ruff, mypy, doctests), unit tests, notebook tests (quick
 #                 mode), the Binder replay, the full book build (with the student edition),
 #                 the browser tests of that build, the PDF
