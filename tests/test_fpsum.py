@@ -219,12 +219,13 @@ def _first_principles_mean(V, bound):
 
 
 @pytest.mark.parametrize("n", [1, 255, 256, 257, 4096, 40000])
-def test_fixed_point_mean_is_the_cut_summed_exactly_then_rounded_once(n):
+@pytest.mark.parametrize("bounds", ["mixed", "one scale"])
+def test_fixed_point_mean_is_the_cut_summed_exactly_then_rounded_once(n, bounds):
     """Every limb near its largest (values at the bound, the grid's last bits set), across groups and chunks."""
     from dpfda.maths.summation import fixed_point_mean
 
     rng = np.random.default_rng(n)
-    bound = np.array([1.0, 3.0, 2.0**-1000, 2.0**950])
+    bound = np.array([1.0, 3.0, 2.0**-1000, 2.0**950] if bounds == "mixed" else [1.5, 1.0, 1.75, 1.25])
     ulps = rng.integers(0, 2**20, (n, 4)) * 2.0**-52  # values within 2^-32 of ±bound·(1 + 2^-20)
     V = rng.choice([-1.0, 1.0], (n, 4)) * bound * (1.0 + 2.0**-20) * (1.0 - ulps)
     V[::3] *= 2.0 ** -rng.integers(1, 100, V[::3].shape)  # and many whose cut truncates

@@ -248,13 +248,14 @@ class BallLeastSquares:
         where it does not — so the sum never subtracts large numbers, for
         curves of any finite magnitude.
 
-        ``exact=True`` (what a release uses): each fit is turned to the original
-        coordinates on its own (a fixed-order sum over the eigenbasis, so a
-        curve's result does not depend on its batch), its norm is checked to be
-        at most B'(1 + 2⁻⁴⁰) with a rigorous bound
-        (:func:`dpfda.maths.summation.bound_ball_rows`), and the fits are averaged by
-        :func:`dpfda.maths.summation.fixed_point_mean`, which is exact up to one
-        rounding whatever the order of the curves.  Two datasets that differ in
+        ``exact=True`` (what a release uses), by
+        :func:`dpfda.maths.summation.fixed_point_ball_mean`: each fit is turned
+        to the original coordinates on its own (a fixed-order sum over the
+        eigenbasis, so a curve's result does not depend on its batch), its norm
+        is checked to be at most B'(1 + 2⁻⁴⁰) with a rigorous bound (the check
+        of :func:`dpfda.maths.summation.bound_ball_rows`), and the fits are
+        averaged as :func:`dpfda.maths.summation.fixed_point_mean` averages,
+        exactly up to one rounding whatever the order of the curves.  Two datasets that differ in
         one curve then give means that differ by at most
         (2B'/n)(1 + ε), ε = :func:`dpfda.maths.summation.ball_mean_excess` — the
         floating-point sensitivity that ``dpfda.ftp`` calibrates to.

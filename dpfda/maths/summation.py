@@ -170,39 +170,53 @@ def _chunk_rows(k: int) -> int:
     return max(_GROUP, min(_CHUNK_ROWS, (_CHUNK_VALUES // k) // _GROUP * _GROUP))
 
 
-def _limb_sums(limbs: np.ndarray) -> np.ndarray:
-    """Σ over the last axis of integer-valued doubles (k, nb, nr), |limb| < 2^45: int64 (k, nb), exact.
+def _limb_sums(limbs: np.ndarray, curves_last: bool) -> np.ndarray:
+    """Σ over the curves of integer-valued doubles, |limb| < 2^45: int64 (k, nb), exact.
 
-    Groups of at most 256 limbs are added as doubles: every partial sum of such
-    a group is an integer below 2^53, so each addition is exact in any order;
+    ``limbs`` is (k, nb, nr) when ``curves_last``, else (nb, nr, k) (nb
+    batches of nr curves).  Groups of at most 256 limbs are added as doubles
+    (as a product with a vector of ones: x·1 is x): every partial sum of such a
+    group is an integer below 2^53, so each addition is exact in any order;
     the group sums are then added in 64-bit integers.
     """
-    k, nb, nr = limbs.shape
+    axis = -1 if curves_last else 1
+    nr = limbs.shape[axis]
     q = nr // _GROUP
-    out = limbs[..., q * _GROUP:].sum(axis=-1).astype(np.int64)
+    if curves_last:
+        k, nb, _ = limbs.shape
+        out = limbs[..., q * _GROUP :].sum(axis=-1).astype(np.int64)
+        if q:
+            out += (limbs[..., : q * _GROUP].reshape(k, nb, q, _GROUP) @ _ONES).astype(np.int64).sum(axis=-1)
+        return out
+    nb, _, k = limbs.shape
+    out = limbs[:, q * _GROUP :].sum(axis=1).astype(np.int64)
     if q:
-        groups = limbs[..., : q * _GROUP].reshape(k, nb, q, _GROUP).sum(axis=-1)
-        out += groups.astype(np.int64).sum(axis=-1)
-    return out
+        out += (_ONES @ limbs[:, : q * _GROUP].reshape(nb, q, _GROUP, k)).astype(np.int64).sum(axis=1)
+    return out.T
 
 
-def _add_cut(acc: np.ndarray, S: np.ndarray, b0: int, work: np.ndarray) -> None:
+_ONES = np.ones(_GROUP)
+
+
+def _add_cut(acc: np.ndarray, S: np.ndarray, b0: int, work: np.ndarray, curves_last: bool) -> None:
     """Add Σ_i trunc(S_i·2^45) over the curves of a chunk to the running sums ``acc``.
 
-    ``S`` (k, nb, nr) holds the chunk's values in units of the first limb,
-    v·2^(45 − E), with |S| < 2^45; it is overwritten, as is ``work`` (same
-    shape).  The cut trunc(S·2^45) = trunc(v·2^(90 − E)) is taken in two limbs:
-    hi = trunc(S), then lo = trunc((S − hi)·2^45) — the fraction S − hi is exact
-    and has the sign of S, so hi·2^45 + lo is the cut towards zero, and
-    |hi|, |lo| < 2^45.  ``acc`` (3, k, B) holds the normalised running sums
-    A1·2^60 + A2·2^30 + A3 (A2, A3 in [0, 2^30)) of batches b0, b0 + 1, ….
+    ``S`` (k, nb, nr) if ``curves_last``, else (nb, nr, k), holds the chunk's
+    values in units of the first limb, v·2^(45 − E), with |S| < 2^45; it is
+    overwritten, as is ``work`` (same shape).  The cut trunc(S·2^45) =
+    trunc(v·2^(90 − E)) is taken in two limbs: hi = trunc(S), then lo =
+    trunc((S − hi)·2^45) — the fraction S − hi is exact and has the sign of S,
+    so hi·2^45 + lo is the cut towards zero, and |hi|, |lo| < 2^45.  ``acc``
+    (3, k, B) holds the normalised running sums A1·2^60 + A2·2^30 + A3 (A2, A3
+    in [0, 2^30)) of batches b0, b0 + 1, ….
     """
-    k, nb, _ = S.shape
+    nb = S.shape[1] if curves_last else S.shape[0]
     hi = np.trunc(S, out=work)
     S -= hi  # the fraction: exact
     S *= 2.0**_LIMB  # exact, |S| < 2^45
     lo = np.trunc(S, out=S)
-    H, L = _limb_sums(hi), _limb_sums(lo)  # exact, below 2^62 in magnitude (<= 2^17 curves)
+    # exact, below 2^62 in magnitude (<= 2^17 curves)
+    H, L = _limb_sums(hi, curves_last), _limb_sums(lo, curves_last)
     A1, A2, A3 = acc[0, :, b0 : b0 + nb], acc[1, :, b0 : b0 + nb], acc[2, :, b0 : b0 + nb]
     # H·2^45 + L = (H >> 15)·2^60 + ((H & (2^15 − 1))·2^15 + (L >> 30))·2^30 + (L & (2^30 − 1)),
     # arithmetic shifts (floor) and masks of two's complement, so exact for either sign.
@@ -290,30 +304,50 @@ def fixed_point_mean(values, bound) -> np.ndarray:
         raise ValueError("bound must be positive and finite")
     E = _power_exponent(b)
     batch = V.shape[:-2]
+    if V.size == 0:  # no coordinates, or no batch: nothing to add
+        return np.zeros(batch + (k,))
     V3 = V.reshape((-1, n, k))
     B = V3.shape[0]
     # V·2^(45−E) in (at most) two exact steps: the first limb's units, |S| < 2^44(1 + 2^-20).
     s1, s2, two_steps = _limb_scales(E)
-    s1c, s2c = s1[:, None, None], s2[:, None, None]
     limit = b * (1.0 + 2.0**-20) * s1 * s2  # the caller's bound in limb units (a check only)
+    uniform = bool(np.all(s1 == s1[0]) and np.all(s2 == s2[0]))
     rows = _chunk_rows(k)
     S, work = np.empty(k * rows), np.empty(k * rows)
     acc = np.zeros((3, k, B), dtype=np.int64)
     for b0, b1, r0, r1 in _chunks(B, n, rows):
-        shape = (k, b1 - b0, r1 - r0)
+        shape = (b1 - b0, r1 - r0, k)
         size = shape[0] * shape[1] * shape[2]
         Sv = S[:size].reshape(shape)
-        np.multiply(V3[b0:b1, r0:r1].transpose(2, 0, 1), s1c, out=Sv)  # exact where the result is normal
-        if two_steps:
-            Sv *= s2c
-        flat = Sv.reshape(k, -1)
-        if not (np.all(np.max(flat, axis=1) <= limit) and np.all(np.min(flat, axis=1) >= -limit)):
+        # Rows of k values folded into rows of m·k (the same values, in the same
+        # order), so that multiplying by a per-column scale and the per-column
+        # extremes run in long inner loops.
+        folded, m = _fold(Sv)
+        if uniform:
+            np.multiply(V3[b0:b1, r0:r1], s1[0], out=Sv)  # exact where the result is normal
+            if two_steps:
+                Sv *= s2[0]
+        else:
+            np.multiply(V3[b0:b1, r0:r1].reshape(folded.shape), np.tile(s1, m), out=folded)
+            if two_steps:
+                folded *= np.tile(s2, m)
+        top = np.max(folded, axis=0).reshape(m, k).max(axis=0)
+        bottom = np.min(folded, axis=0).reshape(m, k).min(axis=0)
+        if not (np.all(top <= limit) and np.all(bottom >= -limit)):  # NaN too
             raise ValueError(
                 "a point lies outside the bound of its set (values must satisfy |v| <= bound): "
                 "the per-curve map is wrong, nothing is averaged"
             )
-        _add_cut(acc, Sv, b0, work[:size].reshape(shape))
+        _add_cut(acc, Sv, b0, work[:size].reshape(shape), curves_last=False)
     return _exact_mean(acc, n, E).reshape(batch + (k,))
+
+
+def _fold(a: np.ndarray):
+    """A view (R/m, m·k) of the rows of a (…, k) array (R rows in all; m = 64 when it divides R)."""
+    k = a.shape[-1]
+    R = a.size // max(k, 1)
+    m = 64 if R % 64 == 0 and a.flags.c_contiguous else 1
+    return a.reshape(R // m, m * k), m
 
 
 def _norm_upper_bound(ss, d: int):
@@ -435,7 +469,7 @@ def fixed_point_ball_mean(coords, basis, radius: float) -> np.ndarray:
             _shrink_points(Wv, ss, k, r_units, threshold)
             _scale_to_limbs(Wv, s1, s2, two_steps, Sv)
         shape = (k, b1 - b0, r1 - r0)
-        _add_cut(acc, Sv.reshape(shape), b0, wv.reshape(shape))
+        _add_cut(acc, Sv.reshape(shape), b0, wv.reshape(shape), curves_last=True)
     return _exact_mean(acc, n, np.repeat(E, k)).reshape(batch + (k,))
 
 
