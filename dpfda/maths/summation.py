@@ -166,7 +166,7 @@ def _chunks(B: int, n: int, rows: int):
 
 
 def _chunk_rows(k: int) -> int:
-    """Curves per chunk for points with k coordinates: a multiple of :data:`_GROUP`."""
+    """Curves per chunk for points with k coordinates: a multiple of ``_GROUP``."""
     return max(_GROUP, min(_CHUNK_ROWS, (_CHUNK_VALUES // k) // _GROUP * _GROUP))
 
 
@@ -351,17 +351,20 @@ def _fold(a: np.ndarray):
 
 
 def _norm_upper_bound(ss, d: int):
-    """A rigorous upper bound of ||S_exact||, from ss = fl(Σ_j fl(S_j²)) (any order of the sum).
+    """A rigorous upper bound of ||S_exact|| from ss = fl(Σ_j fl(S_j²)), summed in any order.
 
     S (d,) is a computed vector within 2⁻¹⁰⁷⁵ of S_exact in each coordinate (one
-    rounding into the subnormal range, or none).  With σ = Σ S_j²: each square
-    rounds by a factor in [1 − u, 1 + u] or, underflowing, by 2⁻¹⁰⁷⁵, and every
-    term passes through at most d − 1 additions, so ss >= σ(1 − u)^d − d·2⁻¹⁰⁷⁵.
-    The bound fl(fl(sqrt(fl(fl(ss·(1 + γ_{d+2})) + d·2⁻¹⁰⁷⁰)))·(1 + γ₃)) + √d·2⁻¹⁰⁷⁰
-    rounds five times, each by at least a factor 1 − u; since
-    (1 − u)^{d+2}(1 + γ_{d+2}) >= 1 (inside the root) and (1 − u)²(1 + γ₃) >= 1
-    (outside), it is at least √σ + √d·2⁻¹⁰⁷⁵(1 − u)·2⁵ >= ||S_exact||.
-    Every step is monotone, so the bound of the largest ss bounds every row.
+    rounding into the subnormal range, or none); σ = Σ S_j² exactly.  A square
+    rounds by a factor of at least 1 − u or, underflowing, by at most 2⁻¹⁰⁷⁵, and
+    each term passes through at most d − 1 additions (exact when subnormal), so
+    ss >= (1 − u)^d·σ − d·2⁻¹⁰⁷⁵.  The bound is ub = fl(fl(fl(√q)·(1 + γ₃)) + b)
+    with q = fl(fl(ss·(1 + γ_{d+2})) + a), a = d·2⁻¹⁰⁷⁰, b = √d·2⁻¹⁰⁷⁰.  Inside
+    the root two more roundings: q >= (1 − u)^{d+2}(1 + γ_{d+2})·σ + (1 − u)a
+    − 2·d·2⁻¹⁰⁷⁵ >= σ, as (1 − u)^{d+2}(1 + γ_{d+2}) >= 1 and a covers the rest
+    (an underflowing product included).  Outside, three: ub >= (1 − u)³(1 + γ₃)·√q
+    + (1 − u)b >= √σ + √d·2⁻¹⁰⁷⁵ >= ||S_exact||.  (An overflow gives inf, still
+    an upper bound.)  Every step rounds monotonically, so the bound of the
+    largest ss is the largest bound.
     """
     return np.sqrt(ss * (1.0 + gamma(d + 2)) + d * 2.0**-1070) * (1.0 + gamma(3)) + math.sqrt(d) * 2.0**-1070
 
@@ -369,7 +372,7 @@ def _norm_upper_bound(ss, d: int):
 def bound_ball_rows(W: np.ndarray, radius: float) -> np.ndarray:
     """Rows of ``W`` (…, d) scaled, in place, so that every norm is at most radius·(1 + 2⁻⁴⁰).
 
-    A rigorous upper bound of each row's norm (:func:`_norm_upper_bound`) is
+    A rigorous upper bound of each row's norm (``_norm_upper_bound``) is
     computed on the row divided by a power of two (no overflow or underflow
     that matters): the sum of d squares errs by at most γ_d, the square root
     and products by a few u, and underflowed squares by d·2⁻¹⁰⁷⁴.  Rows whose
@@ -399,7 +402,7 @@ def fixed_point_ball_mean(coords, basis, radius: float) -> np.ndarray:
     coordinates on its own, in a fixed order — w_ij = fl(… fl(fl(c_i0·b_0j) +
     fl(c_i1·b_1j)) + … + fl(c_i,d−1·b_d−1,j)), so a curve's point does not
     depend on its batch — and its norm is checked against radius·(1 + 2⁻⁴⁰)
-    as :func:`bound_ball_rows` does: an upper bound :func:`_norm_upper_bound`
+    as :func:`bound_ball_rows` does: an upper bound (``_norm_upper_bound``)
     of the norm of w·2^(45 − E), compared with radius·2^(45 − E)·(1 + 2⁻⁴¹).
     (The bound is monotone in the sum of squares, so a chunk of points whose
     largest sum passes passes whole; a point that fails — none, for fits
