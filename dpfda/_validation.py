@@ -246,9 +246,22 @@ def check_data(X, T: int, name: str = "X") -> np.ndarray:
         )
     if arr.shape[-2] < 1:
         raise ValueError(f"{name} must hold at least one curve")
-    if not np.all(np.isfinite(arr)):
+    if not _all_finite(arr):
         raise ValueError(f"{name} contains NaN or inf; remove or impute those values first")
     return arr
+
+
+def _all_finite(arr: np.ndarray) -> bool:
+    """Whether every value of a float array is finite, in one pass that writes nothing.
+
+    NaN and ±inf propagate through every addition (x + NaN and inf − inf are
+    NaN, inf + finite is inf), so a non-finite value makes the sum non-finite,
+    in any order of summation; a non-finite sum of finite values (an overflow)
+    is settled by the elementwise test.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.add.reduce(arr, axis=None)
+    return bool(np.isfinite(total)) or bool(np.all(np.isfinite(arr)))
 
 
 def check_grid_vector(value, name: str, T: int | None) -> np.ndarray:

@@ -201,6 +201,109 @@ def test_fixed_point_mean_refuses_points_outside_their_set():
         fixed_point_mean(np.zeros((0, 2)), 1.0)
 
 
+def _first_principles_mean(V, bound):
+    """The documented result of fixed_point_mean, in Python integers: cut, exact sum, one rounding."""
+    import math
+    from fractions import Fraction
+
+    n, k = V.shape
+    out = []
+    for j in range(k):
+        E = math.frexp(bound[j])[1] + 1  # 2^E >= 2·bound
+        N = sum(int(Fraction(float(v)) * 2 ** (90 - E)) for v in V[:, j])  # int() truncates towards 0
+        a = abs(N)
+        f = (float(a >> 60) * 2.0**60 + float((a >> 30) & (2**30 - 1)) * 2.0**30) + float(a & (2**30 - 1))
+        y = math.ldexp(f / n, E - 90)
+        out.append(-y if N < 0 else y)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("n", [1, 255, 256, 257, 4096, 40000])
+@pytest.mark.parametrize("bounds", ["mixed", "one scale"])
+def test_fixed_point_mean_is_the_cut_summed_exactly_then_rounded_once(n, bounds):
+    """Every limb near its largest (values at the bound, the grid's last bits set), across groups and chunks."""
+    from dpfda.maths.summation import fixed_point_mean
+
+    rng = np.random.default_rng(n)
+    bound = np.array([1.0, 3.0, 2.0**-1000, 2.0**950] if bounds == "mixed" else [1.5, 1.0, 1.75, 1.25])
+    ulps = rng.integers(0, 2**20, (n, 4)) * 2.0**-52  # values within 2^-32 of ±bound·(1 + 2^-20)
+    V = rng.choice([-1.0, 1.0], (n, 4)) * bound * (1.0 + 2.0**-20) * (1.0 - ulps)
+    V[::3] *= 2.0 ** -rng.integers(1, 100, V[::3].shape)  # and many whose cut truncates
+    y = fixed_point_mean(V, bound)
+    np.testing.assert_array_equal(y, _first_principles_mean(V, bound))
+    np.testing.assert_array_equal(fixed_point_mean(V[::-1], bound), y)
+    P = np.abs(V)  # one sign: the largest partial sums of limbs
+    np.testing.assert_array_equal(fixed_point_mean(P, bound), _first_principles_mean(P, bound))
+    # Sums that cancel but for the last units of the grid, where a wrong cut or an inexact
+    # partial sum (of a group of limbs, a chunk) would show: x, then -x moved by a few ulps.
+    m = n // 2
+    x = np.abs(V[:m]) * rng.choice([1.0, 2.0**-40], (m, 4))
+    C = np.zeros((n, 4))
+    C[:m], C[m : 2 * m] = x, -(x + rng.integers(-3, 4, (m, 4)) * np.spacing(x))
+    np.testing.assert_array_equal(fixed_point_mean(C, bound), _first_principles_mean(C, bound))
+
+
+def _rotated_in_order(Z, Vt):
+    """Each row of Z turned by Vt on its own, products added in the order of the basis."""
+    W = Z[..., :1] * Vt[0]
+    for k in range(1, Vt.shape[0]):
+        W += Z[..., k : k + 1] * Vt[k]
+    return W
+
+
+@pytest.mark.parametrize("shape", [(1, 4), (3, 300, 4), (2, 40000, 4), (5, 7, 9), (700, 1)])
+@pytest.mark.parametrize("radius", [1.1, 2.0**-1000, 2.0**900])
+def test_fixed_point_ball_mean_is_the_mean_of_the_rotated_points(shape, radius):
+    """Bit for bit the mean of each point rotated on its own, then fixed_point_mean; any batch layout."""
+    from dpfda.maths.summation import bound_ball_rows, fixed_point_ball_mean, fixed_point_mean
+
+    rng = np.random.default_rng(sum(shape))
+    d = shape[-1]
+    Vt = np.linalg.qr(rng.standard_normal((d, d)))[0].T
+    Z = rng.standard_normal(shape)
+    Z *= radius * rng.uniform(0, 1, shape[:-1] + (1,)) / np.linalg.norm(Z, axis=-1, keepdims=True)
+    Z[..., ::3, :] *= 10.0 ** rng.uniform(-300, 0, Z[..., ::3, :1].shape)
+    W = _rotated_in_order(Z, Vt)
+    assert np.array_equal(bound_ball_rows(W.copy(), radius), W)  # all inside: nothing scaled
+    y = fixed_point_ball_mean(Z, Vt, radius)
+    np.testing.assert_array_equal(y, fixed_point_mean(W, radius))
+    if len(shape) == 3:
+        for b in range(shape[0]):
+            np.testing.assert_array_equal(fixed_point_ball_mean(Z[b], Vt, radius), y[b])
+        perm = rng.permutation(shape[1])
+        np.testing.assert_array_equal(fixed_point_ball_mean(Z[:, perm], Vt, radius), y)
+
+
+def test_fixed_point_ball_mean_brings_points_outside_the_ball_inside():
+    from fractions import Fraction
+
+    from dpfda.maths.summation import RECORD_SLACK, fixed_point_ball_mean
+
+    rng = np.random.default_rng(3)
+    for radius in (1.0, 0.7, 2.0**-1060, 2.0**959):
+        for d in (1, 3, 8):
+            Vt = np.linalg.qr(rng.standard_normal((d, d)))[0].T
+            z = rng.standard_normal((1, d))
+            z *= radius * (1.0 + 2.0 ** rng.uniform(-38, 1)) / np.linalg.norm(z)  # just or far outside
+            y = fixed_point_ball_mean(z, Vt, radius)  # n = 1: the mean is the (cut) point itself
+            norm2 = sum(Fraction(float(v)) ** 2 for v in y)
+            tiny = Fraction(d) * Fraction(2.0**-1074) ** 2 * 4
+            assert norm2 <= (Fraction(radius) * (1 + Fraction(RECORD_SLACK))) ** 2 + tiny
+
+
+def test_fixed_point_ball_mean_refuses_what_is_not_a_point():
+    from dpfda.maths.summation import fixed_point_ball_mean
+
+    with pytest.raises(ValueError, match="not finite"):
+        fixed_point_ball_mean(np.array([[0.1, np.nan], [0.0, 0.2]]), np.eye(2), 1.0)
+    with pytest.raises(ValueError, match="basis"):
+        fixed_point_ball_mean(np.zeros((3, 2)), np.eye(3), 1.0)
+    with pytest.raises(ValueError, match="at least one curve"):
+        fixed_point_ball_mean(np.zeros((0, 2)), np.eye(2), 1.0)
+    with pytest.raises(ValueError, match="radius"):
+        fixed_point_ball_mean(np.zeros((3, 2)), np.eye(2), 0.0)
+
+
 def test_calibration_keeps_the_formula_below_the_free_excess_and_covers_it_above():
     from dpfda.mechanisms.pipelines import ftp_rounding_excess, ftp_sigma, ptf_rounding_excess, ptf_sigmas
 

@@ -128,6 +128,20 @@ def test_X_must_be_finite(method, bad):
 
 
 @pytest.mark.parametrize("method", PIPELINES)
+def test_finite_X_whose_sum_overflows_is_accepted(method):
+    # The finiteness check adds X up first; a sum that overflows is settled value by value.
+    X = np.full((12, 20), 1.5e308)
+    X[0, ::2] = -1.7e308
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert not np.isfinite(np.add.reduce(X, axis=None))
+    rel = method(X, GRID, LEG, 1.0, 1.0, rng())
+    assert np.all(np.isfinite(rel.coef))
+    X[5, 3] = np.nan  # and a NaN among huge values is still caught
+    with pytest.raises(ValueError, match="X contains NaN or inf"):
+        method(X, GRID, LEG, 1.0, 1.0, rng())
+
+
+@pytest.mark.parametrize("method", PIPELINES)
 def test_X_must_be_numeric_and_nonempty(method):
     with pytest.raises(TypeError, match="X"):
         method(np.full((3, 20), "a"), GRID, LEG, 1.0, 1.0, rng())
