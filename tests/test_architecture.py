@@ -51,7 +51,6 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("cli", "_stage_outputs", "matplotlib.pyplot"): MATPLOTLIB,
     ("cli", "_stage_metadata", "plots"): PLOTS,
     ("cli", "_FolderLock.__enter__", "fcntl"): POSIX,
-    ("cli", "_output_names", "plots"): PLOTS + " (`release` never imports it)",
     ("cli", "_stage_outputs", "evidence"): PANDAS + " (`release` never imports it)",
     # settings
     ("config", "n_jobs", "joblib"): JOBLIB,
