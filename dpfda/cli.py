@@ -82,6 +82,7 @@ from .maths.spaces import KernelSpace, LegendreSpace, brownian_kernel, gaussian_
 from .mechanisms.mechanism import ftp, ptf
 from .practice.publish import read_curves, release_record
 from .practice.realdata import Domain, PublicFrame
+from .report._layouts import layout_of  # not plots: names a study's files without matplotlib
 from .simulation.schedule import check_memory, run_studies
 from .simulation.studies import PAPER_N, STUDY_NAMES, paper_studies
 
@@ -425,9 +426,7 @@ def _text_writer(text: str):
 
 
 def _output_names(study) -> list[str]:
-    from .report import plots
-
-    exts = (".csv", ".json", ".md", ".html") if plots.layout_of(study).kind == "table" else (".csv", ".json", ".png")
+    exts = (".csv", ".json", ".md", ".html") if layout_of(study).kind == "table" else (".csv", ".json", ".png")
     return [study.name + ext for ext in exts]
 
 

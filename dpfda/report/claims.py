@@ -76,9 +76,6 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize_scalar
-from scipy.stats import chi2, norm
-from scipy.stats import t as student_t  # components that carry their own df
 
 from ..maths.data import LAW_SHIFTS, LAWS, check_law
 from ..mechanisms import theory
@@ -377,6 +374,9 @@ def _chi2_mix_bounds(lam, x) -> tuple[float, float]:
     Lower: Q ≥ λ_(j)·(Z_1² + … + Z_j²) for the j largest λ, so P(Q > x) ≥ max_j P(χ²_j > x/λ_(j)).
     Upper: Chernoff, P(Q > x) ≤ inf_s exp(−s x) Π_k (1 − 2sλ_k)^(−1/2) over 0 < s < 1/(2 max λ).
     """
+    from scipy.optimize import minimize_scalar  # here: `reproduce` draws its figures without scipy
+    from scipy.stats import chi2
+
     lam = np.sort(np.asarray(lam, dtype=float)[np.asarray(lam) > 0])[::-1]
     if x <= 0 or lam.size == 0:
         return (1.0, 1.0) if x <= 0 else (0.0, 0.0)
@@ -728,10 +728,11 @@ def _reader_name(study: str, k: str) -> str:
 
 def _registry(rows) -> tuple[Claim, ...]:
     """Claims from (id, statement, paper, thresholds, build) rows; the id "<study>-claim-<k>" gives the rest."""
+    studies = paper_studies()  # built once: each get_study builds all seven (0.2 s for the registry)
     out = []
     for id_, statement, paper, thresholds, build in rows:
         study, _, k = id_.split("-")
-        out.append(Claim(id_, f"sim-{_CHAPTERS[study]}-claim-{k}", _reader_name(study, k), get_study(study).source,
+        out.append(Claim(id_, f"sim-{_CHAPTERS[study]}-claim-{k}", _reader_name(study, k), studies[study].source,
                          statement, paper, tuple(thresholds), (study,), build))
     return tuple(out)
 
@@ -910,6 +911,9 @@ def components_table(results, claims=CLAIMS) -> pd.DataFrame:
     its standard error, signed by the asserted direction), ``df`` (NaN: a
     normal reference; a component may carry its own) and ``p`` (two-sided).
     """
+    from scipy.stats import norm  # here: `reproduce` draws its figures without scipy
+    from scipy.stats import t as student_t  # components that carry their own df
+
     if not hasattr(results, "items") or not results:
         raise TypeError("results must be a non-empty mapping law -> {study: results table}")
     rows = []
