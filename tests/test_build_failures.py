@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_execute_notebooks import TOC  # index, one, two
 
 pytest.importorskip("jupyter_book")
 nbformat = pytest.importorskip("nbformat")
@@ -27,14 +28,6 @@ pytest.importorskip("bs4")
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 MARK = "this chapter is broken"
-
-TOC = """\
-format: jb-book
-root: index
-chapters:
-  - file: one
-  - file: two
-"""
 
 
 def notebook(path: Path, *cells) -> None:
