@@ -204,3 +204,24 @@ def test_the_replacements_catch_a_draw(tmp_path, capsys, no_noise):
             method(X, grid, space, 1.0, 1.0, secure=True)
         with pytest.raises(Drawn):
             method(X, grid, space, 1.0, 1.0, no_draws())
+
+
+VALUE_ROWS = [r for r in FRAME_ROWS if r[2].startswith("column '0' holds") or "category" in r[2]]
+
+
+def test_the_value_rows_are_the_dtype_rows():
+    assert [r[0] for r in VALUE_ROWS] == ["booleans", "nullable booleans", "dates", "time spans", "complex",
+                                          "categorical", "objects"]
+
+
+@pytest.mark.parametrize("name, edit, message", VALUE_ROWS, ids=[r[0] for r in VALUE_ROWS])
+def test_dataframes_given_to_a_mechanism_follow_the_same_rules(no_noise, name, edit, message):
+    """The same tables as data of dpfda.ftp/ptf (the arrays' rules): refused, naming the column."""
+    values = edit(FRAME.copy()).drop(columns="id")
+    grid, space = np.array([0.0, 0.5, 1.0]), dpfda.LegendreSpace(2)
+    with pytest.raises(TypeError, match=r"X's column '0' holds"):
+        dpfda.ftp(values, grid, space, 1.0, 1.0, secure=True)
+    with pytest.raises(TypeError, match=r"X's column '0' holds"):
+        dpfda.ptf(values, grid, space, 1.0, 1.0, no_draws())
+    good = dpfda.ftp(FRAME.drop(columns="id"), grid, space, 1.0, 1.0, np.random.Generator(np.random.PCG64(0)))
+    assert good.n == 3  # a table of real numbers is data like an array

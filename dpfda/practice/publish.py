@@ -30,7 +30,7 @@ import re
 
 import numpy as np
 
-from .._validation import as_float_array, check_data, check_positive
+from .._validation import as_float_array, check_data, check_positive, non_real_dtype
 from .._version import __version__
 from ..maths.spaces import BrownianKernel, GaussianKernel, KernelSpace, LegendreSpace
 from ..mechanisms.pipelines import Release, ftp_fit_mean, ptf_clipped_mean
@@ -72,7 +72,6 @@ COMBINE = {
 _MISSING = frozenset({"", "na", "n/a", "nan", "null", "none", "#n/a", "<na>"})
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _INFINITE = re.compile(r"[+-]?inf(inity)?", re.IGNORECASE)
-_NUMERIC_KINDS = "iuf"  # integers and real floats, numpy's or pandas' nullable ones
 
 
 class _CsvTable:
@@ -170,11 +169,10 @@ class _FrameTable:
         """The column as floats (NaN: missing); ``text=True`` also reads text cells as a CSV's."""
         column = self._frame[name]
         dtype = column.dtype
-        if text and getattr(dtype, "kind", "O") == "O" and all(isinstance(v, str) for v in column.tolist()):
+        if text and non_real_dtype(dtype) is not None and all(isinstance(v, str) for v in column.tolist()):
             return np.array([_cell(v, self, i, name) for i, v in enumerate(column.tolist())], dtype=float)
-        if getattr(dtype, "kind", "O") not in _NUMERIC_KINDS:
-            what = {"b": "booleans", "M": "dates", "m": "time spans", "c": "complex numbers"}.get(
-                getattr(dtype, "kind", "O"), f"dtype {dtype}")
+        what = non_real_dtype(dtype)
+        if what is not None:
             bad = [(i, v) for i, v in enumerate(column.tolist())
                    if not _is_real(v) and not (isinstance(v, str) and _NUMBER.fullmatch(v.strip()))]
             first = f"; the value {bad[0][1]!r} ({self.row(bad[0][0])}, column {name!r}) is not a number" if bad else ""
