@@ -49,9 +49,15 @@ with every public parameter (:func:`dpfda.practice.publish.release_record`) as J
 The noise comes from OpenDP (``secure=True``); ``--insecure-numpy-noise``
 uses numpy's generator instead, for teaching only.  Every choice is given on
 the command line, none is read from the data: the CSV's grid must be the
-``--grid`` given.  Bad input (a missing value, a grid that differs, …) gives
-one line on stderr and exit code 2; ``--out`` is never overwritten (a second
-release of the same data spends the budget again).
+``--grid`` given.  Bad input (a missing value, a grid that differs, a subject id
+on two rows without ``--combine mean``, …) gives one line on stderr and exit
+code 2; ``--out`` is never overwritten (a second release of the same data
+spends the budget again).  Every public choice is checked, and the mechanism
+built, before the data are read; the noise is drawn once, last, before the
+record is written.  After writing, the curator's diagnostics
+(:func:`dpfda.practice.publish.curator_diagnostics`: values clipped, fits shrunk
+onto the ball, the data's range against the band) go to stderr: they are
+computed from the data without noise, are not private and must not be published.
 """
 
 from __future__ import annotations

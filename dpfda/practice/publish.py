@@ -5,11 +5,18 @@ Two steps a practitioner needs around :func:`dpfda.ftp` and :func:`dpfda.ptf`:
 * :func:`read_curves` reads curves from a CSV file or a pandas DataFrame, in wide form
   (one row per subject, one column per grid point, the header holding the points) or in
   long form (one row per measurement: subject, point, value), and returns them on one
-  common grid, or stops with a ``ValueError`` that says what is wrong and what to do;
+  common grid, one curve per subject, or stops with a ``ValueError`` that says what is
+  wrong and what to do.  It is strict: real, finite numbers only, as many fields as
+  headers on every row, no repeated header, no repeated or empty subject id (unless
+  ``combine`` states how a subject's rows make one curve);
 * :func:`release_record` turns a release into a plain dictionary (ready for JSON): the
   released curve on a public evaluation grid, in the data's units, and every public
-  parameter a reader needs — μ with the (ε, δ) pairs it implies, B', the grid, the clipping
-  bounds, the space and its dimension, the mechanism, the noise source, the library version.
+  parameter a reader needs — μ with the (ε, δ) pairs it implies, the privacy unit, B', the
+  grid, the clipping bounds, the space and its dimension, the mechanism, the noise source,
+  the library version;
+* :func:`curator_diagnostics` is what the curator, and nobody else, looks at after a
+  release: values clipped, fits shrunk onto the ball, the data's range against the band.
+  Computed from the data without noise, it is not private and never part of the record.
 
 The paper's curves are observed at *common* points t_1 < … < t_T (§3); the estimators need
 it (PTF averages each grid point over subjects, FTP fits everyone with one design matrix).
