@@ -86,8 +86,33 @@ class RemoveHiddenGatedSolutions(SphinxTransform):
                 parent.remove(child)
 
 
+def point_download_at_solution_free_notebook(app, pagename, templatename, context, doctree):
+    """In the student edition, the page's download button offers the solution-free notebook.
+
+    With ``html_copy_source`` off the theme's "download source" entry points at a missing
+    ``_sources/``; it is pointed at ``notebooks/NAME.ipynb`` when that notebook was exported,
+    and dropped otherwise."""
+    if not app.config.hide_solutions:
+        return
+    name = pagename.rsplit("/", 1)[-1] + ".ipynb"
+    exported = any((Path(folder) / "notebooks" / name).is_file() for folder in app.config.html_extra_path)
+    for group in context.get("header_buttons", []):
+        if group.get("label") != "download-buttons":
+            continue
+        kept = []
+        for button in group.get("buttons", []):
+            if button.get("label") in ("download-source-button", "download-notebook-button"):
+                if not exported:
+                    continue
+                button = {**button, "url": context["pathto"](f"notebooks/{name}", 1), "text": ".ipynb",
+                          "tooltip": "Download this chapter as a notebook without solutions"}
+            kept.append(button)
+        group["buttons"] = kept
+
+
 def setup(app):
     app.setup_extension("sphinx_exercise")
+    app.connect("html-page-context", point_download_at_solution_free_notebook, priority=900)
     app.add_node(hidden_gated_solution)
     app.add_directive("solution-start", _hiding_solution_start_directive(), override=True)
     app.add_transform(RemoveHiddenGatedSolutions)

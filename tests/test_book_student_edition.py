@@ -117,6 +117,7 @@ def test_student_edition_hides_plain_and_gated_solutions(tmp_path):
     notebook = (html / "notebooks" / "exercises.ipynb").read_text()
     assert "CHECK-KEPT" in notebook and "AFTER-SOLUTIONS" in notebook and "ex-gated" in notebook
     assert (html / "notebooks" / "student-notebooks.zip").is_file()
+    assert 'href="notebooks/exercises.ipynb"' in page  # the page's download button
     # The main edition links to the repository (solutions, master notebooks); the student edition
     # links to neither, nor to page sources.
     assert "probe-owner/probe-repo" in full
