@@ -68,7 +68,9 @@ def prose_words(doctree) -> int:
 def count_words(app, doctree) -> None:
     if not hasattr(app.env, "course_words"):
         app.env.course_words = {}
-    app.env.course_words[app.env.docname] = prose_words(doctree)
+    # A notebook run that raised (kept with allow_errors) shows a traceback: no time for it.
+    failed = any("traceback" in node.get("classes", []) for node in doctree.findall(nodes.Element))
+    app.env.course_words[app.env.docname] = None if failed else prose_words(doctree)
 
 
 def purge(app, env, docname) -> None:
@@ -121,8 +123,8 @@ class FillCourseTimes(SphinxPostTransform):
                 exec_data = data.get(doc, {}).get("exec_data") or {}
                 # Only a successful execution's time: a failed run stops early.
                 runtime = exec_data.get("runtime") if exec_data.get("succeeded", True) else None
-                if doc not in words or runtime is None:
-                    LOGGER.warning(f"course-times: no word count or recorded execution for {doc!r}",
+                if words.get(doc) is None or runtime is None:
+                    LOGGER.warning(f"course-times: no word count or successful execution for {doc!r}",
                                    location=node)
                     continue
                 link = pending_xref("", refdoc=self.env.docname, reftype="doc", refdomain="std",

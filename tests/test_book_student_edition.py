@@ -4,7 +4,10 @@ and keeps every exercise's Check paragraph.
 Builds a two-page book in a temporary folder with this repository's `_ext/` extensions,
 once as the full book and once with the configuration `make student` writes. The first page
 also holds the course guide's table of reading and run times (_ext/course_times.py): both
-editions fill it from what the build measured.
+editions fill it from what the build measured, and a chapter whose run raised gets no time
+(the build fails). The student edition serves each chapter as a solution-free notebook (its
+download button points there) and links to no repository, page source or assignment; every
+chapter of the real book is exported without its solutions.
 """
 
 import re
@@ -175,3 +178,18 @@ def test_every_chapter_is_exported_without_its_solutions(tmp_path):
     assert "./dpfda-0-py3-none-any.whl[" in (folder / "requirements.txt").read_text()
     assert "-e ." not in (folder / "requirements.txt").read_text()
     assert (folder / "runtime.txt").is_file() and (folder / "student-notebooks.zip").is_file()
+
+
+@pytest.mark.skipif(not JUPYTER_BOOK.exists(), reason="jupyter-book not installed beside this Python")
+def test_course_times_refuse_the_time_of_a_failed_run(tmp_path):
+    """A chapter whose execution failed (allowed by allow_errors) gets no time: the -W build fails."""
+    _write_book(tmp_path)
+    config = tmp_path / "_config.yml"
+    config.write_text(config.read_text().replace("allow_errors: false", "allow_errors: true"))
+    nb = nbformat.read(tmp_path / "exercises.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("raise RuntimeError('a failed run')"))
+    nbformat.write(nb, tmp_path / "exercises.ipynb")
+    result = subprocess.run([str(JUPYTER_BOOK), "build", str(tmp_path), "-W", "-n", "--keep-going"],
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "course-times: no word count or successful execution for 'exercises'" in result.stdout + result.stderr
