@@ -20,7 +20,7 @@ GROUPS = [
     ("Releasing a mean curve", ["ftp", "ptf", "Release", "ftp_sigma", "ptf_sigmas"]),
     ("Mechanisms as objects", ["Mechanism", "ftp_mechanism", "ptf_mechanism"]),
     ("Real data on the paper's terms", ["Domain", "PublicFrame", "legendre_derivative"]),
-    ("Function spaces and grids", ["FunctionSpace", "LegendreSpace", "KernelSpace", "Kernel", "GaussianKernel",
+    ("Function spaces and grids", ["FunctionSpace", "LegendreSpace", "FourierSpace", "KernelSpace", "Kernel", "GaussianKernel",
                                    "BrownianKernel", "gaussian_kernel", "brownian_kernel", "GridGeometry",
                                    "LegendreGeometry", "KernelGeometry", "uniform_grid"]),
     ("Fitting in the ball", ["fit_ball", "BallLeastSquares", "BallFit"]),

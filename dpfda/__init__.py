@@ -6,7 +6,7 @@ privacy.  The package is built in layers, each a subpackage that imports only fr
 layers before it in this list (and from the shared ``config`` and ``_validation``):
 
 ``maths`` — the paper's mathematics
-    ``spaces`` (``LegendreSpace``, ``KernelSpace``, grids), ``fitting`` (least squares in
+    ``spaces`` (``LegendreSpace``, ``FourierSpace``, ``KernelSpace``, grids), ``fitting`` (least squares in
     a ball, the secular equation), ``data`` (the generative models of the simulations),
     ``summation`` (exact sums and their rounding bounds).
 ``mechanisms`` — mechanisms and their guarantees
@@ -46,6 +46,7 @@ from .maths.data import KernelCurves, PolynomialCurves, observe, polynomial_curv
 from .maths.fitting import BallFit, BallLeastSquares, fit_ball
 from .maths.spaces import (
     BrownianKernel,
+    FourierSpace,
     FunctionSpace,
     GaussianKernel,
     GridGeometry,
@@ -93,6 +94,7 @@ __all__ = [
     "BallLeastSquares",
     "BrownianKernel",
     "Domain",
+    "FourierSpace",
     "FunctionSpace",
     "GaussianKernel",
     "GridGeometry",

@@ -78,7 +78,7 @@ import numpy as np
 from ._interrupt import SignalGuard, pause_for_test, shutdown_workers
 from ._version import __version__
 from .maths.data import check_law
-from .maths.spaces import KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
+from .maths.spaces import FourierSpace, KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
 from .mechanisms.mechanism import ftp, ptf
 from .practice.publish import read_curves, release_record
 from .practice.realdata import Domain, PublicFrame
@@ -627,7 +627,7 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     with SignalGuard() as guard:
         try:
-            args = build_parser().parse_args(argv)
+            args = build_parser().parse_args(_join_negative_values(argv))
             if args.command == "release":
                 return _release(args)
             _validate(args)
@@ -680,20 +680,52 @@ def _points_option(text: str, option: str):
     return values
 
 
+SPACE_HELP = ("legendre:M or fourier:M (dimension M; fourier is periodic on the domain), "
+              "gaussian:RHO (bandwidth RHO) or brownian; a kernel space takes :regularize "
+              "(gaussian:RHO:regularize) to lift K_T's eigenvalues below 1e-8 to that floor, as the "
+              "paper's implementation does, instead of refusing the grid")
+
+
 def _space_option(text: str):
-    """``legendre:M``, ``gaussian:RHO`` or ``brownian`` as a dpfda function space."""
-    kind, _, param = text.strip().partition(":")
+    """``legendre:M``, ``fourier:M``, ``gaussian:RHO[:regularize]`` or ``brownian[:regularize]``."""
+    kind, *params = text.strip().split(":")
+    regularize = bool(params) and params[-1] == "regularize" and kind in ("gaussian", "brownian")
+    if regularize:
+        params = params[:-1]
     try:
-        if kind == "legendre" and param:
-            return LegendreSpace(int(param))
-        if kind == "gaussian" and param:
-            return KernelSpace(gaussian_kernel(float(param)))
-        if kind == "brownian" and not param:
-            return KernelSpace(brownian_kernel())
+        if kind in ("legendre", "fourier") and len(params) == 1:
+            if not re.fullmatch(r"\+?\d+", params[0].strip()):
+                raise UsageError(f"--space {text!r}: the dimension M of {kind}:M must be a whole "
+                                 f"number >= 1 (the number of basis functions), got {params[0]!r}")
+            return (LegendreSpace if kind == "legendre" else FourierSpace)(int(params[0]))
+        if kind == "gaussian" and len(params) == 1:
+            return KernelSpace(gaussian_kernel(float(params[0])), regularize=regularize)
+        if kind == "brownian" and not params:
+            return KernelSpace(brownian_kernel(), regularize=regularize)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"--space {text!r}: {exc}") from None
-    raise UsageError(f"--space must be legendre:M (dimension M), gaussian:RHO (bandwidth RHO) or "
-                     f"brownian, got {text!r}")
+    raise UsageError(f"--space must be {SPACE_HELP}; got {text!r}")
+
+
+_NEGATIVE = re.compile(r"-(\d|\.\d|inf|nan)", re.IGNORECASE)
+"""A value that starts like a negative number (``-1,23``, ``-.5:2:5``) rather than an option."""
+
+VALUE_OPTIONS = ("--grid", "--domain", "--eval", "--lower", "--upper", "--clip", "--radius", "--mu")
+"""Options of ``release`` whose value may start with a minus sign."""
+
+
+def _join_negative_values(argv: list) -> list:
+    """``--domain -1,23`` as ``--domain=-1,23``: argparse takes ``-1,23`` for an option otherwise."""
+    out: list = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in VALUE_OPTIONS and i + 1 < len(argv) and _NEGATIVE.match(str(argv[i + 1])):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
 
 
 def _number_option(name):
@@ -719,8 +751,7 @@ def _add_release_parser(sub) -> None:
     rel.add_argument("--grid", required=True, metavar="POINTS",
                      help="the public grid in the data's units: a,b,c,... or START:STOP:COUNT; the CSV "
                           "must hold exactly these points")
-    rel.add_argument("--space", required=True, metavar="SPACE",
-                     help="legendre:M, gaussian:RHO or brownian (the paper's function spaces)")
+    rel.add_argument("--space", required=True, metavar="SPACE", help=SPACE_HELP)
     rel.add_argument("--radius", type=_number_option("--radius"), default=None, metavar="B",
                      help="the fitting radius B' > 0, in the data's units (required unless --lower and "
                           "--upper are given)")

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._validation import as_float_array, check_positive
 from .._version import __version__
-from ..maths.spaces import BrownianKernel, GaussianKernel, KernelSpace, LegendreSpace
+from ..maths.spaces import BrownianKernel, GaussianKernel, KernelSpace, OrthonormalSpace
 from ..mechanisms.pipelines import Release
 from ..mechanisms.privacy import epsilon_from_mu
 from .realdata import Domain, PublicFrame
@@ -238,11 +238,12 @@ def space_description(space) -> dict:
 
     Examples
     --------
+    >>> from dpfda import LegendreSpace
     >>> space_description(LegendreSpace(8))
     {'kind': 'legendre', 'dimension': 8}
     """
-    if isinstance(space, LegendreSpace):
-        return {"kind": "legendre", "dimension": space.m}
+    if isinstance(space, OrthonormalSpace):  # LegendreSpace, FourierSpace
+        return {"kind": space.kind, "dimension": space.m}
     if isinstance(space, KernelSpace):
         kernel = space.kernel
         if isinstance(kernel, GaussianKernel):
@@ -250,7 +251,7 @@ def space_description(space) -> dict:
         if isinstance(kernel, BrownianKernel):
             return {"kind": "brownian-kernel"}
         return {"kind": "kernel", "kernel": repr(kernel)}
-    raise TypeError(f"space must be a LegendreSpace or KernelSpace, got {type(space).__name__}")
+    raise TypeError(f"space must be a LegendreSpace, FourierSpace or KernelSpace, got {type(space).__name__}")
 
 
 def release_record(release, at, *, frame=None, domain=None, deltas=DELTAS) -> dict:
