@@ -79,6 +79,7 @@ from ._interrupt import SignalGuard, pause_for_test, shutdown_workers
 from ._version import __version__
 from .maths.data import check_law
 from .maths.spaces import FourierSpace, KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
+from .mechanisms.bands import plot_band
 from .mechanisms.mechanism import ftp, ptf
 from .practice.publish import read_curves, release_record
 from .practice.realdata import Domain, PublicFrame
@@ -779,6 +780,10 @@ def _add_release_parser(sub) -> None:
     rel.add_argument("--value", default="value", metavar="COLUMN", help="long form: the value column")
     rel.add_argument("--out", required=True, metavar="release.json",
                      help="the JSON file to write (must not exist yet)")
+    rel.add_argument("--plot", default=None, metavar="FILE.png|FILE.svg",
+                     help="also draw the released curve with a 95%% band of the privacy noise (public: "
+                          "from sigma and the basis, free post-processing); the band covers the privacy "
+                          "noise only, not sampling variability")
     rel.add_argument("--insecure-numpy-noise", action="store_true",
                      help="draw the noise with numpy instead of OpenDP: for teaching only, never for "
                           "a release that leaves the building")
@@ -841,6 +846,7 @@ def _release_inputs(args):
 def _release(args) -> int:
     """``python -m dpfda release``: read, check, release, write; 0 or :class:`UsageError`."""
     grid_points, domain, grid, space, clip, at, frame = _release_inputs(args)
+    _check_plot_path(args.plot)
     try:
         points, X = read_curves(args.data, layout=args.layout, id=args.id, point=args.point,
                                 value=args.value)
@@ -882,11 +888,37 @@ def _release(args) -> int:
         os.replace(tmp, args.out)
     finally:
         _discard(tmp)
+    if args.plot is not None:
+        _draw_release(record, args.plot, domain.name if frame is None else frame.domain.name)
     pairs = ", ".join(f"ε = {p['epsilon']:.3g} at δ = {p['delta']:g}" for p in record["epsilon_delta"])
     noise = "OpenDP" if secure else "numpy (INSECURE: teaching only, do not publish)"
     print(f"dpfda: released the {args.method.upper()} mean of n = {rel.n} curves at μ = {rel.mu:g} "
           f"({pairs}); noise from {noise}; wrote {args.out}")
     return 0
+
+
+def _check_plot_path(path) -> None:
+    """``--plot``: a new .png or .svg file in an existing folder (checked before the data are read)."""
+    if path is None:
+        return
+    if os.path.splitext(path)[1].lower() not in (".png", ".svg"):
+        raise UsageError(f"--plot {path!r}: the figure must be a .png or .svg file")
+    if os.path.exists(path):
+        raise UsageError(f"--plot {path!r} exists; choose another name")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise UsageError(f"--plot {path!r}: the folder does not exist")
+
+
+def _draw_release(record: dict, path: str, xlabel: str) -> None:
+    """The record's curve with the 95 % band of its privacy noise, as PNG or SVG."""
+    from matplotlib.figure import Figure  # here: only `release --plot` draws
+
+    fig = Figure(figsize=(6.4, 3.6), layout="constrained")
+    ax = fig.add_subplot()
+    plot_band(record["curve"]["points"], record["curve"]["values"], record["noise_sd"], level=0.95, ax=ax,
+              xlabel=xlabel, ylabel="released mean (data's units)",
+              title=f"{record['method'].upper()} at μ = {record['mu']:g}, n = {record['n']}")
+    fig.savefig(path, metadata={"Date": None} if path.lower().endswith(".svg") else None)
 
 
 def _short_points(points) -> str:

@@ -30,11 +30,12 @@ import numpy as np
 from .._validation import as_float_array, check_positive
 from .._version import __version__
 from ..maths.spaces import BrownianKernel, GaussianKernel, KernelSpace, OrthonormalSpace
+from ..mechanisms.bands import BAND_COVERS, band_is_exact
 from ..mechanisms.pipelines import Release
 from ..mechanisms.privacy import epsilon_from_mu
 from .realdata import Domain, PublicFrame
 
-__all__ = ["DELTAS", "read_curves", "release_record", "space_description"]
+__all__ = ["DELTAS", "noise_record", "read_curves", "release_record", "space_description"]
 
 DELTAS = (1e-5, 1e-6, 1e-7)
 """The δ values at which :func:`release_record` states the ε a μ-GDP release implies."""
@@ -342,4 +343,23 @@ def release_record(release, at, *, frame=None, domain=None, deltas=DELTAS) -> di
         },
         "curve": {"points": _number(at), "values": _number(curve)},
     }
+    record.update(noise_record(release, t, 1.0 if frame is None else frame.scale))
     return record
+
+
+def noise_record(release, t, scale: float) -> dict:
+    """The privacy noise in the data's units: ``noise_sd`` at the points ``t`` (on [0, 1]) and σ.
+
+    ``scale``: data units per unit of the released values (a frame's scale; 1 without a frame).
+    Public: computed from σ, the space, the grid and PTF's weights (:mod:`dpfda.mechanisms.bands`).
+    """
+    return {
+        "noise_sd": _number(scale * release.noise_sd(t)),
+        "noise_scale_data_units": _number(scale * np.asarray(release.noise_scale, dtype=float)),
+        "noise_sd_note": ("standard deviation of the privacy noise at each curve point, in the data's "
+                          "units; a band curve ± z·noise_sd covers " + BAND_COVERS
+                          + ("" if band_is_exact(release) else
+                             ". This PTF fit reached the ball B': the band is that of the linear fit"))
+                          + (". noise_scale_data_units is sigma times the frame's scale" if scale != 1.0
+                             else ""),
+    }
