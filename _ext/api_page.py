@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 import dpfda  # noqa: E402
 
 GROUPS = [
-    ("Releasing a mean curve", ["ftp", "ptf", "Release", "ftp_sigma", "ptf_sigmas"]),
+    ("Releasing a mean curve", ["ftp", "ptf", "Release", "Curves", "ftp_sigma", "ptf_sigmas"]),
     ("Mechanisms as objects", ["Mechanism", "ftp_mechanism", "ptf_mechanism"]),
     ("Real data on the paper's terms", ["Domain", "PublicFrame", "legendre_derivative"]),
     ("Function spaces and grids", ["FunctionSpace", "LegendreSpace", "FourierSpace", "KernelSpace", "Kernel",
@@ -35,12 +35,14 @@ GROUPS = [
 LAYERS = [
     ("", [("config", "Settings of the chapters")]),
     ("maths", [("spaces", "Function spaces"),
+               ("curves", "Curves as data"),
                ("fitting", "Ball-constrained least squares"),
                ("data", "Data models"),
                ("summation", "Exact sums and their floating-point bounds")]),
     ("mechanisms", [("mechanism", "One type for every mechanism"),
                     ("pipelines", "The two pipelines, stage by stage"),
                     ("bands", "The privacy noise of a release, point by point"),
+                    ("irregular", "FTP on curves measured at their own points"),
                     ("designs", "Beyond the paper: other mechanism designs"),
                     ("privacy", "Gaussian differential privacy"),
                     ("secure", "OpenDP's samplers"),

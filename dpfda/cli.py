@@ -749,9 +749,11 @@ def _add_release_parser(sub) -> None:
     rel.add_argument("data", metavar="DATA.csv",
                      help="the curves: wide (one row per subject, one column per grid point, headers = "
                           "the points) or long (--layout long: columns subject, point, value)")
-    rel.add_argument("--grid", required=True, metavar="POINTS",
+    rel.add_argument("--grid", default=None, metavar="POINTS",
                      help="the public grid in the data's units: a,b,c,... or START:STOP:COUNT; the CSV "
-                          "must hold exactly these points")
+                          "must hold exactly these points. Leave it out (with --domain) for curves measured "
+                          "at their own points or with empty cells: FTP fits each subject on the points it "
+                          "has (PTF needs --grid)")
     rel.add_argument("--space", required=True, metavar="SPACE", help=SPACE_HELP)
     rel.add_argument("--radius", type=_number_option("--radius"), default=None, metavar="B",
                      help="the fitting radius B' > 0, in the data's units (required unless --lower and "
@@ -845,17 +847,25 @@ def _release_inputs(args):
 
 def _release(args) -> int:
     """``python -m dpfda release``: read, check, release, write; 0 or :class:`UsageError`."""
+    own_points = args.grid is None
+    if own_points:  # each subject on its own points: FTP, laid out on a public grid of the domain
+        args.grid = _own_points_grid(args)
     grid_points, domain, grid, space, clip, at, frame = _release_inputs(args)
     _check_plot_path(args.plot)
     try:
-        points, X = read_curves(args.data, layout=args.layout, id=args.id, point=args.point,
-                                value=args.value)
+        data = read_curves(args.data, layout=args.layout, id=args.id, point=args.point, value=args.value,
+                           curves=own_points, domain=(domain.start, domain.stop) if own_points else None)
     except ValueError as exc:
         raise UsageError(f"{args.data}: {exc}") from None
-    if points.shape != grid_points.shape or not np.allclose(points, grid_points, rtol=1e-12, atol=0.0):
-        raise UsageError(f"{args.data}: the data's grid ({_short_points(points)}) is not the public "
-                         f"--grid ({_short_points(grid_points)}); the grid is fixed before the data "
-                         "are read, and every curve must be observed on it")
+    if own_points:
+        X = data
+    else:
+        points, X = data
+        if points.shape != grid_points.shape or not np.allclose(points, grid_points, rtol=1e-12, atol=0.0):
+            raise UsageError(f"{args.data}: the data's grid ({_short_points(points)}) is not the public "
+                             f"--grid ({_short_points(grid_points)}); the grid is fixed before the data "
+                             "are read, and every curve must be observed on it (or leave out --grid: "
+                             "FTP then fits each subject on its own points)")
     secure = not args.insecure_numpy_noise
     rng = None if secure else np.random.default_rng(args.seed)
     try:
@@ -875,7 +885,10 @@ def _release(args) -> int:
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     record["command"] = {"data": os.path.basename(args.data), "layout": args.layout,
-                         "grid": args.grid, "space": args.space}
+                         "grid": None if own_points else args.grid, "space": args.space}
+    if own_points:
+        record["sampling"] = ("each subject fitted on its own points (no common grid); the release is laid "
+                              f"out on {args.grid} for the record's grid")
     text = json.dumps(record, indent=2) + "\n"
     tmp = _stage(args.out, _text_writer(text))
     try:
@@ -895,6 +908,25 @@ def _release(args) -> int:
     print(f"dpfda: released the {args.method.upper()} mean of n = {rel.n} curves at μ = {rel.mu:g} "
           f"({pairs}); noise from {noise}; wrote {args.out}")
     return 0
+
+
+def _own_points_grid(args) -> str:
+    """Without ``--grid``: check the options FTP on each subject's own points needs; its layout grid."""
+    if args.domain is None:
+        raise UsageError("without --grid (each subject on its own points) give --domain START,STOP: the "
+                         "public interval of the points, fixed before the data are read")
+    if args.method != "ftp":
+        raise UsageError("--method ptf needs --grid: PTF clips and averages each point of one common public "
+                         "grid over subjects, so it cannot take curves measured at their own points (FTP "
+                         "can: leave out --method; or put each curve on a public grid yourself first, e.g. "
+                         "with dpfda.Curves.on_grid, a map of each record alone)")
+    if args.lower is not None or args.upper is not None:
+        raise UsageError("--lower/--upper need --grid (the band is interpolated on the grid); without "
+                         "--grid give --radius")
+    ends = _points_option(args.domain, "--domain")
+    if ends.size != 2:
+        raise UsageError(f"--domain must be two numbers START,STOP, got {args.domain!r}")
+    return f"{float(ends[0])!r}:{float(ends[1])!r}:101"
 
 
 def _check_plot_path(path) -> None:

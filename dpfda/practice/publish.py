@@ -29,6 +29,7 @@ import numpy as np
 
 from .._validation import as_float_array, check_positive
 from .._version import __version__
+from ..maths.curves import Curves
 from ..maths.spaces import BrownianKernel, GaussianKernel, KernelSpace, OrthonormalSpace
 from ..mechanisms.bands import BAND_COVERS, band_is_exact
 from ..mechanisms.pipelines import Release
@@ -103,7 +104,8 @@ def _check_complete(X: np.ndarray, labels, points: np.ndarray, where: str, extra
                          + _MISSING_HELP)
 
 
-def read_curves(source, *, layout: str = "wide", id=None, point: str = "point", value: str = "value"):
+def read_curves(source, *, layout: str = "wide", id=None, point: str = "point", value: str = "value",
+                curves: bool = False, domain=None):
     """Curves on one common grid from a CSV file or a DataFrame: ``(points, X)``.
 
     Parameters
@@ -119,6 +121,11 @@ def read_curves(source, *, layout: str = "wide", id=None, point: str = "point", 
         a grid point).  Long form: required.
     point, value : str
         Long form: the names of the grid-point and value columns.
+    curves : bool, default False
+        Return a :class:`dpfda.Curves` instead: subjects measured at their own points (long
+        form) and empty cells (wide form) are then kept, each subject with the points it has.
+    domain : (float, float)
+        With ``curves=True``: the public interval of the points (never read from the data).
 
     Returns
     -------
@@ -150,13 +157,17 @@ def read_curves(source, *, layout: str = "wide", id=None, point: str = "point", 
     """
     if layout not in ("wide", "long"):
         raise ValueError(f"layout must be 'wide' or 'long', got {layout!r}")
+    if curves and domain is None:
+        raise ValueError("curves=True needs the public domain=(start, stop) of the points")
     table, where = _read_table(source, "source")
     if layout == "wide":
-        return _read_wide(table, where, id)
-    return _read_long(table, where, id, point, value)
+        points, X = _read_wide(table, where, id, missing_ok=curves)
+    else:
+        points, X = _read_long(table, where, id, point, value, missing_ok=curves)
+    return Curves.from_masked(points, X, domain) if curves else (points, X)
 
 
-def _read_wide(table, where: str, id):
+def _read_wide(table, where: str, id, missing_ok: bool = False):
     columns = list(table.columns)
     if id is not None:
         if id not in columns:
@@ -178,11 +189,12 @@ def _read_wide(table, where: str, id):
     X = _numeric_values(table[columns], where)
     order = np.argsort(points, kind="stable")
     points, X = points[order], X[:, order]
-    _check_complete(X, labels, points, where)
+    if not missing_ok:
+        _check_complete(X, labels, points, where)
     return points, X
 
 
-def _read_long(table, where: str, id, point: str, value: str):
+def _read_long(table, where: str, id, point: str, value: str, missing_ok: bool = False):
     if id is None:
         raise ValueError("long form needs the subject column: id=... (--id on the command line)")
     for name, role in ((id, "subject"), (point, "point"), (value, "value")):
@@ -213,7 +225,7 @@ def _read_long(table, where: str, id, point: str, value: str):
     cols = np.searchsorted(points, pts)
     present = np.zeros((len(labels), points.size), dtype=bool)
     present[rows, cols] = True
-    if not present.all():
+    if not present.all() and not missing_ok:
         i, j = np.argwhere(~present)[0]
         raise ValueError(
             f"{where}: the subjects are not measured at the same points (together they use "
@@ -225,7 +237,8 @@ def _read_long(table, where: str, id, point: str, value: str):
             "linear interpolation); if only a few values are absent: " + _MISSING_HELP)
     X = np.full(present.shape, np.nan)
     X[rows, cols] = vals
-    _check_complete(X, labels, points, where)
+    if not missing_ok:
+        _check_complete(X, labels, points, where)
     return points, X
 
 
