@@ -81,6 +81,7 @@ from .maths.data import check_law
 from .maths.spaces import FourierSpace, KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
 from .mechanisms.bands import plot_band
 from .mechanisms.mechanism import ftp, ptf
+from .practice.examples import EXAMPLES, write_example
 from .practice.publish import read_curves, release_record
 from .practice.realdata import Domain, PublicFrame
 from .report._layouts import layout_of  # not plots: names a study's files without matplotlib
@@ -164,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "{0, 0.25, 0.5, 0.75, 0.9} (see dpfda.maths.data); default: default")
     rep.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     _add_release_parser(sub)
+    _add_example_parser(sub)
     return parser
 
 
@@ -631,6 +633,8 @@ def main(argv=None) -> int:
             args = build_parser().parse_args(_join_negative_values(argv))
             if args.command == "release":
                 return _release(args)
+            if args.command == "example":
+                return _example(args)
             _validate(args)
             run_id = uuid.uuid4().hex
             with contextlib.ExitStack() as stack:
@@ -791,6 +795,24 @@ def _add_release_parser(sub) -> None:
                           "a release that leaves the building")
     rel.add_argument("--seed", type=_integer("--seed"), default=None,
                      help="with --insecure-numpy-noise: numpy's seed (default: fresh OS entropy)")
+
+
+def _add_example_parser(sub) -> None:
+    ex = sub.add_parser("example", help="write a sample CSV file to try `release` on",
+                        description="Write a sample file of curves: " + "; ".join(
+                            f"{k}: {v}" for k, v in EXAMPLES.items()) + ". Never overwrites a file.")
+    ex.add_argument("name", choices=tuple(EXAMPLES), help="which sample")
+    ex.add_argument("file", metavar="FILE.csv", help="where to write it (must not exist yet)")
+
+
+def _example(args) -> int:
+    """``python -m dpfda example NAME FILE``: 0, or :class:`UsageError`."""
+    try:
+        what = write_example(args.name, args.file)
+    except (FileExistsError, ImportError) as exc:
+        raise UsageError(str(exc)) from None
+    print(f"dpfda: wrote {args.file}: {what}")
+    return 0
 
 
 def _release_inputs(args):
