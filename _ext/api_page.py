@@ -60,7 +60,8 @@ LAYERS = [
                 ("claims", "The paper's claims, judged"),
                 ("explorer", "The interactive ratio figure in a static page")]),
     ("practice", [("realdata", "Real data"),
-                  ("publish", "From a table of curves to a published release")]),
+                  ("publish", "From a table of curves to a published release"),
+                  ("examples", "Sample files to try a release on")]),
     ("", [("cli", "The command line")]),
 ]
 MODULES = [(f"{layer}.{name}" if layer else name, title) for layer, mods in LAYERS for name, title in mods]
