@@ -232,7 +232,9 @@ def _read_long(table, where: str, id, point: str, value: str, missing_ok: bool =
             f"{points.size} distinct points; subject {labels[i]!r} has {int(present[i].sum())} of them and "
             f"none at {points[j]:g}). dpfda needs one common grid: curves measured at their own "
             "points are not supported (the "
-            "paper assumes common points; PTF averages each point over subjects). Put every curve "
+            "paper assumes common points; PTF averages each point over subjects) except by FTP, "
+            "which fits each subject on its own points: read_curves(..., curves=True, domain=...), "
+            "or leave out --grid on the command line. For PTF, put every curve "
             "on one public grid first, by a public rule applied to each subject's own curve (e.g. "
             "linear interpolation); if only a few values are absent: " + _MISSING_HELP)
     X = np.full(present.shape, np.nan)
