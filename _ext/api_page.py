@@ -43,6 +43,7 @@ LAYERS = [
                     ("pipelines", "The two pipelines, stage by stage"),
                     ("bands", "The privacy noise of a release, point by point"),
                     ("irregular", "FTP on curves measured at their own points"),
+                    ("radius", "Choosing B' publicly or privately"),
                     ("designs", "Beyond the paper: other mechanism designs"),
                     ("privacy", "Gaussian differential privacy"),
                     ("secure", "OpenDP's samplers"),
