@@ -341,7 +341,7 @@ class FourierSpace(OrthonormalSpace):
     Parameters
     ----------
     m : int
-        Dimension of the space (number of basis functions), at least 1.
+        How many functions of the trigonometric basis, in the order above (at least 1).
 
     Examples
     --------
