@@ -47,7 +47,8 @@ _MISSING_HELP = (
     "applied to each subject's own curve (e.g. linear interpolation between that subject's "
     "neighbouring values): a per-record map, so the guarantee is unchanged; or drop the "
     "incomplete subjects, which makes n depend on the data, so the number of complete curves "
-    "must itself be public or released privately"
+    "must itself be public or released privately. FTP can also fit each subject on the points it "
+    "has: read_curves(..., curves=True, domain=...), or leave out --grid on the command line"
 )
 
 
