@@ -49,9 +49,15 @@ with every public parameter (:func:`dpfda.practice.publish.release_record`) as J
 The noise comes from OpenDP (``secure=True``); ``--insecure-numpy-noise``
 uses numpy's generator instead, for teaching only.  Every choice is given on
 the command line, none is read from the data: the CSV's grid must be the
-``--grid`` given.  Bad input (a missing value, a grid that differs, …) gives
-one line on stderr and exit code 2; ``--out`` is never overwritten (a second
-release of the same data spends the budget again).
+``--grid`` given.  Bad input (a missing value, a grid that differs, a subject id
+on two rows without ``--combine mean``, …) gives one line on stderr and exit
+code 2; ``--out`` is never overwritten (a second release of the same data
+spends the budget again).  Every public choice is checked, and the mechanism
+built, before the data are read; the noise is drawn once, last, before the
+record is written.  After writing, the curator's diagnostics
+(:func:`dpfda.practice.publish.curator_diagnostics`: values clipped, fits shrunk
+onto the ball, the data's range against the band) go to stderr: they are
+computed from the data without noise, are not private and must not be published.
 """
 
 from __future__ import annotations
@@ -80,9 +86,18 @@ from ._version import __version__
 from .maths.data import check_law
 from .maths.spaces import FourierSpace, KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
 from .mechanisms.bands import plot_band
-from .mechanisms.mechanism import ftp, ptf
+from .mechanisms.mechanism import ftp_mechanism, ptf_mechanism
 from .practice.examples import EXAMPLES, write_example
-from .practice.publish import read_curves, release_record
+from .practice.publish import (
+    CLIP_WARNING_SHARE,
+    COMBINE,
+    SHRINK_WARNING_SHARE,
+    curator_diagnostics,
+    diagnostics_text,
+    evaluation_points,
+    read_curves,
+    release_record,
+)
 from .practice.realdata import Domain, PublicFrame
 from .report._layouts import layout_of  # not plots: names a study's files without matplotlib
 from .simulation.schedule import check_memory, run_studies
@@ -748,8 +763,14 @@ def _add_release_parser(sub) -> None:
         description="Release the mean curve of the curves in a CSV file under mu-GDP (FTP, or PTF with "
                     "--method ptf) and write it, with every public parameter, as JSON. Every choice "
                     "below is public and must be fixed before looking at the data.",
-        epilog="Exit codes: 0 released; 2 bad input (one line on stderr; nothing written). The noise "
-               "comes from OpenDP unless --insecure-numpy-noise is given.")
+        epilog="Exit codes: 0 released; 2 bad input (one line on stderr; nothing written). Every public "
+               "choice is checked before the data are read, and the noise is drawn once, last, before "
+               "the file is written; it comes from OpenDP unless --insecure-numpy-noise is given. After "
+               "a release the curator's diagnostics go to stderr (values clipped, fits shrunk onto the "
+               "ball, the data's range against the band, with a warning when more than "
+               f"{CLIP_WARNING_SHARE:.0%} of the values are clipped or {SHRINK_WARNING_SHARE:.0%} of "
+               "the fits shrunk): they are computed from the data without noise, are NOT private and "
+               "must not be published.")
     rel.add_argument("data", metavar="DATA.csv",
                      help="the curves: wide (one row per subject, one column per grid point, headers = "
                           "the points) or long (--layout long: columns subject, point, value)")
@@ -782,6 +803,10 @@ def _add_release_parser(sub) -> None:
     rel.add_argument("--layout", choices=("wide", "long"), default="wide", help="the CSV's form (default wide)")
     rel.add_argument("--id", default=None, metavar="COLUMN",
                      help="the subject column (required with --layout long)")
+    rel.add_argument("--combine", choices=sorted(COMBINE), default=None,
+                     help="make one curve of each subject's rows by this rule (mean: "
+                          f"{COMBINE['mean']}); without it a subject id on two rows (or twice at a "
+                          "point) is an error: one subject, one curve")
     rel.add_argument("--point", default="point", metavar="COLUMN", help="long form: the point column")
     rel.add_argument("--value", default="value", metavar="COLUMN", help="long form: the value column")
     rel.add_argument("--out", required=True, metavar="release.json",
@@ -854,6 +879,10 @@ def _release_inputs(args):
         raise UsageError("give --radius (B' in the data's units), or a public range with --lower and --upper")
     at = (np.linspace(domain.start, domain.stop, 101) if args.eval_points is None
           else _points_option(args.eval_points, "--eval"))
+    try:
+        evaluation_points(at, frame=frame, domain=None if frame is not None else domain)
+    except ValueError as exc:
+        raise UsageError(f"--eval: {exc}") from None
     if args.seed is not None and not args.insecure_numpy_noise:
         raise UsageError("--seed is for --insecure-numpy-noise only: OpenDP's noise cannot be seeded")
     if args.seed is not None and args.seed < 0:
@@ -864,19 +893,37 @@ def _release_inputs(args):
     folder = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(folder):
         raise UsageError(f"--out {args.out!r}: the folder {folder!r} does not exist")
-    return grid_points, domain, grid, space, clip, at, frame
+    secure = not args.insecure_numpy_noise
+    try:  # the mechanism checks grid, space, B', mu, clip and weights
+        if frame is not None:  # public centre, scale, B', clip and weights from the range
+            radius, clip, weights = frame.radius, frame.clip, frame.weights
+        else:
+            radius, weights = args.radius, None
+        if args.method == "ftp":
+            mech = ftp_mechanism(grid, space, radius, args.mu, secure=secure)
+        else:
+            mech = ptf_mechanism(grid, space, radius, args.mu, clip=clip, weights=weights, secure=secure)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    return grid_points, domain, mech, at, frame
 
 
 def _release(args) -> int:
-    """``python -m dpfda release``: read, check, release, write; 0 or :class:`UsageError`."""
+    """``python -m dpfda release``: check, read, release, write; 0 or :class:`UsageError`.
+
+    Every public choice is checked (:func:`_release_inputs`) before the data are read; the
+    noise is drawn once, by the mechanism's release, after every other check and right
+    before the record is written.
+    """
     own_points = args.grid is None
     if own_points:  # each subject on its own points: FTP, laid out on a public grid of the domain
         args.grid = _own_points_grid(args)
-    grid_points, domain, grid, space, clip, at, frame = _release_inputs(args)
+    grid_points, domain, mech, at, frame = _release_inputs(args)
     _check_plot_path(args.plot)
     try:
         data = read_curves(args.data, layout=args.layout, id=args.id, point=args.point, value=args.value,
-                           curves=own_points, domain=(domain.start, domain.stop) if own_points else None)
+                           combine=args.combine, curves=own_points,
+                           domain=(domain.start, domain.stop) if own_points else None)
     except ValueError as exc:
         raise UsageError(f"{args.data}: {exc}") from None
     if own_points:
@@ -888,20 +935,12 @@ def _release(args) -> int:
                              f"--grid ({_short_points(grid_points)}); the grid is fixed before the data "
                              "are read, and every curve must be observed on it (or leave out --grid: "
                              "FTP then fits each subject on its own points)")
-    secure = not args.insecure_numpy_noise
-    rng = None if secure else np.random.default_rng(args.seed)
+    rng = None if mech.secure else np.random.default_rng(args.seed)
     try:
-        if frame is not None:  # public centre, scale, B', clip and weights from the range
-            X = frame.to_unit(X)
-            radius, clip, weights = frame.radius, frame.clip, frame.weights
-        else:
-            radius, weights = args.radius, None
-        if args.method == "ftp":
-            rel = ftp(X, grid, space, radius, args.mu, rng, secure=secure)
-        else:
-            rel = ptf(X, grid, space, radius, args.mu, rng, clip=clip, weights=weights, secure=secure)
-        record = (release_record(rel, at, frame=frame) if frame is not None
-                  else release_record(rel, at, domain=domain))
+        Y = frame.to_unit(X) if frame is not None else X
+        rel = mech.release(Y, rng)  # the noise: drawn here, once
+        record = (release_record(rel, at, frame=frame, combine=args.combine) if frame is not None
+                  else release_record(rel, at, domain=domain, combine=args.combine))
     except ImportError as exc:
         raise UsageError(f"{exc} (or, for teaching only, --insecure-numpy-noise)") from None
     except (TypeError, ValueError) as exc:
@@ -926,9 +965,12 @@ def _release(args) -> int:
     if args.plot is not None:
         _draw_release(record, args.plot, domain.name if frame is None else frame.domain.name)
     pairs = ", ".join(f"ε = {p['epsilon']:.3g} at δ = {p['delta']:g}" for p in record["epsilon_delta"])
-    noise = "OpenDP" if secure else "numpy (INSECURE: teaching only, do not publish)"
+    noise = "OpenDP" if mech.secure else "numpy (INSECURE: teaching only, do not publish)"
     print(f"dpfda: released the {args.method.upper()} mean of n = {rel.n} curves at μ = {rel.mu:g} "
           f"({pairs}); noise from {noise}; wrote {args.out}")
+    # For the curator only, after the release is written: computed from the data without noise.
+    if not own_points:  # the curator's diagnostics read the curves on the grid
+        print(diagnostics_text(curator_diagnostics(rel, X, frame=frame)), file=sys.stderr)
     return 0
 
 

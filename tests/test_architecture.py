@@ -69,7 +69,6 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("secure", "_opendp", "opendp.prelude"): "optional dependency: OpenDP is needed only for secure=True",
     # publishing a release
     ("publish", "_read_table", "pandas"): PANDAS,
-    ("publish", "_numeric_values", "pandas"): PANDAS,
     # the interactive figure
     ("plots", "ratio_explorer", "bokeh.layouts"): BOKEH,
     ("plots", "ratio_explorer", "bokeh.models"): BOKEH,
