@@ -84,8 +84,10 @@ import numpy as np
 from ._interrupt import SignalGuard, pause_for_test, shutdown_workers
 from ._version import __version__
 from .maths.data import check_law
-from .maths.spaces import KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
+from .maths.spaces import FourierSpace, KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
+from .mechanisms.bands import plot_band
 from .mechanisms.mechanism import ftp_mechanism, ptf_mechanism
+from .practice.examples import EXAMPLES, write_example
 from .practice.publish import (
     CLIP_WARNING_SHARE,
     COMBINE,
@@ -178,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "{0, 0.25, 0.5, 0.75, 0.9} (see dpfda.maths.data); default: default")
     rep.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     _add_release_parser(sub)
+    _add_example_parser(sub)
     return parser
 
 
@@ -642,9 +645,11 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     with SignalGuard() as guard:
         try:
-            args = build_parser().parse_args(argv)
+            args = build_parser().parse_args(_join_negative_values(argv))
             if args.command == "release":
                 return _release(args)
+            if args.command == "example":
+                return _example(args)
             _validate(args)
             run_id = uuid.uuid4().hex
             with contextlib.ExitStack() as stack:
@@ -695,20 +700,52 @@ def _points_option(text: str, option: str):
     return values
 
 
+SPACE_HELP = ("legendre:M or fourier:M (dimension M; fourier is periodic on the domain), "
+              "gaussian:RHO (bandwidth RHO) or brownian; a kernel space takes :regularize "
+              "(gaussian:RHO:regularize) to lift K_T's eigenvalues below 1e-8 to that floor, as the "
+              "paper's implementation does, instead of refusing the grid")
+
+
 def _space_option(text: str):
-    """``legendre:M``, ``gaussian:RHO`` or ``brownian`` as a dpfda function space."""
-    kind, _, param = text.strip().partition(":")
+    """``legendre:M``, ``fourier:M``, ``gaussian:RHO[:regularize]`` or ``brownian[:regularize]``."""
+    kind, *params = text.strip().split(":")
+    regularize = bool(params) and params[-1] == "regularize" and kind in ("gaussian", "brownian")
+    if regularize:
+        params = params[:-1]
     try:
-        if kind == "legendre" and param:
-            return LegendreSpace(int(param))
-        if kind == "gaussian" and param:
-            return KernelSpace(gaussian_kernel(float(param)))
-        if kind == "brownian" and not param:
-            return KernelSpace(brownian_kernel())
+        if kind in ("legendre", "fourier") and len(params) == 1:
+            if not re.fullmatch(r"\+?\d+", params[0].strip()):
+                raise UsageError(f"--space {text!r}: the dimension M of {kind}:M must be a whole "
+                                 f"number >= 1 (the number of basis functions), got {params[0]!r}")
+            return (LegendreSpace if kind == "legendre" else FourierSpace)(int(params[0]))
+        if kind == "gaussian" and len(params) == 1:
+            return KernelSpace(gaussian_kernel(float(params[0])), regularize=regularize)
+        if kind == "brownian" and not params:
+            return KernelSpace(brownian_kernel(), regularize=regularize)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"--space {text!r}: {exc}") from None
-    raise UsageError(f"--space must be legendre:M (dimension M), gaussian:RHO (bandwidth RHO) or "
-                     f"brownian, got {text!r}")
+    raise UsageError(f"--space must be {SPACE_HELP}; got {text!r}")
+
+
+_NEGATIVE = re.compile(r"-(\d|\.\d|inf|nan)", re.IGNORECASE)
+"""A value that starts like a negative number (``-1,23``, ``-.5:2:5``) rather than an option."""
+
+VALUE_OPTIONS = ("--grid", "--domain", "--eval", "--lower", "--upper", "--clip", "--radius", "--mu")
+"""Options of ``release`` whose value may start with a minus sign."""
+
+
+def _join_negative_values(argv: list) -> list:
+    """``--domain -1,23`` as ``--domain=-1,23``: argparse takes ``-1,23`` for an option otherwise."""
+    out: list = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in VALUE_OPTIONS and i + 1 < len(argv) and _NEGATIVE.match(str(argv[i + 1])):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
 
 
 def _number_option(name):
@@ -737,11 +774,12 @@ def _add_release_parser(sub) -> None:
     rel.add_argument("data", metavar="DATA.csv",
                      help="the curves: wide (one row per subject, one column per grid point, headers = "
                           "the points) or long (--layout long: columns subject, point, value)")
-    rel.add_argument("--grid", required=True, metavar="POINTS",
+    rel.add_argument("--grid", default=None, metavar="POINTS",
                      help="the public grid in the data's units: a,b,c,... or START:STOP:COUNT; the CSV "
-                          "must hold exactly these points")
-    rel.add_argument("--space", required=True, metavar="SPACE",
-                     help="legendre:M, gaussian:RHO or brownian (the paper's function spaces)")
+                          "must hold exactly these points. Leave it out (with --domain) for curves measured "
+                          "at their own points or with empty cells: FTP fits each subject on the points it "
+                          "has (PTF needs --grid)")
+    rel.add_argument("--space", required=True, metavar="SPACE", help=SPACE_HELP)
     rel.add_argument("--radius", type=_number_option("--radius"), default=None, metavar="B",
                      help="the fitting radius B' > 0, in the data's units (required unless --lower and "
                           "--upper are given)")
@@ -773,11 +811,33 @@ def _add_release_parser(sub) -> None:
     rel.add_argument("--value", default="value", metavar="COLUMN", help="long form: the value column")
     rel.add_argument("--out", required=True, metavar="release.json",
                      help="the JSON file to write (must not exist yet)")
+    rel.add_argument("--plot", default=None, metavar="FILE.png|FILE.svg",
+                     help="also draw the released curve with a 95%% band of the privacy noise (public: "
+                          "from sigma and the basis, free post-processing); the band covers the privacy "
+                          "noise only, not sampling variability")
     rel.add_argument("--insecure-numpy-noise", action="store_true",
                      help="draw the noise with numpy instead of OpenDP: for teaching only, never for "
                           "a release that leaves the building")
     rel.add_argument("--seed", type=_integer("--seed"), default=None,
                      help="with --insecure-numpy-noise: numpy's seed (default: fresh OS entropy)")
+
+
+def _add_example_parser(sub) -> None:
+    ex = sub.add_parser("example", help="write a sample CSV file to try `release` on",
+                        description="Write a sample file of curves: " + "; ".join(
+                            f"{k}: {v}" for k, v in EXAMPLES.items()) + ". Never overwrites a file.")
+    ex.add_argument("name", choices=tuple(EXAMPLES), help="which sample")
+    ex.add_argument("file", metavar="FILE.csv", help="where to write it (must not exist yet)")
+
+
+def _example(args) -> int:
+    """``python -m dpfda example NAME FILE``: 0, or :class:`UsageError`."""
+    try:
+        what = write_example(args.name, args.file)
+    except (FileExistsError, ImportError) as exc:
+        raise UsageError(str(exc)) from None
+    print(f"dpfda: wrote {args.file}: {what}")
+    return 0
 
 
 def _release_inputs(args):
@@ -855,16 +915,26 @@ def _release(args) -> int:
     noise is drawn once, by the mechanism's release, after every other check and right
     before the record is written.
     """
+    own_points = args.grid is None
+    if own_points:  # each subject on its own points: FTP, laid out on a public grid of the domain
+        args.grid = _own_points_grid(args)
     grid_points, domain, mech, at, frame = _release_inputs(args)
+    _check_plot_path(args.plot)
     try:
-        points, X = read_curves(args.data, layout=args.layout, id=args.id, point=args.point,
-                                value=args.value, combine=args.combine)
+        data = read_curves(args.data, layout=args.layout, id=args.id, point=args.point, value=args.value,
+                           combine=args.combine, curves=own_points,
+                           domain=(domain.start, domain.stop) if own_points else None)
     except ValueError as exc:
         raise UsageError(f"{args.data}: {exc}") from None
-    if points.shape != grid_points.shape or not np.allclose(points, grid_points, rtol=1e-12, atol=0.0):
-        raise UsageError(f"{args.data}: the data's grid ({_short_points(points)}) is not the public "
-                         f"--grid ({_short_points(grid_points)}); the grid is fixed before the data "
-                         "are read, and every curve must be observed on it")
+    if own_points:
+        X = data
+    else:
+        points, X = data
+        if points.shape != grid_points.shape or not np.allclose(points, grid_points, rtol=1e-12, atol=0.0):
+            raise UsageError(f"{args.data}: the data's grid ({_short_points(points)}) is not the public "
+                             f"--grid ({_short_points(grid_points)}); the grid is fixed before the data "
+                             "are read, and every curve must be observed on it (or leave out --grid: "
+                             "FTP then fits each subject on its own points)")
     rng = None if mech.secure else np.random.default_rng(args.seed)
     try:
         Y = frame.to_unit(X) if frame is not None else X
@@ -876,7 +946,10 @@ def _release(args) -> int:
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     record["command"] = {"data": os.path.basename(args.data), "layout": args.layout,
-                         "grid": args.grid, "space": args.space}
+                         "grid": None if own_points else args.grid, "space": args.space}
+    if own_points:
+        record["sampling"] = ("each subject fitted on its own points (no common grid); the release is laid "
+                              f"out on {args.grid} for the record's grid")
     text = json.dumps(record, indent=2) + "\n"
     tmp = _stage(args.out, _text_writer(text))
     try:
@@ -889,13 +962,59 @@ def _release(args) -> int:
         os.replace(tmp, args.out)
     finally:
         _discard(tmp)
+    if args.plot is not None:
+        _draw_release(record, args.plot, domain.name if frame is None else frame.domain.name)
     pairs = ", ".join(f"ε = {p['epsilon']:.3g} at δ = {p['delta']:g}" for p in record["epsilon_delta"])
     noise = "OpenDP" if mech.secure else "numpy (INSECURE: teaching only, do not publish)"
     print(f"dpfda: released the {args.method.upper()} mean of n = {rel.n} curves at μ = {rel.mu:g} "
           f"({pairs}); noise from {noise}; wrote {args.out}")
     # For the curator only, after the release is written: computed from the data without noise.
-    print(diagnostics_text(curator_diagnostics(rel, X, frame=frame)), file=sys.stderr)
+    if not own_points:  # the curator's diagnostics read the curves on the grid
+        print(diagnostics_text(curator_diagnostics(rel, X, frame=frame)), file=sys.stderr)
     return 0
+
+
+def _own_points_grid(args) -> str:
+    """Without ``--grid``: check the options FTP on each subject's own points needs; its layout grid."""
+    if args.domain is None:
+        raise UsageError("without --grid (each subject on its own points) give --domain START,STOP: the "
+                         "public interval of the points, fixed before the data are read")
+    if args.method != "ftp":
+        raise UsageError("--method ptf needs --grid: PTF clips and averages each point of one common public "
+                         "grid over subjects, so it cannot take curves measured at their own points (FTP "
+                         "can: leave out --method; or put each curve on a public grid yourself first, e.g. "
+                         "with dpfda.Curves.on_grid, a map of each record alone)")
+    if args.lower is not None or args.upper is not None:
+        raise UsageError("--lower/--upper need --grid (the band is interpolated on the grid); without "
+                         "--grid give --radius")
+    ends = _points_option(args.domain, "--domain")
+    if ends.size != 2:
+        raise UsageError(f"--domain must be two numbers START,STOP, got {args.domain!r}")
+    return f"{float(ends[0])!r}:{float(ends[1])!r}:101"
+
+
+def _check_plot_path(path) -> None:
+    """``--plot``: a new .png or .svg file in an existing folder (checked before the data are read)."""
+    if path is None:
+        return
+    if os.path.splitext(path)[1].lower() not in (".png", ".svg"):
+        raise UsageError(f"--plot {path!r}: the figure must be a .png or .svg file")
+    if os.path.exists(path):
+        raise UsageError(f"--plot {path!r} exists; choose another name")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise UsageError(f"--plot {path!r}: the folder does not exist")
+
+
+def _draw_release(record: dict, path: str, xlabel: str) -> None:
+    """The record's curve with the 95 % band of its privacy noise, as PNG or SVG."""
+    from matplotlib.figure import Figure  # here: only `release --plot` draws
+
+    fig = Figure(figsize=(6.4, 3.6), layout="constrained")
+    ax = fig.add_subplot()
+    plot_band(record["curve"]["points"], record["curve"]["values"], record["noise_sd"], level=0.95, ax=ax,
+              xlabel=xlabel, ylabel="released mean (data's units)",
+              title=f"{record['method'].upper()} at μ = {record['mu']:g}, n = {record['n']}")
+    fig.savefig(path, metadata={"Date": None} if path.lower().endswith(".svg") else None)
 
 
 def _short_points(points) -> str:

@@ -153,7 +153,7 @@ def test_per_subject_grids_are_refused_with_the_reason(tmp_path, capsys):
     (("--grid", "0,0.25,0.5,0.75,1"), "is not the public --grid"),
     (("--grid", "0,0.5,0.2"), "--grid must be strictly increasing"),
     (("--grid", "a,b"), "--grid must be numbers"),
-    (("--space", "fourier:3"), "--space must be legendre:M"),
+    (("--space", "spline:3"), "--space must be legendre:M"),
     (("--space", "legendre:0"), "m must be an integer >= 1"),
     (("--radius", "-1"), "radius must be a finite number > 0"),
     (("--mu", "nan"), "mu must be a finite number > 0"),

@@ -39,7 +39,9 @@ import numpy as np
 
 from .._validation import as_float_array, check_data, check_positive, non_real_dtype
 from .._version import __version__
-from ..maths.spaces import BrownianKernel, GaussianKernel, KernelSpace, LegendreSpace
+from ..maths.curves import Curves
+from ..maths.spaces import BrownianKernel, GaussianKernel, KernelSpace, OrthonormalSpace
+from ..mechanisms.bands import BAND_COVERS, band_is_exact
 from ..mechanisms.pipelines import Release, ftp_fit_mean, ptf_clipped_mean
 from ..mechanisms.privacy import epsilon_from_mu
 from .realdata import Domain, PublicFrame
@@ -52,6 +54,7 @@ __all__ = [
     "curator_diagnostics",
     "diagnostics_text",
     "evaluation_points",
+    "noise_record",
     "privacy_unit",
     "read_curves",
     "release_record",
@@ -67,7 +70,8 @@ _MISSING_HELP = (
     "applied to each subject's own curve (e.g. linear interpolation between that subject's "
     "neighbouring values): a per-record map, so the guarantee is unchanged; or drop the "
     "incomplete subjects, which makes n depend on the data, so the number of complete curves "
-    "must itself be public or released privately"
+    "must itself be public or released privately. FTP can also fit each subject on the points it "
+    "has: read_curves(..., curves=True, domain=...), or leave out --grid on the command line"
 )
 
 
@@ -243,7 +247,7 @@ def _subjects(table, id, role: str) -> list[str]:
 
 
 def read_curves(source, *, layout: str = "wide", id=None, point: str = "point", value: str = "value",
-                combine: str | None = None):
+                combine: str | None = None, curves: bool = False, domain=None):
     """Curves on one common grid from a CSV file or a DataFrame, one per subject: ``(points, X)``.
 
     One subject gives one curve: the privacy unit of a release (its neighbouring datasets
@@ -270,6 +274,11 @@ def read_curves(source, *, layout: str = "wide", id=None, point: str = "point", 
         at a point (long) is an error.  ``"mean"``: a subject's values at each grid point
         are averaged (missing ones left out) into that subject's one curve
         (:data:`COMBINE`); a per-subject map, so the guarantee for one subject is unchanged.
+    curves : bool, default False
+        Return a :class:`dpfda.Curves` instead: subjects measured at their own points (long
+        form) and empty cells (wide form) are then kept, each subject with the points it has.
+    domain : (float, float)
+        With ``curves=True``: the public interval of the points (never read from the data).
 
     Returns
     -------
@@ -308,13 +317,17 @@ def read_curves(source, *, layout: str = "wide", id=None, point: str = "point", 
     if combine is not None and combine not in COMBINE:
         raise ValueError(f"combine must be None (one row per subject) or one of {sorted(COMBINE)}, "
                          f"got {combine!r}")
+    if curves and domain is None:
+        raise ValueError("curves=True needs the public domain=(start, stop) of the points")
     table = _read_table(source)
     if layout == "wide":
-        return _read_wide(table, id, combine)
-    return _read_long(table, id, point, value, combine)
+        points, X = _read_wide(table, id, combine, missing_ok=curves)
+    else:
+        points, X = _read_long(table, id, point, value, combine, missing_ok=curves)
+    return Curves.from_masked(points, X, domain) if curves else (points, X)
 
 
-def _read_wide(table, id, combine):
+def _read_wide(table, id, combine, missing_ok: bool = False):
     where, columns = table.where, list(table.names)
     if id is not None:
         if id not in columns:
@@ -347,10 +360,10 @@ def _read_wide(table, id, combine):
     order = np.argsort(points, kind="stable")
     rows = np.repeat(np.arange(len(labels)), points.size)  # X.ravel(): row by row
     return _assemble([labels[r] for r in rows], np.tile(np.arange(points.size), len(labels)), X.ravel(),
-                     points, where, order)
+                     points, where, order, missing_ok)
 
 
-def _read_long(table, id, point: str, value: str, combine):
+def _read_long(table, id, point: str, value: str, combine, missing_ok: bool = False):
     where = table.where
     if id is None:
         raise ValueError("long form needs the subject column: id=... (--id on the command line)")
@@ -377,10 +390,11 @@ def _read_long(table, id, point: str, value: str, combine):
                                  "each subject's values by a stated rule: combine='mean' (--combine mean "
                                  "on the command line)")
             seen.add((s, p))
-    return _assemble(subjects, np.searchsorted(points, pts), vals, points, where, np.arange(points.size))
+    return _assemble(subjects, np.searchsorted(points, pts), vals, points, where, np.arange(points.size),
+                     missing_ok)
 
 
-def _assemble(subjects, cols, vals, points, where, order):
+def _assemble(subjects, cols, vals, points, where, order, missing_ok: bool = False):
     """Cells (subject, point column, value) as one curve per subject, in order of first appearance.
 
     A subject's values at one point are averaged, missing ones left out (one value: itself,
@@ -399,18 +413,21 @@ def _assemble(subjects, cols, vals, points, where, order):
     np.add.at(count, (rows[finite], cols[finite]), 1.0)
     with np.errstate(invalid="ignore"):
         X = np.where(count > 0, total / np.maximum(count, 1.0), np.nan)
-    if not present.all():
+    if not present.all() and not missing_ok:
         i, j = np.argwhere(~present)[0]
         raise ValueError(
             f"{where}: the subjects are not measured at the same points (together they use "
             f"{points.size} distinct points; subject {labels[i]!r} has {int(present[i].sum())} of them and "
             f"none at {points[j]:g}). dpfda needs one common grid: curves measured at their own "
             "points are not supported (the "
-            "paper assumes common points; PTF averages each point over subjects). Put every curve "
+            "paper assumes common points; PTF averages each point over subjects) except by FTP, "
+            "which fits each subject on its own points: read_curves(..., curves=True, domain=...), "
+            "or leave out --grid on the command line. For PTF, put every curve "
             "on one public grid first, by a public rule applied to each subject's own curve (e.g. "
             "linear interpolation); if only a few values are absent: " + _MISSING_HELP)
     points, X = points[order], X[:, order]
-    _check_complete(X, labels, points, where)
+    if not missing_ok:
+        _check_complete(X, labels, points, where)
     return points, X
 
 
@@ -424,11 +441,12 @@ def space_description(space) -> dict:
 
     Examples
     --------
+    >>> from dpfda import LegendreSpace
     >>> space_description(LegendreSpace(8))
     {'kind': 'legendre', 'dimension': 8}
     """
-    if isinstance(space, LegendreSpace):
-        return {"kind": "legendre", "dimension": space.m}
+    if isinstance(space, OrthonormalSpace):  # LegendreSpace, FourierSpace
+        return {"kind": space.kind, "dimension": space.m}
     if isinstance(space, KernelSpace):
         kernel = space.kernel
         if isinstance(kernel, GaussianKernel):
@@ -568,7 +586,26 @@ def release_record(release, at, *, frame=None, domain=None, deltas=DELTAS, combi
         },
         "curve": {"points": _number(at), "values": _number(curve)},
     }
+    record.update(noise_record(release, t, 1.0 if frame is None else frame.scale))
     return record
+
+
+def noise_record(release, t, scale: float) -> dict:
+    """The privacy noise in the data's units: ``noise_sd`` at the points ``t`` (on [0, 1]) and σ.
+
+    ``scale``: data units per unit of the released values (a frame's scale; 1 without a frame).
+    Public: computed from σ, the space, the grid and PTF's weights (:mod:`dpfda.mechanisms.bands`).
+    """
+    return {
+        "noise_sd": _number(scale * release.noise_sd(t)),
+        "noise_scale_data_units": _number(scale * np.asarray(release.noise_scale, dtype=float)),
+        "noise_sd_note": ("standard deviation of the privacy noise at each curve point, in the data's "
+                          "units; a band curve ± z·noise_sd covers " + BAND_COVERS
+                          + ("" if band_is_exact(release) else
+                             ". This PTF fit reached the ball B': the band is that of the linear fit"))
+                          + (". noise_scale_data_units is sigma times the frame's scale" if scale != 1.0
+                             else ""),
+    }
 
 
 CLIP_WARNING_SHARE = 0.05
