@@ -89,6 +89,27 @@ def test_fig6_claim_6_holds_fails_and_is_inconclusive_as_built():
     assert _verdict("fig6-claim-6", {"fig6": _fig6(noise.get)}) == "inconclusive"
 
 
+def _fig3_low_noise(end):
+    """Figure 3 with sigma0 = 0.1 ratios falling from 1 at n = 4 to end(T) at n = 4096."""
+    def ratio(s):
+        if s.sigma0 != 0.1:
+            return 1.0
+        return 1.0 if s.n == 4 else (end(s.T) if s.n == 4096 else 0.9 * end(s.T) + 0.1)
+    return _table("fig3", ratio)
+
+
+def test_fig3_claim_1_reads_close_to_as_the_two_sided_margin():
+    """"Near the noiseless references" is a factor 1.5 either way around 1/T, one component pair per T
+    (no second test of the same quantity at T = 2)."""
+    near = _verdict("fig3-claim-1", {"fig3": _fig3_low_noise(lambda T: 1.2 / T)})
+    assert near == "holds"
+    assert _verdict("fig3-claim-1", {"fig3": _fig3_low_noise(lambda T: 1.8 / T)}) == "fails"  # beyond 1.5/T
+    assert _verdict("fig3-claim-1", {"fig3": _fig3_low_noise(lambda T: 0.5 / T)}) == "fails"  # two-sided
+    comp = cl.components_table({"default": {"fig3": _fig3_low_noise(lambda T: 1.2 / T)}}, claims=["fig3-claim-1"])
+    assert len(comp) == 12 and comp["component"].is_unique
+    assert sum("T=2" in c for c in comp["component"]) == 3
+
+
 def test_one_opposite_component_is_enough_to_fail():
     mostly = {2: 0.5, 4: 0.5, 6: 2.0, 8: 2.0}      # m = 6 significantly the wrong way
     comp = cl.components_table({"default": {"fig6": _fig6(mostly.get)}}, claims=["fig6-claim-6"])
