@@ -222,12 +222,13 @@ def test_classify():
     mat = pd.DataFrame([[H] * 11, [F] * 11], index=["a", "b"], columns=list(LAWS))
     mat.loc["c"] = [H] + [F] * 10
     mat.loc["d"] = [F, F, F, H, H, H, F, F, H, H, H]   # by S, the same for both shapes
-    mat.loc["e"] = [F, F, F, H, H, H, F, F, F, H, H]   # S = 0.5: shift holds, wave fails
+    mat.loc["e"] = [F, F, F, H, H, H, F, F, F, H, H]   # S = 0.5: shift holds, wave fails; and by S
+    mat.loc["h"] = [H, H, H, H, H, H, U, F, F, F, F]   # the shape alone: each shape keeps its verdict
     mat.loc["f"] = [H, U, H, H, U, H, U, H, H, H, U]   # never fails: power, not the law
     mat.loc["g"] = [U] * 11
     cats = cl.classify(mat)
-    assert cats.to_dict() == {"a": "robust", "b": "none", "c": "default only", "d": "norm", "e": "shape",
-                              "f": "undecided", "g": "none"}
+    assert cats.to_dict() == {"a": "robust", "b": "none", "c": "default only", "d": "norm",
+                              "e": "shape and norm", "f": "undecided", "g": "none", "h": "shape"}
     with pytest.raises(ValueError, match="lacks the laws"):
         cl.classify(mat.drop(columns=["wave-0.9"]))
     with pytest.raises(TypeError, match="matrix must be a DataFrame"):

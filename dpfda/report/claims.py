@@ -1087,7 +1087,7 @@ def verdict_matrix(long: pd.DataFrame, claims=CLAIMS, laws=LAWS) -> pd.DataFrame
     return mat.reindex(index=ids, columns=[law for law in laws if law in mat.columns])
 
 
-CATEGORIES = ("robust", "norm", "shape", "undecided", "default only", "none")
+CATEGORIES = ("robust", "norm", "shape", "shape and norm", "undecided", "default only", "none")
 """How a claim's verdict depends on the law (:func:`classify`)."""
 
 
@@ -1101,9 +1101,11 @@ def classify(matrix: pd.DataFrame) -> pd.Series:
     * ``"robust"``: holds under every law;
     * ``"none"``: holds under no law;
     * ``"default only"``: holds under the default law and under no shift/wave law;
+    * ``"shape and norm"``: both of the next two dependences are found;
     * ``"shape"``: at some share S it holds under one of ``shift-S``, ``wave-S``
-      and fails under the other;
-    * ``"norm"``: for some shape it holds at one S and fails at another;
+      and fails under the other (and no dependence on the norm is found);
+    * ``"norm"``: for some shape it holds at one S and fails at another (and no
+      dependence on the shape is found);
     * ``"undecided"``: otherwise — it holds under some laws, and the laws where
       it does not give no decisive contrast of the two kinds above.
     """
@@ -1123,12 +1125,11 @@ def classify(matrix: pd.DataFrame) -> pd.Series:
             cat = "none"
         elif not any(v[law] == "holds" for law in family):
             cat = "default only"
-        elif any({a, b} == {"holds", "fails"} for a, b in zip(by_shape["shift"], by_shape["wave"])):
-            cat = "shape"
-        elif any({"holds", "fails"} <= set(xs) for xs in by_shape.values()):
-            cat = "norm"
         else:
-            cat = "undecided"
+            shape = any({a, b} == {"holds", "fails"} for a, b in zip(by_shape["shift"], by_shape["wave"]))
+            norm = any({"holds", "fails"} <= set(xs) for xs in by_shape.values())
+            cat = {(True, True): "shape and norm", (True, False): "shape", (False, True): "norm",
+                   (False, False): "undecided"}[shape, norm]
         out[claim] = cat
     return pd.Series(out, name="category")
 
