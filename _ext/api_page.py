@@ -41,6 +41,7 @@ LAYERS = [
     ("mechanisms", [("mechanism", "One type for every mechanism"),
                     ("pipelines", "The two pipelines, stage by stage"),
                     ("designs", "Beyond the paper: other mechanism designs"),
+                    ("postprocess", "Beyond the paper: post-processing a release"),
                     ("privacy", "Gaussian differential privacy"),
                     ("secure", "OpenDP's samplers"),
                     ("theory", "The paper's bounds and limits")]),
