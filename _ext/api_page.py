@@ -45,6 +45,7 @@ LAYERS = [
                     ("irregular", "FTP on curves measured at their own points"),
                     ("radius", "Choosing B' publicly or privately"),
                     ("designs", "Beyond the paper: other mechanism designs"),
+                    ("postprocess", "Beyond the paper: post-processing a release"),
                     ("privacy", "Gaussian differential privacy"),
                     ("secure", "OpenDP's samplers"),
                     ("theory", "The paper's bounds and limits")]),

@@ -93,6 +93,7 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("claims", "_chi2_mix_bounds", "scipy.optimize"): CLAIMS_SCIPY,
     ("claims", "_chi2_mix_bounds", "scipy.stats"): CLAIMS_SCIPY,
     ("claims", "components_table", "scipy.stats"): CLAIMS_SCIPY,
+    ("claims", "law_level_null_size", "scipy"): CLAIMS_SCIPY,
 }
 
 #: Private names imported from another module: (module, imported module, name) -> owner and fix.

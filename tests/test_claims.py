@@ -89,6 +89,27 @@ def test_fig6_claim_6_holds_fails_and_is_inconclusive_as_built():
     assert _verdict("fig6-claim-6", {"fig6": _fig6(noise.get)}) == "inconclusive"
 
 
+def _fig3_low_noise(end):
+    """Figure 3 with sigma0 = 0.1 ratios falling from 1 at n = 4 to end(T) at n = 4096."""
+    def ratio(s):
+        if s.sigma0 != 0.1:
+            return 1.0
+        return 1.0 if s.n == 4 else (end(s.T) if s.n == 4096 else 0.9 * end(s.T) + 0.1)
+    return _table("fig3", ratio)
+
+
+def test_fig3_claim_1_reads_close_to_as_the_two_sided_margin():
+    """"Near the noiseless references" is a factor 1.5 either way around 1/T, one component pair per T
+    (no second test of the same quantity at T = 2)."""
+    near = _verdict("fig3-claim-1", {"fig3": _fig3_low_noise(lambda T: 1.2 / T)})
+    assert near == "holds"
+    assert _verdict("fig3-claim-1", {"fig3": _fig3_low_noise(lambda T: 1.8 / T)}) == "fails"  # beyond 1.5/T
+    assert _verdict("fig3-claim-1", {"fig3": _fig3_low_noise(lambda T: 0.5 / T)}) == "fails"  # two-sided
+    comp = cl.components_table({"default": {"fig3": _fig3_low_noise(lambda T: 1.2 / T)}}, claims=["fig3-claim-1"])
+    assert len(comp) == 12 and comp["component"].is_unique
+    assert sum("T=2" in c for c in comp["component"]) == 3
+
+
 def test_one_opposite_component_is_enough_to_fail():
     mostly = {2: 0.5, 4: 0.5, 6: 2.0, 8: 2.0}      # m = 6 significantly the wrong way
     comp = cl.components_table({"default": {"fig6": _fig6(mostly.get)}}, claims=["fig6-claim-6"])
@@ -201,12 +222,13 @@ def test_classify():
     mat = pd.DataFrame([[H] * 11, [F] * 11], index=["a", "b"], columns=list(LAWS))
     mat.loc["c"] = [H] + [F] * 10
     mat.loc["d"] = [F, F, F, H, H, H, F, F, H, H, H]   # by S, the same for both shapes
-    mat.loc["e"] = [F, F, F, H, H, H, F, F, F, H, H]   # S = 0.5: shift holds, wave fails
+    mat.loc["e"] = [F, F, F, H, H, H, F, F, F, H, H]   # S = 0.5: shift holds, wave fails; and by S
+    mat.loc["h"] = [H, H, H, H, H, H, U, F, F, F, F]   # the shape alone: each shape keeps its verdict
     mat.loc["f"] = [H, U, H, H, U, H, U, H, H, H, U]   # never fails: power, not the law
     mat.loc["g"] = [U] * 11
     cats = cl.classify(mat)
-    assert cats.to_dict() == {"a": "robust", "b": "none", "c": "default only", "d": "norm", "e": "shape",
-                              "f": "undecided", "g": "none"}
+    assert cats.to_dict() == {"a": "robust", "b": "none", "c": "default only", "d": "norm",
+                              "e": "shape and norm", "f": "undecided", "g": "none", "h": "shape"}
     with pytest.raises(ValueError, match="lacks the laws"):
         cl.classify(mat.drop(columns=["wave-0.9"]))
     with pytest.raises(TypeError, match="matrix must be a DataFrame"):
@@ -346,6 +368,52 @@ def test_law_level_components_use_the_pooled_standard_error():
     assert comp["df"].isna().all()  # a normal reference, as random-effects meta-analysis uses
     with pytest.raises(ValueError, match="df must be"):
         cl.Component("x", 3.0, 1.0, 1, df=0.5)
+
+
+def test_law_level_components_with_the_t_reference_use_k_minus_1_df():
+    t5 = _fig6({2: 0.5, 4: 0.5, 6: 0.5, 8: 2.0}.get)
+    t5["err_ftp"] = t5["ratio"] * t5["err_ptf"]
+    spread = t5.copy()
+    spread["err_ftp"] = spread["err_ftp"] * 1.3
+    pooled = cl.pool_draws([t5, spread, t5, spread, t5])
+    res = {"default": {"fig6": pooled}}
+    normal = cl.components_table(res, claims=["fig6-claim-6"])
+    t = cl.components_table(res, claims=["fig6-claim-6"], reference="t")
+    assert (t["df"] == 4).all() and np.allclose(t["z"], normal["z"])
+    assert (t["p"] > normal["p"]).all()  # t on 4 df has the heavier tails
+    # one latent draw (no draws column): the normal reference stays
+    single = cl.components_table({"default": {"fig6": t5}}, claims=["fig6-claim-6"], reference="t")
+    assert single["df"].isna().all()
+    with pytest.raises(ValueError, match="reference"):
+        cl.components_table(res, claims=["fig6-claim-6"], reference="z")
+
+
+@pytest.mark.parametrize("draws", [5, 20])
+@pytest.mark.parametrize("rho", [0.0, 0.2])
+def test_law_level_test_keeps_its_level_at_the_holm_threshold(draws, rho):
+    """The test of the test: simulate the pooled statistic under its null (known truth) and count
+    rejections at a Holm threshold alpha / k. With Student's t on K - 1 df the rate is not above
+    nominal beyond Monte Carlo error; with the normal reference at K = 5 it is (the defect the t
+    reference repairs), and the quadrature agrees with the simulation."""
+    rng = np.random.default_rng(np.random.SeedSequence([32, draws, int(10 * rho)]))
+    level, reps = 0.05 / 100, 400_000  # a family of 100 components: Holm's first threshold
+    rate, se = cl.law_level_null_size(level, draws, rho, reference="t", reps=reps, rng=rng)
+    assert rate <= level + 3 * se, (rate, se)
+    exact, _ = cl.law_level_null_size(level, draws, rho, reference="t")
+    assert exact <= level * (1 + 1e-6) and abs(rate - exact) <= 4 * se
+    if draws == 5:
+        naive, se_n = cl.law_level_null_size(level, draws, rho, reference="normal", reps=reps, rng=rng)
+        assert naive > level + 4 * se_n, (naive, se_n)
+        assert cl.law_level_null_size(0.05, 5, 0.0, reference="normal")[0] == pytest.approx(0.1216, abs=1e-3)
+
+
+def test_law_level_null_size_refuses_bad_input():
+    with pytest.raises(ValueError, match="draws"):
+        cl.law_level_null_size(0.05, 1, 0.0, reference="t")
+    with pytest.raises(ValueError, match="reference"):
+        cl.law_level_null_size(0.05, 5, 0.0, reference="z")
+    with pytest.raises(TypeError, match="Generator"):
+        cl.law_level_null_size(0.05, 5, 0.0, reference="t", reps=10)
 
 
 def test_holm_family_is_the_whole_matrix():

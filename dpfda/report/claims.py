@@ -109,6 +109,7 @@ __all__ = [
     "pool_draws",
     "simulate",
     "draws_from_pilot",
+    "law_level_null_size",
     "theory_activation",
     "VERDICT_MARKS",
     "law_label",
@@ -592,15 +593,16 @@ def _dips_then_rises(df, key, value, sigma0, end_direction):
 def _small_noise_ftp_keeps_advantage(tables):
     """§5.3: with σ₀ = 0.1 the ratios fall fast and FTP keeps a large advantage.
 
-    For each T: the ratio falls from n = 4 to 64; at the largest n it is below 1
-    and below 2/T ("close to the noiseless reference").
+    For each T: the ratio falls from n = 4 to 64; at the largest n it agrees with
+    the noiseless reference 1/T within the one margin (a factor 1.5 either way),
+    which also keeps it below 1.5/T ≤ 0.75: the advantage is kept.
     """
     df, N, out = tables["fig3"], _largest_n(tables["fig3"]), []
     for T in (2, 4, 6, 8):
         r4, r64, rn = (ev.one(df, sigma0=0.1, T=T, n=n) for n in (4, 64, N))
+        lr, se = ev.log_ratio(rn)
         out += [_ratio_change(f"T={T}: falls 4→64", r4, r64, -1),
-                _ratio_compared_to(f"T={T}: ratio({N}) < 1", rn, 1.0, -1),
-                _ratio_compared_to(f"T={T}: ratio({N}) < 2/T", rn, 2.0 / T, -1)]
+                *_within_margin(f"T={T}: ratio({N}) near 1/T", lr - math.log(1.0 / T), se, LOG_MARGIN)]
     return out
 
 
@@ -807,8 +809,9 @@ CLAIMS: tuple[Claim, ...] = _registry([
      r"At $\sigma_0=0.1$ the ratios fall quickly and stay near the noiseless references; FTP keeps a "
      r"substantial advantage at large $n$.",
      [("falls from n = 4 to 64", "\"rapidly\": within the first half of the grid"),
-      ("below 1 and below 2/T at the largest n", "\"substantial advantage\": at least half of the "
-       "noiseless advantage kept, on the ratio scale")], _small_noise_ftp_keeps_advantage),
+      ("within a factor 1.5 of 1/T at the largest n", "\"near the noiseless references\" with the one "
+       "margin: " + _WHY_MARGIN + "; it keeps the ratio below 1.5/T ≤ 0.75, the \"substantial advantage\"")],
+     _small_noise_ftp_keeps_advantage),
     ("fig3-claim-2", "σ₀ = 1: dip, rise, still below one",
      r"At $\sigma_0=1$ the ratios first fall and then rise, yet all of them are still below one at the "
      r"largest $n$.",
@@ -901,7 +904,7 @@ def claim_components(claim, tables) -> list[Component]:
     return list(claim.build(_check_tables(claim, tables)))
 
 
-def components_table(results, claims=CLAIMS) -> pd.DataFrame:
+def components_table(results, claims=CLAIMS, *, reference: str = "normal") -> pd.DataFrame:
     """Every component of every claim under every law, one row each.
 
     ``results`` maps law → (study name → results table): one
@@ -910,7 +913,18 @@ def components_table(results, claims=CLAIMS) -> pd.DataFrame:
     ``component``, ``estimate``, ``se``, ``direction``, ``z`` (the estimate over
     its standard error, signed by the asserted direction), ``df`` (NaN: a
     normal reference; a component may carry its own) and ``p`` (two-sided).
+
+    ``reference="t"``: on law-level tables (a ``draws`` column, K latent draws) a
+    component without its own df is referred to Student's t on K − 1 degrees of
+    freedom, the Hartung–Knapp–Sidik–Jonkman reference for a standard error
+    estimated across K draws.  A component that combines several settings gets
+    K − 1, the smallest Welch–Satterthwaite df its terms allow, so the test
+    stays conservative; with the within-draw floor of :func:`pool_draws` it is
+    conservative again (:func:`law_level_null_size`).  Tables without ``draws``
+    (one latent draw) keep the normal reference.
     """
+    if reference not in ("normal", "t"):
+        raise ValueError(f"reference must be 'normal' or 't', got {reference!r}")
     from scipy.stats import norm  # here: `reproduce` draws its figures without scipy
     from scipy.stats import t as student_t  # components that carry their own df
 
@@ -922,10 +936,13 @@ def components_table(results, claims=CLAIMS) -> pd.DataFrame:
         for name, df in tables.items():
             if isinstance(df, pd.DataFrame) and "law" in df.columns and not (df["law"] == law).all():
                 raise ValueError(f"results[{law!r}][{name!r}] holds rows of law {sorted(set(df['law']))}")
+        draws = {int(d["draws"].iloc[0]) for d in tables.values()
+                 if isinstance(d, pd.DataFrame) and "draws" in d.columns and len(d)}
+        law_df = min(draws) - 1 if (reference == "t" and draws) else None
         for claim in claims:
             claim = claim if isinstance(claim, Claim) else get_claim(claim)
             for c in claim_components(claim, tables):
-                dof_c = c.df
+                dof_c = c.df if c.df is not None else law_df
                 z = c.direction * c.estimate / c.se
                 p = 2 * (norm.sf(abs(z)) if dof_c is None else student_t.sf(abs(z), dof_c))
                 rows.append({"claim": claim.id, "law": law, "component": c.label, "estimate": c.estimate,
@@ -1070,7 +1087,7 @@ def verdict_matrix(long: pd.DataFrame, claims=CLAIMS, laws=LAWS) -> pd.DataFrame
     return mat.reindex(index=ids, columns=[law for law in laws if law in mat.columns])
 
 
-CATEGORIES = ("robust", "norm", "shape", "undecided", "default only", "none")
+CATEGORIES = ("robust", "norm", "shape", "shape and norm", "undecided", "default only", "none")
 """How a claim's verdict depends on the law (:func:`classify`)."""
 
 
@@ -1084,9 +1101,11 @@ def classify(matrix: pd.DataFrame) -> pd.Series:
     * ``"robust"``: holds under every law;
     * ``"none"``: holds under no law;
     * ``"default only"``: holds under the default law and under no shift/wave law;
+    * ``"shape and norm"``: both of the next two dependences are found;
     * ``"shape"``: at some share S it holds under one of ``shift-S``, ``wave-S``
-      and fails under the other;
-    * ``"norm"``: for some shape it holds at one S and fails at another;
+      and fails under the other (and no dependence on the norm is found);
+    * ``"norm"``: for some shape it holds at one S and fails at another (and no
+      dependence on the shape is found);
     * ``"undecided"``: otherwise — it holds under some laws, and the laws where
       it does not give no decisive contrast of the two kinds above.
     """
@@ -1106,12 +1125,11 @@ def classify(matrix: pd.DataFrame) -> pd.Series:
             cat = "none"
         elif not any(v[law] == "holds" for law in family):
             cat = "default only"
-        elif any({a, b} == {"holds", "fails"} for a, b in zip(by_shape["shift"], by_shape["wave"])):
-            cat = "shape"
-        elif any({"holds", "fails"} <= set(xs) for xs in by_shape.values()):
-            cat = "norm"
         else:
-            cat = "undecided"
+            shape = any({a, b} == {"holds", "fails"} for a, b in zip(by_shape["shift"], by_shape["wave"]))
+            norm = any({"holds", "fails"} <= set(xs) for xs in by_shape.values())
+            cat = {(True, True): "shape and norm", (True, False): "shape", (False, True): "norm",
+                   (False, False): "undecided"}[shape, norm]
         out[claim] = cat
     return pd.Series(out, name="category")
 
@@ -1260,6 +1278,44 @@ def draws_from_pilot(between_var: float, within_var_per_rep: float, reps: int, *
         raise ValueError("between_var must be >= 0, within_var_per_rep > 0 and reps >= 1")
     need = math.ceil(reps * between_var / within_var_per_rep)
     return int(min(k_max, max(k_min, need)))
+
+
+def law_level_null_size(alpha: float, draws: int, rho: float, *, reference: str, reps: int | None = None,
+                        rng=None) -> tuple[float, float]:
+    """The true rejection rate of a law-level test of nominal two-sided level ``alpha`` under its null.
+
+    Under the null a pooled component is z = N / max(√(χ²_{K−1}/(K−1)), √ρ)
+    (:func:`pool_draws`: the standard error across K = ``draws`` draws, floored at
+    its within-draw part; ρ = ``rho`` is the within share of a draw mean's
+    variance, the within part taken as known).  The test rejects when |z|
+    exceeds the ``reference``'s critical value: the normal's, or Student's t on
+    K − 1 df.  Without ``reps`` the rate is computed by quadrature over χ²_{K−1};
+    with ``reps`` it is simulated (``rng`` a numpy Generator) and the second value
+    is its Monte Carlo standard error (0 for the quadrature).
+    """
+    from scipy import integrate, stats  # here: `reproduce` draws its figures without scipy
+
+    alpha, draws, rho = float(alpha), int(draws), float(rho)
+    if not 0 < alpha < 1 or draws < 2 or not 0 <= rho <= 1:
+        raise ValueError(f"need 0 < alpha < 1, draws >= 2 and 0 <= rho <= 1; got {alpha}, {draws}, {rho}")
+    if reference not in ("normal", "t"):
+        raise ValueError(f"reference must be 'normal' or 't', got {reference!r}")
+    dof = draws - 1
+    crit = stats.norm.isf(alpha / 2) if reference == "normal" else stats.t.isf(alpha / 2, dof)
+    if reps is None:
+        def rate_at(c2):
+            return 2 * stats.norm.sf(crit * max(math.sqrt(c2 / dof), math.sqrt(rho))) * stats.chi2.pdf(c2, dof)
+        lo = rho * dof  # below it the floor decides and the integrand's kink sits there
+        val = integrate.quad(rate_at, 0, lo, limit=200)[0] if lo > 0 else 0.0
+        val += integrate.quad(rate_at, lo, np.inf, limit=200)[0]
+        return float(val), 0.0
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError("rng must be a numpy Generator when reps is given")
+    reps = int(reps)
+    z = rng.standard_normal(reps) / np.maximum(np.sqrt(rng.chisquare(dof, reps) / dof), math.sqrt(rho))
+    hit = np.abs(z) > crit
+    rate = float(hit.mean())
+    return rate, math.sqrt(max(rate * (1 - rate), 1.0 / reps) / reps)
 
 
 # ---------------------------------------------------------------------------
