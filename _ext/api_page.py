@@ -39,6 +39,7 @@ LAYERS = [
                ("data", "Data models"),
                ("summation", "Exact sums and their floating-point bounds")]),
     ("mechanisms", [("mechanism", "One type for every mechanism"),
+                    ("calibration", "The one calibration: sigma, OpenDP's sensitivity, the limits"),
                     ("pipelines", "The two pipelines, stage by stage"),
                     ("designs", "Beyond the paper: other mechanism designs"),
                     ("privacy", "Gaussian differential privacy"),
