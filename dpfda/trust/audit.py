@@ -44,9 +44,16 @@ correct in exact arithmetic, leaky in floating point), a ball design whose
 whitening drops a thin noise direction through a pseudo-inverse
 (:func:`broken_design_pinv`) — show that the audit catches miscalibration.
 
-The privacy checks share no code with what they audit: :func:`pair_mu` and the
-``"lr"`` score read the noise law a release publishes (σ, and a design's noise
-factor L) and solve it with :class:`NoiseLaw` — exact power-of-two scaling,
+The privacy checks recompute what they audit (:func:`recompute`): the neighbours'
+summaries from the curves by the audit's own fit, clip and average in 50-digit or
+exact rational arithmetic (:func:`audit_summary`), σ from the public parameters and
+the paper's formulas (:func:`formula_sigma`, compared with the published
+``noise_scale``), every array a release carries checked as post-processing of its
+Gaussian output, and any part of that output outside the noise's range found by an
+exact rational span test with no tolerance (μ = ∞ there; the rank-deficient design
+:func:`broken_design_rank_deficient` and σ × 0.9, :func:`broken_sigma_too_small`, are
+caught so).  :func:`pair_mu` and the ``"lr"`` score use those summaries and solve the
+noise law with :class:`NoiseLaw` — exact power-of-two scaling,
 Householder QR and a condition check that raises instead of cutting off — and
 :func:`worst_case_pair` and :func:`probe_pairs` build neighbours from the
 definitions (B'·a_j, the published noise's thinnest direction), not from the
@@ -791,10 +798,18 @@ def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, threshol
     _check_n(mech, X0)
 
     if isinstance(statistic, str) and statistic == "lr":
-        s0, s1 = np.asarray(mech.summary(X0)), np.asarray(mech.summary(X1))
-        law = published_law(mech, X0)
+        # the audit's own summaries and noise law (recompute), never the mechanism's alone
+        # the audit's own summaries and noise law (recompute), never the mechanism's alone;
+        # the score tests the farther of the two pairs of centres (the audit's, the mechanism's)
+        rec = recompute(mech, X0, X1)
+        published = published_law(mech, X0)
+        sigma = np.minimum(published.scale, formula_sigma(mech, X0.shape[-2]))
+        law = NoiseLaw(sigma if published.factor is None else float(sigma), published.factor)
+        pairs = [(audit_summary(mech, X0), audit_summary(mech, X1)),
+                 (np.asarray(mech.summary(X0)), np.asarray(mech.summary(X1)))]
+        s0, s1 = max(pairs, key=lambda p: law.distance(p[1] - p[0]))
         d = s1 - s0
-        dist = law.distance(d)
+        dist = rec.mu_pair if not np.isfinite(rec.mu_pair) else law.distance(d)
         view = mech.coordinates
         if law.factor is None:
             sig = np.broadcast_to(law.scale, s0.shape)
@@ -804,7 +819,7 @@ def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, threshol
             zd = law._solve(d.reshape(1, -1))
             u = zd[0] / np.linalg.norm(zd[0]) if 0 < dist < np.inf else np.zeros(zd.shape[-1])
             score = lambda Y: law._solve(Y - s0) @ u  # noqa: E731
-        mu_pair, learn, name = dist, False, "lr"
+        mu_pair, learn, name = rec.mu_pair, False, "lr"
     elif isinstance(statistic, str) and statistic == "blackbox":
         view, score, mu_pair, learn, name = (lambda rel: rel.values), None, None, True, "blackbox"
     elif callable(statistic):
