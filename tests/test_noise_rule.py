@@ -284,9 +284,11 @@ def test_tiny_mu_on_the_secure_path_is_refused_by_its_cause(monkeypatch):
     X = np.zeros((100, GRID.size))
     for call in (lambda: dpfda.ftp(X, GRID, SPACE, 2e-299, 1e-300, secure=True),
                  lambda: dpfda.ptf(X, GRID, SPACE, 2e-299, 1e-300, secure=True)):
-        with pytest.raises(ValueError, match=r"mu=1e-300 is too small.*mu\^2/2") as exc:
+        with pytest.raises(ValueError, match=r"mu=1e-300: mu is too small.*mu\^2/2") as exc:
             call()
         assert "scale=" not in str(exc.value)
+        with pytest.raises(ValueError, match=r"mu\^2/2"):  # refused when the mechanism is built
+            dpfda.ftp_mechanism(GRID, SPACE, 2e-299, 1e-300, secure=True)
     monkeypatch.undo()
     with pytest.raises(ValueError, match=r"mu\^2/2"):
         secure.gaussian_release(np.zeros(3), 1.0, sensitivity=1.0, mu=1e-300)

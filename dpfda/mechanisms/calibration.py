@@ -173,7 +173,7 @@ def check_secure_budget(mu: float) -> float:
     mu = check_positive(mu, "mu")
     if mu < SECURE_MU_MIN:
         raise ValueError(
-            f"mu={mu!r} is too small for OpenDP's sampler (secure=True): OpenDP accounts in "
+            f"mu={mu!r}: mu is too small for OpenDP's sampler (secure=True): OpenDP accounts in "
             f"zero-concentrated DP with rho = mu^2/2 = {0.5 * mu * mu!r}, which underflows "
             "(mu^2/2 must be a normal float, so mu >= 2^-510 ≈ 3.0e-154); raise mu"
         )

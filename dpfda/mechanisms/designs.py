@@ -118,7 +118,7 @@ from ..maths.summation import (
     gamma,
 )
 from . import secure as opendp_noise  # a module: its sampler is looked up at each release
-from .calibration import PARAM_MAX, declared_sensitivity, noise_scale
+from .calibration import PARAM_MAX, check_secure_budget, declared_sensitivity, noise_scale
 from .mechanism import GridThenFit, Mechanism, WeightedFit
 from .pipelines import (
     check_radius,
@@ -885,7 +885,7 @@ class Design:
         fits θ̄ (d) with σI, mapped to the grid means Φ·(θ̄ + σZ) afterwards
         (:class:`~dpfda.mechanisms.mechanism.GridThenFit`; module docstring).
         """
-        mu = check_positive(mu, "mu")
+        mu = check_secure_budget(mu) if check_secure(secure) else check_positive(mu, "mu")
         n = None if n is None else check_int(n, "n", 1)
         fit = WeightedFit(self.geometry, self.radius, self.weights, constrained=self.fit == "ball")
         mech = Mechanism(

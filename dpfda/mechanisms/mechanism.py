@@ -640,6 +640,11 @@ def _geometry(grid, space) -> GridGeometry:
     return space.at(grid)
 
 
+def _budget(mu, secure) -> float:
+    """μ > 0; with OpenDP's noise (``secure``) also μ²/2 a normal float (refused by name)."""
+    return check_secure_budget(mu) if check_secure(secure) else check_positive(mu, "mu")
+
+
 def _declared_n(n):
     return None if n is None else check_int(n, "n", 1)
 
@@ -662,7 +667,7 @@ def ftp_mechanism(grid, space, radius, mu, *, n=None, secure=False) -> Mechanism
     (0.02, 3, 1.0)
     """
     geom = _geometry(grid, space)
-    radius, mu = check_radius(radius), check_positive(mu, "mu")
+    radius, mu = check_radius(radius), _budget(mu, secure)
     mech = Mechanism(name="FTP" + (" (OpenDP)" if secure else ""), method="ftp", geometry=geom,
                      radius=radius, mu=mu, per_curve=FitInBall(geom, radius),
                      dim=geom.dim, calibration=FTPCalibration(geom, radius), post=Identity(),
@@ -690,7 +695,7 @@ def ptf_mechanism(grid, space, radius, mu, *, clip=None, weights=None, n=None,
     array([0.08, 0.08, 0.08, 0.08])
     """
     geom = _geometry(grid, space)
-    radius, mu = check_radius(radius), check_positive(mu, "mu")
+    radius, mu = check_radius(radius), _budget(mu, secure)
     c = _frozen(ptf_clip_bounds(geom, radius, clip))
     w = _frozen(ptf_weight_vector(geom, weights))
     mech = Mechanism(name="PTF" + (" (OpenDP)" if secure else ""), method="ptf", geometry=geom,
