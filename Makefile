@@ -106,19 +106,28 @@ book: venv mathjax thebe assignments
 	$(MAKE) student
 
 # Autograded assignments, one per Part (book/assignments/part*.ipynb, otter-grader master
-# notebooks). `otter assign` writes, for each, _build/assignments/NAME/student/NAME.ipynb (the
-# questions with `...` and the public checks) and _build/assignments/NAME/autograder/ (the
+# notebooks; their hidden checks are in book/assignments/hidden_checks.py, which goes into the
+# autograder zips only). `otter assign` writes, for each, _build/assignments/NAME/student/NAME.ipynb
+# (the questions with `...` and the public checks) and _build/assignments/NAME/autograder/ (the
 # reference solution and NAME-autograder_*.zip with the hidden tests); the student notebook is
-# also zipped to _build/assignments/NAME-student.zip, which the course guide links. Grade a
-# submission offline, without Docker:
-#   .venv/bin/otter run -a _build/assignments/NAME/autograder/NAME-autograder_*.zip -o OUT SUBMISSION.ipynb
+# also zipped to _build/assignments/NAME-student.zip, which the course guide links. dpfda is
+# built as a wheel (_build/assignments/wheel/, from a copy of its sources: no build/ left in the
+# tree) and _ext/autograder_env.py puts it into every autograder zip with pinned requirements on
+# Python 3.11 (requirements.txt, environment.yml), so
+# the zip alone sets up a grader (Gradescope, or a venv). Grade a submission offline, without Docker:
+#   mkdir -p OUT && .venv/bin/otter run -a _build/assignments/NAME/autograder/NAME-autograder_*.zip -o OUT SUBMISSION.ipynb
 assignments: venv
 	rm -rf _build/assignments
+	mkdir -p _build/assignments/src
+	cp -r pyproject.toml README.md LICENSE dpfda _build/assignments/src/
+	$(BIN)/python -m pip wheel --no-deps -q -w _build/assignments/wheel _build/assignments/src
+	rm -rf _build/assignments/src
 	for src in book/assignments/part*.ipynb; do \
 	  name=$$(basename $$src .ipynb); \
 	  $(RUN) otter assign $$src _build/assignments/$$name || exit 1; \
 	  $(BIN)/python -m zipfile -c _build/assignments/$$name-student.zip _build/assignments/$$name/student/$$name.ipynb || exit 1; \
 	done
+	$(BIN)/python _ext/autograder_env.py _build/assignments _build/assignments/wheel/dpfda-*.whl
 
 # Student edition: the same book with every solution left out (sphinx-exercise's
 # hide_solutions, made to cover gated solutions by _ext/student_edition.py). Jupyter Book 1

@@ -17,12 +17,12 @@ sys.path.insert(0, str(ROOT))
 import dpfda  # noqa: E402
 
 GROUPS = [
-    ("Releasing a mean curve", ["ftp", "ptf", "Release", "ftp_sigma", "ptf_sigmas"]),
+    ("Releasing a mean curve", ["ftp", "ptf", "Release", "Curves", "ftp_sigma", "ptf_sigmas"]),
     ("Mechanisms as objects", ["Mechanism", "ftp_mechanism", "ptf_mechanism"]),
     ("Real data on the paper's terms", ["Domain", "PublicFrame", "legendre_derivative"]),
-    ("Function spaces and grids", ["FunctionSpace", "LegendreSpace", "KernelSpace", "Kernel", "GaussianKernel",
-                                   "BrownianKernel", "gaussian_kernel", "brownian_kernel", "GridGeometry",
-                                   "LegendreGeometry", "KernelGeometry", "uniform_grid"]),
+    ("Function spaces and grids", ["FunctionSpace", "LegendreSpace", "FourierSpace", "KernelSpace", "Kernel",
+                                   "GaussianKernel", "BrownianKernel", "gaussian_kernel", "brownian_kernel",
+                                   "GridGeometry", "LegendreGeometry", "KernelGeometry", "uniform_grid"]),
     ("Fitting in the ball", ["fit_ball", "BallLeastSquares", "BallFit"]),
     ("Privacy accounting", ["tradeoff", "compose", "gaussian_sigma", "epsilon_from_mu", "delta_from_mu",
                             "mu_from_epsilon_delta", "laplace_mechanism", "laplace_scale"]),
@@ -35,12 +35,16 @@ GROUPS = [
 LAYERS = [
     ("", [("config", "Settings of the chapters")]),
     ("maths", [("spaces", "Function spaces"),
+               ("curves", "Curves as data"),
                ("fitting", "Ball-constrained least squares"),
                ("data", "Data models"),
                ("summation", "Exact sums and their floating-point bounds")]),
     ("mechanisms", [("mechanism", "One type for every mechanism"),
                     ("calibration", "The one calibration: sigma, OpenDP's sensitivity, the limits"),
                     ("pipelines", "The two pipelines, stage by stage"),
+                    ("bands", "The privacy noise of a release, point by point"),
+                    ("irregular", "FTP on curves measured at their own points"),
+                    ("radius", "Choosing B' publicly or privately"),
                     ("designs", "Beyond the paper: other mechanism designs"),
                     ("privacy", "Gaussian differential privacy"),
                     ("secure", "OpenDP's samplers"),
@@ -58,7 +62,8 @@ LAYERS = [
                 ("claims", "The paper's claims, judged"),
                 ("explorer", "The interactive ratio figure in a static page")]),
     ("practice", [("realdata", "Real data"),
-                  ("publish", "From a table of curves to a published release")]),
+                  ("publish", "From a table of curves to a published release"),
+                  ("examples", "Sample files to try a release on")]),
     ("", [("cli", "The command line")]),
 ]
 MODULES = [(f"{layer}.{name}" if layer else name, title) for layer, mods in LAYERS for name, title in mods]

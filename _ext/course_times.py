@@ -12,8 +12,8 @@ and executed, by a table with, for each chapter: a link to it, the words of its 
 outside code cells, their outputs and math), the reading time at ``WORDS_PER_MINUTE``, and the
 time its notebook took to execute in the build, as myst-nb records it (for a notebook taken
 from the execution cache: the time of the execution that filled the cache). Nothing in the
-table is typed. A listed document that does not exist or has no recorded execution is a
-warning, so the ``-W`` build fails rather than show a gap.
+table is typed. A listed document that does not exist, has no recorded execution or whose
+execution failed is a warning, so the ``-W`` build fails rather than show a gap.
 """
 
 from __future__ import annotations
@@ -68,7 +68,9 @@ def prose_words(doctree) -> int:
 def count_words(app, doctree) -> None:
     if not hasattr(app.env, "course_words"):
         app.env.course_words = {}
-    app.env.course_words[app.env.docname] = prose_words(doctree)
+    # A notebook run that raised (kept with allow_errors) shows a traceback: no time for it.
+    failed = any("traceback" in node.get("classes", []) for node in doctree.findall(nodes.Element))
+    app.env.course_words[app.env.docname] = None if failed else prose_words(doctree)
 
 
 def purge(app, env, docname) -> None:
@@ -119,9 +121,10 @@ class FillCourseTimes(SphinxPostTransform):
             total_read = total_run = 0.0
             for doc in node["docnames"]:
                 exec_data = data.get(doc, {}).get("exec_data") or {}
-                runtime = exec_data.get("runtime")
-                if doc not in words or runtime is None:
-                    LOGGER.warning(f"course-times: no word count or recorded execution for {doc!r}",
+                # Only a successful execution's time: a failed run stops early.
+                runtime = exec_data.get("runtime") if exec_data.get("succeeded", True) else None
+                if words.get(doc) is None or runtime is None:
+                    LOGGER.warning(f"course-times: no word count or successful execution for {doc!r}",
                                    location=node)
                     continue
                 link = pending_xref("", refdoc=self.env.docname, reftype="doc", refdomain="std",

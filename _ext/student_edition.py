@@ -21,11 +21,23 @@ Two jobs live here.
    the notebooks, solutions included), points the execution cache at the main build's cache (so notebooks are
    not executed twice), and makes paths that Jupyter Book resolves against the
    configuration file absolute.
+
+3. The solution-free notebooks (``solution_free``, ``export_notebooks``): every chapter of
+   ``_toc.yml`` as a notebook with its ``{solution}`` blocks and gated solutions (prose and code
+   cells) removed and no outputs, written by the same script to ``_build/student_notebooks/``
+   (``notebooks/`` there, with ``requirements.txt``, ``runtime.txt`` and a zip of them all) and
+   served by the student edition at ``notebooks/NAME.ipynb`` (``html_extra_path``). The student
+   edition has no repository button: the repository holds the solutions and the assignments'
+   master notebooks. ``python _ext/student_edition.py --notebooks _toc.yml OUTPUT_DIR`` writes
+   the notebooks alone.
 """
 
 from __future__ import annotations
 
+import re
+import shutil
 import sys
+import zipfile
 from pathlib import Path
 
 from docutils import nodes
@@ -74,12 +86,143 @@ class RemoveHiddenGatedSolutions(SphinxTransform):
                 parent.remove(child)
 
 
+def point_download_at_solution_free_notebook(app, pagename, templatename, context, doctree):
+    """In the student edition, the page's download button offers the solution-free notebook.
+
+    With ``html_copy_source`` off the theme's "download source" entry points at a missing
+    ``_sources/``; it is pointed at ``notebooks/NAME.ipynb`` when that notebook was exported,
+    and dropped otherwise."""
+    if not app.config.hide_solutions:
+        return
+    name = pagename.rsplit("/", 1)[-1] + ".ipynb"
+    exported = any((Path(folder) / "notebooks" / name).is_file() for folder in app.config.html_extra_path)
+    for group in context.get("header_buttons", []):
+        if group.get("label") != "download-buttons":
+            continue
+        kept = []
+        for button in group.get("buttons", []):
+            if button.get("label") in ("download-source-button", "download-notebook-button"):
+                if not exported:
+                    continue
+                button = {**button, "url": context["pathto"](f"notebooks/{name}", 1), "text": ".ipynb",
+                          "tooltip": "Download this chapter as a notebook without solutions"}
+            kept.append(button)
+        group["buttons"] = kept
+
+
 def setup(app):
     app.setup_extension("sphinx_exercise")
+    app.connect("html-page-context", point_download_at_solution_free_notebook, priority=900)
     app.add_node(hidden_gated_solution)
     app.add_directive("solution-start", _hiding_solution_start_directive(), override=True)
     app.add_transform(RemoveHiddenGatedSolutions)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+_FENCE = re.compile(r"^\s*(`{3,}|:{3,})\s*\{(solution|solution-start|solution-end)\}")
+
+
+def _closing(lines: list[str], start: int, fence: str) -> int:
+    """Index of the line closing the directive opened at ``start`` with ``fence`` (or the last)."""
+    for i in range(start + 1, len(lines)):
+        stripped = lines[i].strip()
+        if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
+            return i
+    return len(lines) - 1
+
+
+def solution_free(nb):
+    """A copy of notebook ``nb`` without solutions: ``{solution}`` blocks, and everything from a
+    ``{solution-start}`` to its ``{solution-end}`` (across cells), removed; outputs cleared."""
+    import copy
+
+    out = copy.deepcopy(nb)
+    cells, in_gated = [], False
+    for cell in out.cells:
+        if cell.cell_type != "markdown":
+            if not in_gated:
+                if cell.cell_type == "code":
+                    cell.outputs, cell.execution_count = [], None
+                cells.append(cell)
+            continue
+        lines, kept, i = cell.source.splitlines(), [], 0
+        while i < len(lines):
+            match = _FENCE.match(lines[i])
+            if match is None:
+                if not in_gated:
+                    kept.append(lines[i])
+                i += 1
+                continue
+            end = _closing(lines, i, match.group(1))
+            kind = match.group(2)
+            if kind == "solution-start":
+                in_gated = True
+            elif kind == "solution-end":
+                in_gated = False
+            i = end + 1
+        text = "\n".join(kept).strip()
+        if text:
+            cell.source = text
+            cells.append(cell)
+    out.cells = cells
+    return out
+
+
+def _toc_files(toc: Path) -> list[Path]:
+    import yaml
+
+    def walk(entry):
+        if isinstance(entry, dict):
+            for key, value in entry.items():
+                if key in ("file", "root") and isinstance(value, str):
+                    yield value
+                else:
+                    yield from walk(value)
+        elif isinstance(entry, list):
+            for item in entry:
+                yield from walk(item)
+
+    root = toc.resolve().parent
+    return [root / f"{name}.ipynb" for name in walk(yaml.safe_load(toc.read_text(encoding="utf-8")))
+            if (root / f"{name}.ipynb").is_file()]
+
+
+def export_notebooks(toc: Path, folder: Path) -> list[Path]:
+    """Write every chapter of ``toc`` without solutions to ``folder/notebooks/``, with the files
+    that run them (runtime.txt, and requirements.txt with dpfda's wheel for ``-e .``) and a zip of it all."""
+    import nbformat
+
+    notebooks = folder / "notebooks"
+    shutil.rmtree(notebooks, ignore_errors=True)
+    notebooks.mkdir(parents=True)
+    written = []
+    for src in _toc_files(toc):
+        nb = solution_free(nbformat.read(src, as_version=4))
+        target = notebooks / src.name
+        nbformat.write(nb, target)
+        written.append(target)
+    root = toc.resolve().parent
+    if (root / "runtime.txt").is_file():
+        shutil.copyfile(root / "runtime.txt", notebooks / "runtime.txt")
+    if (root / "requirements.txt").is_file():
+        # The book installs dpfda from its sources (``-e .``), which this folder does not hold:
+        # the wheel of ``make assignments`` goes beside the notebooks instead.
+        wheels = sorted((root / "_build" / "assignments" / "wheel").glob("dpfda-*.whl"))
+        lines = []
+        for line in (root / "requirements.txt").read_text(encoding="utf-8").splitlines():
+            match = re.match(r"^-e \.(\[[^\]]*\])?", line)
+            if match and wheels:
+                shutil.copyfile(wheels[-1], notebooks / wheels[-1].name)
+                line = f"./{wheels[-1].name}{match.group(1) or ''}"
+            elif match:
+                raise FileNotFoundError("no dpfda wheel in _build/assignments/wheel: run `make assignments`")
+            lines.append(line)
+        (notebooks / "requirements.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with zipfile.ZipFile(notebooks / "student-notebooks.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(notebooks.iterdir()):
+            if path.suffix != ".zip":
+                z.write(path, path.name)
+    return written
 
 
 def write_student_config(source: Path, target: Path) -> None:
@@ -95,6 +238,14 @@ def write_student_config(source: Path, target: Path) -> None:
     # hand out the notebooks with their solutions: leave them out of this edition.
     sphinx_config["html_copy_source"] = False
     config.setdefault("launch_buttons", {})["binderhub_url"] = ""
+    # The repository holds the solutions and the assignments' master notebooks.
+    config.setdefault("html", {})["use_repository_button"] = False
+    # Every chapter as a solution-free notebook, served at notebooks/NAME.ipynb.
+    toc = root / "_toc.yml"
+    if toc.is_file():
+        exported = root / "_build" / "student_notebooks"
+        export_notebooks(toc, exported)
+        sphinx_config["html_extra_path"] = [*sphinx_config.get("html_extra_path", []), str(exported)]
     # The preface links to the student edition; in the student edition it says so instead.
     config.setdefault("parse", {}).setdefault("myst_substitutions", {})["student_edition"] = (
         "this is the student edition"
@@ -115,6 +266,10 @@ def write_student_config(source: Path, target: Path) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--notebooks":
+        for path in export_notebooks(Path(sys.argv[2]), Path(sys.argv[3])):
+            print(path)
+        sys.exit(0)
     if len(sys.argv) != 3:
         sys.exit("usage: python _ext/student_edition.py _config.yml OUTPUT.yml")
     write_student_config(Path(sys.argv[1]), Path(sys.argv[2]))

@@ -6,7 +6,8 @@ privacy.  The package is built in layers, each a subpackage that imports only fr
 layers before it in this list (and from the shared ``config`` and ``_validation``):
 
 ``maths`` — the paper's mathematics
-    ``spaces`` (``LegendreSpace``, ``KernelSpace``, grids), ``fitting`` (least squares in
+    ``spaces`` (``LegendreSpace``, ``FourierSpace``, ``KernelSpace``, grids), ``curves``
+    (``Curves``: data with their points), ``fitting`` (least squares in
     a ball, the secular equation), ``data`` (the generative models of the simulations),
     ``summation`` (exact sums and their rounding bounds).
 ``mechanisms`` — mechanisms and their guarantees
@@ -42,10 +43,12 @@ from typing import TYPE_CHECKING
 
 from ._validation import AssumptionError
 from ._version import __version__ as __version__
+from .maths.curves import Curves
 from .maths.data import KernelCurves, PolynomialCurves, observe, polynomial_curves, rkhs_curves, uniform_ball
 from .maths.fitting import BallFit, BallLeastSquares, fit_ball
 from .maths.spaces import (
     BrownianKernel,
+    FourierSpace,
     FunctionSpace,
     GaussianKernel,
     GridGeometry,
@@ -92,7 +95,9 @@ __all__ = [
     "BallFit",
     "BallLeastSquares",
     "BrownianKernel",
+    "Curves",
     "Domain",
+    "FourierSpace",
     "FunctionSpace",
     "GaussianKernel",
     "GridGeometry",

@@ -26,6 +26,7 @@ __all__ = [
     "check_points",
     "check_grid_vector",
     "as_float_array",
+    "non_real_dtype",
     "to_float",
     "FLOAT64_MAX",
 ]
@@ -148,13 +149,52 @@ def check_rng(rng, name: str = "rng") -> np.random.Generator:
     return rng
 
 
+_NOT_REAL = {"b": "booleans", "M": "dates", "m": "time spans", "c": "complex numbers"}
+
+
+def non_real_dtype(dtype) -> str | None:
+    """What a column of ``dtype`` holds if it is not real numbers ("booleans", "dates", …), else None.
+
+    Real numbers are integers and real floats, numpy's or pandas' nullable ones
+    (``Int64``, ``Float64``); booleans, dates, time spans, complex numbers,
+    categories, text and other objects are not.
+    """
+    kind = getattr(dtype, "kind", "O")
+    return None if kind in "iuf" else _NOT_REAL.get(kind, f"dtype {dtype}")
+
+
+def _from_table(x, name: str):
+    """A pandas DataFrame or Series, column by column by :func:`non_real_dtype`; anything else as is.
+
+    ``np.asarray`` would turn a categorical column into its categories' values and
+    mixed columns into objects: the rule is applied to each column instead, and pandas'
+    nullable numbers become floats with NaN for a missing value.
+    """
+    if hasattr(x, "dtypes") and hasattr(x, "columns"):  # a DataFrame
+        dtypes = list(zip(x.columns, x.dtypes))
+    elif hasattr(x, "dtype") and hasattr(x, "to_numpy") and not isinstance(x.dtype, np.dtype):
+        dtypes = [(getattr(x, "name", None), x.dtype)]  # a Series or array of a pandas dtype
+    else:
+        return x
+    for column, dtype in dtypes:
+        what = non_real_dtype(dtype)
+        if what is not None:
+            where = f"{name}'s column {column!r}" if column is not None else name
+            raise TypeError(f"{where} holds {what}, not real numbers; convert it to numbers by a "
+                            "public rule first (e.g. pd.to_numeric, or days since a public date)")
+    if all(isinstance(dtype, np.dtype) for _, dtype in dtypes):
+        return x
+    return x.to_numpy(dtype=float, na_value=np.nan)
+
+
 def as_float_array(x, name: str) -> np.ndarray:
     """``x`` as a float64 array, or a named error saying what to change.
 
     Refused, each with its own message: a masked array with masked entries (the
     mask would be dropped silently), ragged nesting, strings and other
     non-numbers (object arrays included), booleans, dates and time spans
-    (``timedelta64`` counts as an integer to numpy), complex numbers, and
+    (``timedelta64`` counts as an integer to numpy), complex numbers, a pandas
+    column of any of these or of categories (:func:`non_real_dtype`), and
     finite values of a wider float type (``longdouble``) beyond the float64
     range, which would become inf.  NaN and inf themselves are left to the
     caller's check, which says what to do about missing values.
@@ -168,6 +208,7 @@ def as_float_array(x, name: str) -> np.ndarray:
                 "pass a plain array"
             )
         x = np.ma.getdata(x)
+    x = _from_table(x, name)
     try:
         arr = np.asarray(x)
     except (ValueError, TypeError) as exc:

@@ -27,6 +27,7 @@ def write_heights_csv(folder: Path) -> Path:
     ages, heights, meta = load_growth(return_fdata=False)
     table = pd.DataFrame(heights, columns=[f"{a:g}" for a in ages])
     table.insert(0, "child", list(meta["id"]))
+    folder.mkdir(exist_ok=True)
     path = folder / "heights.csv"
     table.to_csv(path, index=False)
     return path

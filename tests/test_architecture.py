@@ -49,6 +49,12 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("cli", "_reproduce", "matplotlib"): MATPLOTLIB + " (`release` never imports it)",
     ("cli", "_stage_outputs", "plots"): PLOTS,
     ("cli", "_stage_outputs", "matplotlib.pyplot"): MATPLOTLIB,
+    ("cli", "_draw_release", "matplotlib.figure"): MATPLOTLIB + " (only `release --plot` draws)",
+    ("examples", "write_example", "fdars.datasets"): "an optional dependency (the book's tools): only the "
+                                                    "growth example reads it",
+    ("radius", "private_radius", "opendp.prelude"): "optional dependency: OpenDP's quantile, only for the "
+                                                   "private choice of B'",
+    ("bands", "plot_band", "matplotlib.pyplot"): MATPLOTLIB + " (a figure of its own when no axes are given)",
     ("cli", "_stage_metadata", "plots"): PLOTS,
     ("cli", "_FolderLock.__enter__", "fcntl"): POSIX,
     ("cli", "_stage_outputs", "evidence"): PANDAS + " (`release` never imports it)",
@@ -63,7 +69,6 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("secure", "_opendp", "opendp.prelude"): "optional dependency: OpenDP is needed only for secure=True",
     # publishing a release
     ("publish", "_read_table", "pandas"): PANDAS,
-    ("publish", "_numeric_values", "pandas"): PANDAS,
     # the interactive figure
     ("plots", "ratio_explorer", "bokeh.layouts"): BOKEH,
     ("plots", "ratio_explorer", "bokeh.models"): BOKEH,

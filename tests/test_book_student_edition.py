@@ -4,9 +4,13 @@ and keeps every exercise's Check paragraph.
 Builds a two-page book in a temporary folder with this repository's `_ext/` extensions,
 once as the full book and once with the configuration `make student` writes. The first page
 also holds the course guide's table of reading and run times (_ext/course_times.py): both
-editions fill it from what the build measured.
+editions fill it from what the build measured, and a chapter whose run raised gets no time
+(the build fails). The student edition serves each chapter as a solution-free notebook (its
+download button points there) and links to no repository, page source or assignment; every
+chapter of the real book is exported without its solutions.
 """
 
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +27,11 @@ JUPYTER_BOOK = Path(sys.executable).with_name("jupyter-book")
 
 CONFIG = """\
 title: Probe
+repository:
+  url: https://github.com/probe-owner/probe-repo
+  branch: main
+html:
+  use_repository_button: true
 execute:
   execute_notebooks: force
   allow_errors: false
@@ -73,8 +82,6 @@ def _texts(html: Path) -> str:
 
 def _assert_times_table(intro: str) -> None:
     """The course-times table: a row for the notebook, its words, reading and run time."""
-    import re
-
     assert "Run time in the build" in intro
     row = re.search(r'<tr[^>]*>\s*<td[^>]*><p><a[^>]*href="exercises.html"[^>]*>.*?</tr>', intro, re.S)
     assert row, intro[-3000:]
@@ -109,3 +116,80 @@ def test_student_edition_hides_plain_and_gated_solutions(tmp_path):
     for marker in ("GATED-PROSE", "GATED-OUTPUT", "PLAIN-SOLUTION"):
         assert marker not in everything
     assert "(student edition)" in page
+    # The chapter as a solution-free notebook, served beside the pages.
+    notebook = (html / "notebooks" / "exercises.ipynb").read_text()
+    assert "CHECK-KEPT" in notebook and "AFTER-SOLUTIONS" in notebook and "ex-gated" in notebook
+    assert (html / "notebooks" / "student-notebooks.zip").is_file()
+    assert 'href="notebooks/exercises.ipynb"' in page  # the page's download button
+    # The main edition links to the repository (solutions, master notebooks); the student edition
+    # links to neither, nor to page sources.
+    assert "probe-owner/probe-repo" in full
+    links = [href for p in html.rglob("*.html") for href in re.findall(r'href="([^"]*)"', p.read_text())]
+    assert links
+    bad = [h for h in links if "probe-owner" in h or "_sources" in h or "assignments" in h
+           or (h.endswith(".ipynb") and not h.startswith("notebooks/"))]
+    assert not bad, bad
+
+
+def _solution_lines(nb) -> list[str]:
+    """Lines of a chapter's solutions (gated spans, across cells, and ``{solution}`` blocks), longer
+    than 30 characters."""
+    text = "\n".join(cell.source for cell in nb.cells)
+    gated, plain = r"\{solution-start\}(.*?)\{solution-end\}", r"\{solution\}[^\n]*\n(.*?)\n(?:`{3,}|:{3,})\s*$"
+    spans = re.findall(gated, text, re.S) + re.findall(plain, text, re.S | re.M)
+    rest = re.sub(plain, "", re.sub(gated, "", text, flags=re.S), flags=re.S | re.M)
+    lines = [line.strip() for span in spans for line in span.splitlines()]
+    return [line for line in lines if len(line) > 30 and not line.startswith(":") and line not in rest]
+
+
+def test_every_chapter_is_exported_without_its_solutions(tmp_path):
+    """export_notebooks: every chapter of _toc.yml, no solution text, every exercise and Check kept."""
+    sys.path.insert(0, str(ROOT / "_ext"))
+    try:
+        import student_edition
+    finally:
+        sys.path.pop(0)
+    (tmp_path / "_build" / "assignments" / "wheel").mkdir(parents=True)
+    (tmp_path / "_build" / "assignments" / "wheel" / "dpfda-0-py3-none-any.whl").write_bytes(b"wheel")
+    for name in ("_toc.yml", "requirements.txt", "runtime.txt"):
+        shutil.copy2(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "book", tmp_path / "book", ignore=shutil.ignore_patterns("assignments"))
+    written = student_edition.export_notebooks(tmp_path / "_toc.yml", tmp_path / "out")
+    toc = (ROOT / "_toc.yml").read_text()
+    chapters = [p for p in sorted((ROOT / "book").glob("*.ipynb")) if f"book/{p.stem}\n" in toc + "\n"]
+    assert sorted(p.name for p in written) == sorted(p.name for p in chapters) and len(chapters) >= 20
+    solutions_seen = 0
+    for src in chapters:
+        original = nbformat.read(src, as_version=4)
+        exported = nbformat.read(tmp_path / "out" / "notebooks" / src.name, as_version=4)
+        text = "\n".join(c.source for c in exported.cells)
+        outside = "\n".join(c.source for c in student_edition.solution_free(original).cells)
+        assert outside == text
+        solution = _solution_lines(original)
+        solutions_seen += len(solution)
+        leaked = [line for line in solution if line in text]
+        assert not leaked, (src.name, leaked[:3])
+        assert "{solution" not in text, src.name
+        for marker in ("{exercise}", "**Check"):
+            assert text.count(marker) == "\n".join(c.source for c in original.cells).count(marker), (src.name, marker)
+        assert all(not c.get("outputs") for c in exported.cells if c.cell_type == "code")
+    assert solutions_seen > 100
+    folder = tmp_path / "out" / "notebooks"
+    assert "./dpfda-0-py3-none-any.whl[" in (folder / "requirements.txt").read_text()
+    assert "-e ." not in (folder / "requirements.txt").read_text()
+    assert (folder / "runtime.txt").is_file() and (folder / "student-notebooks.zip").is_file()
+
+
+@pytest.mark.skipif(not JUPYTER_BOOK.exists(), reason="jupyter-book not installed beside this Python")
+def test_course_times_refuse_the_time_of_a_failed_run(tmp_path):
+    """A chapter whose execution failed (allowed by allow_errors) gets no time: the -W build fails."""
+    _write_book(tmp_path)
+    config = tmp_path / "_config.yml"
+    config.write_text(config.read_text().replace("allow_errors: false", "allow_errors: true"))
+    nb = nbformat.read(tmp_path / "exercises.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("raise RuntimeError('a failed run')"))
+    nbformat.write(nb, tmp_path / "exercises.ipynb")
+    result = subprocess.run([str(JUPYTER_BOOK), "build", str(tmp_path), "-W", "-n", "--keep-going"],
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "course-times: no word count or successful execution for 'exercises'" in result.stdout + result.stderr

@@ -7,7 +7,17 @@ import pandas as pd
 import pytest
 
 import dpfda
-from dpfda.practice.publish import DELTAS, read_curves, release_record, space_description
+from dpfda.practice.publish import (
+    CLIP_WARNING_SHARE,
+    COMBINE,
+    DELTAS,
+    curator_diagnostics,
+    diagnostics_text,
+    privacy_unit,
+    read_curves,
+    release_record,
+    space_description,
+)
 
 AGES = [1.0, 1.5, 2.0, 3.0]
 
@@ -148,3 +158,97 @@ def test_public_frame_refuses_a_kernel_space_saying_why_and_what_to_do():
     assert np.sqrt(y @ np.linalg.solve(K, y)) > 1e3  # a band of height 1 allows an RKHS norm above 1000
     with pytest.raises(TypeError, match="space must be a LegendreSpace, got str"):
         dpfda.PublicFrame("legendre", AGES, dpfda.Domain(1, 3), 50, 120)
+
+
+def test_combine_mean_makes_one_curve_per_subject_in_both_layouts(tmp_path):
+    wide = pd.DataFrame({"id": ["a", "b", "a"], "0": [1.0, 5.0, 3.0], "1": [2.0, 6.0, np.nan]})
+    with pytest.raises(ValueError, match="subject 'a' appears on two rows"):
+        read_curves(wide, id="id")
+    points, X = read_curves(wide, id="id", combine="mean")
+    assert points.tolist() == [0.0, 1.0] and X.tolist() == [[2.0, 2.0], [5.0, 6.0]]  # NaN left out
+    long = wide.melt(id_vars="id", var_name="point", value_name="value")
+    points_l, X_l = read_curves(long, layout="long", id="id", combine="mean")
+    assert points_l.tolist() == [0.0, 1.0] and X_l.tolist() == X.tolist()
+    with pytest.raises(ValueError, match=r"combine must be None \(one row per subject\) or one of \['mean'\]"):
+        read_curves(wide, id="id", combine="first")
+    only_gaps = wide.assign(**{"1": [np.nan, 6.0, np.nan]})
+    with pytest.raises(ValueError, match="1 missing value"):  # none of a's rows has a value at 1
+        read_curves(only_gaps, id="id", combine="mean")
+
+
+def test_ids_are_text_and_csv_cells_follow_one_rule(tmp_path):
+    path = tmp_path / "ids.csv"
+    path.write_bytes("\ufeffid, 0 ,1\n007,1,2\n\n7,3,\"4\"\n".encode())  # BOM, spaces, a blank line, quotes
+    points, X = read_curves(path, id="id")
+    assert points.tolist() == [0.0, 1.0] and X.tolist() == [[1.0, 2.0], [3.0, 4.0]]  # 007 and 7: two subjects
+    path.write_text("id,0,1\na,1,NA\nb,3,4\n")
+    with pytest.raises(ValueError, match=r"1 missing value\(s\) in 1 of 2 curves \(first: subject 'a' at point 1\)"):
+        read_curves(path, id="id")
+    path.write_text("id,0,1\na,1,1_000\nb,3,4\n")  # Python's float() would take it; a CSV reader should not
+    with pytest.raises(ValueError, match="'1_000'"):
+        read_curves(path, id="id")
+    path.write_text("")
+    with pytest.raises(ValueError, match="the file is empty"):
+        read_curves(path, id="id")
+
+
+def test_the_record_states_the_privacy_unit():
+    grid, space = dpfda.uniform_grid(4), dpfda.LegendreSpace(2)
+    rel = dpfda.ftp(np.zeros((5, 4)), grid, space, 1.0, 1.0, np.random.default_rng(0))
+    unit = release_record(rel, [0.5])["privacy_unit"]
+    assert unit == privacy_unit() and "one subject's curve, replaced" in unit and "n public" in unit
+    combined = release_record(rel, [0.5], combine="mean")["privacy_unit"]
+    assert "all of that subject's rows" in combined and COMBINE["mean"] in combined
+    with pytest.raises(ValueError, match="combine must be None or one of"):
+        release_record(rel, [0.5], combine="median")
+
+
+def _fahrenheit(n=40, seed=5):
+    rng = np.random.default_rng(seed)
+    hours = np.linspace(0, 10, 11)
+    return hours, 60 + 5 * np.sin(hours / 3) + rng.uniform(-8, 8, size=(n, hours.size))
+
+
+def test_curator_diagnostics_show_wrong_units_and_are_not_in_the_record():
+    hours, F = _fahrenheit()
+    space, domain = dpfda.LegendreSpace(3), dpfda.Domain(0, 10, name="hour")
+    frame = dpfda.PublicFrame(space, hours, domain, 30, 100)  # a band in °F
+    C = (F - 32) * 5 / 9  # the file is in °C
+    rel = dpfda.ftp(frame.to_unit(C), frame.grid, space, frame.radius, 1.0, np.random.default_rng(1))
+    diag = curator_diagnostics(rel, C, frame=frame)
+    assert diag["clipped"] == diag["values"] == C.size and diag["outside_band"] == C.size
+    assert diag["data_range"] == [C.min(), C.max()] and diag["band"] == [30.0, 100.0]
+    assert any("100% of the values were clipped" in w for w in diag["warnings"])
+    assert "NOT private" in diag["note"]
+    record = release_record(rel, [0, 10], frame=frame)
+    assert not {"clipped", "shrunk", "data_range", "warnings", "diagnostics"} & set(record)
+    # The right units: nothing clipped, no warning, and the release lies where its noise puts it.
+    good = dpfda.ftp(frame.to_unit(F), frame.grid, space, frame.radius, 1.0, np.random.default_rng(1))
+    diag = curator_diagnostics(good, F, frame=frame)
+    assert diag["clipped"] == 0 and diag["shrunk"] == 0 and diag["warnings"] == []
+    assert diag["noise_distance"] < 1 + 2 * np.sqrt(20 / 3) + 40 / 3
+    # Forgetting frame.to_unit: the release is far from what the curves give through the frame.
+    forgot = dpfda.ftp(F, frame.grid, space, frame.radius, 1.0, np.random.default_rng(1))
+    assert any("frame.to_unit" in w for w in curator_diagnostics(forgot, F, frame=frame)["warnings"])
+    # B' = 1 in the data's units: every fit shrunk onto the ball.
+    small = dpfda.ftp(F, frame.grid, space, 1.0, 1.0, np.random.default_rng(1))
+    diag = curator_diagnostics(small, F)
+    assert diag["shrunk"] == len(F) and diag["band"] is None
+    assert any("shrunk onto the ball of radius B' = 1" in w for w in diag["warnings"])
+    text = diagnostics_text(diag)
+    assert "NOT private" in text and "fits shrunk onto the ball of radius B': 40 of 40" in text
+    assert "WARNING" in text
+
+
+def test_curator_diagnostics_of_ptf_count_the_clipped_values():
+    grid, space = dpfda.uniform_grid(5), dpfda.LegendreSpace(2)
+    X = np.zeros((10, 5))
+    X[:3, 0] = 2.0  # three values beyond the clip 1
+    rel = dpfda.ptf(X, grid, space, 1.0, 1.0, np.random.default_rng(3), clip=1.0)
+    diag = curator_diagnostics(rel, X)
+    assert diag["clipped"] == diag["outside_band"] == 3 and diag["band"] == [-1.0, 1.0]
+    assert diag["clipped_share"] == 3 / 50 > CLIP_WARNING_SHARE and len(diag["warnings"]) == 1
+    with pytest.raises(ValueError, match="one dataset"):
+        curator_diagnostics(rel, X[None])
+    with pytest.raises(TypeError, match="release must be a dpfda Release"):
+        curator_diagnostics(X, X)

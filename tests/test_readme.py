@@ -52,7 +52,7 @@ def test_readme_quickstart_python_block_runs_verbatim(tmp_path):
 def test_readme_quickstart_command_line_runs_verbatim(tmp_path):
     blocks = quickstart_blocks()
     assert len(blocks["bash"]) == 1
-    write_heights_csv(tmp_path)
+    # an empty folder: the block writes heights.csv and temps.csv itself (python -m dpfda example)
     bindir = os.path.dirname(sys.executable)  # `python` is this environment's
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
@@ -65,6 +65,14 @@ def test_readme_quickstart_command_line_runs_verbatim(tmp_path):
     # The same public frame as the Python block: the band 60-210 cm, centred, B' = 1.
     assert abs(record["frame"]["scale"] - 75.0) < 1e-9 and record["radius"] <= 1.0 + 1e-12
     assert np.allclose(record["curve"]["points"], np.linspace(1, 18, 69))
+    # The example file is the test's own Berkeley file, byte for byte in its values.
+    ours = write_heights_csv(tmp_path / "ours")
+    assert np.array_equal(np.loadtxt(ours, delimiter=",", skiprows=1, usecols=range(1, 32)),
+                          np.loadtxt(tmp_path / "heights.csv", delimiter=",", skiprows=1, usecols=range(1, 32)))
+    temps = json.loads((tmp_path / "temps.json").read_text())
+    assert temps["space"] == {"kind": "fourier", "dimension": 7} and temps["n"] == 365
+    assert len(temps["noise_sd"]) == len(temps["curve"]["values"]) and "own points" in temps["sampling"]
+    assert (tmp_path / "temps.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_readme_names_the_install_commands():

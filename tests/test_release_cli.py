@@ -62,6 +62,7 @@ def test_wide_csv_writes_the_curve_and_every_public_parameter(tmp_path, capsys):
     assert rec["method"] == "ftp" and rec["mechanism"].startswith("FTP (Algorithm 1")
     assert rec["secure"] is True and "OpenDP" in rec["noise"]  # secure by default
     assert rec["mu"] == 1.0 and rec["n"] == 60 and rec["radius"] == 1.5
+    assert rec["privacy_unit"].startswith("one subject's curve, replaced by another curve; n public")
     assert rec["noise_scale"] == pytest.approx(2 * 1.5 / 60)
     assert [p["delta"] for p in rec["epsilon_delta"]] == [1e-5, 1e-6, 1e-7]
     for p in rec["epsilon_delta"]:
@@ -152,7 +153,7 @@ def test_per_subject_grids_are_refused_with_the_reason(tmp_path, capsys):
     (("--grid", "0,0.25,0.5,0.75,1"), "is not the public --grid"),
     (("--grid", "0,0.5,0.2"), "--grid must be strictly increasing"),
     (("--grid", "a,b"), "--grid must be numbers"),
-    (("--space", "fourier:3"), "--space must be legendre:M"),
+    (("--space", "spline:3"), "--space must be legendre:M"),
     (("--space", "legendre:0"), "m must be an integer >= 1"),
     (("--radius", "-1"), "radius must be a finite number > 0"),
     (("--mu", "nan"), "mu must be a finite number > 0"),
@@ -225,3 +226,50 @@ def test_public_range_errors_exit_2(tmp_path, capsys, args, message):
     code, out = release(tmp_path, data, "--id", "subject", *[x for kv in opts.items() for x in kv])
     assert code == 2 and not out.exists()
     assert message in capsys.readouterr().err
+
+
+def test_the_curator_sees_diagnostics_on_stderr_never_in_the_record(tmp_path, capsys):
+    X = 170.0 + 10.0 * curves()
+    table = pd.DataFrame(X, columns=[f"{p:g}" for p in POINTS])
+    table.to_csv(tmp_path / "cm.csv", index=False)
+    common = (tmp_path / "cm.csv", "--grid", GRID, "--space", "legendre:3", "--mu", "1")
+    code, out = release(tmp_path, *common, "--lower", "140", "--upper", "200", name="good.json")
+    assert code == 0
+    said = capsys.readouterr()
+    assert "curator's diagnostics" in said.err and "NOT private" in said.err and "WARNING" not in said.err
+    assert "values clipped: 0 of 300" in said.err and "band 140 to 200" in said.err
+    assert "diagnostics" not in said.out  # stdout: what may be published
+    text = out.read_text()
+    assert "clipped" not in text and "shrunk" not in text and "data_range" not in text
+    # The file in inches against the band in cm: released (private) but flat at the band's edge.
+    (tmp_path / "in.csv").write_text(pd.DataFrame(X / 2.54, columns=table.columns).to_csv(index=False))
+    code, out = release(tmp_path, tmp_path / "in.csv", *common[1:], "--lower", "140", "--upper", "200",
+                        name="inches.json")
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "values clipped: 300 of 300 (100.0%)" in err and "WARNING: 100% of the values were clipped" in err
+    # --radius in the data's units instead of the frame's: every fit shrunk onto the ball.
+    code, out = release(tmp_path, *common, "--radius", "1", name="radius.json")
+    assert code == 0
+    assert "WARNING: 100% of the curves' fits were shrunk onto the ball of radius B' = 1" in capsys.readouterr().err
+
+
+def test_help_says_the_diagnostics_are_not_private(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["release", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "NOT private and must not be published" in text and "--combine" in text
+
+
+def test_combine_mean_releases_one_curve_per_subject_and_says_so(tmp_path):
+    X = curves(n=10)
+    data = write_wide(tmp_path / "twice.csv", np.concatenate([X, X + 0.1]))
+    table = pd.read_csv(data)
+    table["subject"] = [f"s{i % 10:03d}" for i in range(20)]  # every subject on two rows
+    table.to_csv(data, index=False)
+    code, _ = release(tmp_path, data, "--id", "subject", *BASE, name="refused.json")
+    assert code == 2
+    code, out = release(tmp_path, data, "--id", "subject", *BASE, "--combine", "mean", name="mean.json")
+    assert code == 0
+    rec = json.loads(out.read_text())
+    assert rec["n"] == 10 and "the mean of the subject's values" in rec["privacy_unit"]

@@ -1,9 +1,9 @@
-"""Function spaces of the paper: the Legendre space H_m and kernel spaces H_K.
+"""Function spaces: the Legendre space H_m and kernel spaces H_K of the paper, and a periodic Fourier H_m.
 
 Both pipelines see a space only through its *grid geometry* (``space.at(grid)``):
 
 * ``Phi`` — a design matrix (T, d) taking Cameron–Martin coordinates to grid
-  values.  For ``LegendreSpace`` these are the orthonormal coefficients θ
+  values.  For ``LegendreSpace`` and ``FourierSpace`` these are the orthonormal coefficients θ
   (Example 1, d = m); for ``KernelSpace`` they are β = K_T^{-1/2} f on the
   span of the kernel sections K(t_j, ·) (proof of Theorem 13, eqs. 37 and 41),
   with Phi = K_T^{1/2} and d = T.  In both cases the Cameron–Martin norm of
@@ -49,7 +49,9 @@ __all__ = [
     "KernelGeometry",
     "LegendreGeometry",
     "uniform_grid",
+    "OrthonormalSpace",
     "LegendreSpace",
+    "FourierSpace",
     "Kernel",
     "GaussianKernel",
     "BrownianKernel",
@@ -177,7 +179,7 @@ class GridGeometry:
 
 @dataclass(frozen=True, eq=False)
 class LegendreGeometry(GridGeometry):
-    """The geometry of H_m on a grid; ``M`` = ΦᵀΦ (positive definite by Assumption A.3)."""
+    """The geometry of an orthonormal H_m (Legendre or Fourier) on a grid; ``M`` = ΦᵀΦ (positive definite by A.3)."""
 
     M: np.ndarray
 
@@ -209,7 +211,77 @@ class KernelGeometry(GridGeometry):
 # ---------------------------------------------------------------------------
 
 
-class LegendreSpace(FunctionSpace):
+class OrthonormalSpace(FunctionSpace):
+    """A space H_m spanned by m functions orthonormal in L²[0,1] (Legendre or Fourier).
+
+    The Cameron–Martin space of Z_m = Σ ξ_k φ_k, ξ ~ N(0, I_m), is H_m itself and the
+    norm of θᵀφ is ||θ||_2 (Example 1, Corollary 7, which use only orthonormality).
+    Subclasses give the basis (``basis``) and a quadrature (``project``); the
+    geometry on a grid (:class:`LegendreGeometry`: Φ and M = ΦᵀΦ, checked
+    positive definite by Assumption A.3), the norm, evaluation and Gaussian
+    draws are shared.
+    """
+
+    metric = "IMSE"
+    kind: ClassVar[str]
+
+    def __init__(self, m: int):
+        self.m = check_int(m, "m", 1)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(m={self.m})"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.m == self.m
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.m))
+
+    @property
+    def dim(self) -> int:
+        """Dimension m of H_m."""
+        return self.m
+
+    @abstractmethod
+    def basis(self, t) -> np.ndarray:
+        """φ(t) for each point: shape (len(t), m)."""
+
+    def design(self, grid) -> np.ndarray:
+        """Design matrix Φ = [φ_k(t_j)] of shape (T, m) (§4.2.1)."""
+        return self.at(grid).Phi
+
+    def _geometry(self, grid: tuple) -> LegendreGeometry:
+        """Geometry on a checked grid; checks Assumption A.3."""
+        return _basis_geometry(self, grid)
+
+    def norm(self, coef) -> np.ndarray:
+        """Cameron–Martin (= L²[0,1]) norm of θᵀφ: ||θ||_2."""
+        return np.linalg.norm(np.asarray(coef, dtype=float), axis=-1)
+
+    def evaluate(self, coef, t) -> np.ndarray:
+        """(..., m) coefficients -> (..., len(t)) function values."""
+        coef = np.asarray(coef, dtype=float)
+        if coef.shape[-1] != self.m:
+            raise ValueError(f"coef's last axis must have length m={self.m}, got {coef.shape[-1]}")
+        return coef @ self.basis(t).T
+
+    def _evaluate(self, geom, coef, t):
+        return self.evaluate(coef, t)
+
+    def _quadrature(self, func, t, w) -> np.ndarray:
+        if not callable(func):
+            raise TypeError("func must be callable, e.g. a Release or lambda t: ...")
+        vals = np.asarray(func(t), dtype=float)
+        return (vals * w) @ self.basis(t)
+
+    def sample_gaussian(self, rng, size=()) -> np.ndarray:
+        """Coefficients ξ ~ N(0, I_m) of Z_m = Σ ξ_k φ_k (Example 1): shape size + (m,)."""
+        rng = check_rng(rng)
+        size = (size,) if np.isscalar(size) else tuple(size)
+        return rng.standard_normal(size + (self.m,))
+
+
+class LegendreSpace(OrthonormalSpace):
     """H_m spanned by the L²[0,1]-orthonormal shifted Legendre polynomials.
 
     φ_k(t) = sqrt(2k - 1) P_{k-1}(2t - 1), k = 1, ..., m, has degree k - 1
@@ -234,24 +306,7 @@ class LegendreSpace(FunctionSpace):
     array([2., 1., 2.])
     """
 
-    metric = "IMSE"
-
-    def __init__(self, m: int):
-        self.m = check_int(m, "m", 1)
-
-    def __repr__(self) -> str:
-        return f"LegendreSpace(m={self.m})"
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, LegendreSpace) and other.m == self.m
-
-    def __hash__(self) -> int:
-        return hash(("LegendreSpace", self.m))
-
-    @property
-    def dim(self) -> int:
-        """Dimension m of H_m."""
-        return self.m
+    kind = "legendre"
 
     def basis(self, t) -> np.ndarray:
         """φ(t) for each point: shape (len(t), m)."""
@@ -259,53 +314,70 @@ class LegendreSpace(FunctionSpace):
         V = _leg.legvander(2.0 * t - 1.0, self.m - 1)
         return V * np.sqrt(2.0 * np.arange(1, self.m + 1) - 1.0)
 
-    def design(self, grid) -> np.ndarray:
-        """Design matrix Φ = [φ_k(t_j)] of shape (T, m) (§4.2.1)."""
-        return self.at(grid).Phi
-
-    def _geometry(self, grid: tuple) -> LegendreGeometry:
-        """Geometry on a checked grid; checks Assumption A.3."""
-        return _legendre_geometry(self.m, grid)
-
-    def norm(self, coef) -> np.ndarray:
-        """Cameron–Martin (= L²[0,1]) norm of θᵀφ: ||θ||_2."""
-        return np.linalg.norm(np.asarray(coef, dtype=float), axis=-1)
-
-    def evaluate(self, coef, t) -> np.ndarray:
-        """(..., m) coefficients -> (..., len(t)) function values."""
-        coef = np.asarray(coef, dtype=float)
-        if coef.shape[-1] != self.m:
-            raise ValueError(f"coef's last axis must have length m={self.m}, got {coef.shape[-1]}")
-        return coef @ self.basis(t).T
-
-    def _evaluate(self, geom, coef, t):
-        return self.evaluate(coef, t)
-
     def project(self, func, *, nodes: int | None = None) -> np.ndarray:
         """Coefficients θ_k = ∫ f φ_k of a callable by Gauss–Legendre quadrature.
 
         Exact for polynomials of degree < 2·nodes - m + 1; the default uses
         ``max(2m, 32)`` nodes.
         """
-        if not callable(func):
-            raise TypeError("func must be callable, e.g. a Release or lambda t: ...")
         k = max(2 * self.m, 32) if nodes is None else check_int(nodes, "nodes", 1)
         x, w = _leg.leggauss(k)
-        t = (x + 1.0) / 2.0
-        vals = np.asarray(func(t), dtype=float)
-        return (vals * (w / 2.0)) @ self.basis(t)
+        return self._quadrature(func, (x + 1.0) / 2.0, w / 2.0)
 
-    def sample_gaussian(self, rng, size=()) -> np.ndarray:
-        """Coefficients ξ ~ N(0, I_m) of Z_m = Σ ξ_k φ_k (Example 1): shape size + (m,)."""
-        rng = check_rng(rng)
-        size = (size,) if np.isscalar(size) else tuple(size)
-        return rng.standard_normal(size + (self.m,))
+
+class FourierSpace(OrthonormalSpace):
+    """H_m spanned by the first m functions of the trigonometric basis of L²[0,1] (periodic).
+
+    φ_1 = 1, φ_{2k}(t) = √2 cos(2πkt), φ_{2k+1}(t) = √2 sin(2πkt): orthonormal on
+    [0, 1] and of period 1, so every function of H_m takes the same value and slope at
+    t = 0 and t = 1 — the space for a daily or yearly cycle, with the public domain
+    (:class:`dpfda.Domain`) one period long (hours [0, 24), days [0, 365)).  An odd m
+    holds whole harmonics (m = 7: the mean and three harmonics).  ||φ(t)||_2² = m when
+    m is odd, at every t: the noise of an FTP release has the same standard deviation
+    everywhere, where a Legendre space's grows at the ends.  As for Legendre, the
+    Cameron–Martin norm of θᵀφ is ||θ||_2 (Example 1, Corollary 7, which use only
+    orthonormality).
+
+    Parameters
+    ----------
+    m : int
+        How many functions of the trigonometric basis, in the order above (at least 1).
+
+    Examples
+    --------
+    >>> space = FourierSpace(3)
+    >>> space.basis([0.0, 0.25]).round(4)  # 1, √2 cos 2πt, √2 sin 2πt
+    array([[1.    , 1.4142, 0.    ],
+           [1.    , 0.    , 1.4142]])
+    >>> space.at(uniform_grid(4)[:-1] + 0.1).eval_norm.round(4)  # sqrt(m) everywhere
+    array([1.7321, 1.7321, 1.7321])
+    """
+
+    kind = "fourier"
+
+    def basis(self, t) -> np.ndarray:
+        """φ(t) for each point: shape (len(t), m)."""
+        t = check_points(t)
+        k = np.arange(1, self.m)  # columns 2, ..., m
+        freq = (k + 1) // 2
+        angle = 2.0 * np.pi * t[:, None] * freq[None, :]
+        waves = np.where(k % 2 == 1, np.cos(angle), np.sin(angle)) * np.sqrt(2.0)
+        return np.concatenate([np.ones((t.size, 1)), waves], axis=1)
+
+    def project(self, func, *, nodes: int | None = None) -> np.ndarray:
+        """Coefficients θ_k = ∫ f φ_k of a callable by the trapezoidal rule on a period.
+
+        With N equally spaced nodes t = 0, 1/N, …, (N-1)/N the rule is exact for
+        trigonometric polynomials of degree below N - m/2; the default N is ``max(2m, 64)``.
+        """
+        k = max(2 * self.m, 64) if nodes is None else check_int(nodes, "nodes", 1)
+        return self._quadrature(func, np.arange(k) / k, np.full(k, 1.0 / k))
 
 
 @lru_cache(maxsize=256)
-def _legendre_geometry(m: int, grid: tuple) -> LegendreGeometry:
+def _basis_geometry(space: OrthonormalSpace, grid: tuple) -> LegendreGeometry:
+    m = space.m
     grid_arr = np.array(grid)
-    space = LegendreSpace(m)
     T = grid_arr.size
     if T < m:
         raise AssumptionError(
@@ -319,6 +391,8 @@ def _legendre_geometry(m: int, grid: tuple) -> LegendreGeometry:
     if lam[0] <= 1e-12 * max(lam[-1], 1.0):
         raise AssumptionError(
             f"A.3 fails: M = ΦᵀΦ is singular on this grid (smallest eigenvalue {lam[0]:.3g})"
+            + (" (for a Fourier space, t = 0 and t = 1 are the same point of the period: "
+               "leave one out, or widen the domain by one step)" if space.kind == "fourier" else "")
         )
     eval_norm = np.linalg.norm(Phi, axis=1)
     if np.any(eval_norm <= 0):

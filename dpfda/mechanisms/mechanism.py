@@ -103,9 +103,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from .._validation import check_data, check_int, check_positive, check_rng, check_secure
+from ..maths.curves import Curves
 from ..maths.spaces import FunctionSpace, GridGeometry, KernelSpace
 from . import secure as opendp_noise  # a module: its sampler is looked up at each release
 from .calibration import check_secure_budget, declared_sensitivity, noise_scale
+from .irregular import public_grid, release_curves
 from .pipelines import (
     Release,
     add_noise,
@@ -579,6 +581,8 @@ class Mechanism:
         μ²/2 are checked before the data are touched.
         """
         secure = self.secure if secure is None else check_secure(secure)
+        if isinstance(X, Curves):  # a common grid, or FTP on each subject's own points
+            return release_curves(self, X, rng, secure=secure)
         if rng is None and not secure:
             raise TypeError("rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)); "
                             "only secure=True, whose noise comes from OpenDP, may leave it out")
@@ -717,10 +721,14 @@ def ftp(X, grid, space, radius, mu, rng=None, *, secure=False) -> Release:
 
     Parameters
     ----------
-    X : array (n, T) or (reps, n, T)
-        Observed curves, one per row (samples × grid points), on ``grid``.
-    grid : array (T,)
-        Public, strictly increasing points of [0, 1].
+    X : array (n, T) or (reps, n, T), or Curves
+        Observed curves, one per row (samples × grid points), on ``grid``; or a
+        :class:`dpfda.Curves`, on a common grid or each subject on its own points (each
+        fitted on the points it has: :mod:`dpfda.mechanisms.irregular`).
+    grid : array (T,) or None
+        Public, strictly increasing points of [0, 1]; None for a Curves: its common grid,
+        or for curves on their own points a public grid of 101 points on which the
+        release is laid out.
     space : FunctionSpace
         A :class:`~dpfda.maths.spaces.LegendreSpace` or :class:`~dpfda.maths.spaces.KernelSpace`.
     radius : float
@@ -772,7 +780,7 @@ def ftp(X, grid, space, radius, mu, rng=None, *, secure=False) -> Release:
     >>> rel.coef.shape, rel(np.array([0.0, 1.0])).shape
     ((3,), (2,))
     """
-    return ftp_mechanism(grid, space, radius, mu).release(X, rng, secure=secure)
+    return ftp_mechanism(public_grid(X, grid, space), space, radius, mu).release(X, rng, secure=secure)
 
 
 def ptf(X, grid, space, radius, mu, rng=None, clip=None, weights=None, *, secure=False) -> Release:
@@ -830,5 +838,5 @@ def ptf(X, grid, space, radius, mu, rng=None, clip=None, weights=None, *, secure
     >>> rel.noise_scale  # σ_j = 2c_j·sqrt(T)/(nμ)
     array([0.08, 0.08, 0.08, 0.08])
     """
-    return ptf_mechanism(grid, space, radius, mu, clip=clip, weights=weights).release(
+    return ptf_mechanism(public_grid(X, grid, space), space, radius, mu, clip=clip, weights=weights).release(
         X, rng, secure=secure)

@@ -40,6 +40,7 @@ from .._validation import (
 from ..maths.fitting import BallFit, BallLeastSquares
 from ..maths.spaces import GridGeometry, KernelSpace
 from ..maths.summation import ball_mean_excess, box_mean_excess, fixed_point_mean
+from . import bands
 from . import secure as opendp_noise  # a module: its sampler is looked up at each release
 from .calibration import (
     NOISE_RESOLUTION,  # noqa: F401 - re-exported: the limits' one home is .calibration
@@ -408,6 +409,34 @@ class Release:
     def error(self, target_coef) -> np.ndarray:
         """IMSE (H_m) or grid MSE (H_K) against the target coordinates (e.g. θ̄)."""
         return self.geometry.error(self.coef, target_coef)
+
+    def noise_sd(self, t=None) -> np.ndarray:
+        """Standard deviation of the privacy noise of ``self(t)`` at each point (default: the grid).
+
+        Public (σ, space, grid, weights): free post-processing.  It describes the privacy
+        noise only, not sampling variability; see :mod:`dpfda.mechanisms.bands`.
+        """
+        return bands.noise_sd(self, self.grid if t is None else t, residual=self._residual_rng is not None)
+
+    def band(self, level: float = 0.95, t=None) -> tuple[np.ndarray, np.ndarray]:
+        """``(lower, upper)`` = self(t) ∓ z·noise_sd(t), P(|Z| <= z) = ``level`` (default t: the grid).
+
+        Over repeated releases of the same data, the band covers the noiseless estimate
+        at each point with probability ``level``: it is a band of **the privacy noise
+        only** (exact for FTP, and for PTF while its fit stays inside the ball), not a
+        confidence band for the population mean — sampling variability is not in it.
+        """
+        t = self.grid if t is None else check_points(t)
+        z = bands.band_z(level)
+        centre, sd = self(t), self.noise_sd(t)
+        return centre - z * sd, centre + z * sd
+
+    def plot(self, t=None, *, level: float = 0.95, ax=None, xlabel: str = "t", ylabel: str = "released mean"):
+        """Draw the released curve at ``t`` (default 201 points of [0, 1]) with its :meth:`band`; the axes."""
+        if self.shape != ():
+            raise ValueError(f"plot draws one release, got repetitions of shape {self.shape}")
+        t = np.linspace(0.0, 1.0, 201) if t is None else check_points(t)
+        return bands.plot_band(t, self(t), self.noise_sd(t), level=level, ax=ax, xlabel=xlabel, ylabel=ylabel)
 
     def __repr__(self):
         # Short enough to read as one line of a notebook's output.

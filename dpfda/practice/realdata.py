@@ -35,7 +35,7 @@ import numpy as np
 from numpy.polynomial import legendre as _leg
 
 from .._validation import as_float_array, check_data, check_grid, check_points, to_float
-from ..maths.spaces import KernelSpace, LegendreSpace
+from ..maths.spaces import KernelSpace, LegendreSpace, OrthonormalSpace
 
 __all__ = ["Domain", "PublicFrame", "legendre_derivative", "smallest_dimension"]
 
@@ -219,8 +219,9 @@ class PublicFrame:
                 "the curves' RKHS norm (FTP stays μ-GDP for any B'; fits beyond it are shrunk onto "
                 "the ball), and call dpfda.ftp or dpfda.ptf (whose clip may be the band's half-widths)"
             )
-        if not isinstance(space, LegendreSpace):
-            raise TypeError(f"space must be a LegendreSpace, got {type(space).__name__}")
+        if not isinstance(space, OrthonormalSpace):  # the L² bound holds for any orthonormal basis
+            raise TypeError(f"space must be a LegendreSpace, got {type(space).__name__} "
+                            "(or a FourierSpace: any orthonormal H_m)")
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a dpfda Domain, got {type(domain).__name__}")
         pts = as_float_array(points, "points")

@@ -1,0 +1,181 @@
+"""Curves as data and FTP on curves measured at their own points: the sensitivity whatever the points."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dpfda
+from dpfda import Curves, FourierSpace, LegendreSpace
+from dpfda.mechanisms.irregular import IrregularPTFError, irregular_fit_mean
+from dpfda.mechanisms.pipelines import ftp_rounding_excess
+
+SPACES = [LegendreSpace(4), FourierSpace(5)]
+
+
+def random_subject(rng, scale):
+    k = int(rng.integers(1, 12))
+    points = np.sort(rng.choice(np.linspace(0, 1, 40), size=k, replace=False))
+    return points, scale * rng.standard_normal(k)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.sampled_from([1e-3, 1.0, 1e6, 1e300]),
+       st.sampled_from(SPACES), st.floats(0.01, 100.0))
+def test_neighbours_whose_points_differ_move_the_mean_by_at_most_2B_over_n(seed, n, scale, space, radius):
+    rng = np.random.default_rng(seed)
+    subjects = [random_subject(rng, 1.0) for _ in range(n)]
+    other = random_subject(rng, scale)  # the replaced subject: other points, other values, any size
+    a = Curves.irregular([p for p, _ in subjects], [v for _, v in subjects], domain=(0, 1))
+    b = Curves.irregular([other[0]] + [p for p, _ in subjects[1:]], [other[1]] + [v for _, v in subjects[1:]],
+                         domain=(0, 1))
+    ma, mb = irregular_fit_mean(a, space, radius), irregular_fit_mean(b, space, radius)
+    bound = 2 * radius / n * (1 + ftp_rounding_excess(n, space.m, radius))
+    assert np.linalg.norm(ma - mb) <= bound
+    assert np.linalg.norm(ma) <= radius * (1 + 2**-40)
+
+
+@pytest.mark.parametrize("space", SPACES)
+def test_the_bound_is_reached_by_neighbours_on_different_points(space):
+    # Subject 0 on 5 points of its own with data x = c·Φ M⁻¹e_1 (so Φᵀx = c·e_1), its replacement on 9
+    # other points with -c·Φ M⁻¹e_1: for large c both fits sit on the ball's boundary at ±B'e_1, so the
+    # means differ by 2B'/n, the bound (up to O(||M||·B'/c)).
+    n, radius, c = 5, 1.5, 1e12
+
+    def far(points, sign):
+        Phi = space.basis(points)
+        return sign * c * Phi @ np.linalg.solve(Phi.T @ Phi, np.eye(space.m)[0])
+
+    rest_p = [np.linspace(0.1, 0.9, 6)] * (n - 1)
+    rest_v = [np.zeros(6)] * (n - 1)
+    p0, p1 = np.array([0.05, 0.3, 0.5, 0.7, 0.93]), np.linspace(0.02, 0.98, 9)
+    a = Curves.irregular([p0] + rest_p, [far(p0, 1)] + rest_v, domain=(0, 1))
+    b = Curves.irregular([p1] + rest_p, [far(p1, -1)] + rest_v, domain=(0, 1))
+    gap = np.linalg.norm(irregular_fit_mean(a, space, radius) - irregular_fit_mean(b, space, radius))
+    assert gap == pytest.approx(2 * radius / n, rel=1e-6)
+    assert gap <= 2 * radius / n * (1 + ftp_rounding_excess(n, space.m, radius))
+
+
+@pytest.mark.parametrize("space", SPACES)
+def test_on_a_common_grid_the_own_points_fit_is_the_common_fit(space):
+    grid = np.linspace(0, 1, 11)
+    X = np.random.default_rng(2).normal(0, 1, (30, 11))
+    c = Curves.irregular([grid] * 30, list(X), domain=(0, 1))
+    common = dpfda.ftp_mechanism(grid, space, 0.7, 1.0).summary(X)
+    assert np.allclose(irregular_fit_mean(c, space, 0.7), common, rtol=1e-10, atol=1e-12)
+
+
+def test_a_subject_that_cannot_determine_a_function_contributes_zero():
+    space = LegendreSpace(3)
+    c = Curves.irregular([[0.5], [0.2, 0.8]], [[10.0], [1.0, 2.0]], domain=(0, 1))  # 1 and 2 points < m = 3
+    assert np.array_equal(irregular_fit_mean(c, space, 1.0), np.zeros(3))
+
+
+def test_ftp_ptf_and_the_mechanism_accept_curves():
+    rng = np.random.default_rng(3)
+    space = FourierSpace(5)
+    pts = [np.sort(rng.choice(24, size=int(rng.integers(20, 25)), replace=False)) for _ in range(50)]
+    vals = [np.cos(2 * np.pi * p / 24) + rng.normal(0, 0.1, p.size) for p in pts]
+    c = Curves.irregular(pts, vals, domain=(0, 24))
+    rel = dpfda.ftp(c, None, space, 2.0, 1.0, np.random.default_rng(4))
+    assert rel.n == 50 and rel.noise_scale == 2 * 2.0 / 50 and rel.grid.size == 101
+    with pytest.raises(IrregularPTFError, match="PTF needs every curve on one common grid"):
+        dpfda.ptf(c, None, space, 2.0, 1.0, np.random.default_rng(4))
+    grid = np.arange(24) / 24
+    on = c.on_grid(grid, periodic=True)
+    assert on.common and np.array_equal(on.grid, grid)
+    p = dpfda.ptf(on, None, space, 2.0, 1.0, np.random.default_rng(5))
+    assert p.noisy_means.shape == (24,)
+    mech = dpfda.ftp_mechanism(grid, space, 2.0, 1.0)
+    same = mech.release(on, np.random.default_rng(6))
+    again = mech.release(on.values, np.random.default_rng(6))
+    assert np.array_equal(same.coef, again.coef)  # a common-grid Curves is its array
+    with pytest.raises(ValueError, match="not the mechanism's public grid"):
+        dpfda.ptf_mechanism(np.linspace(0, 1, 24), space, 2.0, 1.0).release(on, np.random.default_rng(6))
+    # FTP fits common-grid curves on another grid on their own points: the same fit as on theirs
+    other = dpfda.ftp_mechanism(np.linspace(0, 1, 24), space, 2.0, 1.0)
+    assert np.allclose(irregular_fit_mean(on, space, 2.0), mech.summary(on.values), atol=1e-12)
+    assert other.release(on, np.random.default_rng(6)).n == 50
+    with pytest.raises(TypeError, match="orthonormal space"):
+        dpfda.ftp(c, None, dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)), 2.0, 1.0, np.random.default_rng(4))
+
+
+def test_a_wide_table_with_gaps_becomes_curves_on_own_points():
+    X = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
+    c = Curves.from_masked([0, 1, 2], X, domain=(0, 2))
+    assert not c.common and [t.tolist() for t, _ in c.subjects()] == [[0.0, 1.0], [0.0, 0.5, 1.0]]
+    assert Curves.from_masked([0, 1, 2], X[1:], domain=(0, 2)).common
+    with pytest.raises(ValueError, match="no value at any point"):
+        Curves.from_masked([0, 1, 2], np.array([[np.nan] * 3]), domain=(0, 2))
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Curves.irregular([[0.0, 0.0]], [[1.0, 2.0]], (0, 1)), "appears twice"),
+    (lambda: Curves.irregular([[0.0, 2.0]], [[1.0, 2.0]], (0, 1)), "outside the public domain"),
+    (lambda: Curves.irregular([[0.0]], [[1.0, 2.0]], (0, 1)), "1 points but 2 values"),
+    (lambda: Curves.irregular([[0.0]], [[np.nan]], (0, 1)), "finite"),
+    (lambda: Curves(np.zeros((2, 3)), [0, 1, 2], (2, 0)), "start < stop"),
+    (lambda: Curves(np.full((2, 3), np.nan), [0, 1, 2], (0, 2)), "from_masked"),
+])
+def test_bad_curves_are_refused_by_name(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+# -- files and the command line ------------------------------------------------------------
+
+
+def hourly_long(path, days=60, seed=7):
+    """Hourly values; some days miss an hour (a 23-hour day, gaps), so subjects have their own points."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for d in range(days):
+        hours = np.arange(24.0)
+        if d % 5 == 0:
+            hours = np.delete(hours, int(rng.integers(0, 24)))
+        rows += [f"{d},{h:g},{50 + 8 * np.sin(2 * np.pi * (h - 9) / 24) + rng.normal(0, 1):.4f}" for h in hours]
+    path.write_text("day,hour,temp\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_read_curves_keeps_own_points_and_empty_cells(tmp_path):
+    from dpfda.practice.publish import read_curves
+
+    c = read_curves(hourly_long(tmp_path / "h.csv"), layout="long", id="day", point="hour", value="temp",
+                    curves=True, domain=(-1, 23))
+    assert isinstance(c, Curves) and not c.common and c.n == 60
+    assert sorted({t.size for t, _ in c.subjects()}) == [23, 24]
+    (tmp_path / "w.csv").write_text("id,0,1,2\na,1.0,,3.0\nb,4.0,5.0,6.0\n")
+    w = read_curves(tmp_path / "w.csv", id="id", curves=True, domain=(0, 2))
+    assert [t.tolist() for t, _ in w.subjects()] == [[0.0, 1.0], [0.0, 0.5, 1.0]]
+    with pytest.raises(ValueError, match="missing value"):
+        read_curves(tmp_path / "w.csv", id="id")
+    with pytest.raises(ValueError, match="public domain"):
+        read_curves(tmp_path / "w.csv", id="id", curves=True)
+
+
+def test_cli_releases_own_points_by_ftp_with_a_plot_and_ptf_refuses_by_name(tmp_path, capsys):
+    import json
+
+    from dpfda import cli
+
+    data = hourly_long(tmp_path / "h.csv")
+    common = ["release", str(data), "--layout", "long", "--id", "day", "--point", "hour", "--value", "temp",
+              "--domain", "-1,23", "--space", "fourier:7", "--radius", "80", "--mu", "1"]
+    code = cli.main([*common, "--out", str(tmp_path / "r.json"), "--plot", str(tmp_path / "r.png")])
+    assert code == 0, capsys.readouterr().err
+    record = json.loads((tmp_path / "r.json").read_text())
+    assert len(record["noise_sd"]) == len(record["curve"]["values"]) == 101
+    assert np.allclose(record["noise_sd"], record["noise_sd"][0])  # a Fourier space: the same everywhere
+    assert record["n"] == 60 and "own points" in record["sampling"]
+    assert (tmp_path / "r.png").read_bytes().startswith(b"\x89PNG")
+    assert cli.main([*common, "--method", "ptf", "--out", str(tmp_path / "p.json")]) == 2
+    assert "--method ptf needs --grid" in capsys.readouterr().err
+    assert cli.main([*common, "--method", "ptf", "--grid", "0:23:24", "--out", str(tmp_path / "p.json")]) == 2
+    assert "not measured at the same points" in capsys.readouterr().err
+    assert not (tmp_path / "p.json").exists()
+    no_domain = [a for a in common if a not in ("--domain", "-1,23")]
+    assert cli.main([*no_domain, "--out", str(tmp_path / "q.json")]) == 2
+    assert "give --domain" in capsys.readouterr().err

@@ -1,0 +1,81 @@
+"""B' chosen without looking (a public rule) or privately (OpenDP's quantile), and the composed guarantee."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dpfda
+from dpfda.mechanisms.radius import (
+    fitted_norms,
+    ftp_private_radius,
+    gdp_of_pure_dp,
+    private_radius,
+    public_radius,
+)
+
+ALPHA = np.concatenate([np.geomspace(1e-12, 1e-3, 400), np.linspace(1e-3, 1 - 1e-9, 4000)])
+
+
+def rr_tradeoff(alpha, eps):
+    """f_{ε,0}: the trade-off function of ε-DP (randomised response)."""
+    return np.maximum.reduce([np.zeros_like(alpha), 1 - np.exp(eps) * alpha, np.exp(-eps) * (1 - alpha)])
+
+
+@pytest.mark.parametrize("eps", [0.05, 0.3, 1.0, 3.0])
+def test_pure_dp_implies_the_stated_gdp_and_not_much_less(eps):
+    mu = gdp_of_pure_dp(eps)
+    # an independent check, on trade-off functions: G_μ <= f_{ε,0} everywhere on a fine grid
+    assert np.all(dpfda.tradeoff(ALPHA, mu) <= rr_tradeoff(ALPHA, eps) + 1e-12)
+    # and μ is nearly the smallest: 0.99 μ fails somewhere
+    assert np.any(dpfda.tradeoff(ALPHA, 0.99 * mu) > rr_tradeoff(ALPHA, eps) + 1e-12)
+
+
+def test_the_public_rule_bounds_every_projection():
+    rng = np.random.default_rng(0)
+    lower, upper = -3.0, 5.0
+    R = public_radius(lower, upper)
+    assert R == 5.0
+    for space in (dpfda.LegendreSpace(8), dpfda.FourierSpace(9)):
+        top = space.project(lambda t: np.full_like(t, upper))
+        assert np.linalg.norm(top) == pytest.approx(R)  # the constant at the bound: the rule is tight
+        for _ in range(50):  # smooth curves within the range
+            k, phase, w = rng.integers(1, 6), rng.uniform(0, 2 * np.pi), rng.uniform(0, 1)
+            coef = space.project(lambda t: lower + (upper - lower) * (w + (1 - w) * np.sin(2 * np.pi * k * t + phase)
+                                                                      ** 2))
+            assert np.linalg.norm(coef) <= R * (1 + 1e-9)
+    with pytest.raises(ValueError, match="lower < upper"):
+        public_radius(2.0, 1.0)
+
+
+def test_fitted_norms_are_per_record_values_in_the_public_ball():
+    grid = np.linspace(0, 1, 12)
+    X = np.random.default_rng(1).normal(0, 3, (40, 12))
+    norms = fitted_norms(X, grid, dpfda.LegendreSpace(4), 2.0)
+    assert norms.shape == (40,) and np.all((0 <= norms) & (norms <= 2.0))
+    Y = X.copy()
+    Y[7] = 1e9  # one record replaced changes one entry only
+    changed = norms != fitted_norms(Y, grid, dpfda.LegendreSpace(4), 2.0)
+    assert changed.sum() <= 1 and not changed[np.arange(40) != 7].any()
+    c = dpfda.Curves.irregular([grid[:5], grid], [X[0, :5], X[1]], domain=(0, 1))
+    assert fitted_norms(c, None, dpfda.LegendreSpace(4), 2.0).shape == (2,)
+
+
+def test_private_quantile_picks_a_candidate_near_the_quantile():
+    norms = np.full(200, 0.5)
+    cands = np.linspace(0.1, 1.0, 10)
+    picks = [private_radius(norms, cands, 30.0, 0.5) for _ in range(5)]  # ε large: near-deterministic
+    assert all(p in cands for p in picks) and np.median(picks) == pytest.approx(0.5)
+
+
+def test_ftp_with_a_private_radius_composes_to_the_budget():
+    grid = np.linspace(0, 1, 10)
+    X = dpfda.LegendreSpace(3).at(grid).values([0.8, 0.3, 0.1]) + np.random.default_rng(2).normal(0, .1, (300, 10))
+    out = ftp_private_radius(X, grid, dpfda.LegendreSpace(3), 1.0, radius_max=10.0, share=0.2,
+                             secure=False, rng=np.random.default_rng(3))
+    assert out.mu_total <= 1.0 + 1e-9 and out.mu_total == pytest.approx(dpfda.compose(out.mu_quantile, out.mu_release))
+    assert out.release.mu == out.mu_release == pytest.approx(np.sqrt(0.8))
+    assert out.mu_quantile <= np.sqrt(0.2) + 1e-12 and gdp_of_pure_dp(out.epsilon_quantile) == out.mu_quantile
+    assert out.release.radius == out.radius and 0.01 <= out.radius <= 10.0
+    # The ε-DP step's GDP μ really dominates: G_{μ_q} <= f_{ε_q,0}
+    assert np.all(dpfda.tradeoff(ALPHA, out.mu_quantile) <= rr_tradeoff(ALPHA, out.epsilon_quantile) + 1e-12)
