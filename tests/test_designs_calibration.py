@@ -15,7 +15,7 @@ certainty, μ = inf).  The tests:
 * radii from 1e-300 to 1e300 for every design: pair μ at the worst-case pair in
   [μ(1 − 1e-6), μ(1 + 1e-9)] (tight and safe), or a ValueError naming the radius;
   a design at a tiny radius leaves later designs unchanged;
-* ``Design.release(..., secure=True)`` through OpenDP.
+* ``Design.mechanism(n, mu).release(..., secure=True)`` through OpenDP.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The Mechanism type (dpfda.mechanisms.mechanism): every constructor, one contract.
 
-* ``release`` of ``ftp``/``ptf``/``Design.release`` is bit for bit the
+* ``release`` of ``ftp``/``ptf``/``Design.mechanism(n, mu).release`` is bit for bit the
   composition of the stage functions (summary, the normals drawn right after it
   from the same generator, σ, the fit) — what they released before the type
   existed (the releases of e4d82aa were compared hash by hash when it was written).
