@@ -100,9 +100,18 @@ $(THEBE): $(STAMP) _ext/mathjax2-shim.js
 
 # The notebooks are executed first, two (the number of CPUs) at a time, into the execution cache
 # (_ext/execute_notebooks.py, as myst-nb would execute them); jupyter-book then finds them there.
-book: venv mathjax thebe assignments
+# A failed chapter never reaches a page: a notebook that fails is not cached and stops the
+# build here; a notebook Sphinx would execute itself raises (execute.raise_on_error in
+# _config.yml), so no failed run is kept; and _ext/check_pages.py fails the build on any page
+# showing a traceback or an error output (but in cells tagged raises-exception) and removes it.
+# What the two builds need first; tests/test_build_failures.py sets BUILD_DEPS= on the command
+# line (sub-makes inherit it) to run these same recipes on a three-page book.
+BUILD_DEPS := venv mathjax thebe assignments
+
+book: $(BUILD_DEPS)
 	$(RUN_BOOK) python _ext/execute_notebooks.py
 	$(RUN_BOOK) jupyter-book build . $(JB_FLAGS)
+	$(RUN) python _ext/check_pages.py _build/html
 	$(MAKE) student
 
 # Autograded assignments, one per Part (book/assignments/part*.ipynb, otter-grader master
@@ -132,12 +141,16 @@ assignments: venv
 # Student edition: the same book with every solution left out (sphinx-exercise's
 # hide_solutions, made to cover gated solutions by _ext/student_edition.py). Jupyter Book 1
 # has no command-line config override, so a copy of _config.yml with the override is
-# written to _build/ and passed with --config. It reuses the main build's execution cache.
+# written to _build/ and passed with --config. It reuses the main build's execution cache, which
+# holds successful runs only: the notebooks are executed into it first, as for `make book`, so a
+# failing chapter stops this build too, and its pages are checked the same way.
 # HTML: _build/student/_build/html/index.html, copied to _build/html/student/ (when the main
 # edition exists) so the main edition's preface links to it. `make book` ends with it.
-student: venv mathjax thebe assignments
+student: $(BUILD_DEPS)
+	$(RUN_BOOK) python _ext/execute_notebooks.py
 	$(BIN)/python _ext/student_edition.py _config.yml _build/_config_student.yml
 	$(RUN_BOOK) jupyter-book build . --config _build/_config_student.yml --path-output _build/student $(JB_FLAGS)
+	$(RUN) python _ext/check_pages.py _build/student/_build/html
 	if [ -d _build/html ]; then rm -rf _build/html/student && cp -r _build/student/_build/html _build/html/student; fi
 
 # Static checks, first in `make test`: ruff (lint, import order, numpy-style docstrings; rules in

@@ -8,6 +8,11 @@ which a correct implementation fails a given check with probability about
 simultaneous comparisons, ``bonferroni_z(k)`` keeps the family-wise
 false-alarm rate at the same level instead of loosening anything by hand;
 quick mode is ``dpfda.config.quick()``.
+
+``MACHINE_RTOL`` is the determinism contract's tolerance across machines (the
+README's "Determinism"): a stored Monte Carlo summary computed with BLAS
+agrees with this machine's to that relative error; bit identity is checked
+only between two runs made in the same test.
 """
 
 from __future__ import annotations
@@ -16,9 +21,12 @@ import numpy as np
 
 from dpfda.config import Z, bonferroni_z, proportion_se, quick
 
-__all__ = ["QUICK", "Z", "assert_mc_close", "bonferroni_z", "mc_mean_se", "proportion_se", "reps"]
+__all__ = ["MACHINE_RTOL", "QUICK", "Z", "assert_mc_close", "bonferroni_z", "mc_mean_se", "proportion_se", "reps"]
 
 QUICK = quick()
+
+MACHINE_RTOL = 1e-12
+"""Relative agreement of a BLAS-computed summary between two machines (measured: below 1e-13)."""
 
 
 def reps(full: int, quick: int) -> int:

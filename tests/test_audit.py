@@ -19,6 +19,8 @@ import dpfda
 from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean, ptf_default_clip
 from dpfda.trust import audit as A
 
+from _support import MACHINE_RTOL
+
 GRID = dpfda.uniform_grid(8)
 N = 10
 RADIUS = 1.0
@@ -391,6 +393,36 @@ def test_pair_mu_reads_the_published_noise_not_the_mechanism_fields():
     assert half.sigma(N) == mech.sigma(N)  # the calibration code says σ ...
     assert np.isclose(A.pair_mu(mech, X0, X1), MU, rtol=1e-12)
     assert np.isclose(A.pair_mu(half, X0, X1), 2 * MU, rtol=1e-12)  # ... the audit reads σ/2
+
+
+def _section_pair(space, s):
+    """n copies of s·B'·h and the first negated; h of norm 1, its grid values point by point."""
+    h = space.basis(GRID)[:, 1] if isinstance(space, dpfda.LegendreSpace) else space.kernel(GRID, GRID[4])
+    X0 = np.tile(s * RADIUS * h, (N, 1))
+    X1 = X0.copy()
+    X1[0] = -X0[0]
+    return X0, X1
+
+
+# The cancelling mean's pair μ at the audit chapter's neighbours: rounding errors, but made in a
+# fixed order from data with the same bits everywhere, so the same on every machine (to 1e-12).
+CANCELLING_LEAK = {("legendre", 1e17): 45.2034751002621, ("gaussian", 1e17): 498.043680734623,
+                   ("legendre", 1e20): 14673.7040570031, ("gaussian", 1e20): 1039375.26438129}
+
+
+@pytest.mark.parametrize("case", sorted(CANCELLING_LEAK), ids=str)
+def test_the_cancelling_mean_leaks_the_same_everywhere(case):
+    key, scale = case
+    space = SPACES[key]
+    naive = A.broken_ftp_cancellation(GRID, space, RADIUS, MU, n=N)
+    real = A.ftp_mechanism(GRID, space, RADIUS, MU, n=N)
+    pair = _section_pair(space, scale)
+    assert A.pair_mu(naive, *pair) == pytest.approx(CANCELLING_LEAK[case], rel=MACHINE_RTOL)
+    assert A.pair_mu(real, *pair) == pytest.approx(MU, rel=1e-9)
+    # at scale 1 nothing cancels: the broken mean is FTP's mean
+    X0, X1 = _section_pair(space, 1.0)
+    np.testing.assert_allclose(naive.summary(X0), real.summary(X0), rtol=1e-12, atol=1e-14)
+    assert A.pair_mu(naive, X0, X1) == pytest.approx(MU, rel=1e-9)
 
 
 def test_the_cancelling_mean_at_1e300_warns_nothing():

@@ -99,3 +99,22 @@ def test_bench_build_times_a_cold_build_and_a_prose_rebuild_of_a_toy_book(tmp_pa
     assert res["cold"]["build_log"] == {"intro.ipynb": pytest.approx(seconds, abs=0.06)}
     assert seconds <= res["cold"]["execution_wall"] < res["cold"]["wall"]
     assert "several at a time" in proc.stdout
+
+
+def test_compare_results_finds_a_changed_number_and_a_changed_verdict(tmp_path):
+    """Two copies of one table agree; a number moved by more than the tolerance, or an
+    interval moved across 1, makes the script fail."""
+    cmp = _module("compare_results")
+    table = ("study,n,err_ftp,ratio,ratio_lo,ratio_hi,run_id\n"
+             "fig1,4,34.7196068156359,57.79,49.88,66.95,aaa\nfig1,8,0.5,0.98,0.9,1.05,aaa\n")
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+        (d / "fig1.csv").write_text(table.replace("aaa", d.name))
+    assert cmp.main([str(a), str(b)]) == 0
+    (b / "fig1.csv").write_text(table.replace("34.7196068156359", "34.7196068156399"))
+    res = cmp.compare(a, b)
+    assert res["numbers"] == 10 and res["rel_at"] == "fig1.csv:err_ftp" and 1e-13 < res["rel"] < 1e-12
+    assert cmp.main([str(a), str(b), "--rtol", "1e-14"]) == 1
+    (b / "fig1.csv").write_text(table.replace("0.9,1.05", "0.9,0.99"))
+    assert cmp.main([str(a), str(b)]) == 1

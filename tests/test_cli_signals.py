@@ -9,6 +9,13 @@ written under their temporary names.  Each run gets its own session
 (``start_new_session``), so its worker processes are found by session id in
 /proc, and a SIGINT can go to the whole process group, as a terminal's Ctrl-C
 does.
+
+A test sets the dispositions it tests, whatever the process running the tests
+inherited (``nohup`` ignores SIGHUP, a shell's background job SIGINT): each
+child starts from the default action of SIGHUP, SIGINT and SIGTERM
+(:func:`default_signals`) before a test's own ``preexec_fn`` changes one, and
+the tests of the guard in this process set them for their duration
+(:func:`signals_at_default`).
 """
 
 from __future__ import annotations
@@ -78,16 +85,46 @@ def joblib_leftovers(pid):
             + glob.glob(os.path.join(d, f"sem.loky-{pid}-*"))]
 
 
+TESTED_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
+
+
+def default_signals(then=None):
+    """A ``preexec_fn``: the default action for every tested signal, unblocked, then ``then()``."""
+
+    def preexec():
+        for sig in TESTED_SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, TESTED_SIGNALS)
+        if then is not None:
+            then()
+
+    return preexec
+
+
+@pytest.fixture
+def signals_at_default():
+    """This process with the default action for every tested signal, restored afterwards."""
+    before = {sig: signal.getsignal(sig) for sig in TESTED_SIGNALS}
+    for sig in TESTED_SIGNALS:
+        signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 def start_paused(tmp_path, phase, args, preexec_fn=None):
     """Start ``python -m dpfda reproduce ARGS`` and wait until it pauses at ``phase``.
 
-    Returns the process and the id of the process that paused (a worker in the
-    simulation with --jobs 2, the main process while writing)."""
+    The child starts with the default signal dispositions (:func:`default_signals`),
+    then runs ``preexec_fn``.  Returns the process and the id of the process that
+    paused (a worker in the simulation with --jobs 2, the main process while writing)."""
     ready = tmp_path / f"ready-{phase}"
     env = dict(ENV, DPFDA_TEST_PAUSE_AT=phase, DPFDA_TEST_READY_FILE=str(ready))
     proc = subprocess.Popen([sys.executable, "-m", "dpfda", "reproduce", *args, "--no-progress"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=preexec_fn)
+                            start_new_session=True, preexec_fn=default_signals(preexec_fn))
     try:
         wait_for(lambda: ready.exists() or proc.poll() is not None, 300, f"the run to reach {phase}")
     except BaseException:
@@ -270,7 +307,7 @@ def test_jobs_help_says_what_happens_above_the_cores(capsys):
     assert "above the cores available is reduced" in " ".join(capsys.readouterr().out.split())
 
 
-def test_signal_guard_turns_signals_into_exceptions_and_remembers_them():
+def test_signal_guard_turns_signals_into_exceptions_and_remembers_them(signals_at_default):
     before = signal.getsignal(signal.SIGTERM)
     with SignalGuard() as guard:
         assert guard.active
@@ -291,7 +328,7 @@ def test_signal_guard_turns_signals_into_exceptions_and_remembers_them():
             guard.check()
 
 
-def test_signal_guard_takes_sighup_like_sigterm_and_restores_the_mask():
+def test_signal_guard_takes_sighup_like_sigterm_and_restores_the_mask(signals_at_default):
     before = signal.getsignal(signal.SIGHUP)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     with SignalGuard() as guard:

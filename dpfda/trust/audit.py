@@ -374,22 +374,35 @@ def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
     """BROKEN ON PURPOSE (in floating point only): FTP whose mean of fits cancels large numbers.
 
     Algorithm 1 with the right σ = 2B'/(nμ), but the mean of the constrained
-    fits is computed as the mean of the *unconstrained* fits plus, for the
-    curves outside the ball, (constrained fit − unconstrained fit)/n.  In exact
+    fits is computed through the curves themselves: the fit is linear inside
+    the ball, so the mean of the fits is the fit of Σ_i x_i + Σ (fitted curve −
+    x_i)/n, the second sum over the curves outside the ball.  In exact
     arithmetic that is the same number.  In floating point, a curve of size s
-    has an unconstrained fit of size ≈ s, and adding and removing it leaves an
-    error of about s·2^-52 — far more than 2B'/n once s is large, so two
-    neighbouring datasets give means that differ by much more than the
-    sensitivity.
+    is added and taken away again, which leaves an error of about s·2^-52 —
+    far more than 2B'/n once s is large, so two neighbouring datasets give
+    means that differ by much more than the sensitivity.
+
+    The two sums are explicit and ordered (the curves in halves, then the
+    corrections curve after curve, each step one correctly rounded
+    element-wise addition, no BLAS product), so a dataset whose values have
+    the same bits gives the same leak on every CPU.
     """
     geom, radius, mu, n = _setup(space, grid, radius, mu, n)
     return _ftp_variant("FTP with a cancelling mean (broken)", geom, _CancellingFits(geom, radius),
                         FTPCalibration(geom, radius), mu=mu, radius=radius, n=n)
 
 
+def _halving_sum(terms: list):
+    """Σ terms in a fixed order: the sum of the first half plus the sum of the second, recursively."""
+    if len(terms) == 1:
+        return terms[0]
+    half = len(terms) // 2
+    return _halving_sum(terms[:half]) + _halving_sum(terms[half:])
+
+
 @dataclass(frozen=True, eq=False)
 class _CancellingFits:
-    """BROKEN ON PURPOSE (floating point): the mean of fits through unconstrained ones (dpfda 0.1.0)."""
+    """BROKEN ON PURPOSE (floating point): the mean of fits through the curves themselves."""
 
     geometry: GridGeometry
     radius: float
@@ -398,20 +411,17 @@ class _CancellingFits:
         """(the cancelling mean of the constrained fits, which fits hit the ball)."""
         X = np.asarray(X, dtype=float)
         solver = fitter(self.geometry)
-        V = solver.eigenvectors
         fit = solver.solve(X, self.radius)  # each curve's constrained fit, of norm <= B'
+        fitted = self.geometry.values(fit.coef)  # its grid values, bounded
         with np.errstate(invalid="ignore", over="ignore"):
-            # In the eigenbasis of ΦᵀΦ: Σ_i z_i over all curves, then
-            # Σ (constrained - unconstrained) over the active ones.
-            n, d = X.shape[-2], V.shape[0]
-            z = (X @ solver._P) / solver.eigenvalues  # unconstrained, as large as the data
-            total = (np.ones(n) @ z).reshape(-1, d)
-            active = fit.active.reshape(-1)
-            correction = (fit.coef @ V - z).reshape(-1, d)[active]
-            which = np.flatnonzero(active) // n  # the repetition of each active curve
-            for k in range(d):
-                total[:, k] += np.bincount(which, weights=correction[:, k], minlength=total.shape[0])
-            return (total.reshape(z.shape[:-2] + (d,)) / n) @ V.T, fit.active
+            # Σ_i x_i, every curve as large as the data, in halves (as a blocked product sums) ...
+            total = _halving_sum([X[..., i, :] for i in range(X.shape[-2])])
+            # ... then + (fitted - x_i), curve after curve, for the curves outside the ball
+            for i in range(X.shape[-2]):
+                correction = fitted[..., i, :] - X[..., i, :]
+                total = total + np.where(fit.active[..., i, None], correction, 0.0)
+            # the fit is linear inside the ball: the fit of the mean curve is the mean of the fits
+            return solver.unconstrained(total / X.shape[-2]), fit.active
 
     def mean(self, X, *, exact: bool = True):
         """The cancelling mean alone."""
