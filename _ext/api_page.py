@@ -40,6 +40,7 @@ LAYERS = [
                ("data", "Data models"),
                ("summation", "Exact sums and their floating-point bounds")]),
     ("mechanisms", [("mechanism", "One type for every mechanism"),
+                    ("calibration", "The one calibration: sigma, OpenDP's sensitivity, the limits"),
                     ("pipelines", "The two pipelines, stage by stage"),
                     ("bands", "The privacy noise of a release, point by point"),
                     ("irregular", "FTP on curves measured at their own points"),

@@ -359,9 +359,13 @@ def test_noise_law_refuses_ill_conditioned_and_detects_off_support():
     L = Q @ np.diag([1, 1, 1, 1, 1e-13]) @ Q2  # nearly dependent columns: no scaling helps
     with pytest.raises(ValueError, match="ill-conditioned"):
         A.NoiseLaw(1.0, L)
-    tall = rng.standard_normal((5, 2))
+    tall = np.array([[1.0, 2.0], [-3.0, 1.0], [0.5, 0.0], [2.0, -1.0], [1.0, 1.0]])
     law = A.NoiseLaw(0.5, tall)
-    assert np.isclose(law.distance(tall @ [3.0, 4.0]), 10.0, rtol=1e-12)
+    assert np.isclose(law.distance(tall @ [3.0, 4.0]), 10.0, rtol=1e-12)  # exactly in the span
+    # no tolerance: a difference off the span by one subnormal is told apart with certainty
+    v = tall @ [1.0, 3.0]  # (7, 0, 0.5, -1, 4)
+    assert np.isclose(law.distance(v), 2 * np.sqrt(10.0), rtol=1e-12)
+    assert law.distance(v + np.array([0.0, 2.0**-1074, 0.0, 0.0, 0.0])) == np.inf
     assert law.distance(np.eye(5)[0] - tall @ np.linalg.lstsq(tall, np.eye(5)[0], rcond=None)[0]) == np.inf
     # Diagonal laws at any magnitude, without overflow warnings (issue #23, item 1).
     with np.errstate(all="raise"):

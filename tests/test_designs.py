@@ -67,7 +67,7 @@ def test_ftp_is_projection_onto_E_plus_E_shaped_noise(space_name):
     X = 3.0 * _rng(1).standard_normal((4, 20, GRID.size))
     ftp = dpfda.ftp(X, GRID, space, RADIUS, MU, np.random.default_rng(5))
     des = Design(space, GRID, RADIUS, region="ellipsoid", noise="ellipsoid", fit="none")
-    rel = des.release(X, MU, np.random.default_rng(5))
+    rel = des.mechanism(None, MU).release(X, np.random.default_rng(5))
     assert des.extent == RADIUS and des.sigma(20, MU) == ftp.noise_scale
     np.testing.assert_allclose(rel.noisy_means, ftp.values, rtol=0, atol=1e-13)
     np.testing.assert_allclose(rel.coef, ftp.coef, rtol=0, atol=1e-11)
@@ -79,7 +79,7 @@ def test_ptf_is_the_box_member(space_name, member):
     space = SPACES[space_name]
     X = 3.0 * _rng(2).standard_normal((4, 20, GRID.size))
     ptf = dpfda.ptf(X, GRID, space, RADIUS, MU, np.random.default_rng(6))
-    rel = Design(space, GRID, RADIUS, **member).release(X, MU, np.random.default_rng(6))
+    rel = Design(space, GRID, RADIUS, **member).mechanism(None, MU).release(X, np.random.default_rng(6))
     np.testing.assert_allclose(rel.noisy_means, ptf.noisy_means, rtol=1e-13, atol=1e-14)
     np.testing.assert_allclose(rel.coef, ptf.coef, rtol=1e-12, atol=1e-13)
 
@@ -129,7 +129,7 @@ def test_no_point_of_C_exceeds_R_and_neighbours_attain_it(space_name, member):
     pts = des.project(X)[0]
     assert np.max(np.linalg.norm(des.whiten(pts), axis=-1)) <= des.extent * (1 + TOL)
     X0, X1 = des.worst_case_pair(N)
-    diff = des.whiten(des.summary(X1) - des.summary(X0))
+    diff = des.whiten(des.grid_summary(X1) - des.grid_summary(X0))
     assert np.linalg.norm(diff) == pytest.approx(des.sensitivity(N), rel=TOL)
 
 
@@ -189,8 +189,8 @@ def test_worst_case_neighbours_at_every_scale(space_name, member):
     des = _design(space_name, member)
     for scale in SCALES:
         X0, X1 = des.worst_case_pair(N, scale=scale)
-        r0 = des.release(X0, MU, np.random.default_rng(11))
-        r1 = des.release(X1, MU, np.random.default_rng(11))
+        r0 = des.mechanism(None, MU).release(X0, np.random.default_rng(11))
+        r1 = des.mechanism(None, MU).release(X1, np.random.default_rng(11))
         mu = float(_pair_mu_of_releases(des, r0, r1))
         assert mu == pytest.approx(MU, rel=1e-8), scale
         assert mu <= MU * (1 + TOL), scale
@@ -206,8 +206,8 @@ def test_random_neighbours_of_mixed_magnitude(space_name, member):
     X0 = rng.choice([-1.0, 1.0], size=mags.shape) * mags
     X1 = X0.copy()
     X1[:, 0] = rng.choice([-1.0, 1.0], size=(50, GRID.size)) * 10.0 ** rng.uniform(-300, 308, (50, GRID.size))
-    r0 = des.release(X0, MU, np.random.default_rng(12))
-    r1 = des.release(X1, MU, np.random.default_rng(12))
+    r0 = des.mechanism(None, MU).release(X0, np.random.default_rng(12))
+    r1 = des.mechanism(None, MU).release(X1, np.random.default_rng(12))
     assert np.max(_pair_mu_of_releases(des, r0, r1)) <= MU * (1 + TOL)
 
 
@@ -227,7 +227,7 @@ def test_release_holds_nothing_per_person_and_no_random_state(member, reps):
     des = _design("gaussian", member)
     n = 11
     X = _rng(10).standard_normal((n, GRID.size) if reps is None else (reps, n, GRID.size))
-    rel = des.release(X, MU, _rng(13))
+    rel = des.mechanism(None, MU).release(X, _rng(13))
     blob = pickle.dumps(rel)
     assert b"PCG64" not in blob and b"Generator" not in blob
     for value in vars(rel).values():
@@ -313,13 +313,13 @@ def test_bad_release_arguments():
     des = _design("gaussian", "mix-0.3")
     X = np.zeros((5, GRID.size))
     with pytest.raises(TypeError, match="rng"):
-        des.release(X, MU, 42)
+        des.mechanism(None, MU).release(X, 42)
     with pytest.raises(ValueError, match="mu"):
-        des.release(X, -1.0, _rng(1))
+        des.mechanism(None, -1.0).release(X, _rng(1))
     with pytest.raises(ValueError, match="NaN"):
-        des.release(np.full((5, GRID.size), np.nan), MU, _rng(1))
+        des.mechanism(None, MU).release(np.full((5, GRID.size), np.nan), _rng(1))
     with pytest.raises(ValueError, match="last axis"):
-        des.release(np.zeros((5, 4)), MU, _rng(1))
+        des.mechanism(None, MU).release(np.zeros((5, 4)), _rng(1))
     with pytest.raises(ValueError, match="noise"):  # n·μ far too large: the noise-scale guard
         des.sigma(10**9, 1e6)
     with pytest.raises(ValueError, match="scale"):

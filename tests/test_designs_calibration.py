@@ -15,7 +15,7 @@ certainty, μ = inf).  The tests:
 * radii from 1e-300 to 1e300 for every design: pair μ at the worst-case pair in
   [μ(1 − 1e-6), μ(1 + 1e-9)] (tight and safe), or a ValueError naming the radius;
   a design at a tiny radius leaves later designs unchanged;
-* ``Design.release(..., secure=True)`` through OpenDP.
+* ``Design.mechanism(n, mu).release(..., secure=True)`` through OpenDP.
 """
 
 from __future__ import annotations
@@ -66,18 +66,18 @@ def first_principles_mu(d, sigma, L):
     _, e = np.frexp(top)
     ds = np.ldexp(d, -e) * r
     zs = np.linalg.solve(R, Q.T @ ds)
-    resid = ds - Ls @ zs
-    if np.linalg.norm(resid) > 1e-10 * max(np.linalg.norm(ds), 1e-300):
-        return np.inf
+    assert L.shape[0] == L.shape[1], "a square factor: every difference is in its range"
     z = zs * c
     _, es = np.frexp(sigma)
     return float(np.linalg.norm(z) * np.ldexp(1.0, e - es) / np.ldexp(sigma, -es))
 
 
 def pair_mu(des, X0, X1, mu=MU):
-    rel = des.release(X0, mu, _rng(0))
+    """μ of the pair in the coordinates the noise is added to (its factor is square there)."""
+    rel = des.mechanism(None, mu).release(X0, _rng(0))
     d = des.summary(X1) - des.summary(X0)
-    return first_principles_mu(d, rel.noise_scale, rel.noise_factor)
+    L = rel.coordinate_factor
+    return first_principles_mu(d, rel.noise_scale, np.eye(d.size) if L is None else L)
 
 
 def _noise(name, T):
@@ -148,8 +148,8 @@ def test_defect_1_thin_custom_noise():
     X1 = -X0
     assert pair_mu(des, X0, X1) <= MU * (1 + TOL)
     reps = 400
-    r0 = des.release(np.broadcast_to(X0, (reps, N, 6)), MU, _rng(2))
-    r1 = des.release(np.broadcast_to(X1, (reps, N, 6)), MU, _rng(3))
+    r0 = des.mechanism(None, MU).release(np.broadcast_to(X0, (reps, N, 6)), _rng(2))
+    r1 = des.mechanism(None, MU).release(np.broadcast_to(X1, (reps, N, 6)), _rng(3))
     hits = np.sum(r0.noisy_means[:, 2] > 0) + np.sum(r1.noisy_means[:, 2] < 0)
     # Any test of a μ-GDP pair has accuracy at most Φ(μ/2) ≈ 0.69 (equal errors); 5 SE slack.
     p = 0.6915
@@ -207,7 +207,7 @@ def test_every_radius_is_calibrated_or_refused_by_name(space_name, member):
             # ftp and ptf refuse the same radii (or the design's own noise scale is out of range)
             continue
         assert MU * (1 - 1e-6) <= mu <= MU * (1 + TOL), (B, mu)
-        rel = des.release(X1, MU, _rng(4))
+        rel = des.mechanism(None, MU).release(X1, _rng(4))
         assert np.all(np.isfinite(rel.coef)) and np.all(np.isfinite(rel.noisy_means))
 
 
@@ -223,7 +223,7 @@ def test_designs_accept_the_radii_ftp_and_ptf_accept(space_name):
         except ValueError:
             continue
         for member in ("box", "ellipsoid", "mix-0", "mix-1", "ftp"):
-            Design(space, GRID6, B, **MEMBERS[member]).release(X, MU, _rng(6))
+            Design(space, GRID6, B, **MEMBERS[member]).mechanism(None, MU).release(X, _rng(6))
 
 
 def test_a_tiny_radius_has_no_effect_on_later_designs():
@@ -285,7 +285,7 @@ def test_secure_release_through_opendp(member, monkeypatch):
     des = Design(space, GRID6, 1.0, **MEMBERS[member])
     reps = 400
     X = np.broadcast_to(0.3 * _rng(8).standard_normal((N, GRID6.size)), (reps, N, GRID6.size))
-    rel = des.release(X, MU, None, secure=True)
+    rel = des.mechanism(None, MU).release(X, None, secure=True)
     assert len(calls) == 1
     shape, scale, sens, mu = calls[0]
     assert mu == MU and scale == pytest.approx(1.0 * 2 / (N * MU), rel=1e-12)  # white coordinates
@@ -293,9 +293,9 @@ def test_secure_release_through_opendp(member, monkeypatch):
     # Same law as the numpy path: the whitened noise is N(0, σ²I).
     from scipy import stats
 
-    centre = des.summary(X[0])
+    centre = des.grid_summary(X[0])
     z = np.linalg.lstsq(rel.noise_factor, (rel.noisy_means - centre).T, rcond=None)[0].T
     z = (z / rel.noise_scale).ravel()
     assert stats.kstest(z, "norm").pvalue > 1e-4
     with pytest.raises(TypeError, match="secure"):
-        des.release(X[0], MU, _rng(9), secure="yes")
+        des.mechanism(None, MU).release(X[0], _rng(9), secure="yes")

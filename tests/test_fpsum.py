@@ -148,7 +148,7 @@ def test_each_release_is_its_summary_plus_its_noise():
     np.testing.assert_array_equal(rel.noisy_means, ptf_clipped_mean(X, rel.clip) + rel.noise_scale * z)
     for kw in DESIGNS.values():
         des = Design(SPACE, GRID, RADIUS, **kw)
-        rel = des.release(X, MU, np.random.default_rng(9))
+        rel = des.mechanism(None, MU).release(X, np.random.default_rng(9))
         z = np.random.default_rng(9).standard_normal(des.L.shape[1])
         np.testing.assert_array_equal(rel.noisy_means, des.summary(X) + rel.noise_scale * (z @ des.L.T))
         assert rel.noise_scale == des.sigma(X.shape[0], MU)

@@ -1,6 +1,6 @@
 """The Mechanism type (dpfda.mechanisms.mechanism): every constructor, one contract.
 
-* ``release`` of ``ftp``/``ptf``/``Design.release`` is bit for bit the
+* ``release`` of ``ftp``/``ptf``/``Design.mechanism(n, mu).release`` is bit for bit the
   composition of the stage functions (summary, the normals drawn right after it
   from the same generator, σ, the fit) — what they released before the type
   existed (the releases of e4d82aa were compared hash by hash when it was written).
@@ -288,14 +288,19 @@ def test_design_release_is_its_parts_bit_for_bit(kw):
     space = SPACES["gaussian"]
     X = _data((3, 40, 9), 7)
     des = Design(space, GRID, RADIUS, **kw)
-    rel = des.release(X, MU, np.random.default_rng(8))
+    mech = des.mechanism(None, MU)
+    rel = mech.release(X, np.random.default_rng(8))
     summary, sigma = des.summary(X), des.sigma(40, MU)
-    Z = np.random.default_rng(8).standard_normal((3, des.L.shape[1]))
-    xtilde = summary + sigma * (Z @ des.L.T)
+    Z = np.random.default_rng(8).standard_normal((3, mech.noise_dim))
+    if des.L.shape[1] == des.geometry.dim and mech.noise_factor is None:  # FTP's shape: noise on θ̄
+        noisy = summary + sigma * Z
+        xtilde = noisy @ des.geometry.Phi.T
+    else:
+        noisy = summary + sigma * (Z @ des.L.T)
+        xtilde = noisy
+    _same(rel.noisy_coordinates, noisy)
     _same(rel.noisy_means, xtilde)
     solver = dpfda.mechanisms.pipelines.fitter(des.geometry, des.weights)
     _same(rel.coef, solver.solve(xtilde, RADIUS).coef if des.fit == "ball" else solver.unconstrained(xtilde))
     assert rel.noise_scale == sigma and rel.noise_factor is des.L
-    # Design.privatize and the mechanism's privatize agree with it
-    _same(des.privatize(summary, 40, MU, np.random.default_rng(8)).coef, rel.coef)
     _same(des.mechanism(40, MU).privatize(summary, Z, 40).coef, rel.coef)

@@ -60,7 +60,7 @@ parameter the class accepts:
   finite row) — so each curve's contribution stays in C; their average over
   curves is the one step whose rounding depends on the order of the curves,
   treated for every mechanism alike (:meth:`Design.parts`).
-* **the sampler.**  ``release(..., secure=True)`` draws the noise with OpenDP's
+* **the sampler.**  ``mechanism(n, mu).release(..., secure=True)`` draws the noise with OpenDP's
   vector Gaussian mechanism on the whitened summary divided by R (sensitivity
   2/n, scale 2/(nμ), ρ = μ²/2 checked by OpenDP before drawing); use it for
   any release of real data.  The numpy path is for simulation: floating-point
@@ -77,9 +77,13 @@ summed exactly and rounded once (:func:`dpfda.maths.summation.fixed_point_mean`)
 the box part is exact per curve, fits have norm <= B'(1 + 2⁻⁴⁰), projections
 norm <= r(1 + γ_{T+4}).  The maps applied after the mean (Φ·θ̄, the weights of
 a mix) round too; :meth:`Design.rounding_excess` bounds how much all of this
-can add to pair μ, measured through ||L⁺||₂, and σ is calibrated to
-Δ(1 + ε) where ε > 2⁻³¹.  With a rank-deficient noise factor (L = Φ, d < T)
-the rounding of Φ·θ̄ outside the span of Φ gets no noise: that caveat stands.
+can add to pair μ, measured through ||L⁻¹||₂, and σ is calibrated to
+Δ(1 + ε) where ε > 2⁻³¹.  FTP's noise shape L = Φ has rank d < T: following the
+package's one noise rule (:mod:`dpfda.mechanisms.mechanism`, with its floating-point
+argument), such a design adds σI_d to the mean of fits θ̄ itself and forms the grid
+means Φ(θ̄ + σZ) afterwards, as post-processing — never σΦZ on rounded grid means,
+whose rounding outside span(Φ) would be published without noise
+(:func:`dpfda.trust.audit.broken_design_rank_deficient`).
 
 With the same noise stream, ``Design(region="mix", lam=0)`` releases what
 :func:`dpfda.ptf` releases, and ``Design(region="ellipsoid", noise="ellipsoid",
@@ -102,7 +106,6 @@ from .._validation import (
     check_int,
     check_nonnegative,
     check_positive,
-    check_rng,
     check_secure,
 )
 from ..maths.spaces import GridGeometry, KernelSpace, LegendreSpace
@@ -115,15 +118,13 @@ from ..maths.summation import (
     gamma,
 )
 from . import secure as opendp_noise  # a module: its sampler is looked up at each release
-from .mechanism import Mechanism, WeightedFit
+from .calibration import PARAM_MAX, check_secure_budget, declared_sensitivity, noise_scale
+from .mechanism import GridThenFit, Mechanism, WeightedFit
 from .pipelines import (
-    NOISE_RESOLUTION,
-    PARAM_MAX,
-    Release,
-    calibrated_scale,
     check_radius,
     fitter,
     ftp_fit_mean,
+    ftp_rounding_excess,
     ptf_clip_bounds,
     ptf_clipped_mean,
     ptf_weight_vector,
@@ -704,6 +705,7 @@ class Design:
             out["box_active"] = np.any(np.abs(X) > self.clip, axis=-1)
         if self._e_w > 0:
             mean_coef, active = ftp_fit_mean(X, self.geometry, self.radius, exact=exact)
+            out["ellipsoid_coef"] = mean_coef
             out["ellipsoid"] = mean_coef @ self.geometry.Phi.T
             out["ellipsoid_active"] = active
         if self.region == "ball":
@@ -726,7 +728,13 @@ class Design:
         return self.summary_from_parts(parts), moved
 
     def summary_from_parts(self, parts: dict) -> np.ndarray:
-        """The mean of the per-curve maps, from :meth:`parts` (…, T)."""
+        """The mean of the per-curve maps, from :meth:`parts`, in the noise's coordinates.
+
+        (…, T) for a full-rank noise; (…, d), the mean of fits θ̄, for FTP's shape L = Φ
+        (whose grid means Φθ̄ are formed after the noise, :meth:`mechanism`).
+        """
+        if self._ftp_shaped:
+            return parts["ellipsoid_coef"]
         if self.region == "ball":
             return parts[("ball", self.ball_radius)]
         if self._e_w == 0:
@@ -735,8 +743,23 @@ class Design:
             return parts["ellipsoid"]
         return self._box_w * parts["box"] + self._e_w * parts["ellipsoid"]
 
+    @property
+    def coefficient_noise(self) -> bool:
+        """Whether the noise is added to the mean of fits θ̄ (FTP's shape L = Φ), not to grid means."""
+        return self._ftp_shaped
+
+    def grid_summary(self, X) -> np.ndarray:
+        """The mean of the per-curve maps on the grid (…, T) (Φθ̄ for FTP's shape)."""
+        s = self.summary(X)
+        return s @ self.geometry.Phi.T if self._ftp_shaped else s
+
+    @property
+    def noise_dim(self) -> int:
+        """k, the coordinates the noise is added in: d for FTP's shape L = Φ, T otherwise."""
+        return self.geometry.dim if self._ftp_shaped else self.geometry.T
+
     def summary(self, X) -> np.ndarray:
-        """Mean over curves of each curve's point in C (…, T): the non-private centre."""
+        """The non-private centre in the noise's coordinates (:meth:`summary_from_parts`)."""
         return self.summary_from_parts(self.parts(X))
 
     def whiten(self, v) -> np.ndarray:
@@ -775,12 +798,14 @@ class Design:
         ε = ρ + n·||L⁺||₂·E/R with E the ℓ₂ sum of the bounds above.  A noise
         factor L with a tiny singular value makes ε large: σ grows to cover it,
         or calibration is refused (:func:`dpfda.maths.summation.calibration_factor`).
-        With a rank-deficient L (``noise="ellipsoid"``, d < T) this bounds the
-        part of the rounding inside the span of Φ only.
+        For FTP's shape L = Φ the noise is added to θ̄ (d) itself, and ε is FTP's
+        :func:`~dpfda.mechanisms.pipelines.ftp_rounding_excess`.
         """
         n = check_int(n, "n", 1)
         geom = self.geometry
         T, d = geom.T, geom.dim
+        if self._ftp_shaped:  # noise on θ̄ itself (R = B'): FTP's own excess
+            return ftp_rounding_excess(n, d, self.radius)
         tiny = 2.0 * TINY_ERR  # per grid point, the subnormal range
         if self.region == "ball":
             # project_ball keeps a norm <= r up to the rounding of its own norm check; only
@@ -826,111 +851,49 @@ class Design:
         return self._calibrate(check_int(n, "n", 1), check_positive(mu, "mu"))
 
     def _calibrate(self, n: int, mu: float) -> float:
-        """:meth:`sigma` for checked n and μ."""
+        """:meth:`sigma` for checked n and μ: :func:`~dpfda.mechanisms.calibration.noise_scale` of R."""
         R = self.extent
-        factor = calibration_factor(self.rounding_excess(n), "this design's summary")
         mR, eR = math.frexp(R)
-        mn, en = math.frexp(float(n))
-        mm, em = math.frexp(mu)
         with np.errstate(over="ignore", under="ignore"):
-            sigma = float(np.ldexp(2.0 * mR / (mn * mm) * factor, eR - en - em))  # 2R/(nμ)·factor
-            mL, eL = math.frexp(float(np.max(np.abs(self.L))))
-            top = float(np.ldexp(sigma * mL, eL)) if np.isfinite(sigma) else math.inf
             ratio = float(np.ldexp(mR / math.frexp(self.radius)[0], eR - math.frexp(self.radius)[1]))
         what = (f"for radius={self.radius!r}, n={n} and mu={mu!r} (this design's radius in the noise "
                 f"metric is R = {ratio:.4g}·radius)")
-        if not np.isfinite(top) or top > PARAM_MAX or sigma > PARAM_MAX:
+        excess = self.rounding_excess(n)
+        calibration_factor(excess, "this design's summary")  # refused by name before σ is formed
+        try:
+            sigma = float(noise_scale(R, None, n, mu, "R", excess, what=what, public_bound=False))
+        except ValueError as exc:
+            raise ValueError(f"{exc}; lower the radius (or clip / ball_radius) or change mu") from None
+        mL, eL = math.frexp(float(np.max(np.abs(self.L))))
+        with np.errstate(over="ignore"):
+            top = float(np.ldexp(sigma * mL, eL))
+        if not np.isfinite(top) or top > PARAM_MAX:
             raise ValueError(
                 f"the noise of this design, σ = 2R/(n·mu) times the noise shape, is too large {what}: "
                 "above 2^960 ≈ 9.7e288; lower the radius (or clip / ball_radius) or raise mu"
             )
-        if sigma < np.finfo(float).tiny:
-            raise ValueError(
-                f"the noise scale σ = 2R/(n·mu) of this design underflows {what}: it must be a normal "
-                "floating-point number (> 2.2e-308); raise the radius or lower n·mu"
-            )
-        if sigma < NOISE_RESOLUTION * R:
-            raise ValueError(
-                f"the noise scale is below 2^-40 of R {what}: rounding would erase the noise from "
-                "the released mean (n·mu must be below about 10^12)"
-            )
         return sigma
 
     # -- release -------------------------------------------------------------------
-    def privatize(self, summary, n: int, mu: float, rng, *, secure: bool = False) -> Release:
-        """x̃ = summary + σLZ, fitted: a :class:`~dpfda.mechanisms.pipelines.Release` (method "design").
-
-        With ``secure=True`` the noise is drawn by OpenDP's vector Gaussian mechanism
-        (:mod:`dpfda.mechanisms.secure`) in the whitened coordinates: M·summary/R, whose ℓ₂
-        sensitivity is 2/n (R includes its rounding bound), gets noise of scale 2/(nμ)
-        (OpenDP checks ρ = μ²/2 before drawing); multiplying back by R and by L is
-        post-processing.  For FTP's shape the whitened summary is the mean of fits θ̂
-        itself (``summary`` must then be its coefficients, see :meth:`release`).
-        Otherwise Z is drawn from ``rng`` (:meth:`dpfda.Mechanism.privatize`).
-        """
-        mech = self.mechanism(None, mu)
-        n = check_int(n, "n", 1)
-        mech.sigma(n)  # calibration errors before any data are touched
-        summary = np.asarray(summary, dtype=float)
-        if secure:
-            return mech.post_process(self._secure_noisy_means(summary, n, mech.mu), n, secure=True)
-        Z = check_rng(rng).standard_normal(summary.shape[:-1] + (mech.noise_dim,))
-        return mech.privatize(summary, Z, n)
-
-    def _secure_noisy_means(self, summary, n, mu):
-        """x̃ through OpenDP: noise on the whitened summary divided by R, mapped back (post-processing)."""
-        # The rounding of the summary (rounding_excess) scales σ and the sensitivity OpenDP
-        # is told alike, as in ftp/ptf's secure paths.
-        excess = self.rounding_excess(n)
-        factor = calibration_factor(excess, "this design's summary")
-        unit = float(calibrated_scale(1.0, None, n, mu, "radius", excess))  # 2/(nμ)·factor = σ/R
-        R = self.extent
-        if self._ftp_shaped:  # ``summary`` holds θ̂: exactly FTP's secure path
-            coef = opendp_noise.gaussian_release(summary, self.sigma(n, mu),
-                                            sensitivity=2.0 * R / n * factor, mu=mu)
-            return coef @ self.geometry.Phi.T
-        white = self.whiten(summary)
-        mR, eR = math.frexp(R)
-        with np.errstate(under="ignore"):
-            y = np.ldexp(white / mR, -eR)  # M·summary/R, entries of size at most about 1
-        noisy = opendp_noise.gaussian_release(y, unit, sensitivity=2.0 / n * factor, mu=mu)
-        with np.errstate(over="ignore"):
-            xtilde = np.ldexp((noisy * mR) @ self.L.T, eR)
-        if not np.all(np.isfinite(xtilde)):
-            raise ValueError(
-                f"the secure release overflows for radius={self.radius!r}, n={n}, mu={mu!r}; lower the "
-                "radius or raise mu"
-            )
-        return xtilde
-
-    def release(self, X, mu: float, rng, *, secure=False) -> Release:
-        """The design on data ``X`` (n, T) or (reps, n, T): μ-GDP (module docstring).
-
-        ``secure=True`` draws the noise with OpenDP (:meth:`privatize`; needs ``opendp``;
-        ``rng`` is then not used and may be None): use it for a release that leaves the
-        building.  The numpy path (default) is for simulation: floating-point samplers can
-        leak through their low-order bits (Mironov, 2012), and its draws can be rebuilt by
-        anyone who knows the seed.  Same as ``self.mechanism(None, mu).release(X, rng)``.
-        """
-        return self.mechanism(None, mu).release(X, rng, secure=secure)
-
     def mechanism(self, n: int | None, mu: float, *, secure: bool = False) -> Mechanism:
         """The design as a :class:`dpfda.Mechanism` with budget μ.
 
         ``n``: if not None, the only number of curves it accepts (σ is checked for it
         now); ``secure``: its releases draw the noise with OpenDP by default.
-        Audited on the noisy means x̃ with the noise law the release publishes,
-        N(0, σ²LLᵀ) (``noise_scale`` and ``noise_factor``): :mod:`dpfda.trust.audit` solves it
-        with its own factorisation, never with this design's whitening.
+        Its noise is added where the sensitivity is bounded, with a full-rank factor: on
+        the grid means with L (T, T) or, for FTP's rank-d shape L = Φ, on the mean of
+        fits θ̄ (d) with σI, mapped to the grid means Φ·(θ̄ + σZ) afterwards
+        (:class:`~dpfda.mechanisms.mechanism.GridThenFit`; module docstring).
         """
-        mu = check_positive(mu, "mu")
+        mu = check_secure_budget(mu) if check_secure(secure) else check_positive(mu, "mu")
         n = None if n is None else check_int(n, "n", 1)
+        fit = WeightedFit(self.geometry, self.radius, self.weights, constrained=self.fit == "ball")
         mech = Mechanism(
             name=f"design ({self.name})" + (" (OpenDP)" if secure else ""), method="design",
-            geometry=self.geometry, radius=self.radius, mu=mu, per_curve=DesignMap(self),
-            calibration=DesignCalibration(self),
-            fit=WeightedFit(self.geometry, self.radius, self.weights, constrained=self.fit == "ball"),
-            audited="noisy_means", noise_factor=self.L, clip=self.clip, n=n,
+            geometry=self.geometry, radius=self.radius, mu=mu, dim=self.noise_dim,
+            per_curve=DesignMap(self), calibration=DesignCalibration(self),
+            post=GridThenFit(fit) if self._ftp_shaped else fit,
+            noise_factor=None if self._ftp_shaped else self.L, clip=self.clip, n=n,
             secure=check_secure(secure))
         if n is not None:
             mech.sigma(n)
@@ -1042,14 +1005,32 @@ class DesignCalibration:
         """σ for n curves and budget μ (already checked)."""
         return self.design._calibrate(n, mu)
 
-    def secure_noisy(self, mech: Mechanism, X, n: int, sigma) -> np.ndarray:
-        """x̃ with OpenDP's noise on the whitened summary (:meth:`Design.privatize`).
+    def secure_noisy(self, centre, n: int, mu: float, sigma) -> np.ndarray:
+        """The summary ``centre`` plus OpenDP's noise, drawn in the whitened coordinates.
 
-        For FTP's shape the whitened summary is the mean of fits θ̂ itself.
+        For FTP's shape ``centre`` is θ̄ and the noise σZ (d) is FTP's secure path.
+        Otherwise M·centre/R, whose ℓ₂ sensitivity is 2/n (R includes its rounding bound),
+        gets noise of scale 2/(nμ) (OpenDP checks ρ = μ²/2 before drawing); multiplying
+        back by R and by L is post-processing.
         """
         des = self.design
+        excess = des.rounding_excess(n)
+        R = des.extent
         if des._ftp_shaped:
-            summary, _ = ftp_fit_mean(X, des.geometry, des.radius)
-        else:
-            summary = des.summary(X)
-        return des._secure_noisy_means(summary, n, mech.mu)
+            return opendp_noise.gaussian_release(centre, sigma, mu=mu,
+                                                 sensitivity=declared_sensitivity(R, n, excess))
+        unit = float(noise_scale(1.0, None, n, mu, "radius", excess))  # 2/(nμ)·factor = σ/R
+        white = des.whiten(centre)
+        mR, eR = math.frexp(R)
+        with np.errstate(under="ignore"):
+            y = np.ldexp(white / mR, -eR)  # M·centre/R, entries of size at most about 1
+        noisy = opendp_noise.gaussian_release(y, unit, sensitivity=declared_sensitivity(1.0, n, excess),
+                                              mu=mu)
+        with np.errstate(over="ignore"):
+            xtilde = np.ldexp((noisy * mR) @ des.L.T, eR)
+        if not np.all(np.isfinite(xtilde)):
+            raise ValueError(
+                f"the secure release overflows for radius={des.radius!r}, n={n}, mu={mu!r}; lower the "
+                "radius or raise mu"
+            )
+        return xtilde

@@ -1,34 +1,71 @@
-"""One type for every mechanism of the package: summarise, add shaped noise, fit.
+"""One type for every mechanism of the package: per-curve map → noise → post-processing.
 
 The one idea of the paper, written once::
 
-    X (…, n, T) ──map each curve into C, average──▶ s (…, k) ──+σ·L·Z──▶ ỹ ──fit──▶ Release
+    X (…, n, T) ──map each curve into C, average──▶ s (…, k) ──+σ·L·Z──▶ ỹ ──post-processing──▶ Release
 
 A :class:`dpfda.Mechanism` is that pipeline with its parts named:
 
-* ``per_curve`` — the per-curve map into a set C, averaged over the n curves
-  (:class:`FitInBall`: FTP's fits in the ball of radius B', Algorithm 1;
-  :class:`ClipToBox`: PTF's clipping to ∏[−c_j, c_j], Algorithm 2; a design's map,
+* ``per_curve`` — the per-curve map into a set C, averaged over the n curves, in the
+  k coordinates where the sensitivity is bounded (:class:`FitInBall`: FTP's fits in the
+  ball of radius B', Algorithm 1, k = d; :class:`ClipToBox`: PTF's clipping to
+  ∏[−c_j, c_j], Algorithm 2, k = T; a design's map,
   :meth:`dpfda.mechanisms.designs.Design.mechanism`).  ``exact=True`` sums exactly and rounds
   once (:func:`dpfda.maths.summation.fixed_point_mean`), as every release does;
   ``exact=False`` is the simulations' fast sum, which no release uses.
 * ``calibration`` — the sensitivity of that mean in a named norm and the noise scale
-  σ = Δ/μ, computed by the package's one overflow-safe calibration (the code behind
-  :func:`dpfda.ftp_sigma`, :func:`dpfda.ptf_sigmas` and
-  :meth:`dpfda.mechanisms.designs.Design.sigma`, with the rounding factor of
-  :func:`dpfda.maths.summation.calibration_factor`), and the OpenDP path of
-  ``secure=True``.
-* ``noise_factor`` — the shape L of the noise: None for FTP and PTF (independent
-  noise of scale σ, or σ_j per coordinate), a (T, k) matrix for a design.
-* ``fit`` — the post-processing: :class:`Identity` for FTP (the noisy
-  Cameron–Martin coordinates are the release), :class:`WeightedFit` for PTF and the
-  designs (the weighted fit in the ball of radius B', or unconstrained).
+  σ = Δ/μ, from the package's one calibration (:mod:`dpfda.mechanisms.calibration`:
+  σ, its rounding factor, the sensitivity declared to OpenDP, the limits), and the
+  OpenDP path of ``secure=True``, which noises the same summary as the numpy path.
+* ``noise_factor`` — the shape L of the noise in those k coordinates: None
+  (independent noise of scale σ, or σ_j per coordinate: FTP, PTF, a design with FTP's
+  shape) or a square (k, k) factor of full rank (a design); anything else is refused.
+* ``post`` — the post-processing: :class:`Identity` for FTP (the noisy Cameron–Martin
+  coordinates are the release), :class:`WeightedFit` for PTF and the full-rank designs
+  (the weighted fit in the ball of radius B', or unconstrained), :class:`GridThenFit`
+  for a design with FTP's rank-d noise shape (grid means Φc̃, then the fit).
 * the privacy map :meth:`dpfda.Mechanism.privacy` (n ↦ the μ of the GDP guarantee; σ is
   calibrated per n) and :meth:`dpfda.Mechanism.epsilon` ((n, δ) ↦ ε, through
   :func:`dpfda.epsilon_from_mu`).
 
 Each mechanism holds one budget μ (the one it claims), and public parameters only:
 no data, no generator.  It is immutable and can be pickled.
+
+The noise rule and its floating-point argument
+----------------------------------------------
+*Every mechanism adds its Gaussian noise in the coordinates where its sensitivity is
+bounded, with a full-rank noise factor there; whatever has lower rank comes after.*
+The argument, in floating point.  Let s(X) ∈ ℝᵏ be the summary as computed (every
+rounding included) and ỹ = s(X) + σLZ with L square and invertible.  Two neighbours'
+computed summaries differ by at most Δ(1 + ε) in the norm ||L⁻¹·||, ε the proven
+rounding excess, and σ is calibrated to Δ(1 + ε)/μ; since L has full rank, the law of
+ỹ has a density on all of ℝᵏ and L⁻¹ỹ is an isotropic Gaussian shifted by L⁻¹s(X):
+the pair is exactly as distinguishable as N(0, 1) from N(μ_pair, 1), μ_pair <= μ
+(Theorem 6 after whitening).  The addition s + σLZ itself rounds: that is a fixed map
+of the exact Gaussian output, post-processing.  Every other array of a release (a fit,
+grid values Φỹ, a flag) is a function of ỹ alone — post-processing, whatever its
+rank or rounding.  What the rule excludes is a noise factor of rank r < k: the law
+then lives on s(X) + range(L), and any part of the computed s(X) outside range(L) —
+for instance the rounding of a product fl(θ̄Φᵀ), which no longer lies in span(Φ) —
+is published without noise and may differ between neighbours (μ = ∞).  So such a
+mechanism must add its noise to the r-vector (θ̄, with σI) and map it afterwards.
+
+Mechanisms covered (:func:`dpfda.trust.audit.recompute` checks each one):
+
+* FTP (Algorithm 1, :func:`ftp_mechanism`): noise σI_d on the mean of fits θ̄ (d);
+  an RKHS release's grid values and residual off the grid are post-processing.
+* PTF (Algorithm 2, :func:`ptf_mechanism`): independent noise σ_j on the T clipped
+  means; the fit is post-processing.  Secure path: x̄_j/c_j noised with 2√T/(nμ).
+* every :class:`~dpfda.mechanisms.designs.Design` region (box, ball, ellipsoid, mix)
+  with a square noise shape (diagonal, isotropic, matched, a covariance): noise σL on
+  the T grid means; with FTP's shape L = Φ (rank d, the ellipsoid and the mix at λ = 1):
+  noise σI_d on θ̄, grid means Φ(θ̄ + σZ) after (:class:`GridThenFit`).
+* broken on purpose, as what they violate (:mod:`dpfda.trust.audit`):
+  ``broken_design_rank_deficient`` (rank-d noise added on the grid: the rule itself),
+  ``broken_ptf_no_sqrt_T`` and ``broken_ftp_grid_norm`` (σ below Δ/μ),
+  ``broken_sigma_too_small`` (σ × 0.9), ``broken_ftp_no_radius`` (unbounded
+  sensitivity), ``broken_ftp_cancellation`` (a summary whose rounding exceeds its
+  bound), ``broken_design_pinv`` (a whitening that drops a direction: R too small).
 
 Interface for a simulation loop
 -------------------------------
@@ -39,21 +76,22 @@ A loop that shares privacy normals between mechanisms calls, per mechanism:
    whether the map moved it (FTP: the fit hit the ball; PTF: a value was clipped; a
    design: any part moved it).  Diagnostics for simulations, never part of a release.
    (``mech.per_curve.mean(X, exact=...)`` is the centre alone, without the flags.)
-2. ``mech.noise_dim`` normals per repetition (d for FTP, T for PTF, k = L.shape[1]
-   for a design), drawn by the loop (standard normal, shape (…, noise_dim)).
+2. ``mech.noise_dim`` normals per repetition (k: d for FTP and a design with FTP's
+   shape, T for PTF and the other designs), drawn by the loop (shape (…, noise_dim)).
 3. ``rel = mech.privatize(centre, normals, n)`` — σ for n curves, ỹ = centre + σ·L·normals
    (``centre + σ·normals`` without L, bit for bit :func:`dpfda.mechanisms.pipelines.add_noise`),
-   then the fit; a :class:`~dpfda.mechanisms.pipelines.Release`.  ``mech.sigma(n)`` gives σ alone.
+   then the post-processing; a :class:`~dpfda.mechanisms.pipelines.Release`.
+   ``mech.sigma(n)`` gives σ alone.
 
 ``mech.release(X, rng)`` is the same with ``exact=True`` and normals drawn from
-``rng`` right after the summary (the draw order of :func:`dpfda.ftp`,
-:func:`dpfda.ptf` and ``Design.release``, whose releases it reproduces bit for bit).
+``rng`` right after the summary (the draw order of :func:`dpfda.ftp` and
+:func:`dpfda.ptf`, whose releases it is).
 
-For the audit: :meth:`dpfda.Mechanism.summary` is the non-private centre in the audited
-coordinates and :meth:`dpfda.Mechanism.coordinates` reads them off a release (``coef`` for
-FTP, ``noisy_means`` for PTF and the designs).  The audit's privacy checks do not use
-the calibration: they read the noise law a release publishes
-(``Release.noise_scale``, ``Release.noise_factor``) and solve it themselves.
+For the audit: :meth:`dpfda.Mechanism.summary` is the non-private centre in the noise's
+coordinates and :meth:`dpfda.Mechanism.coordinates` reads the Gaussian output off a release
+(``Release.noisy_coordinates``, with its factor ``Release.coordinate_factor``).  The audit
+recomputes the summaries, σ and everything a release carries itself
+(:func:`dpfda.trust.audit.recompute`).
 """
 
 from __future__ import annotations
@@ -67,13 +105,12 @@ import numpy as np
 from .._validation import check_data, check_int, check_positive, check_rng, check_secure
 from ..maths.curves import Curves
 from ..maths.spaces import FunctionSpace, GridGeometry, KernelSpace
-from ..maths.summation import calibration_factor, fixed_point_mean
 from . import secure as opendp_noise  # a module: its sampler is looked up at each release
+from .calibration import check_secure_budget, declared_sensitivity, noise_scale
 from .irregular import public_grid, release_curves
 from .pipelines import (
     Release,
     add_noise,
-    calibrated_scale,
     check_radius,
     fitter,
     ftp_fit_mean,
@@ -101,7 +138,11 @@ __all__ = [
     "PTFCalibration",
     "Identity",
     "WeightedFit",
+    "GridThenFit",
 ]
+
+_U = 2.0**-53
+"""The unit roundoff of a double."""
 
 
 def _frozen(a) -> np.ndarray:
@@ -112,7 +153,11 @@ def _frozen(a) -> np.ndarray:
 
 
 class PerCurveMap(Protocol):
-    """The per-curve map into C, averaged: ``(X, exact) -> (centre (…, k), moved (…, n))``."""
+    """The per-curve map into C, averaged: ``(X, exact) -> (centre (…, k), moved (…, n))``.
+
+    k is the mechanism's :attr:`Mechanism.dim`: the coordinates where the sensitivity is
+    bounded and the noise is added.
+    """
 
     def __call__(self, X, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(centre, moved) of data ``X`` (…, n, T); ``exact=False``: the simulations' fast sum."""
@@ -134,15 +179,15 @@ class Calibration(Protocol):
     def sigma(self, n: int, mu: float) -> Any:
         """σ = Δ/μ, covering the rounding of the summary; ValueError where none keeps the guarantee."""
 
-    def secure_noisy(self, mech: Mechanism, X, n: int, sigma) -> np.ndarray:
-        """The noisy coordinates of data ``X``, the noise drawn by OpenDP."""
+    def secure_noisy(self, centre, n: int, mu: float, sigma) -> np.ndarray:
+        """``centre`` (the summary the numpy path noises) plus noise drawn by OpenDP."""
 
 
 class PostFit(Protocol):
-    """The post-processing of the noisy coordinates: ``noisy -> (coef, active or None)``."""
+    """The post-processing of the noisy coordinates: ``noisy -> (coef, active, grid means)``."""
 
-    def __call__(self, noisy) -> tuple[np.ndarray, np.ndarray | None]:
-        """(coef (…, d), active or None) of the noisy coordinates."""
+    def __call__(self, noisy) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """(coef (…, d), active or None, noisy grid means (…, T) or None) of ``noisy``."""
 
 
 # ---------------------------------------------------------------------------
@@ -216,14 +261,13 @@ class FTPCalibration:
 
     def sigma(self, n: int, mu: float) -> float:
         """σ for n curves and budget μ (already checked)."""
-        sigma = float(calibrated_scale(self.radius, None, n, mu, "radius", self.excess(n)))
+        sigma = float(noise_scale(self.radius, None, n, mu, "radius", self.excess(n)))
         return sigma if self.factor == 1.0 else self.factor * sigma
 
-    def secure_noisy(self, mech: Mechanism, X, n: int, sigma: float):
+    def secure_noisy(self, centre, n: int, mu: float, sigma: float):
         """OpenDP's Gaussian noise on the mean of fits; OpenDP is told the floating-point Δ."""
-        mean_coef = mech.per_curve.mean(X)
-        sens = 2.0 * self.radius / n * calibration_factor(self.excess(n))
-        return opendp_noise.gaussian_release(mean_coef, sigma, sensitivity=sens, mu=mech.mu)
+        sens = declared_sensitivity(self.radius, n, self.excess(n))
+        return opendp_noise.gaussian_release(centre, sigma, sensitivity=sens, mu=mu)
 
 
 @dataclass(frozen=True, eq=False)
@@ -247,21 +291,30 @@ class PTFCalibration:
 
     def sigma(self, n: int, mu: float) -> np.ndarray:
         """(σ_1, …, σ_T) for n curves and budget μ (already checked)."""
-        return calibrated_scale(self.clip, math.sqrt(self.clip.size), n, mu, "clip", self.excess(n))
+        return noise_scale(self.clip, math.sqrt(self.clip.size), n, mu, "clip", self.excess(n))
 
-    def secure_noisy(self, mech: Mechanism, X, n: int, sigma):
-        """OpenDP's noise on the clipped means in units of c_j, multiplied back (post-processing).
+    def secure_excess(self, n: int) -> float:
+        """The rounding excess of x̄_j/c_j: the clipped means' ε plus n·2u for the division.
 
-        Each curve's point fl(clip(x_j)/c_j) lies in [−1, 1] (division rounds
-        monotonically); its mean is exact up to one rounding, with sensitivity 2√T/n
-        up to the same ε as the clipped means.
+        Neighbours' exact means differ by at most 2c_j/n in coordinate j; the computed
+        x̄_j is within the clipped means' rounding of it, and fl(x̄_j/c_j) (|x̄_j| <= c_j)
+        is within u = 2⁻⁵³ more, i.e. n·u/2 of the per-coordinate sensitivity 2/n, for
+        each of the two neighbours.
+        """
+        return self.excess(n) + n * _U
+
+    def secure_noisy(self, centre, n: int, mu: float, sigma):
+        """OpenDP's noise on the clipped means x̄ in units of c_j, multiplied back (post-processing).
+
+        The summary is the numpy path's x̄ itself, divided by c_j after the mean (each
+        fl(x̄_j/c_j) in [−1, 1]): sensitivity 2√T/n up to :meth:`secure_excess`.
         """
         c, T = self.clip, self.clip.size
-        excess = self.excess(n)
-        unit = fixed_point_mean(np.clip(X, -c, c) / c, 1.0)
-        common = float(calibrated_scale(1.0, math.sqrt(T), n, mech.mu, "clip", excess))  # = σ_j / c_j
-        sens = 2.0 * math.sqrt(T) / n * calibration_factor(excess)
-        return c * opendp_noise.gaussian_release(unit, common, sensitivity=sens, mu=mech.mu)
+        excess = self.secure_excess(n)
+        unit = np.asarray(centre, dtype=float) / c
+        common = float(noise_scale(1.0, math.sqrt(T), n, mu, "clip", excess))  # = σ_j / c_j
+        sens = declared_sensitivity(1.0, n, excess, math.sqrt(T))
+        return c * opendp_noise.gaussian_release(unit, common, sensitivity=sens, mu=mu)
 
 
 # ---------------------------------------------------------------------------
@@ -273,9 +326,9 @@ class PTFCalibration:
 class Identity:
     """FTP's post-processing: none — the noisy Cameron–Martin coordinates are the release."""
 
-    def __call__(self, noisy) -> tuple[np.ndarray, np.ndarray | None]:
-        """(coef, active): ``noisy`` itself, and no fit flag."""
-        return noisy, None
+    def __call__(self, noisy):
+        """(coef, active, grid means): ``noisy`` itself, no fit flag, no grid means."""
+        return noisy, None, None
 
 
 @dataclass(frozen=True, eq=False)
@@ -291,13 +344,42 @@ class WeightedFit:
     weights: np.ndarray
     constrained: bool = True
 
-    def __call__(self, noisy) -> tuple[np.ndarray, np.ndarray | None]:
-        """(coef (…, d), active (…,) or None)."""
+    def __call__(self, noisy):
+        """(coef (…, d), active (…,) or None, the noisy grid means ``noisy`` themselves)."""
         solver = fitter(self.geometry, self.weights)
         if self.constrained:
             fit = solver.solve(noisy, self.radius)
-            return fit.coef, fit.active
-        return solver.unconstrained(noisy), None
+            return fit.coef, fit.active, noisy
+        return solver.unconstrained(noisy), None, noisy
+
+
+@dataclass(frozen=True, eq=False)
+class GridThenFit:
+    """Post-processing of noisy Cameron–Martin coordinates c̃ (d): grid means Φc̃, then a fit.
+
+    The mechanism of a design whose grid noise σΦZ has rank d < T: the noise is
+    added to the mean of fits in the d coordinates, where it has full rank; the grid
+    means fl(Φc̃) and their fit are functions of c̃ alone.  ``grid_factor`` is Φ, the
+    shape of the noisy grid means' law N(Φθ̄, σ²ΦΦᵀ) (published, for reading the release).
+    """
+
+    fit: WeightedFit
+
+    @property
+    def grid_factor(self) -> np.ndarray:
+        """Φ (T, d)."""
+        return self.fit.geometry.Phi
+
+    @property
+    def weights(self) -> np.ndarray:
+        """The final fit's weights."""
+        return self.fit.weights
+
+    def __call__(self, noisy):
+        """(coef, active, grid means fl(c̃Φᵀ))."""
+        grid = np.asarray(noisy, dtype=float) @ self.grid_factor.T
+        coef, active, _ = self.fit(grid)
+        return coef, active, grid
 
 
 # ---------------------------------------------------------------------------
@@ -307,7 +389,7 @@ class WeightedFit:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Mechanism:
-    """A Gaussian mechanism of the package: per-curve map, calibration, noise shape, fit.
+    """A Gaussian mechanism of the package: per-curve map → noise → post-processing, always.
 
     See the module docstring (:mod:`dpfda.mechanisms.mechanism`).  Build it with
     :func:`ftp_mechanism`, :func:`ptf_mechanism` or
@@ -326,16 +408,20 @@ class Mechanism:
         B', the radius of the fitting ball.
     mu : float
         The budget it claims: each release is μ-GDP for every n it accepts.
+    dim : int
+        k, the number of coordinates where the sensitivity is bounded and the noise is
+        added (d for FTP and a rank-d design, T for PTF and a full-rank design).
     per_curve : callable
         ``per_curve(X, exact=...)`` → (mean of the per-curve maps (…, k), moved (…, n)).
     calibration : object
         ``sigma(n, mu)``, ``sensitivity(n)``, ``norm`` and the OpenDP path.
-    noise_factor : ndarray (T, k) or None
-        The noise shape L (a design); None: independent noise of scale σ per coordinate.
-    fit : callable
-        ``fit(noisy)`` → (coef, active): the post-processing.
-    audited : {"coef", "noisy_means"}
-        The release attribute holding the Gaussian mechanism's output.
+    post : callable
+        ``post(noisy)`` → (coef, active, grid means): the post-processing of the
+        Gaussian mechanism's output (:class:`Identity`, :class:`WeightedFit`,
+        :class:`GridThenFit`).
+    noise_factor : ndarray (k, k) or None
+        The noise shape L in the k coordinates, square and of full rank (checked); None:
+        independent noise of scale σ (or σ_j) per coordinate.
     clip : ndarray (T,) or None
         Clipping bounds published with each release (PTF, designs with a box part).
     n : int or None
@@ -364,14 +450,24 @@ class Mechanism:
     geometry: GridGeometry
     radius: float
     mu: float
+    dim: int
     per_curve: PerCurveMap
     calibration: Calibration
-    fit: PostFit
-    audited: str
+    post: PostFit
     noise_factor: np.ndarray | None = None
     clip: np.ndarray | None = None
     n: int | None = None
     secure: bool = False
+
+    def __post_init__(self):
+        L = self.noise_factor
+        if L is not None and (np.ndim(L) != 2 or L.shape != (self.dim, self.dim)):
+            raise ValueError(
+                f"the noise factor of {self.name} must be square (k, k) with k = dim = {self.dim}, the "
+                f"coordinates the noise is added in, got shape {np.shape(L)}: a noise of lower rank "
+                "leaves a part of the release without noise; add full-rank noise in fewer "
+                "coordinates and map them afterwards (post-processing)"
+            )
 
     def __repr__(self):
         fixed = f", n={self.n}" if self.n is not None else ""
@@ -380,10 +476,8 @@ class Mechanism:
     # -- sizes -------------------------------------------------------------------
     @property
     def noise_dim(self) -> int:
-        """The number of standard normals one release consumes (d for FTP, T for PTF, k for a design)."""
-        if self.noise_factor is not None:
-            return int(self.noise_factor.shape[1])
-        return self.geometry.dim if self.audited == "coef" else self.geometry.T
+        """The number of standard normals one release consumes (k = :attr:`dim`)."""
+        return self.dim
 
     @property
     def norm(self) -> str:
@@ -432,20 +526,26 @@ class Mechanism:
         return self.per_curve(X, exact=exact)
 
     def summary(self, X, *, exact: bool = True) -> np.ndarray:
-        """The non-private centre of the audited coordinates (θ̂ for FTP, x̄ for PTF …)."""
+        """The non-private centre (…, k) in the noise's coordinates (θ̂ for FTP, x̄ for PTF …)."""
         X = check_data(X, self.geometry.T)
         self._n(X.shape[-2])
         return self.per_curve.mean(X, exact=exact)
 
     def coordinates(self, rel: Release) -> np.ndarray:
-        """The audited coordinates of a release (``coef`` or ``noisy_means``)."""
-        return getattr(rel, self.audited)
+        """The Gaussian mechanism's output carried by a release (``rel.noisy_coordinates``)."""
+        return rel.noisy_coordinates
 
     # -- releases ---------------------------------------------------------------------
-    def privatize(self, summary, normals, n: int, *, residual_rng=None) -> Release:
-        """summary + σ·L·normals, then the fit: a :class:`~dpfda.mechanisms.pipelines.Release`.
+    def _noise(self, centre, sigma, normals) -> np.ndarray:
+        """centre + σ·L·normals (``centre + σ·normals`` without L: :func:`add_noise`)."""
+        if self.noise_factor is None:
+            return add_noise(centre, sigma, normals)
+        return centre + sigma * (normals @ self.noise_factor.T)
 
-        ``summary`` (…, k) must come from :meth:`summarize` (or have its
+    def privatize(self, summary, normals, n: int, *, residual_rng=None) -> Release:
+        """summary + σ·L·normals, then the post-processing: a :class:`~dpfda.mechanisms.pipelines.Release`.
+
+        ``summary`` (…, :attr:`dim`) must come from :meth:`summarize` (or have its
         sensitivity); ``normals`` (…, :attr:`noise_dim`) are standard normal draws
         (a simulation may share them between mechanisms).  The release is μ-GDP
         only if the normals are fresh draws, independent of the data and never
@@ -459,10 +559,9 @@ class Mechanism:
         sigma = self.calibration.sigma(n, self.mu)
         summary = np.asarray(summary, dtype=float)
         normals = np.asarray(normals, dtype=float)
-        k = self.geometry.dim if self.audited == "coef" else self.geometry.T
-        if summary.shape[-1:] != (k,):
+        if summary.shape[-1:] != (self.dim,):
             raise ValueError(
-                f"summary must have {k} entries on the last axis (the {self.audited} coordinates of "
+                f"summary must have {self.dim} entries on the last axis (the noise coordinates of "
                 f"{self.name}), got shape {summary.shape}"
             )
         if normals.shape[-1:] != (self.noise_dim,):
@@ -470,19 +569,16 @@ class Mechanism:
                 f"normals must have {self.noise_dim} entries on the last axis (noise_dim), "
                 f"got shape {normals.shape}"
             )
-        if self.noise_factor is None:
-            noisy = add_noise(summary, sigma, normals)
-        else:
-            noisy = summary + sigma * (normals @ self.noise_factor.T)
-        return self._publish(noisy, sigma, n, residual_rng, secure=False)
+        return self._publish(self._noise(summary, sigma, normals), sigma, n, residual_rng, secure=False)
 
     def release(self, X, rng, *, secure=None) -> Release:
         """A release of data ``X`` (n, T) or (reps, n, T): μ-GDP.
 
         ``secure`` (default: the mechanism's own ``secure``) draws the noise with
         OpenDP (:mod:`dpfda.mechanisms.secure`; ``rng`` may then be None); otherwise the
-        normals come from ``rng``, right after the summary.  Every argument and σ
-        are checked before the data are touched.
+        normals come from ``rng``, right after the summary.  Both paths noise the same
+        summary, :meth:`summary`.  Every argument, σ and (secure) OpenDP's budget
+        μ²/2 are checked before the data are touched.
         """
         secure = self.secure if secure is None else check_secure(secure)
         if isinstance(X, Curves):  # a common grid, or FTP on each subject's own points
@@ -494,23 +590,21 @@ class Mechanism:
         if not (secure and rng is None):
             rng = check_rng(rng)
         n = self._n(X.shape[-2])
-        sigma = self.calibration.sigma(n, self.mu)  # calibration errors before any data are touched
         if secure:
-            noisy = self.calibration.secure_noisy(self, X, n, sigma)
+            check_secure_budget(self.mu)
+        sigma = self.calibration.sigma(n, self.mu)  # calibration errors before any data are touched
+        centre = self.per_curve.mean(X)
+        if secure:
+            noisy = self.calibration.secure_noisy(centre, n, self.mu, sigma)
         else:
-            centre = self.per_curve.mean(X)
-            normals = rng.standard_normal(centre.shape[:-1] + (self.noise_dim,))
-            if self.noise_factor is None:
-                noisy = add_noise(centre, sigma, normals)
-            else:
-                noisy = centre + sigma * (normals @ self.noise_factor.T)
+            noisy = self._noise(centre, sigma, rng.standard_normal(centre.shape[:-1] + (self.noise_dim,)))
         residual = None
-        if self.audited == "coef" and isinstance(self.geometry.space, KernelSpace):
+        if isinstance(self.post, Identity) and isinstance(self.geometry.space, KernelSpace):
             residual = residual_stream(rng, secure)
         return self._publish(noisy, sigma, n, residual, secure=secure)
 
     def post_process(self, noisy, n: int, *, secure: bool = False, residual_rng=None) -> Release:
-        """The fit of coordinates this mechanism has already noised, as a Release.
+        """The post-processing of coordinates this mechanism has already noised, as a Release.
 
         ``noisy`` must be the output of the Gaussian mechanism (the summary plus
         noise of scale :meth:`sigma` and shape L, e.g. drawn by OpenDP);
@@ -526,15 +620,15 @@ class Mechanism:
         return self.release(X, rng, secure=secure)
 
     def _publish(self, noisy, sigma, n, residual_rng, *, secure) -> Release:
-        if self.audited == "coef":
-            return Release(method=self.method, geometry=self.geometry, coef=noisy, mu=self.mu,
-                           radius=self.radius, n=n, noise_scale=sigma, residual_rng=residual_rng,
-                           secure=secure)
-        coef, active = self.fit(noisy)
+        coef, active, grid = self.post(noisy)
+        grid_factor = getattr(self.post, "grid_factor", None)
+        if grid_factor is None:
+            grid_factor = self.noise_factor
         return Release(method=self.method, geometry=self.geometry, coef=coef, mu=self.mu,
                        radius=self.radius, n=n, noise_scale=sigma, active=active, clip=self.clip,
-                       weights=getattr(self.fit, "weights", None), noisy_means=noisy,
-                       noise_factor=self.noise_factor, secure=secure)
+                       weights=getattr(self.post, "weights", None), noisy_means=grid,
+                       noise_factor=grid_factor, residual_rng=residual_rng, secure=secure,
+                       noisy_coordinates=noisy, coordinate_factor=self.noise_factor)
 
 
 # ---------------------------------------------------------------------------
@@ -548,6 +642,11 @@ def _geometry(grid, space) -> GridGeometry:
             f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
         )
     return space.at(grid)
+
+
+def _budget(mu, secure) -> float:
+    """μ > 0; with OpenDP's noise (``secure``) also μ²/2 a normal float (refused by name)."""
+    return check_secure_budget(mu) if check_secure(secure) else check_positive(mu, "mu")
 
 
 def _declared_n(n):
@@ -572,10 +671,10 @@ def ftp_mechanism(grid, space, radius, mu, *, n=None, secure=False) -> Mechanism
     (0.02, 3, 1.0)
     """
     geom = _geometry(grid, space)
-    radius, mu = check_radius(radius), check_positive(mu, "mu")
+    radius, mu = check_radius(radius), _budget(mu, secure)
     mech = Mechanism(name="FTP" + (" (OpenDP)" if secure else ""), method="ftp", geometry=geom,
                      radius=radius, mu=mu, per_curve=FitInBall(geom, radius),
-                     calibration=FTPCalibration(geom, radius), fit=Identity(), audited="coef",
+                     dim=geom.dim, calibration=FTPCalibration(geom, radius), post=Identity(),
                      n=_declared_n(n), secure=check_secure(secure))
     if mech.n is not None:
         mech.sigma(mech.n)
@@ -600,12 +699,12 @@ def ptf_mechanism(grid, space, radius, mu, *, clip=None, weights=None, n=None,
     array([0.08, 0.08, 0.08, 0.08])
     """
     geom = _geometry(grid, space)
-    radius, mu = check_radius(radius), check_positive(mu, "mu")
+    radius, mu = check_radius(radius), _budget(mu, secure)
     c = _frozen(ptf_clip_bounds(geom, radius, clip))
     w = _frozen(ptf_weight_vector(geom, weights))
     mech = Mechanism(name="PTF" + (" (OpenDP)" if secure else ""), method="ptf", geometry=geom,
-                     radius=radius, mu=mu, per_curve=ClipToBox(c), calibration=PTFCalibration(c),
-                     fit=WeightedFit(geom, radius, w), audited="noisy_means", clip=c,
+                     radius=radius, mu=mu, dim=geom.T, per_curve=ClipToBox(c), calibration=PTFCalibration(c),
+                     post=WeightedFit(geom, radius, w), clip=c,
                      n=_declared_n(n), secure=check_secure(secure))
     if mech.n is not None:
         mech.sigma(mech.n)

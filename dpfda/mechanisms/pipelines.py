@@ -39,17 +39,22 @@ from .._validation import (
 )
 from ..maths.fitting import BallFit, BallLeastSquares
 from ..maths.spaces import GridGeometry, KernelSpace
-from ..maths.summation import ball_mean_excess, box_mean_excess, calibration_factor, fixed_point_mean
+from ..maths.summation import ball_mean_excess, box_mean_excess, fixed_point_mean
 from . import bands
 from . import secure as opendp_noise  # a module: its sampler is looked up at each release
+from .calibration import (
+    NOISE_RESOLUTION,  # noqa: F401 - re-exported: the limits' one home is .calibration
+    PARAM_MAX,
+    check_secure_budget,
+    declared_sensitivity,
+    noise_scale,
+)
 
 __all__ = [
     "Release",
     "ftp_sigma",
     "ptf_sigmas",
     "check_radius",
-    "PARAM_MAX",
-    "NOISE_RESOLUTION",
     "RESIDUAL_POINTS",
     "ftp_fit_mean",
     "ftp_privatize",
@@ -71,72 +76,8 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
-PARAM_MAX = 2.0**960
-"""Largest fitting radius B' or clipping bound c_j accepted (≈ 9.7e288).
-
-With B', c_j and σ below 2^960, sums of n fits or clipped values, the noise and
-the grid values of a release all stay far inside the float range, so no
-release can overflow to inf or NaN whatever the data."""
-
-NOISE_RESOLUTION = 2.0**-40
-"""Smallest accepted ratio σ/B' (FTP) or σ_j/c_j (PTF).
-
-The noise is added to a mean of magnitude up to B' (or c_j); far below it,
-rounding would erase the noise and publish the mean itself.  At 2^-40 the
-noise keeps 12 of a double's 52 bits; the ratio is 2/(nμ) (times √T for PTF),
-so only n·μ above about 10^12 is refused."""
-
-
-def calibrated_scale(bound, factor, n: int, mu: float, bound_name: str, rounding: float = 0.0) -> np.ndarray:
-    """σ = 2·bound·factor/(n·μ) (``factor=None``: 1), on mantissas and exponents separately.
-
-    ``rounding`` is a proven bound ε on how much the rounding of the summary can
-    add to pair μ, relative (:mod:`dpfda.maths.summation`); the result is multiplied by
-    :func:`dpfda.maths.summation.calibration_factor` (ε) — 1 unless ε > 2⁻³¹.
-
-    Mantissas and exponents are combined only at the end, so no intermediate
-    over- or underflows (n·μ may overflow, 2/μ may overflow, …) and in the
-    ordinary range the result is bit for bit that of the plain formula.  The
-    result must be a normal float, at most :data:`PARAM_MAX` and at least
-    :data:`NOISE_RESOLUTION` times the bound; otherwise ``ValueError``.
-    """
-    b = np.asarray(bound, dtype=float)
-    if np.any(b > PARAM_MAX):
-        raise ValueError(
-            f"{bound_name} must be at most 2^960 ≈ 9.7e288 (so sums, noise and grid values stay "
-            f"within floating point), got {float(np.max(b))!r}"
-        )
-    mb, eb = np.frexp(b)
-    mn, en = math.frexp(float(n))
-    mm, em = math.frexp(mu)
-    with np.errstate(over="ignore", under="ignore"):
-        # The same operations, in the same order, as 2B'/(nμ) (FTP) and (2c_j/n)·√T/μ (PTF).
-        mant = 2.0 * mb / (mn * mm) if factor is None else 2.0 * mb / mn * factor / mm
-        inflate = calibration_factor(rounding, f"the mean over n={n} curves")
-        if inflate != 1.0:
-            mant = mant * inflate
-        sigma = np.ldexp(mant, eb - en - em)
-    what = f"for mu={mu!r}, {bound_name}={_short(bound)} and n={n}"
-    if not np.all(np.isfinite(sigma)) or np.any(sigma > PARAM_MAX):
-        raise ValueError(
-            f"the noise scale 2·{bound_name}/(n·mu) is too large {what} (above 2^960 ≈ 9.7e288); "
-            "mu is too small or the bound too large"
-        )
-    if np.any(sigma < np.finfo(float).tiny):
-        raise ValueError(
-            f"the noise scale 2·{bound_name}/(n·mu) underflows {what}: it must be a normal "
-            "floating-point number (> 2.2e-308); mu or n is too large or the bound too small"
-        )
-    if np.any(sigma < NOISE_RESOLUTION * b):
-        raise ValueError(
-            f"the noise scale is below 2^-40 of {bound_name} {what}: rounding would erase the "
-            "noise from the released mean (n·mu must be below about 10^12)"
-        )
-    return sigma
-
-
 def check_radius(radius) -> float:
-    """The fitting radius B': a finite number in (0, 2^960] (see :data:`~dpfda.mechanisms.pipelines.PARAM_MAX`)."""
+    """The fitting radius B': a finite number in (0, 2^960] (see :data:`~dpfda.mechanisms.calibration.PARAM_MAX`)."""
     radius = check_positive(radius, "radius")
     if radius > PARAM_MAX:
         raise ValueError(
@@ -144,11 +85,6 @@ def check_radius(radius) -> float:
             f"floating point), got {radius!r}"
         )
     return radius
-
-
-def _short(x) -> str:
-    a = np.asarray(x, dtype=float)
-    return repr(float(a)) if a.ndim == 0 else f"[{float(a.min())!r} … {float(a.max())!r}]"
 
 
 def ftp_sigma(n: int, radius: float, mu: float, *, rounding: float = 0.0) -> float:
@@ -159,7 +95,7 @@ def ftp_sigma(n: int, radius: float, mu: float, *, rounding: float = 0.0) -> flo
     1 + ε + 8u when ε > 2⁻³¹ (:func:`dpfda.maths.summation.calibration_factor`) and
     is otherwise exactly the formula.  Raises ``ValueError`` when σ would not
     be a finite, normal float in [2^-40·B', 2^960] (see
-    :data:`~dpfda.mechanisms.pipelines.NOISE_RESOLUTION`, :data:`~dpfda.mechanisms.pipelines.PARAM_MAX`).
+    :data:`~dpfda.mechanisms.calibration.NOISE_RESOLUTION`, :data:`~dpfda.mechanisms.calibration.PARAM_MAX`).
 
     Examples
     --------
@@ -168,7 +104,7 @@ def ftp_sigma(n: int, radius: float, mu: float, *, rounding: float = 0.0) -> flo
     """
     n = check_int(n, "n", 1)
     radius, mu = check_radius(radius), check_positive(mu, "mu")
-    return float(calibrated_scale(radius, None, n, mu, "radius", rounding))
+    return float(noise_scale(radius, None, n, mu, "radius", rounding))
 
 
 def ptf_sigmas(n: int, clip, mu: float, *, rounding: float = 0.0) -> np.ndarray:
@@ -186,7 +122,7 @@ def ptf_sigmas(n: int, clip, mu: float, *, rounding: float = 0.0) -> np.ndarray:
     n = check_int(n, "n", 1)
     c = check_grid_vector(clip, "clip", None)
     mu = check_positive(mu, "mu")
-    return calibrated_scale(c, math.sqrt(c.size), n, mu, "clip", rounding)
+    return noise_scale(c, math.sqrt(c.size), n, mu, "clip", rounding)
 
 
 def ftp_rounding_excess(n: int, dim: int, radius: float) -> float:
@@ -307,7 +243,8 @@ def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n
     mean_coef = np.asarray(mean_coef, dtype=float)
     if secure:
         # OpenDP is told the floating-point sensitivity of the vector it gets.
-        sens = 2.0 * radius / n * calibration_factor(excess)
+        sens = declared_sensitivity(radius, n, excess)
+        check_secure_budget(mu)
         coef = opendp_noise.gaussian_release(mean_coef, sigma, sensitivity=sens, mu=mu)
     else:
         coef = add_noise(mean_coef, sigma, check_rng(rng).standard_normal(mean_coef.shape))
@@ -423,11 +360,20 @@ class Release:
         means are x̃ = centre + σLZ, Z ~ N(0, I_k), so their covariance is
         σ²LLᵀ.  None for FTP and PTF (independent noise of scale ``noise_scale``
         on each coordinate of ``coef`` or ``noisy_means``).
+    noisy_coordinates : ndarray (…, k)
+        The Gaussian mechanism's output itself: the summary plus noise in the k
+        coordinates where its sensitivity is bounded (FTP: ``coef``; PTF and a
+        full-rank design: ``noisy_means``; a design with FTP's rank-d noise: the d
+        noisy Cameron–Martin coordinates, of which ``noisy_means`` = Φ·them).  Every
+        other array of the release is a function of it (post-processing).
+    coordinate_factor : ndarray (k, k) or None
+        The noise shape in those coordinates (square, full rank): N(0, σ²FFᵀ);
+        None: independent noise of scale ``noise_scale``.
     """
 
     def __init__(self, *, method, geometry, coef, mu, radius, n, noise_scale, active=None,
                  clip=None, weights=None, noisy_means=None, residual_rng=None, noise_factor=None,
-                 secure=False):
+                 secure=False, noisy_coordinates=None, coordinate_factor=None):
         self.method = method
         self.secure = bool(secure)
         self.geometry = geometry
@@ -441,6 +387,8 @@ class Release:
         self.weights = weights
         self.noisy_means = noisy_means
         self.noise_factor = noise_factor
+        self.noisy_coordinates = coef if noisy_coordinates is None else noisy_coordinates
+        self.coordinate_factor = coordinate_factor
         # Only an RKHS FTP release has a random part off the grid (see __call__).
         self._residual = None
         self._residual_rng = residual_rng

@@ -2,7 +2,8 @@
 
 * ``tradeoff(alpha, mu)`` — G_μ(α) = Φ(Φ⁻¹(1 - α) - μ) (§2.2).
 * ``compose(*mus)`` — μ-GDP composes as sqrt(Σ μ_i²) (§2.2).
-* ``gaussian_sigma(sensitivity, mu)`` — σ = Δ₂ / μ (Proposition 4, Theorem 6).
+* ``gaussian_sigma(sensitivity, mu)`` — σ = Δ₂ / μ (Proposition 4, Theorem 6), from
+  :mod:`dpfda.mechanisms.calibration`, the one calibration of every mechanism.
 * ``delta_from_mu``, ``epsilon_from_mu``, ``mu_from_epsilon_delta`` — the
   exact (ε, δ) curve of μ-GDP (Dong, Roth and Su, Corollary 2.13):
   δ(ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2), computed in log space.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_float_array, check_positive, check_rng
+from .calibration import PARAM_MAX, gaussian_sigma
 from .secure import laplace_release
 
 __all__ = [
@@ -26,17 +28,7 @@ __all__ = [
     "mu_from_epsilon_delta",
     "laplace_scale",
     "laplace_mechanism",
-    "LAPLACE_MAX",
 ]
-
-LAPLACE_MAX = 2.0**960
-"""Largest magnitude of a value and largest scale Δ₁/ε ``laplace_mechanism`` accepts (≈ 9.7e288).
-
-Both bounded by 2^960, a release value + noise stays finite: numpy's noise is at
-most about 37 scales (−log of its smallest uniform draw, 2^-53), OpenDP's would
-need 2^64 scales, a chance below e^(−1.8·10^19).  The same bound as
-:data:`dpfda.mechanisms.pipelines.PARAM_MAX`."""
-
 
 def _array(x, name, *, lower=None, upper=None, lower_open=False, upper_open=False):
     arr = as_float_array(x, name)
@@ -80,14 +72,6 @@ def compose(*mus) -> float:
         raise ValueError("compose needs at least one mu")
     vals = [check_positive(m, "mu") for m in mus]
     return float(np.sqrt(np.sum(np.square(vals))))
-
-
-def gaussian_sigma(sensitivity, mu) -> float:
-    """Noise scale σ = Δ/μ of the Gaussian mechanism (Proposition 4).
-
-    ``sensitivity`` is the ℓ₂ (or Cameron–Martin, Theorem 6) sensitivity Δ > 0.
-    """
-    return check_positive(sensitivity, "sensitivity") / check_positive(mu, "mu")
 
 
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(12)
@@ -200,7 +184,7 @@ def laplace_mechanism(value, sensitivity, epsilon, rng, *, secure=False):
     value : array
         The non-private value(s); every coordinate gets its own noise.  The
         mechanism's input domain is finite values with ``|value| <= 2^960``
-        (``LAPLACE_MAX``), so that value + noise stays finite; a value
+        (``PARAM_MAX``, :mod:`dpfda.mechanisms.calibration`), so that value + noise stays finite; a value
         outside it is refused with ``ValueError``.  As with OpenDP's domains,
         keeping the statistic inside is the caller's part: if it could leave
         the domain for some data set, clip it to a public range first (a
@@ -238,14 +222,14 @@ def laplace_mechanism(value, sensitivity, epsilon, rng, *, secure=False):
     if not isinstance(secure, (bool, np.bool_)):
         raise TypeError(f"secure must be True or False, got {type(secure).__name__}")
     b = laplace_scale(sensitivity, epsilon)
-    if not np.isfinite(b) or b < np.finfo(float).tiny or b > LAPLACE_MAX:
+    if not np.isfinite(b) or b < np.finfo(float).tiny or b > PARAM_MAX:
         raise ValueError(
             f"the Laplace scale sensitivity/epsilon must be a normal float of at most 2^960 "
             f"≈ 9.7e288 (so value + noise stays finite), got {b!r} (sensitivity={sensitivity!r}, "
             f"epsilon={epsilon!r}): choose a smaller sensitivity or a larger epsilon"
         )
     value = _array(value, "value")
-    if value.size and np.max(np.abs(value)) > LAPLACE_MAX:
+    if value.size and np.max(np.abs(value)) > PARAM_MAX:
         raise ValueError(
             f"value must lie in [-2^960, 2^960] (≈ ±9.7e288, the mechanism's input domain, so "
             f"value + noise stays finite), got a magnitude of {float(np.max(np.abs(value))):.4g}: "

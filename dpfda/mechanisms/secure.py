@@ -37,13 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_float_array, check_positive
-
-VALUE_MAX = 2.0**960
-"""Largest magnitude of a value, and largest noise scale, the releases accept (≈ 9.7e288).
-
-With both bounded so, a noisy value stays finite (noise beyond 2^64 scales has
-probability below e^(-1.8·10^19)); the same bound as
-:data:`dpfda.mechanisms.pipelines.PARAM_MAX` and :data:`dpfda.mechanisms.privacy.LAPLACE_MAX`."""
+from .calibration import PARAM_MAX, check_secure_budget
 
 __all__ = [
     "opendp_available",
@@ -99,7 +93,7 @@ def gaussian_release(values, scale: float, sensitivity: float, mu: float) -> np.
     values : array (..., k)
         The non-private vector(s); leading axes are independent repetitions
         (each gets fresh noise — one OpenDP call on the flattened batch).
-        Real, finite and at most 2^960 in magnitude (``VALUE_MAX``);
+        Real, finite and at most 2^960 in magnitude (``PARAM_MAX``);
         otherwise ``TypeError``/``ValueError``.
     scale : float
         Noise standard deviation σ, at most 2^960.
@@ -115,7 +109,7 @@ def gaussian_release(values, scale: float, sensitivity: float, mu: float) -> np.
     """
     scale = _check_scale(scale)
     sensitivity = check_positive(sensitivity, "sensitivity")
-    mu = check_positive(mu, "mu")
+    mu = check_secure_budget(mu)
     values = _check_values(values)
     meas = gaussian_measurement(scale)
     return _checked_release(
@@ -139,7 +133,7 @@ def laplace_release(values, scale: float, sensitivity: float, epsilon: float) ->
     """``values`` + Laplace(scale) noise in every coordinate, drawn by OpenDP.
 
     ``values`` must be real, finite and at most 2^960 in magnitude, ``scale`` at
-    most 2^960 (``VALUE_MAX``).  ``sensitivity`` is the ℓ₁ sensitivity of one
+    most 2^960 (``PARAM_MAX``).  ``sensitivity`` is the ℓ₁ sensitivity of one
     vector (the last axis);
     OpenDP's privacy map of it must not exceed ``epsilon`` (up to rounding),
     otherwise ``ValueError``.  Leading axes are independent repetitions.
@@ -156,11 +150,11 @@ def laplace_release(values, scale: float, sensitivity: float, epsilon: float) ->
 
 
 def _check_values(values) -> np.ndarray:
-    """The vector(s) to release: real, finite, of magnitude at most 2^960 (``VALUE_MAX``)."""
+    """The vector(s) to release: real, finite, of magnitude at most 2^960 (``PARAM_MAX``)."""
     values = as_float_array(values, "values")
     if not np.all(np.isfinite(values)):
         raise ValueError("values must be finite before noise is added (found NaN or inf)")
-    if values.size and np.max(np.abs(values)) > VALUE_MAX:
+    if values.size and np.max(np.abs(values)) > PARAM_MAX:
         raise ValueError(
             f"values must lie in [-2^960, 2^960] (≈ ±9.7e288, so a noisy value stays finite), got a "
             f"magnitude of {float(np.max(np.abs(values))):.4g}: clip or rescale them first"
@@ -170,7 +164,7 @@ def _check_values(values) -> np.ndarray:
 
 def _check_scale(scale) -> float:
     scale = check_positive(scale, "scale")
-    if scale > VALUE_MAX:
+    if scale > PARAM_MAX:
         raise ValueError(f"scale must be at most 2^960 ≈ 9.7e288 (so a noisy value stays finite), "
                          f"got {scale!r}")
     return scale

@@ -106,8 +106,8 @@ def _shared_parts(built: dict, X) -> dict:
         if des.ellipsoid_weight > 0:
             if "ellipsoid" not in pieces:
                 mean_coef, active = ftp_fit_mean(X, des.geometry, des.radius, exact=False)
-                pieces["ellipsoid"] = (mean_coef @ des.geometry.Phi.T, active.any(axis=-1))
-            parts["ellipsoid"], parts["ellipsoid_active"] = pieces["ellipsoid"]
+                pieces["ellipsoid"] = (mean_coef, mean_coef @ des.geometry.Phi.T, active.any(axis=-1))
+            parts["ellipsoid_coef"], parts["ellipsoid"], parts["ellipsoid_active"] = pieces["ellipsoid"]
         if des.region == "ball":
             key = ("ball", des.ball_radius)
             if key not in pieces:

@@ -214,15 +214,21 @@ class PerRepetitionFit:
         """The diagonal of W of the wrapped fit (published with a release)."""
         return getattr(self.fit, "weights", None)
 
+    @property
+    def grid_factor(self):
+        """The wrapped post-processing's map to the grid, if any (published with a release)."""
+        return getattr(self.fit, "grid_factor", None)
+
     def __call__(self, noisy):
-        """(coef (c, d), active (c,) or None) of noisy coordinates (c, T)."""
-        coef, active = self.fit(np.asarray(noisy)[..., None, :])
-        return coef[..., 0, :], None if active is None else active[..., 0]
+        """(coef (c, d), active (c,) or None, grid means (c, T) or None) of noisy coordinates (c, k)."""
+        coef, active, grid = self.fit(np.asarray(noisy)[..., None, :])
+        return (coef[..., 0, :], None if active is None else active[..., 0],
+                None if grid is None else grid[..., 0, :])
 
 
 def per_repetition(mechanism: Mechanism) -> Mechanism:
-    """``mechanism`` with its fit run one repetition at a time (:class:`PerRepetitionFit`)."""
-    return replace(mechanism, fit=PerRepetitionFit(mechanism.fit))
+    """``mechanism`` with its post-processing run one repetition at a time (:class:`PerRepetitionFit`)."""
+    return replace(mechanism, post=PerRepetitionFit(mechanism.post))
 
 
 @dataclass(frozen=True, eq=False)

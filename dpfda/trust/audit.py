@@ -44,9 +44,16 @@ correct in exact arithmetic, leaky in floating point), a ball design whose
 whitening drops a thin noise direction through a pseudo-inverse
 (:func:`broken_design_pinv`) — show that the audit catches miscalibration.
 
-The privacy checks share no code with what they audit: :func:`pair_mu` and the
-``"lr"`` score read the noise law a release publishes (σ, and a design's noise
-factor L) and solve it with :class:`NoiseLaw` — exact power-of-two scaling,
+The privacy checks recompute what they audit (:func:`recompute`): the neighbours'
+summaries from the curves by the audit's own fit, clip and average in 50-digit or
+exact rational arithmetic (:func:`audit_summary`), σ from the public parameters and
+the paper's formulas (:func:`formula_sigma`, compared with the published
+``noise_scale``), every array a release carries checked as post-processing of its
+Gaussian output, and any part of that output outside the noise's range found by an
+exact rational span test with no tolerance (μ = ∞ there; the rank-deficient design
+:func:`broken_design_rank_deficient` and σ × 0.9, :func:`broken_sigma_too_small`, are
+caught so).  :func:`pair_mu` and the ``"lr"`` score use those summaries and solve the
+noise law with :class:`NoiseLaw` — exact power-of-two scaling,
 Householder QR and a condition check that raises instead of cutting off — and
 :func:`worst_case_pair` and :func:`probe_pairs` build neighbours from the
 definitions (B'·a_j, the published noise's thinnest direction), not from the
@@ -58,6 +65,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -75,7 +83,7 @@ from ..mechanisms.mechanism import (
     PTFCalibration,
     WeightedFit,
 )
-from ..mechanisms.pipelines import check_radius, fitter, ptf_clip_bounds, ptf_default_weights
+from ..mechanisms.pipelines import check_radius, fitter, ftp_fit_mean, ptf_clip_bounds, ptf_default_weights
 from ..simulation.engine import repeat_mechanism, repeated
 
 __all__ = [
@@ -84,6 +92,12 @@ __all__ = [
     "broken_ftp_cancellation",
     "broken_ftp_grid_norm",
     "broken_design_pinv",
+    "broken_design_rank_deficient",
+    "broken_sigma_too_small",
+    "audit_summary",
+    "formula_sigma",
+    "recompute",
+    "Recomputation",
     "broken_ftp_no_radius",
     "broken_ptf_no_sqrt_T",
     "clopper_pearson",
@@ -265,9 +279,8 @@ def ptf_mechanism(grid, space, radius, mu, *, n, clip=None, weights=None, secure
 
 def _ftp_variant(name, geom, per_curve, calibration, *, mu, radius, n) -> Mechanism:
     """An FTP-like mechanism: ``per_curve``'s mean plus σZ in Cameron–Martin coordinates."""
-    return Mechanism(name=name, method="ftp", geometry=geom, radius=radius, mu=mu,
-                     per_curve=per_curve, calibration=calibration, fit=Identity(),
-                     audited="coef", n=n)
+    return Mechanism(name=name, method="ftp", geometry=geom, radius=radius, mu=mu, dim=geom.dim,
+                     per_curve=per_curve, calibration=calibration, post=Identity(), n=n)
 
 
 @dataclass(frozen=True, eq=False)
@@ -280,7 +293,7 @@ class _NoSqrtT(PTFCalibration):
         """2c_j/(nμ) — should be 2c_j√T/(nμ)."""
         return 2.0 * self.clip / (n * mu)
 
-    def secure_noisy(self, mech, X, n, sigma):
+    def secure_noisy(self, centre, n, mu, sigma):
         """Not offered: a mechanism broken on purpose is for audits only."""
         raise ValueError("a mechanism broken on purpose has no secure path")
 
@@ -296,8 +309,8 @@ def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
     w = ptf_default_weights(geom)
     w.setflags(write=False)
     return Mechanism(name="PTF without √T (broken)", method="ptf", geometry=geom, radius=radius,
-                     mu=mu, per_curve=ClipToBox(c), calibration=_NoSqrtT(c),
-                     fit=WeightedFit(geom, radius, w), audited="noisy_means", clip=c, n=n)
+                     mu=mu, dim=geom.T, per_curve=ClipToBox(c), calibration=_NoSqrtT(c),
+                     post=WeightedFit(geom, radius, w), clip=c, n=n)
 
 
 def grid_norm_factor(geometry, norm: str) -> float:
@@ -548,9 +561,9 @@ class NoiseLaw:
       L̃ is factorised by Householder QR, and its condition number (from R's
       singular values) must be at most ``AUDIT_MAX_CONDITION``, otherwise a
       ``ValueError`` — never a silent cut-off.  A vector v is solved as
-      L z = v; if v is not in the range of L (relative residual above 1e-8), the
-      two laws have different supports and the pair is told apart with
-      certainty: its μ is inf.
+      L z = v; if v is not in the range of L — decided in exact rational arithmetic,
+      with no tolerance (:meth:`outside`) — the two laws have different supports and
+      the pair is told apart with certainty: its μ is inf.
     """
 
     def __init__(self, scale, factor=None):
@@ -583,25 +596,43 @@ class NoiseLaw:
                 f"columns (the limit is {AUDIT_MAX_CONDITION:g})"
             )
 
+    def outside(self, v) -> bool:
+        """Whether the vector v has a non-zero part off range(L), decided exactly (no tolerance).
+
+        Always False for independent noise or a square L (full rank: every vector is in
+        its range); otherwise rational Gaussian elimination on [L v].
+        """
+        if self.factor is None or self.factor.shape[1] == self.factor.shape[0]:
+            return False
+        return not _exactly_in_range(self.factor, np.asarray(v, dtype=float))
+
     def white(self, V):
-        """(Z, outside): Z with V = σ·L·Z row by row (…, k) and, per row, whether V is off range(L)."""
+        """(Z, outside): Z with V = σ·L·Z row by row (…, k), and whether each row is off range(L).
+
+        Z is the least-squares solution off range(L); ``outside`` is :meth:`outside` (exact).
+        """
+        V = np.asarray(V, dtype=float)
+        flat = V.reshape(-1, V.shape[-1])
+        outside = np.array([self.outside(v) for v in flat], dtype=bool)
+        return self._solve(V), outside.reshape(V.shape[:-1])
+
+    def _solve(self, V):
+        """Z with V = σ·L·Z row by row (…, k) (least squares off range(L); see :meth:`outside`)."""
         from scipy.linalg import solve_triangular
 
         V = np.asarray(V, dtype=float)
         if self.factor is None:
             with np.errstate(over="ignore"):
-                return V / self.scale, np.zeros(V.shape[:-1], dtype=bool)
+                return V / self.scale
         flat = V.reshape(-1, V.shape[-1])
         top = np.max(np.abs(flat), axis=-1)
         e = _pow2_exponents(np.where(top > 0, top, 1.0))
         Vs = np.ldexp(np.ldexp(flat, -e[:, None]), self._r[None, :])
         Zs = solve_triangular(self._R, self._Q.T @ Vs.T).T
-        resid = np.linalg.norm(Vs - Zs @ self._Ls.T, axis=-1)
-        outside = resid > 1e-8 * np.maximum(np.linalg.norm(Vs, axis=-1), 1e-300)
         ms, es = math.frexp(float(self.scale))
         with np.errstate(over="ignore", under="ignore"):
             Z = np.ldexp(Zs * self._c_scale() / ms, (e - es)[:, None])
-        return Z.reshape(V.shape[:-1] + (Z.shape[-1],)), outside.reshape(V.shape[:-1])
+        return Z.reshape(V.shape[:-1] + (Z.shape[-1],))
 
     def _c_scale(self):
         return np.ldexp(1.0, self._c)[None, :]
@@ -613,31 +644,27 @@ class NoiseLaw:
             return _norm_of_ratio(d, self.scale)
         if not np.any(d):
             return 0.0
-        z, outside = self.white(d.reshape(1, -1))
-        if outside[0]:
+        if self.outside(d):
             return float("inf")
-        return _norm_of_ratio(z[0], 1.0)
+        return _norm_of_ratio(self._solve(d.reshape(1, -1))[0], 1.0)
 
 
 def published_law(mechanism: Mechanism, X) -> NoiseLaw:
     """The noise law published by a release of ``mechanism`` on ``X`` (a probe with its own generator)."""
     probe = mechanism.release(np.asarray(X, dtype=float), np.random.default_rng(0))
-    return NoiseLaw(probe.noise_scale, getattr(probe, "noise_factor", None))
+    return NoiseLaw(probe.noise_scale, probe.coordinate_factor)
 
 
 def pair_mu(mechanism: Mechanism, X0, X1) -> float:
     """The exact μ of a Gaussian mechanism on one pair: ||L⁻¹(S(X1) - S(X0))||/σ.
 
     By the proof of Theorem 6 the two release laws are then exactly as hard to
-    tell apart as N(0, 1) and N(pair_mu, 1).  σ and L are those a release
-    publishes, solved by :class:`NoiseLaw` (not by the mechanism's own code); inf
-    when the difference leaves the support of the noise.
+    tell apart as N(0, 1) and N(pair_mu, 1).  The summaries S are the audit's own
+    and the mechanism's (the larger μ counts), σ the smaller of the formula's and the
+    published one, L the published factor solved by :class:`NoiseLaw`; inf when a
+    release carries a part outside the support of its noise (:func:`recompute`).
     """
-    _check_mechanism(mechanism)
-    X0, X1 = as_float_array(X0, "X0"), as_float_array(X1, "X1")
-    _check_n(mechanism, X0)
-    d = np.asarray(mechanism.summary(X1)) - np.asarray(mechanism.summary(X0))
-    return published_law(mechanism, X0).distance(d)
+    return recompute(mechanism, X0, X1).mu_pair
 
 
 # ---------------------------------------------------------------------------
@@ -781,20 +808,28 @@ def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, threshol
     _check_n(mech, X0)
 
     if isinstance(statistic, str) and statistic == "lr":
-        s0, s1 = np.asarray(mech.summary(X0)), np.asarray(mech.summary(X1))
-        law = published_law(mech, X0)
+        # the audit's own summaries and noise law (recompute), never the mechanism's alone
+        # the audit's own summaries and noise law (recompute), never the mechanism's alone;
+        # the score tests the farther of the two pairs of centres (the audit's, the mechanism's)
+        rec = recompute(mech, X0, X1)
+        published = published_law(mech, X0)
+        sigma = np.minimum(published.scale, formula_sigma(mech, X0.shape[-2]))
+        law = NoiseLaw(sigma if published.factor is None else float(sigma), published.factor)
+        pairs = [(audit_summary(mech, X0), audit_summary(mech, X1)),
+                 (np.asarray(mech.summary(X0)), np.asarray(mech.summary(X1)))]
+        s0, s1 = max(pairs, key=lambda p: law.distance(p[1] - p[0]))
         d = s1 - s0
-        dist = law.distance(d)
+        dist = rec.mu_pair if not np.isfinite(rec.mu_pair) else law.distance(d)
         view = mech.coordinates
         if law.factor is None:
             sig = np.broadcast_to(law.scale, s0.shape)
             w = d / sig**2 / dist if 0 < dist < np.inf else np.zeros_like(d)
             score = lambda Y: (Y - s0) @ w  # noqa: E731
         else:
-            zd, _ = law.white(d.reshape(1, -1))
+            zd = law._solve(d.reshape(1, -1))
             u = zd[0] / np.linalg.norm(zd[0]) if 0 < dist < np.inf else np.zeros(zd.shape[-1])
-            score = lambda Y: law.white(Y - s0)[0] @ u  # noqa: E731
-        mu_pair, learn, name = dist, False, "lr"
+            score = lambda Y: law._solve(Y - s0) @ u  # noqa: E731
+        mu_pair, learn, name = rec.mu_pair, False, "lr"
     elif isinstance(statistic, str) and statistic == "blackbox":
         view, score, mu_pair, learn, name = (lambda rel: rel.values), None, None, True, "blackbox"
     elif callable(statistic):
@@ -820,3 +855,437 @@ def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, threshol
     res = mu_lower_bound(e0, e1, thresholds, alpha=alpha)
     return replace(res, draws=draws, statistic=name, mechanism=mech.name, mu_claimed=mech.mu,
                    mu_pair=mu_pair)
+
+
+# ---------------------------------------------------------------------------
+# The audit's own recomputation: summaries, noise law, everything a release carries
+# ---------------------------------------------------------------------------
+
+AUDIT_DIGITS = 50
+"""Decimal digits of the audit's own arithmetic (mpmath) for fits and projections."""
+
+SUMMARY_GAP = 2.0**-20
+"""Largest distance, in units of the sensitivity 2·bound/n, between a mechanism's summary and
+the audit's recomputation that is put down to rounding (every proven rounding of the package
+is below 2⁻¹⁰ of it only where σ is raised to cover it; ordinarily below 2⁻³¹)."""
+
+
+def _mp():
+    try:
+        import mpmath
+    except ImportError as exc:  # pragma: no cover - exercised only without mpmath
+        raise ImportError("the audit recomputes summaries in extended precision with mpmath; "
+                          "install it with `pip install 'mpmath>=1.3,<2'` (or dpfda[audit])") from exc
+    return mpmath
+
+
+def _unique_rows(X):
+    """(distinct rows (u, T), their counts (u,)) of one dataset (n, T)."""
+    rows, counts = np.unique(np.asarray(X, dtype=float), axis=0, return_counts=True)
+    return rows, counts
+
+
+def _exact_box_mean(X, clip) -> np.ndarray:
+    """The mean of clip(x_j) to [−c_j, c_j] over the curves, exactly (fractions), rounded once."""
+    from fractions import Fraction
+
+    rows, counts = _unique_rows(X)
+    n = int(counts.sum())
+    clipped = np.clip(rows, -clip, clip)  # exact in floating point
+    return np.array([float(sum(Fraction(float(v)) * int(k) for v, k in zip(clipped[:, j], counts)) / n)
+                     for j in range(rows.shape[1])])
+
+
+def _mp_fit_in_ball(mp, Phi, x, radius):
+    """argmin ||x − Φθ||² over ||θ|| <= B', in mpmath (eigenbasis of ΦᵀΦ, bisection on λ)."""
+    A = mp.matrix(Phi.T.tolist()) * mp.matrix(Phi.tolist())
+    b = mp.matrix(Phi.T.tolist()) * mp.matrix([[float(v)] for v in x])
+    alpha, V = mp.eigsy(A)
+    d = len(alpha)
+    beta = [sum(V[i, k] * b[i] for i in range(d)) for k in range(d)]
+    B = mp.mpf(float(radius))
+
+    def norm2(lam):
+        return mp.fsum((beta[k] / (alpha[k] + lam)) ** 2 for k in range(d) if beta[k] != 0)
+
+    smallest = min(alpha[k] for k in range(d))
+    if smallest > 0 and norm2(mp.mpf(0)) <= B * B:
+        lam = mp.mpf(0)
+    else:
+        lo = max(mp.mpf(0), -smallest)
+        hi = lo + mp.sqrt(mp.fsum(v * v for v in beta)) / B + 1
+        for _ in range(4 * AUDIT_DIGITS):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if norm2(mid) > B * B else (lo, mid)
+        lam = hi
+    coef = [mp.fsum(V[i, k] * beta[k] / (alpha[k] + lam) for k in range(d) if beta[k] != 0)
+            for i in range(d)]
+    return coef
+
+
+def _mp_mean_of_fits(X, geometry, radius):
+    """The mean of the curves' fits in the ball (d mpf values), each fit in extended precision."""
+    mp = _mp()
+    rows, counts = _unique_rows(X)
+    n = int(counts.sum())
+    with mp.workdps(AUDIT_DIGITS):
+        total = [mp.mpf(0)] * geometry.dim
+        for x, k in zip(rows, counts):
+            fit = _mp_fit_in_ball(mp, geometry.Phi, x, radius)
+            total = [t + int(k) * f for t, f in zip(total, fit)]
+        return [t / n for t in total], mp
+
+
+def _mp_ball_mean(X, r) -> np.ndarray:
+    """The mean of the curves' projections onto the ℓ₂ ball of radius r, in extended precision."""
+    mp = _mp()
+    rows, counts = _unique_rows(X)
+    n = int(counts.sum())
+    with mp.workdps(AUDIT_DIGITS):
+        total = [mp.mpf(0)] * rows.shape[1]
+        R = mp.mpf(float(r))
+        for x, k in zip(rows, counts):
+            v = [mp.mpf(float(t)) for t in x]
+            nv = mp.sqrt(mp.fsum(t * t for t in v))
+            s = 1 if nv <= R else R / nv
+            total = [a + int(k) * s * t for a, t in zip(total, v)]
+        return np.array([float(t / n) for t in total])
+
+
+def _design_of(mech: Mechanism):
+    des = getattr(mech.per_curve, "design", None)
+    if not isinstance(des, Design):
+        raise TypeError(f"{mech.name}: a design mechanism must carry its Design (per_curve.design) "
+                        "for the audit to recompute its summary")
+    return des
+
+
+def audit_summary(mech: Mechanism, X) -> np.ndarray:
+    """The audit's own summary of data ``X`` (n, T), in the coordinates the noise is added to.
+
+    From the method's definition and the public parameters, never from the mechanism's
+    code: FTP (Algorithm 1) the mean of the fits in the ball of radius B' (each fit and
+    the mean in 50-digit arithmetic, rounded once); PTF (Algorithm 2) the mean of the
+    values clipped to [−c_j, c_j] (exact, with fractions); a design its region's map:
+    (1−λ)·the box mean + λ·(Φ times) the mean of fits, or the mean of projections onto
+    its ball.  The coordinates are the mechanism's: d for FTP and a design whose noise
+    is on θ̄ (``noise_factor`` None and :attr:`Design.coefficient_noise`), T otherwise.
+    """
+    X = as_float_array(X, "X")
+    geom = mech.geometry
+    if mech.method == "ftp":
+        mean, _ = _mp_mean_of_fits(X, geom, mech.radius)
+        return np.array([float(v) for v in mean])
+    if mech.method == "ptf":
+        return _exact_box_mean(X, np.asarray(mech.clip, dtype=float))
+    if mech.method != "design":
+        raise ValueError(f"the audit knows the methods ftp, ptf and design, not {mech.method!r}")
+    des = _design_of(mech)
+    if des.region == "ball":
+        return _mp_ball_mean(X, des.ball_radius)
+    box_w, e_w = des._parts_weights()
+    on_coef = des.coefficient_noise and mech.noise_factor is None and mech.dim == geom.dim
+    mp = _mp()
+    with mp.workdps(AUDIT_DIGITS):
+        out = [mp.mpf(0)] * (geom.dim if on_coef else geom.T)
+        if e_w > 0:
+            mean, _ = _mp_mean_of_fits(X, geom, des.radius)
+            if on_coef:
+                out = [e_w * v for v in mean]
+            else:
+                Phi = geom.Phi
+                out = [e_w * mp.fsum(float(Phi[j, k]) * mean[k] for k in range(geom.dim))
+                       for j in range(geom.T)]
+        if box_w > 0:
+            box = _exact_box_mean(X, des.clip)
+            out = [o + box_w * mp.mpf(float(b)) for o, b in zip(out, box)]
+        return np.array([float(v) for v in out])
+
+
+def formula_sigma(mech: Mechanism, n: int):
+    """σ from the public parameters and the paper's formulas (not the mechanism's calibration).
+
+    FTP: 2B'/(nμ) (Theorem 6, Corollaries 7–8); PTF: 2c_j√T/(nμ) (Proposition 9); a
+    design: 2R/(nμ) with R = B' for noise on θ̄ (R of FTP), ||c/ℓ|| for a box with a
+    diagonal noise shape (PTF's argument), and otherwise the design's published extent R
+    (max over C of ||L⁻¹x||, :meth:`Design.sensitivity`).  Computed in 50-digit arithmetic
+    and rounded once; the rounding cover of the summary (at most 2⁻³¹ of σ below about
+    a million curves) is not included.
+    """
+    mp = _mp()
+    with mp.workdps(AUDIT_DIGITS):
+        n_mu = mp.mpf(int(n)) * mp.mpf(float(mech.mu))
+        if mech.method == "ftp":
+            return float(2 * mp.mpf(float(mech.radius)) / n_mu)
+        if mech.method == "ptf":
+            c = np.asarray(mech.clip, dtype=float)
+            root = mp.sqrt(c.size)
+            return np.array([float(2 * mp.mpf(float(cj)) * root / n_mu) for cj in c])
+        des = _design_of(mech)
+        if des.coefficient_noise and mech.noise_factor is None:
+            R = mp.mpf(float(des.radius))
+        else:
+            R = _audit_extent(mp, des)
+
+        return float(2 * R / n_mu)
+
+
+def _audit_extent(mp, des: Design):
+    """R = max over C of ||L⁻¹x||, by the audit's own arithmetic where it has a closed form.
+
+    Box with a diagonal L: ||c/ℓ|| (50 digits); ball of radius r: r/s_min(L) (exact for a
+    diagonal L, else from the SVD of L itself, never the design's whitening); ellipsoid with
+    a square L: B'·||L⁻¹Φ||₂ (:class:`NoiseLaw`'s own solve).  The other sets (a box with a
+    correlated L, a mix) have no closed form: their published extent is used.
+    """
+    L = np.asarray(des.L, dtype=float)
+    diagonal = L.shape[0] == L.shape[1] and not np.any(L - np.diag(np.diag(L)))
+    if des.region == "box" and diagonal:
+        return mp.sqrt(mp.fsum((mp.mpf(float(c)) / mp.mpf(float(ell))) ** 2
+                               for c, ell in zip(des.clip, np.diag(L))))
+    if des.region == "ball":
+        smin = mp.mpf(float(np.min(np.abs(np.diag(L))))) if diagonal else \
+            mp.mpf(float(np.linalg.svd(L, compute_uv=False)[-1]))
+        return mp.mpf(float(des.ball_radius)) / smin
+    if des.region == "ellipsoid" and L.shape[0] == L.shape[1]:
+        G = NoiseLaw(1.0, L)._solve(des.geometry.Phi.T).T  # L⁻¹Φ
+        return mp.mpf(float(des.radius)) * mp.mpf(float(np.linalg.svd(G, compute_uv=False)[0]))
+    return mp.mpf(float(des.extent))
+
+
+def _exactly_in_range(F: np.ndarray, v: np.ndarray) -> bool:
+    """Whether v lies in the column span of F, decided in exact rational arithmetic (no tolerance)."""
+    from fractions import Fraction
+
+    rows = [[Fraction(float(a)) for a in row] + [Fraction(float(b))] for row, b in zip(F, v)]
+    k = F.shape[1]
+    rank, r = 0, 0
+    for col in range(k + 1):
+        pivot = next((i for i in range(r, len(rows)) if rows[i][col] != 0), None)
+        if pivot is None:
+            continue
+        rows[r], rows[pivot] = rows[pivot], rows[r]
+        for i in range(r + 1, len(rows)):
+            if rows[i][col] != 0:
+                f = rows[i][col] / rows[r][col]
+                rows[i] = [a - f * b for a, b in zip(rows[i], rows[r])]
+        if col == k:
+            return False  # v adds a dimension: outside the span
+        r += 1
+        rank += 1
+    return True
+
+
+def _same_arrays(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and bool(np.all((a == b) | (np.isnan(a) & np.isnan(b)) if a.dtype.kind == "f"
+                                              else a == b))
+
+
+@dataclass(frozen=True)
+class Recomputation:
+    """What the audit recomputed for one mechanism on one pair, and what it found.
+
+    ``mu_pair`` is the pair's μ from the audit's own summaries and the formula's σ
+    (inf when a release carries a part outside its noise's range); ``passed`` holds
+    when it is at most the claimed μ (to the rounding cover) and none of ``problems``
+    was found.
+    """
+
+    mechanism: str
+    mu_claimed: float
+    mu_pair: float
+    mu_summaries: float
+    sigma_formula: object
+    sigma_published: object
+    summary_gap: float
+    noise_ratio: float | None
+    problems: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        """No problem found and μ_pair <= μ(1 + 10⁻⁸)."""
+        return not self.problems and self.mu_pair <= self.mu_claimed * (1 + 1e-8)
+
+
+def recompute(mechanism: Mechanism, X0, X1, *, draws: int = 0, rng=None) -> Recomputation:
+    """Audit one mechanism on neighbours (X0, X1) by recomputing what it releases.
+
+    1. The summaries of X0 and X1 by the audit's own arithmetic (:func:`audit_summary`),
+       compared with the mechanism's (within :data:`SUMMARY_GAP` of the sensitivity).
+    2. σ by the formulas (:func:`formula_sigma`), compared with the release's
+       ``noise_scale``; the noise law is N(0, σ²FFᵀ) with σ the smaller of the two and F
+       the published ``coordinate_factor`` (solved by :class:`NoiseLaw`).
+    3. A release of each dataset: the Gaussian output ``noisy_coordinates`` must have
+       the mechanism's dimension and a square factor F; if F has fewer columns than
+       rows, the release's vector is tested for membership of F's span in exact
+       rational arithmetic — a non-zero part outside it is noise-free and μ is inf.
+       Every other array the release carries (``coef``, ``noisy_means``, ``active``) must
+       be recomputed bit for bit from ``noisy_coordinates`` by the post-processing.
+    4. With ``draws`` > 0, that many releases of X0: the whitened residuals around the
+       audit's summary, by the formula's σ, must have mean square at least
+       1 − 6·√(2/(draws·k)) (noise no smaller than the formula says).
+
+    ``mu_pair`` = max(μ of the audit's summaries, μ of the mechanism's summaries), both
+    under that law.
+    """
+    mech = _check_mechanism(mechanism)
+    X0, X1 = as_float_array(X0, "X0"), as_float_array(X1, "X1")
+    _check_n(mech, X0)
+    n = X0.shape[-2]
+    problems: list[str] = []
+    a0, a1 = audit_summary(mech, X0), audit_summary(mech, X1)
+    m0, m1 = np.asarray(mech.summary(X0)), np.asarray(mech.summary(X1))
+    sigma_f = formula_sigma(mech, n)
+    scale_unit = np.min(np.atleast_1d(sigma_f)) * n * mech.mu / 2.0  # the bound (B', c_j or R)
+    gap = max(float(np.max(np.abs(m0 - a0))), float(np.max(np.abs(m1 - a1)))) / (2.0 * scale_unit / n)
+    if not gap <= SUMMARY_GAP:
+        problems.append(f"the mechanism's summary differs from the audit's by {gap:.3g} of the sensitivity")
+    gen = np.random.default_rng(0) if rng is None else check_rng(rng)
+    r0, r1 = mech.release(X0, gen), mech.release(X1, gen)
+    published = np.asarray(r0.noise_scale, dtype=float)
+    if np.any(published < np.asarray(sigma_f) * (1 - 1e-12)):
+        problems.append("the published noise scale is below the formula's")
+    F = r0.coordinate_factor
+    outside = False
+    for rel in (r0, r1):
+        y = np.asarray(rel.noisy_coordinates, dtype=float)
+        if y.shape[-1] != mech.dim:
+            problems.append(f"the Gaussian output has {y.shape[-1]} coordinates, the mechanism {mech.dim}")
+        if F is not None and F.shape[1] < F.shape[0]:
+            if not _exactly_in_range(np.asarray(F), y.reshape(-1, y.shape[-1])[0]):
+                outside = True
+        coef, active, grid = mech.post(y)
+        if not (_same_arrays(coef, rel.coef) and _same_arrays(active, rel.active)
+                and _same_arrays(grid, rel.noisy_means)):
+            problems.append("the release carries arrays that are not post-processing of its Gaussian output")
+    if outside:
+        problems.append("the release has a part outside its noise's range (no noise there): mu = inf")
+    law = NoiseLaw(np.minimum(published, sigma_f) if F is None else min(float(published), float(sigma_f)), F)
+    mu_sum = law.distance(a1 - a0)
+    mu_mech = law.distance(m1 - m0)
+    mu_pair = math.inf if outside else max(mu_sum, mu_mech)
+    ratio = None
+    if draws:
+        draws = check_int(draws, "draws", 2)
+        reps = mech.release(np.broadcast_to(X0, (draws,) + X0.shape), gen)
+        exact = NoiseLaw(sigma_f, F)
+        z = exact._solve(np.asarray(reps.noisy_coordinates, dtype=float) - a0)
+        ratio = float(np.mean(z * z))
+        if ratio < 1 - 6 * math.sqrt(2.0 / z.size):
+            problems.append(f"the noise is smaller than the formula's: mean square {ratio:.3f} of its variance")
+    return Recomputation(mechanism=mech.name, mu_claimed=mech.mu, mu_pair=mu_pair, mu_summaries=mu_sum,
+                         sigma_formula=sigma_f, sigma_published=r0.noise_scale, summary_gap=gap,
+                         noise_ratio=ratio, problems=tuple(dict.fromkeys(problems)))
+
+
+# ---------------------------------------------------------------------------
+# Broken on purpose: a rank-deficient noise, a σ too small
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class _GridMeansOfFits:
+    """BROKEN ON PURPOSE: the mean of fits mapped to the grid before the noise, fl(θ̄Φᵀ) (T)."""
+
+    design: Design
+
+    def __call__(self, X, *, exact: bool = True):
+        """(fl(θ̄Φᵀ) (…, T), which fits hit the ball)."""
+        mean_coef, active = ftp_fit_mean(X, self.design.geometry, self.design.radius, exact=exact)
+        return mean_coef @ self.design.geometry.Phi.T, active
+
+    def mean(self, X, *, exact: bool = True):
+        """fl(θ̄Φᵀ) alone."""
+        return self(X, exact=exact)[0]
+
+
+@dataclass(frozen=True, eq=False)
+class _GridNoiseCalibration:
+    """σ = 2B'/(nμ) (R = B' for the ellipsoid with FTP's shape), no secure path."""
+
+    design: Design
+    norm: str = "noise metric of a rank-d factor on the grid (broken)"
+
+    def sensitivity(self, n):
+        """2B'/n."""
+        return 2.0 * self.design.radius / n
+
+    def sigma(self, n, mu):
+        """The design's σ."""
+        return self.design.sigma(n, mu)
+
+    def secure_noisy(self, centre, n, mu, sigma):
+        """Not offered: a mechanism broken on purpose is for audits only."""
+        raise ValueError("a mechanism broken on purpose has no secure path")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class _RankDeficientMechanism(Mechanism):
+    """BROKEN ON PURPOSE: noise σΦZ of rank d added to T grid means (the rule it breaks: full rank)."""
+
+    def __post_init__(self):  # the square-factor rule of Mechanism is what this one violates
+        pass
+
+    @property
+    def noise_dim(self) -> int:
+        """d normals for T coordinates."""
+        assert self.noise_factor is not None  # built with Φ by broken_design_rank_deficient
+        return int(self.noise_factor.shape[1])
+
+
+def broken_design_rank_deficient(space, grid, radius, mu, *, n=None) -> Mechanism:
+    """BROKEN ON PURPOSE: the ellipsoid design with FTP's noise shape added on the grid.
+
+    ``Design(space, grid, radius, region="ellipsoid")`` with its noise σΦZ (rank d) added
+    to the grid means fl(θ̄Φᵀ) (T) instead of to θ̄: the rounding of the product lies
+    outside the span of Φ, gets no noise, and differs between neighbours, so single
+    releases projected onto span(Φ)⊥ tell neighbours apart (μ = ∞).
+    """
+    des = Design(space, grid, radius, region="ellipsoid")
+    geom = des.geometry
+    return _RankDeficientMechanism(
+        name="ellipsoid design with rank-d noise on the grid (broken)", method="design",
+        geometry=geom, radius=des.radius, mu=check_positive(mu, "mu"), dim=geom.T,
+        per_curve=_GridMeansOfFits(des), calibration=_GridNoiseCalibration(des),
+        post=WeightedFit(geom, des.radius, des.weights), noise_factor=geom.Phi,
+        n=None if n is None else check_int(n, "n", 1))
+
+
+def broken_sigma_too_small(mechanism: Mechanism, factor: float = 0.9) -> Mechanism:
+    """BROKEN ON PURPOSE: ``mechanism`` with σ multiplied by ``factor`` (< 1: too little noise).
+
+    Its releases publish the smaller σ they use; the pair's true μ is μ/factor.
+    """
+    factor = check_positive(factor, "factor")
+    mech = _check_mechanism(mechanism)
+    return replace(mech, name=f"{mech.name} with σ × {factor:g} (broken)",
+                   calibration=_ScaledCalibration(mech.calibration, factor))
+
+
+@dataclass(frozen=True, eq=False)
+class _ScaledCalibration:
+    """BROKEN ON PURPOSE (factor < 1): another calibration's σ times a factor."""
+
+    inner: Any
+    factor: float
+
+    @property
+    def norm(self) -> str:
+        """The wrapped calibration's norm."""
+        return self.inner.norm
+
+    def sensitivity(self, n):
+        """The wrapped sensitivity."""
+        return self.inner.sensitivity(n)
+
+    def sigma(self, n, mu):
+        """factor·σ."""
+        sigma = self.inner.sigma(n, mu)
+        return self.factor * np.asarray(sigma) if np.ndim(sigma) else self.factor * sigma
+
+    def secure_noisy(self, centre, n, mu, sigma):
+        """Not offered: a mechanism broken on purpose is for audits only."""
+        raise ValueError("a mechanism broken on purpose has no secure path")
