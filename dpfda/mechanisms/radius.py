@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -75,6 +76,7 @@ def _gdp_dominates(mu: float, eps: float, points: int = 4000) -> bool:
     return bool(np.all(left * (1 + 1e-9) <= right))
 
 
+@lru_cache(maxsize=256)  # a pure function of ε; ftp_private_radius's search asks the same values each call
 def gdp_of_pure_dp(epsilon) -> float:
     """A μ (within 1e-6 of the smallest) such that every ε-DP mechanism is μ-GDP.
 
