@@ -41,7 +41,8 @@ from ..maths.curves import Curves
 from ..maths.fitting import BallLeastSquares
 from ..maths.spaces import OrthonormalSpace
 from ..maths.summation import fixed_point_ball_mean
-from .pipelines import Release, check_radius, ftp_privatize
+from .calibration import check_secure_budget
+from .pipelines import Release, check_radius
 
 __all__ = ["DISPLAY_POINTS", "IrregularPTFError", "check_own_points_space", "irregular_fit_mean", "public_grid",
            "release_curves"]
@@ -134,5 +135,7 @@ def release_curves(mech, curves: Curves, rng, *, secure: bool) -> Release:
         rng = check_rng(rng)
     n = curves.n
     mech.sigma(n)  # n and the calibration checked before any data are touched
+    if secure:
+        check_secure_budget(mech.mu)
     mean = irregular_fit_mean(curves, mech.geometry.space, mech.radius)
-    return ftp_privatize(mean, mech.geometry, mech.radius, mech.mu, n, rng, secure=secure)
+    return mech._release_summary(mean, n, rng, secure=secure)  # FTP's own noise step

@@ -592,8 +592,17 @@ class Mechanism:
         n = self._n(X.shape[-2])
         if secure:
             check_secure_budget(self.mu)
-        sigma = self.calibration.sigma(n, self.mu)  # calibration errors before any data are touched
-        centre = self.per_curve.mean(X)
+        self.calibration.sigma(n, self.mu)  # calibration errors before any data are touched
+        return self._release_summary(self.per_curve.mean(X), n, rng, secure=secure)
+
+    def _release_summary(self, centre, n: int, rng, *, secure: bool) -> Release:
+        """The one noise step of every release: ``centre`` plus σ·L·Z, then the post-processing.
+
+        ``centre`` is the per-curve map's mean (or a summary with its sensitivity, such as
+        FTP's fits on each subject's own points); the noise is drawn last.  The callers
+        check every argument, σ and (secure) OpenDP's budget before the data are read.
+        """
+        sigma = self.calibration.sigma(n, self.mu)
         if secure:
             noisy = self.calibration.secure_noisy(centre, n, self.mu, sigma)
         else:
