@@ -45,6 +45,7 @@ LAYERS = [
                     ("bands", "The privacy noise of a release, point by point"),
                     ("irregular", "FTP on curves measured at their own points"),
                     ("radius", "Choosing B' publicly or privately"),
+                    ("dimension", "Choosing m from a public proxy"),
                     ("designs", "Beyond the paper: other mechanism designs"),
                     ("postprocess", "Beyond the paper: post-processing a release"),
                     ("privacy", "Gaussian differential privacy"),
