@@ -50,7 +50,7 @@ BAND_COVERS = (
 
 
 def band_z(level) -> float:
-    """The standard normal quantile z with P(|Z| <= z) = ``level`` (in (0, 1))."""
+    """The standard normal quantile z with P(abs(Z) <= z) = ``level`` (in (0, 1))."""
     level = check_positive(level, "level")
     if not level < 1.0:
         raise ValueError(f"level must lie in (0, 1), e.g. 0.95, got {level!r}")

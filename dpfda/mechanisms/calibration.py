@@ -7,13 +7,13 @@ its noise scale from here:
 * :func:`noise_scale` — σ = 2·bound·factor/(n·μ)·(1 + rounding cover), computed on
   mantissas and exponents (no intermediate over- or underflows; in the ordinary
   range bit for bit the plain formula);
-* :func:`gaussian_sigma` — σ = Δ/μ for a given sensitivity (Proposition 4), by the
+* ``gaussian_sigma`` — σ = Δ/μ for a given sensitivity (Proposition 4), by the
   same arithmetic;
 * :func:`declared_sensitivity` — the floating-point sensitivity told to OpenDP,
   2·bound·factor/n times the same rounding factor as σ;
 * :func:`check_secure_budget` — whether OpenDP's zero-concentrated budget
   ρ = μ²/2 is a normal float (a smaller μ is refused by name, before any data are read);
-* :data:`PARAM_MAX` and :data:`NOISE_RESOLUTION` — the limits on every bound, scale and
+* ``PARAM_MAX`` and ``NOISE_RESOLUTION`` — the limits on every bound, scale and
   released value.
 
 The rounding factor is :func:`dpfda.maths.summation.calibration_factor` of a proven
@@ -105,8 +105,8 @@ def noise_scale(bound, factor, n: int, mu: float, bound_name: str, rounding: flo
     :func:`dpfda.maths.summation.calibration_factor` (ε), 1 unless ε > 2⁻³¹.
     The operations are those of 2B'/(nμ) and (2c_j/n)·√T/μ in that order, so in the
     ordinary range the result is bit for bit the plain formula.  ``ValueError`` unless
-    the bound is at most :data:`PARAM_MAX` and σ a normal float in
-    [:data:`NOISE_RESOLUTION`·bound, :data:`PARAM_MAX`]; ``what`` replaces the
+    the bound is at most ``PARAM_MAX`` and σ a normal float in
+    [``NOISE_RESOLUTION``·bound, ``PARAM_MAX``]; ``what`` replaces the
     parameters named in the messages.  ``public_bound=False``: the bound is derived (a
     design's R, which may exceed 2^960 while σ does not), so only σ is limited.
     """
@@ -134,7 +134,7 @@ def gaussian_sigma(sensitivity, mu, *, rounding: float = 0.0) -> float:
     summary as computed; ``rounding`` a proven relative excess ε of it
     (:func:`dpfda.maths.summation.calibration_factor`).  Δ and μ are divided on
     mantissas and exponents, so σ is exact to one rounding wherever it is a normal
-    float; ``ValueError`` when it is not, or exceeds :data:`PARAM_MAX`.
+    float; ``ValueError`` when it is not, or exceeds ``PARAM_MAX``.
 
     Examples
     --------

@@ -755,7 +755,7 @@ class Design:
 
     @property
     def noise_dim(self) -> int:
-        """k, the coordinates the noise is added in: d for FTP's shape L = Φ, T otherwise."""
+        """The number k of coordinates the noise is added in (d for FTP's shape L = Φ, else T)."""
         return self.geometry.dim if self._ftp_shaped else self.geometry.T
 
     def summary(self, X) -> np.ndarray:

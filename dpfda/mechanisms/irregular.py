@@ -28,7 +28,7 @@ the release would let one record decide whether a release happens.
 
 PTF averages each grid point over subjects and needs a common grid: it refuses curves on
 their own points (:class:`IrregularPTFError`) unless they are first put on the public grid
-by a per-subject map (:meth:`dpfda.maths.curves.Curves.on_grid`, a map of one record
+by a per-subject map (``Curves.on_grid``, a map of one record
 alone, so the guarantee stands).
 """
 
@@ -56,7 +56,7 @@ class IrregularPTFError(ValueError):
 
 
 def public_grid(X, grid, space=None) -> np.ndarray:
-    """The grid a mechanism is built on: ``grid``, or for a :class:`Curves` given none, its own.
+    """The grid a mechanism is built on: ``grid``, or for a ``Curves`` given none, its own.
 
     Common-grid curves: their grid on [0, 1].  Curves on their own points: ``DISPLAY_POINTS``
     equally spaced points of [0, 1], a public choice (never the observed points); ``space``
@@ -110,7 +110,7 @@ def irregular_fit_mean(curves: Curves, space, radius) -> np.ndarray:
 
 
 def release_curves(mech, curves: Curves, rng, *, secure: bool) -> Release:
-    """``mech.release`` of a :class:`Curves`: its values on the mechanism's grid, or FTP's own-points fit.
+    """``mech.release`` of a ``Curves``: its values on the mechanism's grid, or FTP's own-points fit.
 
     FTP on an orthonormal space fits curves that are not on its grid (their own points, or
     another common grid) each on the points they have; PTF refuses them by name.

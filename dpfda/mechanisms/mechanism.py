@@ -20,9 +20,9 @@ A :class:`dpfda.Mechanism` is that pipeline with its parts named:
 * ``noise_factor`` — the shape L of the noise in those k coordinates: None
   (independent noise of scale σ, or σ_j per coordinate: FTP, PTF, a design with FTP's
   shape) or a square (k, k) factor of full rank (a design); anything else is refused.
-* ``post`` — the post-processing: :class:`Identity` for FTP (the noisy Cameron–Martin
-  coordinates are the release), :class:`WeightedFit` for PTF and the full-rank designs
-  (the weighted fit in the ball of radius B', or unconstrained), :class:`GridThenFit`
+* ``post`` — the post-processing: ``Identity`` for FTP (the noisy Cameron–Martin
+  coordinates are the release), ``WeightedFit`` for PTF and the full-rank designs
+  (the weighted fit in the ball of radius B', or unconstrained), ``GridThenFit``
   for a design with FTP's rank-d noise shape (grid means Φc̃, then the fit).
 * the privacy map :meth:`dpfda.Mechanism.privacy` (n ↦ the μ of the GDP guarantee; σ is
   calibrated per n) and :meth:`dpfda.Mechanism.epsilon` ((n, δ) ↦ ε, through
@@ -52,14 +52,14 @@ mechanism must add its noise to the r-vector (θ̄, with σI) and map it afterwa
 
 Mechanisms covered (:func:`dpfda.trust.audit.recompute` checks each one):
 
-* FTP (Algorithm 1, :func:`ftp_mechanism`): noise σI_d on the mean of fits θ̄ (d);
+* FTP (Algorithm 1, ``ftp_mechanism``): noise σI_d on the mean of fits θ̄ (d);
   an RKHS release's grid values and residual off the grid are post-processing.
-* PTF (Algorithm 2, :func:`ptf_mechanism`): independent noise σ_j on the T clipped
+* PTF (Algorithm 2, ``ptf_mechanism``): independent noise σ_j on the T clipped
   means; the fit is post-processing.  Secure path: x̄_j/c_j noised with 2√T/(nμ).
 * every :class:`~dpfda.mechanisms.designs.Design` region (box, ball, ellipsoid, mix)
   with a square noise shape (diagonal, isotropic, matched, a covariance): noise σL on
   the T grid means; with FTP's shape L = Φ (rank d, the ellipsoid and the mix at λ = 1):
-  noise σI_d on θ̄, grid means Φ(θ̄ + σZ) after (:class:`GridThenFit`).
+  noise σI_d on θ̄, grid means Φ(θ̄ + σZ) after (``GridThenFit``).
 * broken on purpose, as what they violate (:mod:`dpfda.trust.audit`):
   ``broken_design_rank_deficient`` (rank-d noise added on the grid: the rule itself),
   ``broken_ptf_no_sqrt_T`` and ``broken_ftp_grid_norm`` (σ below Δ/μ),
@@ -155,7 +155,7 @@ def _frozen(a) -> np.ndarray:
 class PerCurveMap(Protocol):
     """The per-curve map into C, averaged: ``(X, exact) -> (centre (…, k), moved (…, n))``.
 
-    k is the mechanism's :attr:`Mechanism.dim`: the coordinates where the sensitivity is
+    k is the mechanism's ``Mechanism.dim``: the coordinates where the sensitivity is
     bounded and the noise is added.
     """
 
@@ -297,7 +297,7 @@ class PTFCalibration:
         """The rounding excess of x̄_j/c_j: the clipped means' ε plus n·2u for the division.
 
         Neighbours' exact means differ by at most 2c_j/n in coordinate j; the computed
-        x̄_j is within the clipped means' rounding of it, and fl(x̄_j/c_j) (|x̄_j| <= c_j)
+        x̄_j is within the clipped means' rounding of it, and fl(x̄_j/c_j) (abs(x̄_j) <= c_j)
         is within u = 2⁻⁵³ more, i.e. n·u/2 of the per-coordinate sensitivity 2/n, for
         each of the two neighbours.
         """
@@ -392,7 +392,7 @@ class Mechanism:
     """A Gaussian mechanism of the package: per-curve map → noise → post-processing, always.
 
     See the module docstring (:mod:`dpfda.mechanisms.mechanism`).  Build it with
-    :func:`ftp_mechanism`, :func:`ptf_mechanism` or
+    ``ftp_mechanism``, ``ptf_mechanism`` or
     :meth:`dpfda.mechanisms.designs.Design.mechanism`, not field by field: the constructors
     check every public parameter.
 
@@ -417,8 +417,8 @@ class Mechanism:
         ``sigma(n, mu)``, ``sensitivity(n)``, ``norm`` and the OpenDP path.
     post : callable
         ``post(noisy)`` → (coef, active, grid means): the post-processing of the
-        Gaussian mechanism's output (:class:`Identity`, :class:`WeightedFit`,
-        :class:`GridThenFit`).
+        Gaussian mechanism's output (``Identity``, ``WeightedFit``,
+        ``GridThenFit``).
     noise_factor : ndarray (k, k) or None
         The noise shape L in the k coordinates, square and of full rank (checked); None:
         independent noise of scale σ (or σ_j) per coordinate.
@@ -476,7 +476,7 @@ class Mechanism:
     # -- sizes -------------------------------------------------------------------
     @property
     def noise_dim(self) -> int:
-        """The number of standard normals one release consumes (k = :attr:`dim`)."""
+        """The number of standard normals one release consumes (k = ``dim``)."""
         return self.dim
 
     @property
@@ -545,7 +545,7 @@ class Mechanism:
     def privatize(self, summary, normals, n: int, *, residual_rng=None) -> Release:
         """summary + σ·L·normals, then the post-processing: a :class:`~dpfda.mechanisms.pipelines.Release`.
 
-        ``summary`` (…, :attr:`dim`) must come from :meth:`summarize` (or have its
+        ``summary`` (…, ``dim``) must come from :meth:`summarize` (or have its
         sensitivity); ``normals`` (…, :attr:`noise_dim`) are standard normal draws
         (a simulation may share them between mechanisms).  The release is μ-GDP
         only if the normals are fresh draws, independent of the data and never
@@ -698,7 +698,7 @@ def ptf_mechanism(grid, space, radius, mu, *, clip=None, weights=None, n=None,
     mean gets N(0, σ_j²), σ_j = (2c_j/n)·√T/μ (:func:`dpfda.ptf_sigmas`); the
     noisy means are fitted with weights W in the ball of radius B'.  ``clip`` and
     ``weights`` as for :func:`dpfda.ptf`; ``n`` and ``secure`` as for
-    :func:`ftp_mechanism`.  :func:`dpfda.ptf` is ``ptf_mechanism(...).release``.
+    ``ftp_mechanism``.  :func:`dpfda.ptf` is ``ptf_mechanism(...).release``.
 
     Examples
     --------

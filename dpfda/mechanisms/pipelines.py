@@ -419,7 +419,7 @@ class Release:
         return bands.noise_sd(self, self.grid if t is None else t, residual=self._residual_rng is not None)
 
     def band(self, level: float = 0.95, t=None) -> tuple[np.ndarray, np.ndarray]:
-        """``(lower, upper)`` = self(t) ∓ z·noise_sd(t), P(|Z| <= z) = ``level`` (default t: the grid).
+        """``(lower, upper)`` = self(t) ∓ z·noise_sd(t), P(abs(Z) <= z) = ``level`` (default t: the grid).
 
         Over repeated releases of the same data, the band covers the noiseless estimate
         at each point with probability ``level``: it is a band of **the privacy noise

@@ -5,7 +5,7 @@ against shrinkage (curves beyond the ball are pulled onto it).  Two ways to choo
 
 **A public rule** (:func:`public_radius`).  If every value of every curve lies in a public
 range [L, U] over the whole domain (a device's range, a climate's record, a growth
-standard), then every curve has L²[0, 1] norm at most R = max(|L|, |U|), and so has its
+standard), then every curve has L²[0, 1] norm at most R = max(abs(L), abs(U)), and so has its
 orthogonal projection onto an orthonormal H_m (Legendre, Fourier), whose norm is the
 Cameron–Martin norm: B' = R puts no curve's projection outside the ball.  (Centring on a
 public reference first, as :class:`dpfda.PublicFrame` does, gives a smaller B'.)
@@ -51,7 +51,7 @@ __all__ = ["PrivateRadius", "public_radius", "gdp_of_pure_dp", "fitted_norms", "
 
 
 def public_radius(lower, upper) -> float:
-    """B' = max(|L|, |U|) for curves whose values all lie in the public range [L, U] (see module)."""
+    """B' = max(abs(L), abs(U)) for curves whose values all lie in the public range [L, U] (see module)."""
     lo, hi = float(lower), float(upper)
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ValueError(f"lower and upper must be finite with lower < upper, got {lower!r}, {upper!r}")

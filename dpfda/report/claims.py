@@ -1287,7 +1287,7 @@ def law_level_null_size(alpha: float, draws: int, rho: float, *, reference: str,
     Under the null a pooled component is z = N / max(√(χ²_{K−1}/(K−1)), √ρ)
     (:func:`pool_draws`: the standard error across K = ``draws`` draws, floored at
     its within-draw part; ρ = ``rho`` is the within share of a draw mean's
-    variance, the within part taken as known).  The test rejects when |z|
+    variance, the within part taken as known).  The test rejects when abs(z)
     exceeds the ``reference``'s critical value: the normal's, or Student's t on
     K − 1 df.  Without ``reps`` the rate is computed by quadrature over χ²_{K−1};
     with ``reps`` it is simulated (``rng`` a numpy Generator) and the second value

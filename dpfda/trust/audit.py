@@ -969,7 +969,7 @@ def audit_summary(mech: Mechanism, X) -> np.ndarray:
     values clipped to [−c_j, c_j] (exact, with fractions); a design its region's map:
     (1−λ)·the box mean + λ·(Φ times) the mean of fits, or the mean of projections onto
     its ball.  The coordinates are the mechanism's: d for FTP and a design whose noise
-    is on θ̄ (``noise_factor`` None and :attr:`Design.coefficient_noise`), T otherwise.
+    is on θ̄ (``noise_factor`` None and ``Design.coefficient_noise``), T otherwise.
     """
     X = as_float_array(X, "X")
     geom = mech.geometry
@@ -1008,7 +1008,7 @@ def formula_sigma(mech: Mechanism, n: int):
     FTP: 2B'/(nμ) (Theorem 6, Corollaries 7–8); PTF: 2c_j√T/(nμ) (Proposition 9); a
     design: 2R/(nμ) with R = B' for noise on θ̄ (R of FTP), ||c/ℓ|| for a box with a
     diagonal noise shape (PTF's argument), and otherwise the design's published extent R
-    (max over C of ||L⁻¹x||, :meth:`Design.sensitivity`).  Computed in 50-digit arithmetic
+    (max over C of ||L⁻¹x||, ``Design.sensitivity``).  Computed in 50-digit arithmetic
     and rounded once; the rounding cover of the summary (at most 2⁻³¹ of σ below about
     a million curves) is not included.
     """
@@ -1114,7 +1114,7 @@ def recompute(mechanism: Mechanism, X0, X1, *, draws: int = 0, rng=None) -> Reco
     """Audit one mechanism on neighbours (X0, X1) by recomputing what it releases.
 
     1. The summaries of X0 and X1 by the audit's own arithmetic (:func:`audit_summary`),
-       compared with the mechanism's (within :data:`SUMMARY_GAP` of the sensitivity).
+       compared with the mechanism's (within ``SUMMARY_GAP`` of the sensitivity).
     2. σ by the formulas (:func:`formula_sigma`), compared with the release's
        ``noise_scale``; the noise law is N(0, σ²FFᵀ) with σ the smaller of the two and F
        the published ``coordinate_factor`` (solved by :class:`NoiseLaw`).
