@@ -144,11 +144,17 @@ assignments: venv
 # written to _build/ and passed with --config. It reuses the main build's execution cache, which
 # holds successful runs only: the notebooks are executed into it first, as for `make book`, so a
 # failing chapter stops this build too, and its pages are checked the same way.
+# The solution-free chapters also go to _build/student_repository/, a git repository with one
+# commit (book/NAME.ipynb, requirements.txt, runtime.txt, dpfda's wheel, the licences): push it
+# to STUDENT_REPOSITORY, a public repository, and the student edition's Binder button and
+# repository link open it (never the book's own repository, which holds the solutions).
+# `make student STUDENT_REPOSITORY=` builds an edition with neither.
+STUDENT_REPOSITORY ?= https://github.com/dpfda/dpfda-book-student
 # HTML: _build/student/_build/html/index.html, copied to _build/html/student/ (when the main
 # edition exists) so the main edition's preface links to it. `make book` ends with it.
 student: $(BUILD_DEPS)
 	$(RUN_BOOK) python _ext/execute_notebooks.py
-	$(BIN)/python _ext/student_edition.py _config.yml _build/_config_student.yml
+	$(BIN)/python _ext/student_edition.py _config.yml _build/_config_student.yml --repository "$(STUDENT_REPOSITORY)"
 	$(RUN_BOOK) jupyter-book build . --config _build/_config_student.yml --path-output _build/student $(JB_FLAGS)
 	$(RUN) python _ext/check_pages.py _build/student/_build/html
 	if [ -d _build/html ]; then rm -rf _build/html/student && cp -r _build/student/_build/html _build/html/student; fi

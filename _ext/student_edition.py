@@ -17,8 +17,10 @@ Two jobs live here.
        python _ext/student_edition.py _config.yml _build/_config_student.yml
 
    It copies ``_config.yml`` and sets ``hide_solutions: true``, adds "(student edition)"
-   to the title, leaves out the page sources and the Binder button (both would hand out
-   the notebooks, solutions included), points the execution cache at the main build's cache (so notebooks are
+   to the title, leaves out the page sources (they would hand out the notebooks, solutions
+   included), points the repository and Binder buttons and the footer's licence link at the
+   solution-free repository of item 4 (``--repository URL``; without it, no such buttons),
+   points the execution cache at the main build's cache (so notebooks are
    not executed twice), and makes paths that Jupyter Book resolves against the
    configuration file absolute.
 
@@ -26,10 +28,15 @@ Two jobs live here.
    ``_toc.yml`` as a notebook with its ``{solution}`` blocks and gated solutions (prose and code
    cells) removed and no outputs, written by the same script to ``_build/student_notebooks/``
    (``notebooks/`` there, with ``requirements.txt``, ``runtime.txt`` and a zip of them all) and
-   served by the student edition at ``notebooks/NAME.ipynb`` (``html_extra_path``). The student
-   edition has no repository button: the repository holds the solutions and the assignments'
-   master notebooks. ``python _ext/student_edition.py --notebooks _toc.yml OUTPUT_DIR`` writes
-   the notebooks alone.
+   served by the student edition at ``notebooks/NAME.ipynb`` (``html_extra_path``).
+   ``python _ext/student_edition.py --notebooks _toc.yml OUTPUT_DIR`` writes the notebooks alone.
+
+4. The same chapters as a git repository for Binder (``export_repository``), written to
+   ``_build/student_repository/``, which an instructor pushes to a public repository; the
+   book's own repository holds the solutions and the assignments' master notebooks and is
+   never linked from the student edition. In the book's own edition the extension sets the
+   Sphinx tag ``instructor``, so ``{only} instructor`` blocks (the course guide's rubric key
+   steps) are left out of the student edition.
 """
 
 from __future__ import annotations
@@ -110,8 +117,16 @@ def point_download_at_solution_free_notebook(app, pagename, templatename, contex
         group["buttons"] = kept
 
 
+def tag_instructor_edition(app, config):
+    """Set the tag ``instructor`` in the book's own edition, not in the student edition:
+    ``{only} instructor`` blocks (the rubric's key steps) appear in the first only."""
+    if not config.hide_solutions:
+        app.tags.add("instructor")
+
+
 def setup(app):
     app.setup_extension("sphinx_exercise")
+    app.connect("config-inited", tag_instructor_edition)
     app.connect("html-page-context", point_download_at_solution_free_notebook, priority=900)
     app.add_node(hidden_gated_solution)
     app.add_directive("solution-start", _hiding_solution_start_directive(), override=True)
@@ -225,7 +240,71 @@ def export_notebooks(toc: Path, folder: Path) -> list[Path]:
     return written
 
 
-def write_student_config(source: Path, target: Path) -> None:
+#: The MIT licence's text, linked from the footer when there is no solution-free repository.
+_MIT_TEXT = "https://opensource.org/license/mit"
+
+#: Files of the repository a solution-free Binder repository also needs: the licences, and the
+#: citation file the preface reads.
+_REPOSITORY_FILES = ("LICENSE", "LICENSE-CC-BY-4.0.txt", "CITATION.cff")
+
+_REPOSITORY_README = """# {title}: the notebooks without their solutions
+
+Every chapter of the book as a notebook, its solutions left out, under `book/`, generated from
+the book's sources by `make student`. Binder (or `pip install -r requirements.txt` with
+Python 3.11) sets up its environment: dpfda comes as the wheel beside this file.
+
+Licences: the text under CC BY 4.0 (LICENSE-CC-BY-4.0.txt), the code under the MIT licence
+(LICENSE).
+"""
+
+
+def export_repository(toc: Path, folder: Path, repo: Path, *, title: str = "dpfda-book") -> Path:
+    """Write a git repository for Binder holding the solution-free chapters only.
+
+    The chapters are exported to ``folder`` (:func:`export_notebooks`); ``repo`` gets every
+    chapter of ``toc`` without its solutions (``book/NAME.ipynb``: the same relative paths as
+    in the book's repository, so that the student edition's Binder links
+    open the page's own chapter), ``requirements.txt``, ``runtime.txt`` and dpfda's wheel
+    at its root (what Binder installs), the licences, the citation file and a README, in one
+    commit. An instructor pushes it to a public repository; the book's own repository, with
+    its solutions and master notebooks, can then stay private. Needs ``git``.
+    """
+    import subprocess
+
+    export_notebooks(toc, folder)
+    notebooks = folder / "notebooks"
+    root = toc.resolve().parent
+    shutil.rmtree(repo, ignore_errors=True)
+    repo.mkdir(parents=True)
+    for src in _toc_files(toc):
+        target = repo / src.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(notebooks / src.name, target)
+    for path in notebooks.iterdir():
+        if path.suffix not in (".ipynb", ".zip"):
+            shutil.copyfile(path, repo / path.name)
+    for name in _REPOSITORY_FILES:
+        if (root / name).is_file():
+            shutil.copyfile(root / name, repo / name)
+    (repo / "README.md").write_text(_REPOSITORY_README.format(title=title), encoding="utf-8")
+    # One commit with a fixed author and date: the same sources give the same tree.
+    env = {"GIT_AUTHOR_NAME": "dpfda-book", "GIT_AUTHOR_EMAIL": "dpfda-book@invalid",
+           "GIT_COMMITTER_NAME": "dpfda-book", "GIT_COMMITTER_EMAIL": "dpfda-book@invalid",
+           "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+           "PATH": __import__("os").environ.get("PATH", "")}
+    for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"],
+                 ["git", "commit", "-q", "-m", "The book's chapters without their solutions"]):
+        subprocess.run(argv, cwd=repo, env=env, check=True, capture_output=True)
+    return repo
+
+
+def write_student_config(source: Path, target: Path, repository: str | None = None) -> None:
+    """Write the student edition's configuration ``target`` from the book's ``source``.
+
+    ``repository``: the URL of the public repository that holds the solution-free chapters
+    (:func:`export_repository`). With it the student edition's pages launch Binder, and
+    link the repository and the code licence, there; without it they have no Binder button
+    and no repository link. Either way nothing links to the book's own repository."""
     import yaml
 
     root = source.resolve().parent
@@ -237,15 +316,31 @@ def write_student_config(source: Path, target: Path) -> None:
     # The page sources (_sources/*.ipynb, the download button) and a Binder session would
     # hand out the notebooks with their solutions: leave them out of this edition.
     sphinx_config["html_copy_source"] = False
-    config.setdefault("launch_buttons", {})["binderhub_url"] = ""
-    # The repository holds the solutions and the assignments' master notebooks.
-    config.setdefault("html", {})["use_repository_button"] = False
-    # Every chapter as a solution-free notebook, served at notebooks/NAME.ipynb.
+    # The book's repository holds the solutions and the assignments' master notebooks: the
+    # repository button, Binder and the footer's licence link go to the solution-free
+    # repository instead, or are left out.
+    main_url = (config.get("repository") or {}).get("url", "")
+    html = config.setdefault("html", {})
+    launch = config.setdefault("launch_buttons", {})
+    if repository:
+        config["repository"] = {"url": repository, "branch": "main", "path_to_book": ""}
+        launch["binderhub_url"] = launch.get("binderhub_url") or "https://mybinder.org"
+        html["use_repository_button"] = True
+    else:
+        launch["binderhub_url"] = ""
+        html["use_repository_button"] = False
+    if main_url and html.get("extra_footer"):
+        licence = f"{repository}/blob/main/LICENSE" if repository else _MIT_TEXT
+        html["extra_footer"] = html["extra_footer"].replace(f"{main_url}/blob/main/LICENSE", licence)
+    # Every chapter as a solution-free notebook, served at notebooks/NAME.ipynb, and the
+    # same chapters as a repository for Binder (pushed by the instructor).
     toc = root / "_toc.yml"
     if toc.is_file():
         exported = root / "_build" / "student_notebooks"
-        export_notebooks(toc, exported)
-        sphinx_config["html_extra_path"] = [*sphinx_config.get("html_extra_path", []), str(exported)]
+        export_repository(toc, exported, root / "_build" / "student_repository",
+                          title=str(config.get("title", "dpfda-book")))
+        sphinx_config["html_extra_path"] = [*sphinx_config.get("html_extra_path", []),
+                                            str(exported)]
     # The preface links to the student edition; in the student edition it says so instead.
     config.setdefault("parse", {}).setdefault("myst_substitutions", {})["student_edition"] = (
         "this is the student edition"
@@ -270,6 +365,11 @@ if __name__ == "__main__":
         for path in export_notebooks(Path(sys.argv[2]), Path(sys.argv[3])):
             print(path)
         sys.exit(0)
-    if len(sys.argv) != 3:
-        sys.exit("usage: python _ext/student_edition.py _config.yml OUTPUT.yml")
-    write_student_config(Path(sys.argv[1]), Path(sys.argv[2]))
+    args = sys.argv[1:]
+    repository = None
+    if len(args) == 4 and args[2] == "--repository":
+        repository = args[3].rstrip("/") or None
+        args = args[:2]
+    if len(args) != 2:
+        sys.exit("usage: python _ext/student_edition.py _config.yml OUTPUT.yml [--repository URL]")
+    write_student_config(Path(args[0]), Path(args[1]), repository)

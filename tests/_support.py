@@ -52,3 +52,17 @@ def assert_mc_close(samples, exact, *, z: float = Z, axis=0, what: str = "value"
         f"(allowed {z:.2f}; SE {se})"
     )
     return mean, se
+
+
+def solution_lines(nb) -> list[str]:
+    """Lines of a chapter's solutions (gated spans, across cells, and ``{solution}`` blocks), longer
+    than 30 characters and not also outside the solutions: the text a solution-free copy of
+    notebook ``nb`` must not hold."""
+    import re
+
+    text = "\n".join(cell.source for cell in nb.cells)
+    gated, plain = r"\{solution-start\}(.*?)\{solution-end\}", r"\{solution\}[^\n]*\n(.*?)\n(?:`{3,}|:{3,})\s*$"
+    spans = re.findall(gated, text, re.S) + re.findall(plain, text, re.S | re.M)
+    rest = re.sub(plain, "", re.sub(gated, "", text, flags=re.S), flags=re.S | re.M)
+    lines = [line.strip() for span in spans for line in span.splitlines()]
+    return [line for line in lines if len(line) > 30 and not line.startswith(":") and line not in rest]

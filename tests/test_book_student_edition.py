@@ -6,8 +6,10 @@ once as the full book and once with the configuration `make student` writes. The
 also holds the course guide's table of reading and run times (_ext/course_times.py): both
 editions fill it from what the build measured, and a chapter whose run raised gets no time
 (the build fails). The student edition serves each chapter as a solution-free notebook (its
-download button points there) and links to no repository, page source or assignment; every
-chapter of the real book is exported without its solutions.
+download button points there) and links to no page source or assignment; every
+chapter of the real book is exported without its solutions. Its Binder button, repository link
+and licence link go to the solution-free repository ``make student`` writes, and an
+``{only} instructor`` block (the course guide's rubric key steps) is left out.
 """
 
 import re
@@ -18,20 +20,27 @@ from pathlib import Path
 
 import pytest
 
+from _support import solution_lines as _solution_lines
+
 pytest.importorskip("jupyter_book")
 pytest.importorskip("sphinx_exercise")
 nbformat = pytest.importorskip("nbformat")
 
 ROOT = Path(__file__).resolve().parents[1]
 JUPYTER_BOOK = Path(sys.executable).with_name("jupyter-book")
+STUDENT_REPO = "https://github.com/probe-owner/probe-student"
 
 CONFIG = """\
 title: Probe
 repository:
   url: https://github.com/probe-owner/probe-repo
   branch: main
+launch_buttons:
+  binderhub_url: https://mybinder.org
 html:
   use_repository_button: true
+  extra_footer: |
+    <p><a href="https://github.com/probe-owner/probe-repo/blob/main/LICENSE">MIT</a></p>
 execute:
   execute_notebooks: force
   allow_errors: false
@@ -49,7 +58,9 @@ def _write_book(folder: Path) -> None:
     shutil.copytree(ROOT / "_ext", folder / "_ext")
     (folder / "_config.yml").write_text(CONFIG)
     (folder / "_toc.yml").write_text(TOC)
-    (folder / "intro.md").write_text("# Probe\n\nA page.\n\n```{course-times}\nexercises\n```\n")
+    (folder / "intro.md").write_text("# Probe\n\nA page.\n\n```{course-times}\nexercises\n```\n\n"
+                                     "```{only} instructor\nRUBRIC-KEY-STEP\n```\n")
+    (folder / "LICENSE").write_text("MIT licence\n")
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [
@@ -100,10 +111,12 @@ def test_student_edition_hides_plain_and_gated_solutions(tmp_path):
     for marker in ("GATED-PROSE", "GATED-OUTPUT", "PLAIN-SOLUTION", "AFTER-SOLUTIONS", "CHECK-KEPT"):
         assert marker in full
     _assert_times_table((tmp_path / "_build" / "html" / "intro.html").read_text())
+    assert "RUBRIC-KEY-STEP" in (tmp_path / "_build" / "html" / "intro.html").read_text()
+    assert "mybinder.org/v2/gh/probe-owner/probe-repo/main" in full
 
     subprocess.run(
         [sys.executable, str(ROOT / "_ext" / "student_edition.py"), str(tmp_path / "_config.yml"),
-         str(tmp_path / "_build" / "_config_student.yml")],
+         str(tmp_path / "_build" / "_config_student.yml"), "--repository", STUDENT_REPO],
         check=True,
     )
     _build(tmp_path, "--config", str(tmp_path / "_build" / "_config_student.yml"),
@@ -113,7 +126,7 @@ def test_student_edition_hides_plain_and_gated_solutions(tmp_path):
     assert "AFTER-SOLUTIONS" in page and "ex-gated" in page and "CHECK-KEPT" in page
     _assert_times_table((html / "intro.html").read_text())
     everything = _texts(html)
-    for marker in ("GATED-PROSE", "GATED-OUTPUT", "PLAIN-SOLUTION"):
+    for marker in ("GATED-PROSE", "GATED-OUTPUT", "PLAIN-SOLUTION", "RUBRIC-KEY-STEP"):
         assert marker not in everything
     assert "(student edition)" in page
     # The chapter as a solution-free notebook, served beside the pages.
@@ -126,20 +139,40 @@ def test_student_edition_hides_plain_and_gated_solutions(tmp_path):
     assert "probe-owner/probe-repo" in full
     links = [href for p in html.rglob("*.html") for href in re.findall(r'href="([^"]*)"', p.read_text())]
     assert links
-    bad = [h for h in links if "probe-owner" in h or "_sources" in h or "assignments" in h
-           or (h.endswith(".ipynb") and not h.startswith("notebooks/"))]
+    bad = [h for h in links if "probe-repo" in h or "_sources" in h or "assignments" in h
+           or (h.endswith(".ipynb") and not h.startswith(("notebooks/", "https://mybinder.org/")))]
     assert not bad, bad
+    # Binder, the repository button and the licence go to the solution-free repository, which
+    # holds the chapter at the path the Binder link opens, without its solutions, in one commit.
+    binder = [h for h in links if "mybinder.org" in h]
+    assert binder and set(binder) == {"https://mybinder.org/v2/gh/probe-owner/probe-student/main"
+                                      "?urlpath=tree/exercises.ipynb"}, binder
+    assert f"{STUDENT_REPO}/blob/main/LICENSE" in links and STUDENT_REPO in links
+    repo = tmp_path / "_build" / "student_repository"
+    assert sorted(p.name for p in repo.iterdir() if p.name != ".git") == ["LICENSE", "README.md",
+                                                                        "exercises.ipynb"]
+    assert (repo / "exercises.ipynb").read_text() == notebook
+    log = subprocess.run(["git", "-C", str(repo), "log", "--format=%s"], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True,
+                            text=True, check=True).stdout
+    assert len(log) == 1 and status == "", (log, status)
 
 
-def _solution_lines(nb) -> list[str]:
-    """Lines of a chapter's solutions (gated spans, across cells, and ``{solution}`` blocks), longer
-    than 30 characters."""
-    text = "\n".join(cell.source for cell in nb.cells)
-    gated, plain = r"\{solution-start\}(.*?)\{solution-end\}", r"\{solution\}[^\n]*\n(.*?)\n(?:`{3,}|:{3,})\s*$"
-    spans = re.findall(gated, text, re.S) + re.findall(plain, text, re.S | re.M)
-    rest = re.sub(plain, "", re.sub(gated, "", text, flags=re.S), flags=re.S | re.M)
-    lines = [line.strip() for span in spans for line in span.splitlines()]
-    return [line for line in lines if len(line) > 30 and not line.startswith(":") and line not in rest]
+def test_student_edition_without_a_repository_links_to_none(tmp_path):
+    """No solution-free repository named: no Binder button, no repository button, and the footer's
+    licence link leaves the book's repository for the licence's text."""
+    import yaml
+
+    _write_book(tmp_path)
+    target = tmp_path / "_build" / "_config_student.yml"
+    subprocess.run([sys.executable, str(ROOT / "_ext" / "student_edition.py"),
+                    str(tmp_path / "_config.yml"), str(target)], check=True)
+    config = yaml.safe_load(target.read_text())
+    assert config["launch_buttons"]["binderhub_url"] == ""
+    assert config["html"]["use_repository_button"] is False
+    assert "probe-repo" not in config["html"]["extra_footer"]
+    assert "opensource.org/license/mit" in config["html"]["extra_footer"]
 
 
 def test_every_chapter_is_exported_without_its_solutions(tmp_path):
