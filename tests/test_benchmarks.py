@@ -118,3 +118,12 @@ def test_compare_results_finds_a_changed_number_and_a_changed_verdict(tmp_path):
     assert cmp.main([str(a), str(b), "--rtol", "1e-14"]) == 1
     (b / "fig1.csv").write_text(table.replace("0.9,1.05", "0.9,0.99"))
     assert cmp.main([str(a), str(b)]) == 1
+
+
+def test_bench_store_runs_and_reads_back_what_both_caches_wrote():
+    # The script asserts that each cache returns the arrays it was given before it reports.
+    proc = subprocess.run([sys.executable, str(BENCH / "bench_store.py"), "--entries", "20", "--reps", "5"],
+                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "| dpfda store |" in proc.stdout and "| joblib.Memory |" in proc.stdout
+    assert "| 1.00 |" in proc.stdout  # one file per entry in the store
