@@ -59,10 +59,15 @@ LAYERS = [
                     ("store", "The results store of the book's build"),
                     ("design_runs", "Monte Carlo over the designs")]),
     ("trust", [("audit", "Empirical privacy audits")]),
-    ("report", [("plots", "Figures and tables"),
+    ("report", [("style", "One style for every figure"),
+                ("tables", "Tables for readers"),
+                ("study_figures", "The paper's study figures"),
+                ("chapter_figures", "The figures of single chapters"),
+                ("figure_checks", "What a drawn figure gets wrong"),
+                ("explorer", "The interactive ratio figure in a static page"),
+                ("plots", "Every figure and table, from one place"),
                 ("evidence", "Monte Carlo evidence for the chapters' checks"),
-                ("claims", "The paper's claims, judged"),
-                ("explorer", "The interactive ratio figure in a static page")]),
+                ("claims", "The paper's claims, judged")]),
     ("practice", [("realdata", "Real data"),
                   ("publish", "From a table of curves to a published release"),
                   ("examples", "Sample files to try a release on")]),
@@ -71,7 +76,7 @@ LAYERS = [
 MODULES = [(f"{layer}.{name}" if layer else name, title) for layer, mods in LAYERS for name, title in mods]
 
 # Public constants that the docstrings refer to but their module's __all__ leaves out.
-EXTRA = {"plots": ["TEXT_WIDTH", "MIN_FONT_PT", "DPI", "METHOD_STYLE", "HEADERS"]}
+EXTRA: dict[str, list[str]] = {}
 # dpfda.__all__ also names four modules, imported on first use; they get their own sections.
 LAZY_MODULES = {"audit", "designs", "secure", "theory"}
 

@@ -24,9 +24,12 @@ layers before it in this list (and from the shared ``config`` and ``_validation`
 ``trust`` — checking the guarantee
     ``audit`` (empirical μ-GDP audits from first principles, worst-case neighbours).
 ``report`` — the book's figures and claims
-    ``plots`` (every figure and table), ``evidence`` (Monte Carlo checks), ``claims`` (the
-    registry of the paper's claims and their verdicts), ``explorer`` (the interactive
-    figure as HTML).
+    ``style`` (one style for every figure), ``tables`` (tables for readers),
+    ``study_figures`` (the paper's studies drawn), ``chapter_figures`` (the figures of single
+    chapters), ``figure_checks`` (what a drawn figure gets wrong), ``explorer`` (the
+    interactive figure as HTML), ``plots`` (all of their names, from one place),
+    ``evidence`` (Monte Carlo checks), ``claims`` (the registry of the paper's claims and
+    their verdicts).
 ``practice`` — your own data
     ``realdata`` (a domain onto [0, 1], public ranges onto c_j and B'), ``publish`` (a
     table of curves in, the record of one release out); ``cli`` is ``python -m dpfda``.

@@ -99,9 +99,8 @@ from .practice.publish import (
     release_record,
 )
 from .practice.realdata import Domain, PublicFrame
-from .report._layouts import layout_of  # not plots: names a study's files without matplotlib
 from .simulation.schedule import check_memory, run_studies
-from .simulation.studies import PAPER_N, STUDY_NAMES, paper_studies
+from .simulation.studies import PAPER_N, STUDY_NAMES, layout_of, paper_studies
 
 __all__ = ["main", "QUICK_N", "QUICK_REPS", "SCHEDULER_TIMEOUT"]
 

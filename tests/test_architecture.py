@@ -70,9 +70,9 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     # publishing a release
     ("publish", "_read_table", "pandas"): PANDAS,
     # the interactive figure
-    ("plots", "ratio_explorer", "bokeh.layouts"): BOKEH,
-    ("plots", "ratio_explorer", "bokeh.models"): BOKEH,
-    ("plots", "ratio_explorer", "bokeh.plotting"): BOKEH,
+    ("explorer", "ratio_explorer", "bokeh.layouts"): BOKEH,
+    ("explorer", "ratio_explorer", "bokeh.models"): BOKEH,
+    ("explorer", "ratio_explorer", "bokeh.plotting"): BOKEH,
     ("explorer", "explorer_html", "bokeh.embed"): BOKEH,
     ("explorer", "explorer_html", "bokeh.resources"): BOKEH,
     # the pipelines

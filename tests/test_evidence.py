@@ -78,12 +78,12 @@ def test_select_and_one():
         ev.select(df, m=2)
 
 
-def test_family_is_checked_and_old_names_get_the_new():
+def test_family_and_columns_are_checked():
     df = pd.DataFrame({"family": ["kernel", "legendre"], "n": [4, 4], "ratio": [1, 2]})
     assert ev.one(df, family="legendre")["ratio"] == 2
-    with pytest.raises(ValueError, match="'rkhs' is now 'kernel'"):
+    with pytest.raises(ValueError, match="family must be one of .*got 'rkhs'$"):
         ev.select(df, family="rkhs")
     with pytest.raises(ValueError, match="family must be one of"):
         ev.select(df, family="sobolev")
-    with pytest.raises(ValueError, match="'space' is now 'family'"):
+    with pytest.raises(ValueError, match="unknown column 'space'; the table has"):
         ev.one(df, space="kernel")

@@ -1323,7 +1323,7 @@ def law_level_null_size(alpha: float, draws: int, rho: float, *, reference: str,
 # ---------------------------------------------------------------------------
 
 VERDICT_MARKS = {"holds": "✓", "inconclusive": "?", "fails": "✗"}
-"""The marks of the verdicts (with :data:`dpfda.report.plots.VERDICT_COLOURS`); they keep the
+"""The marks of the verdicts (with :data:`dpfda.report.chapter_figures.VERDICT_COLOURS`); they keep the
 matrix readable without colour."""
 
 

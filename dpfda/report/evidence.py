@@ -77,8 +77,7 @@ def _matching_rows(df: pd.DataFrame, criteria: dict) -> pd.DataFrame:
     mask = np.ones(len(df), dtype=bool)
     for k, v in criteria.items():
         if k not in df.columns:
-            hint = " ('space' is now 'family')" if k == "space" else ""
-            raise ValueError(f"unknown column {k!r}{hint}; the table has {list(df.columns)}")
+            raise ValueError(f"unknown column {k!r}; the table has {list(df.columns)}")
         if k == "family":
             check_family(v)
         col = df[k]
@@ -193,8 +192,8 @@ def table1_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Table 1's numbers: per (μ, T, n) the two MSEs, their ratio (with its 95% CI) and p̂_PTF.
 
     ``df`` is the results table of the study ``table1`` (:func:`dpfda.simulation.schedule.run_study`).
-    Rows are ordered by μ, T, n, as the settings of Figure 1; :func:`dpfda.report.plots.table`
-    shows it, :func:`dpfda.report.plots.pivot_n_by_mu_T` lays one of its columns out as the paper does.
+    Rows are ordered by μ, T, n, as the settings of Figure 1; :func:`dpfda.report.tables.table`
+    shows it, :func:`dpfda.report.tables.pivot_n_by_mu_T` lays one of its columns out as the paper does.
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a results DataFrame from run_study, got {type(df).__name__}")

@@ -4,7 +4,7 @@ A :class:`Setting` is one cell of a simulation: a function space on a grid, a
 sample size, a privacy budget, an observation-noise level and a fitting
 radius B'.  A :class:`Study` is a named, ordered collection of settings.  The
 engine (:mod:`dpfda.simulation.engine`) runs any study; :mod:`dpfda.report.plots` draws it (how
-each of the paper's studies is laid out is :data:`dpfda.report.plots.LAYOUTS`).
+each study is laid out is its :class:`Layout`, :data:`LAYOUTS` for the paper's).
 
 The paper's studies (all with B = 1 and 1000 repetitions in the paper):
 
@@ -57,6 +57,9 @@ __all__ = [
     "radius_rule",
     "Setting",
     "Study",
+    "Layout",
+    "LAYOUTS",
+    "layout_of",
     "PAPER_N",
     "paper_studies",
     "get_study",
@@ -133,8 +136,6 @@ FAMILIES = ("kernel", "legendre")
 (:class:`~dpfda.maths.spaces.KernelSpace`, the Gaussian-kernel RKHS) and ``"legendre"``
 (:class:`~dpfda.maths.spaces.LegendreSpace`, H_m)."""
 
-_RENAMED = {"poly": "legendre", "rkhs": "kernel"}  # refused, with the name to use (see _STREAM_TOKEN)
-
 # Stream compatibility, said here once: the random-stream keys (Setting.canonical,
 # Setting.latent_canonical) hash "poly" and "rkhs", the family names of dpfda 0.1.x, and add
 # nothing for the default law (its keys predate the law dimension: those of dpfda 0.1.0), so that
@@ -146,19 +147,16 @@ _STREAM_TOKEN = {"legendre": "poly", "kernel": "rkhs"}
 def check_family(value, name: str = "family") -> str:
     """``value`` if it names a family of :data:`FAMILIES`, else a ValueError.
 
-    ``"poly"`` and ``"rkhs"`` are refused with the name of the family to use.
-
     >>> check_family("legendre")
     'legendre'
     >>> check_family("poly")
     Traceback (most recent call last):
     ...
-    ValueError: family must be one of ('kernel', 'legendre'), got 'poly' ('poly' is now 'legendre')
+    ValueError: family must be one of ('kernel', 'legendre'), got 'poly'
     """
     if isinstance(value, str) and value in FAMILIES:
         return value
-    hint = f" ({value!r} is now {_RENAMED[value]!r})" if isinstance(value, str) and value in _RENAMED else ""
-    raise ValueError(f"{name} must be one of {FAMILIES}, got {value!r}{hint}")
+    raise ValueError(f"{name} must be one of {FAMILIES}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -359,6 +357,43 @@ def _as_list(value) -> list:
     return [value]
 
 
+_KINDS = ("ratio", "scaled", "table")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a study's results are drawn (:func:`dpfda.report.study_figures.figure` draws them).
+
+    Parameters
+    ----------
+    kind : {"ratio", "scaled", "table"}
+        ``"ratio"``: FTP/PTF error ratio against n, one line per ``group``
+        value, one panel per ``panel`` value (Figures 1, 3, 4, 6).
+        ``"scaled"``: n × error against n, FTP left and PTF right, one line per
+        ``group`` value (Figures 2, 5).  ``"table"``: a table (Table 1).
+    group : str
+        The setting parameter that colours the lines (``"T"``, ``"m"``, ``"radius_rule"``…).
+    panel : str or None
+        The setting parameter that splits the panels (``"mu"``, ``"sigma0"``) or None.
+    reference : bool
+        Whether ratio plots draw the dashed 1/T (RKHS) or 1/m (H_m) lines.
+    """
+
+    kind: str = "ratio"
+    group: str = "T"
+    panel: str | None = None
+    reference: bool = True
+
+    def __post_init__(self):
+        if self.kind not in _KINDS:
+            raise ValueError(f"kind must be one of {_KINDS}, got {self.kind!r}")
+        fields = set(Setting.__dataclass_fields__)
+        if self.group not in fields:
+            raise ValueError(f"group must be a Setting field, got {self.group!r}")
+        if self.panel is not None and self.panel not in fields:
+            raise ValueError(f"panel must be a Setting field or None, got {self.panel!r}")
+
+
 @dataclass(frozen=True)
 class Study:
     """A named, ordered collection of settings.
@@ -372,12 +407,16 @@ class Study:
         One-line description (used in captions).
     source : str
         Where the study comes from (e.g. "§5.1, Figure 1").
+    layout : Layout or None
+        How its results are drawn; None for a study that has no figure of its own
+        (:func:`dpfda.report.study_figures.figure` then needs one).
     """
 
     name: str
     settings: tuple
     title: str = ""
     source: str = ""
+    layout: Layout | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -395,6 +434,8 @@ class Study:
                 raise ValueError(f"duplicate setting in study {self.name!r}: {s}")
             seen.add(c)
         object.__setattr__(self, "settings", settings)
+        if self.layout is not None and not isinstance(self.layout, Layout):
+            raise TypeError(f"layout must be a Layout or None, got {type(self.layout).__name__}")
 
     def __len__(self) -> int:
         return len(self.settings)
@@ -423,13 +464,10 @@ class Study:
         >>> st.settings[0].radius, st.settings[0].T  # B' = 1.1B, T = 20
         (1.1, 20)
         """
-        if "space" in study_kwargs:
-            raise TypeError("Study.grid's keyword 'space' is now 'family' "
-                            f"(one of {FAMILIES}; 'poly' is now 'legendre', 'rkhs' is now 'kernel')")
-        layout = sorted({"kind", "group", "panel", "reference"} & set(study_kwargs))
-        if layout:
-            raise TypeError(f"Study.grid does not take {layout}: how a study is drawn is "
-                            "dpfda.report.plots.Layout (plots.figure(df, layout=...))")
+        unknown = sorted(set(study_kwargs) - {"title", "source", "layout"})
+        if unknown:
+            raise TypeError(f"Study.grid got unknown keywords {unknown}; besides the setting parameters "
+                            "it takes title, source and layout (a Layout: how the study is drawn)")
         if family is None:
             raise TypeError(f"Study.grid needs family, one of {FAMILIES}")
         check_family(family)
@@ -469,8 +507,8 @@ class Study:
             ok = True
             for k, v in criteria.items():
                 if k not in Setting.__dataclass_fields__:
-                    hint = " ('space' is now 'family')" if k == "space" else ""
-                    raise ValueError(f"unknown setting parameter {k!r}{hint}")
+                    raise ValueError(f"unknown setting parameter {k!r}; choose from "
+                                     f"{sorted(Setting.__dataclass_fields__)}")
                 allowed = _as_list(v)
                 if k == "family":
                     for value in allowed:
@@ -508,39 +546,69 @@ def paper_studies(n=PAPER_N, law="default") -> dict[str, Study]:
             "fig1", law=law, family="kernel", n=n, T=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
             radius_rule="1.1B",
             title="Noiseless RKHS: MSE ratio FTP/PTF against n (B' = 1.1, Gaussian kernel, rho = 0.2)",
-            source="§5.1, Figure 1"),
+            source="§5.1, Figure 1",
+            layout=Layout("ratio", group="T", panel="mu")),
         "fig2": Study.grid(
             "fig2", law=law, family="kernel", n=n, T=4, mu=1.0, sigma0=1.0, radius_rule=_PAPER_RULES_SCALED,
             title="RKHS, sigma0 = 1, mu = 1, T = 4: n x MSE under different fitting radii",
-            source="§5.2, Figure 2"),
+            source="§5.2, Figure 2",
+            layout=Layout("scaled", group="radius_rule", panel=None, reference=False)),
         "fig3": Study.grid(
             "fig3", law=law, family="kernel", n=n, T=[2, 4, 6, 8], mu=1.0, sigma0=[0.1, 1.0, 10.0],
             radius_rule="log_n",
             title="RKHS with observation noise: MSE ratio FTP/PTF against n (mu = 1, B' = log n)",
-            source="§5.3, Figure 3"),
+            source="§5.3, Figure 3",
+            layout=Layout("ratio", group="T", panel="sigma0")),
         "fig4": Study.grid(
             "fig4", law=law, family="legendre", n=n, T=20, m=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
             radius_rule="1.1B",
             title="Noiseless Legendre space (T = 20): IMSE ratio FTP/PTF against n (B' = 1.1)",
-            source="Appendix, Figure 4"),
+            source="Appendix, Figure 4",
+            layout=Layout("ratio", group="m", panel="mu")),
         "fig5": Study.grid(
             "fig5", law=law, family="legendre", n=n, T=20, m=4, mu=1.0, sigma0=1.0, radius_rule=_PAPER_RULES_SCALED,
             title="Legendre space, sigma0 = 1, mu = 1, m = 4, T = 20: n x IMSE under different fitting radii",
-            source="Appendix, Figure 5"),
+            source="Appendix, Figure 5",
+            layout=Layout("scaled", group="radius_rule", panel=None, reference=False)),
         "fig6": Study.grid(
             "fig6", law=law, family="legendre", n=n, T=20, m=[2, 4, 6, 8], mu=1.0, sigma0=[0.1, 1.0, 10.0],
             radius_rule="sqrt_log_n",
             title="Legendre space with observation noise: IMSE ratio FTP/PTF (mu = 1, B' = sqrt(log n))",
-            source="Appendix, Figure 6"),
+            source="Appendix, Figure 6",
+            layout=Layout("ratio", group="m", panel="sigma0")),
         "table1": Study.grid(
             "table1", law=law, family="kernel", n=n, T=[2, 4, 6, 8], mu=[0.1, 1.0], sigma0=0.0,
             radius_rule="1.1B",
             title="Noiseless RKHS (B = 1, B' = 1.1, rho = 0.2): MSEs, ratio and p_PTF",
-            source="Appendix, Table 1"),
+            source="Appendix, Table 1",
+            layout=Layout("table", group="T", panel="mu")),
     }
 
 
 STUDY_NAMES = ("fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "table1")
+
+
+LAYOUTS: dict[str, Layout] = {name: study.layout for name, study in paper_studies(n=(4,)).items()
+                               if study.layout is not None}
+"""The layout of each of the paper's studies (:func:`paper_studies`), by name."""
+
+
+def layout_of(study) -> Layout:
+    """The layout of a study: a :class:`Study` (its own layout) or the name of one of the paper's.
+
+    A name with a suffix after ``"__"`` (the robustness runs' ``"fig3__shift_0p5"``) is the
+    study before it.
+    """
+    if isinstance(study, Study) and study.layout is not None:
+        return study.layout
+    name = study.name if isinstance(study, Study) else study
+    if not isinstance(name, str):
+        raise TypeError(f"study must be a Study or a study name, got {type(study).__name__}")
+    base = name.split("__", 1)[0]
+    if base not in LAYOUTS:
+        raise ValueError(f"study {name!r} is not one of the paper's ({', '.join(LAYOUTS)}) and has no "
+                         "layout: pass its Layout (plots.figure(df, layout=Layout(...)))")
+    return LAYOUTS[base]
 
 
 def get_study(name: str, n=PAPER_N, law="default") -> Study:
