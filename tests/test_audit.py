@@ -78,7 +78,7 @@ def test_audit_coverage_monte_carlo():
     """The whole audit (split, quantile thresholds, Bonferroni) rarely exceeds the true μ."""
     space = SPACES["legendre"]
     mech = A.ftp_mechanism(GRID, space, RADIUS, MU, n=N)
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N)
     alpha, R = 0.2, 200
     rng = _rng(2)
     lbs = np.array([A.audit(mech, X0, X1, draws=600, rng=rng, alpha=alpha).mu_lower
@@ -116,7 +116,7 @@ def test_empirical_tradeoff_endpoints_and_monotone():
 def test_worst_case_pair_ftp_attains_cm_sensitivity(name, factor):
     space = SPACES[name]
     geom = space.at(GRID)
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N, factor=factor)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N, factor=factor)
     assert np.sum(np.any(X0 != X1, axis=1)) == 1
     d = ftp_fit_mean(X1, geom, RADIUS)[0] - ftp_fit_mean(X0, geom, RADIUS)[0]
     # Coordinates are Cameron–Martin coordinates: the CM norm is the Euclidean norm.
@@ -128,7 +128,7 @@ def test_worst_case_pair_ftp_attains_cm_sensitivity(name, factor):
 def test_worst_case_pair_ptf_attains_every_coordinate(name):
     space = SPACES[name]
     c = ptf_default_clip(space.at(GRID), RADIUS)
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N, pipeline="ptf", factor=2.0)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N, pipeline="ptf", factor=2.0)
     d = ptf_clipped_mean(X0, c) - ptf_clipped_mean(X1, c)
     assert np.allclose(d, 2 * c / N, rtol=1e-14, atol=0)
     mech = A.ptf_mechanism(GRID, space, RADIUS, MU, n=N)
@@ -161,7 +161,7 @@ def test_calibrated_pipelines_pass_tightly(name, pipeline):
     space = SPACES[name]
     build = A.ftp_mechanism if pipeline == "ftp" else A.ptf_mechanism
     mech = build(GRID, space, RADIUS, MU, n=N)
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N, pipeline=pipeline)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N, pipeline=pipeline)
     res = A.audit(mech, X0, X1, draws=DRAWS, rng=_rng(6, len(name), len(pipeline)))
     assert res.mu_pair == pytest.approx(MU, rel=1e-10)
     assert res.mu_lower <= MU, res  # valid at 95% confidence
@@ -178,7 +178,7 @@ def test_blackbox_statistic_is_valid_and_nearly_tight(name, pipeline):
     space = SPACES[name]
     build = A.ftp_mechanism if pipeline == "ftp" else A.ptf_mechanism
     mech = build(GRID, space, RADIUS, MU, n=N)
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N, pipeline=pipeline)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N, pipeline=pipeline)
     res = A.audit(mech, X0, X1, draws=DRAWS, rng=_rng(7, len(name), len(pipeline)),
                   statistic="blackbox")
     assert res.statistic == "blackbox" and res.mu_pair is None
@@ -188,7 +188,7 @@ def test_blackbox_statistic_is_valid_and_nearly_tight(name, pipeline):
 def test_plain_callable_is_refused_with_the_constructors_named():
     """A function (X, rng) -> Release does not say what to audit: TypeError naming the constructors."""
     space = SPACES["gaussian"]
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N)
     plain = functools.partial(dpfda.ftp, grid=GRID, space=space, radius=RADIUS, mu=MU)
     for bad in (lambda X, rng: plain(X, rng=rng), "ftp"):
         with pytest.raises(TypeError, match="ftp_mechanism.*Design.*mechanism"):
@@ -203,7 +203,7 @@ def test_plain_callable_is_refused_with_the_constructors_named():
 
 def test_custom_statistic_callable():
     space = SPACES["legendre"]
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N)
     mech = A.ftp_mechanism(GRID, space, RADIUS, MU, n=N)
     u = X0[0] / np.linalg.norm(X0[0])
     # projection of the released grid values on -u: the first curve flips from +u to -u
@@ -222,7 +222,7 @@ FAIL_DRAWS = 20_000
 def test_ptf_without_sqrt_T_is_caught(name):
     space = SPACES[name]
     mech = A.broken_ptf_no_sqrt_T(GRID, space, RADIUS, MU, n=N)
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N, pipeline="ptf")
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N, pipeline="ptf")
     assert A.pair_mu(mech, X0, X1) == pytest.approx(np.sqrt(GRID.size) * MU, rel=1e-12)
     for stat in ("lr", "blackbox"):
         res = A.audit(mech, X0, X1, draws=FAIL_DRAWS, rng=_rng(10, len(name)), statistic=stat)
@@ -236,7 +236,7 @@ def test_ftp_calibrated_to_grid_l2_norm_is_caught_in_rkhs():
     assert factor == pytest.approx(np.sqrt(np.linalg.eigvalsh(geom.K)[-1] / GRID.size))
     assert factor < 1
     mech = A.broken_ftp_grid_norm(GRID, space, RADIUS, MU, n=N, norm="l2")
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N)
     assert A.pair_mu(mech, X0, X1) == pytest.approx(MU / factor, rel=1e-10)
     res = A.audit(mech, X0, X1, draws=FAIL_DRAWS, rng=_rng(11))
     assert res.mu_lower > MU, res
@@ -249,7 +249,7 @@ def test_ftp_calibrated_to_grid_sup_norm_is_caught_when_grid_misses_the_peak():
     factor = A.grid_norm_factor(space.at(grid), "sup")
     assert factor == pytest.approx(np.sqrt(0.5))
     mech = A.broken_ftp_grid_norm(grid, space, RADIUS, MU, n=N, norm="sup")
-    X0, X1 = A.worst_case_pair(space, grid, RADIUS, N)
+    X0, X1 = A.worst_case_pair(grid, space, RADIUS, N)
     res = A.audit(mech, X0, X1, draws=FAIL_DRAWS, rng=_rng(12))
     assert res.mu_pair == pytest.approx(np.sqrt(2) * MU, rel=1e-10)
     assert res.mu_lower > MU, res
@@ -262,7 +262,7 @@ def test_grid_norm_calibration_that_overestimates_passes(name, norm):
     factor = A.grid_norm_factor(space.at(GRID), norm)
     assert factor >= 1 - 1e-12
     mech = A.broken_ftp_grid_norm(GRID, space, RADIUS, MU, n=N, norm=norm)
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N)
     res = A.audit(mech, X0, X1, draws=FAIL_DRAWS, rng=_rng(13, len(name), len(norm)))
     assert res.mu_lower <= MU
 
@@ -271,7 +271,7 @@ def test_grid_norm_calibration_that_overestimates_passes(name, norm):
 def test_ftp_without_radius_is_caught(name):
     space = SPACES[name]
     mech = A.broken_ftp_no_radius(GRID, space, RADIUS, MU, n=N)
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N, factor=2.0)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N, factor=2.0)
     assert A.pair_mu(mech, X0, X1) == pytest.approx(2 * MU, rel=1e-10)
     res = A.audit(mech, X0, X1, draws=FAIL_DRAWS, rng=_rng(14, len(name)))
     assert res.mu_lower > MU, res
@@ -289,7 +289,7 @@ def test_ftp_without_radius_is_caught(name):
 def test_bad_arguments_raise_clear_errors():
     space = SPACES["legendre"]
     mech = A.ftp_mechanism(GRID, space, RADIUS, MU, n=N)
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N)
     rng = _rng(16)
     far = X1.copy()
     far[1] = -far[1]
@@ -304,9 +304,9 @@ def test_bad_arguments_raise_clear_errors():
     with pytest.raises(TypeError, match="rng"):
         A.audit(mech, X0, X1, draws=100, rng=1)
     with pytest.raises(ValueError, match="pipeline"):
-        A.worst_case_pair(space, GRID, RADIUS, N, pipeline="fpt")
+        A.worst_case_pair(GRID, space, RADIUS, N, pipeline="fpt")
     with pytest.raises(ValueError, match="direction"):
-        A.worst_case_pair(space, GRID, RADIUS, N, direction=np.zeros(4))
+        A.worst_case_pair(GRID, space, RADIUS, N, direction=np.zeros(4))
     with pytest.raises(ValueError, match="norm"):
         A.broken_ftp_grid_norm(GRID, space, RADIUS, MU, n=N, norm="linf")
     with pytest.raises(ValueError, match="scores0"):
@@ -329,7 +329,7 @@ def _thin_noise(T=6, j=2, var=1e-32):
 def test_pinv_design_is_caught_and_the_real_design_passes():
     """Defect 1 of issue #19 kept broken on purpose: the audit's own solve sees the thin direction."""
     grid, space = np.linspace(0.0, 1.0, 6), dpfda.LegendreSpace(3)
-    broken, des = A.broken_design_pinv(space, grid, RADIUS, MU, n=N, noise=_thin_noise())
+    broken, des = A.broken_design_pinv(grid, space, RADIUS, MU, n=N, noise=_thin_noise())
     assert des.extent < 10  # the pinv dropped the thin direction
     pairs = A.probe_pairs(broken, N, grid.size, size=1e3)
     mus = [A.pair_mu(broken, *p) for p in pairs]
@@ -346,7 +346,7 @@ def test_pinv_design_is_caught_and_the_real_design_passes():
     d = des.summary(X1) - des.summary(X0)
     assert np.linalg.norm(np.linalg.pinv(L) @ d) / broken.sigma(N) < 1e-6
     # The real design, same noise, same pairs: at most μ, and tight at its worst case.
-    real = dpfda.mechanisms.designs.Design(space, grid, RADIUS, region="ball", noise=_thin_noise()).mechanism(N, MU)
+    real = dpfda.mechanisms.designs.Design(grid, space, RADIUS, region="ball", noise=_thin_noise()).mechanism(N, MU)
     assert max(A.pair_mu(real, *p) for p in pairs) <= MU * (1 + 1e-9)
     ok = A.audit(real, X0, X1, draws=20_000, rng=_rng(32))
     assert not ok.violation and ok.mu_lower > 0.8 * MU
@@ -388,7 +388,7 @@ def test_pair_mu_reads_the_published_noise_not_the_mechanism_fields():
     """A mechanism whose own calibration is right but whose releases publish another σ."""
     space = SPACES["legendre"]
     mech = A.ftp_mechanism(GRID, space, RADIUS, MU, n=N)
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N)
     half = _HalfPublished(**{f.name: getattr(mech, f.name) for f in dataclasses.fields(mech)})
     assert half.sigma(N) == mech.sigma(N)  # the calibration code says σ ...
     assert np.isclose(A.pair_mu(mech, X0, X1), MU, rtol=1e-12)
@@ -428,7 +428,29 @@ def test_the_cancelling_mean_leaks_the_same_everywhere(case):
 def test_the_cancelling_mean_at_1e300_warns_nothing():
     space = SPACES["legendre"]
     naive = A.broken_ftp_cancellation(GRID, space, RADIUS, MU, n=N)
-    pair = A.worst_case_pair(space, GRID, RADIUS, N, factor=1e300)
+    pair = A.worst_case_pair(GRID, space, RADIUS, N, factor=1e300)
     with np.errstate(over="raise"):
         mu = A.pair_mu(naive, *pair)
     assert mu > MU
+
+
+def test_worst_case_pair_refuses_the_space_then_grid_order_by_name():
+    space = SPACES["legendre"]
+    with pytest.raises(TypeError, match=r"worst_case_pair takes \(grid, space, \.\.\.\): got a space as `grid`"):
+        A.worst_case_pair(space, GRID, RADIUS, N)
+    with pytest.raises(TypeError, match="got an array as `space`"):
+        A.worst_case_pair(GRID, list(GRID), RADIUS, N)
+    assert A.worst_case_pair(GRID, space, RADIUS, N)[0].shape == (N, GRID.size)
+
+
+@pytest.mark.parametrize("make", [
+    lambda g, s: A.broken_design_pinv(g, s, RADIUS, MU, n=N, noise=_thin_noise()),
+    lambda g, s: A.broken_design_rank_deficient(g, s, RADIUS, MU, n=N),
+], ids=["broken_design_pinv", "broken_design_rank_deficient"])
+def test_broken_designs_refuse_the_space_then_grid_order_by_name(make):
+    grid, space = np.linspace(0.0, 1.0, 6), dpfda.LegendreSpace(3)
+    with pytest.raises(TypeError, match=r"takes \(grid, space, \.\.\.\): got a space as `grid`"):
+        make(space, grid)
+    with pytest.raises(TypeError, match="got an array as `space`"):
+        make(grid, grid)
+    assert make(grid, space) is not None

@@ -108,7 +108,7 @@ from .._validation import (
     check_positive,
     check_secure,
 )
-from ..maths.spaces import GridGeometry, KernelSpace, LegendreSpace
+from ..maths.spaces import FunctionSpace, GridGeometry, KernelSpace, LegendreSpace
 from ..maths.summation import (
     MEAN_ROUNDING,
     RECORD_SLACK,
@@ -391,14 +391,27 @@ def _sign_vectors(T: int) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 
+def check_grid_space(grid, space, who: str) -> None:
+    """Refuse arguments given in the order (space, grid): every constructor takes (grid, space, ...).
+
+    A TypeError names the argument when ``grid`` is a function space or ``space`` an array.
+    """
+    if isinstance(grid, FunctionSpace):
+        raise TypeError(f"{who} takes (grid, space, ...): got a space as `grid` "
+                        f"({type(grid).__name__}); write {who}(grid, space, ...)")
+    if isinstance(space, (np.ndarray, list, tuple)):
+        raise TypeError(f"{who} takes (grid, space, ...): got an array as `space`; "
+                        f"write {who}(grid, space, ...)")
+
+
 class Design:
     """Map each curve into a convex set C, average, add N(0, σ²Σ), fit (module docstring).
 
     Parameters
     ----------
-    space : LegendreSpace or KernelSpace
     grid : array (T,)
         Public grid points of [0, 1].
+    space : LegendreSpace or KernelSpace
     radius : float
         B', the radius of FTP's ellipsoid E and of the final fit.
     region : {"box", "ball", "ellipsoid", "mix"}
@@ -418,14 +431,9 @@ class Design:
         Weighted least squares in the ball of radius B', or unconstrained.
     """
 
-    def __init__(self, space, grid, radius, *, region="mix", lam=None, clip=None, ball_radius=None,
-                 noise="matched", weights=None, fit="ball", **unknown):
-        if unknown:
-            name = next(iter(unknown))
-            if name == "set":
-                raise TypeError("Design's keyword set= is now region= (the set C each curve is "
-                                "mapped into): write Design(..., region=...)")
-            raise TypeError(f"Design() got an unexpected keyword argument {name!r}")
+    def __init__(self, grid, space, radius, *, region="mix", lam=None, clip=None, ball_radius=None,
+                 noise="matched", weights=None, fit="ball"):
+        check_grid_space(grid, space, type(self).__name__)
         if not isinstance(space, (LegendreSpace, KernelSpace)):
             raise TypeError(f"space must be a LegendreSpace or KernelSpace, got {type(space).__name__}")
         geom = space.at(grid)

@@ -73,7 +73,7 @@ from scipy import special
 from .._validation import as_float_array, check_int, check_positive, check_rng
 from ..maths.spaces import FunctionSpace, GridGeometry
 from ..mechanisms import mechanism as mechanisms
-from ..mechanisms.designs import Design
+from ..mechanisms.designs import Design, check_grid_space
 from ..mechanisms.mechanism import (
     ClipToBox,
     FitInBall,
@@ -245,7 +245,7 @@ def mu_lower_bound(scores0, scores1, thresholds, *, alpha: float = 0.05) -> Audi
 # ---------------------------------------------------------------------------
 
 
-def _geometry(space, grid):
+def _geometry(grid, space):
     if not isinstance(space, FunctionSpace):
         raise TypeError(
             f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
@@ -253,9 +253,9 @@ def _geometry(space, grid):
     return space.at(grid)
 
 
-def _setup(space, grid, radius, mu, n):
+def _setup(grid, space, radius, mu, n):
     """The geometry and the checked (radius, mu, n) of a mechanism on ``n`` curves."""
-    geom = _geometry(space, grid)
+    geom = _geometry(grid, space)
     return geom, check_radius(radius), check_positive(mu, "mu"), check_int(n, "n", 1)
 
 
@@ -303,7 +303,7 @@ def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
 
     Each coordinate is then μ-GDP, and the T of them together only √T·μ-GDP.
     """
-    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
+    geom, radius, mu, n = _setup(grid, space, radius, mu, n)
     c = ptf_clip_bounds(geom, radius, clip).copy()
     c.setflags(write=False)
     w = ptf_default_weights(geom)
@@ -337,7 +337,7 @@ def broken_ftp_grid_norm(grid, space, radius, mu, *, n, norm: str) -> Mechanism:
     the fitted mean in the sup-norm or the L² norm on the grid.  Theorem 6 asks
     for the Cameron–Martin sensitivity 2B'/n: the pair's true μ is μ/factor.
     """
-    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
+    geom, radius, mu, n = _setup(grid, space, radius, mu, n)
     factor = grid_norm_factor(geom, norm)
     name = f"FTP calibrated to the grid {norm}-norm" + (" (broken)" if factor < 1 else "")
     calibration = FTPCalibration(geom, radius, factor=factor, norm=f"grid {norm}-norm")
@@ -349,7 +349,7 @@ def broken_ftp_no_radius(grid, space, radius, mu, *, n) -> Mechanism:
 
     An unconstrained fit can have any norm, so the sensitivity is unbounded.
     """
-    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
+    geom, radius, mu, n = _setup(grid, space, radius, mu, n)
     return _ftp_variant("FTP without the radius constraint (broken)", geom, _UnconstrainedFits(geom),
                         FTPCalibration(geom, radius), mu=mu, radius=radius, n=n)
 
@@ -387,7 +387,7 @@ def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
     element-wise addition, no BLAS product), so a dataset whose values have
     the same bits gives the same leak on every CPU.
     """
-    geom, radius, mu, n = _setup(space, grid, radius, mu, n)
+    geom, radius, mu, n = _setup(grid, space, radius, mu, n)
     return _ftp_variant("FTP with a cancelling mean (broken)", geom, _CancellingFits(geom, radius),
                         FTPCalibration(geom, radius), mu=mu, radius=radius, n=n)
 
@@ -443,7 +443,7 @@ class PinvDesign(Design):
         return 0.0
 
 
-def broken_design_pinv(space, grid, radius, mu, *, n, noise, ball_radius=None):
+def broken_design_pinv(grid, space, radius, mu, *, n, noise, ball_radius=None):
     """BROKEN ON PURPOSE: a ball design whitened by a pseudo-inverse.
 
     ``dpfda.mechanisms.designs.Design(..., region="ball", noise=noise)`` with one change: the
@@ -454,7 +454,8 @@ def broken_design_pinv(space, grid, radius, mu, *, n, noise, ball_radius=None):
     coordinate.  Returns ``(mechanism, design)``; the mechanism's releases publish
     the true noise factor L, which the audit solves itself.
     """
-    des = PinvDesign(space, grid, radius, region="ball", noise=noise, ball_radius=ball_radius)
+    check_grid_space(grid, space, "broken_design_pinv")
+    des = PinvDesign(grid, space, radius, region="ball", noise=noise, ball_radius=ball_radius)
     mech = des.mechanism(n, mu)
     return replace(mech, name=f"ball design whitened by a pseudo-inverse (broken), {des.noise} noise"), des
 
@@ -672,7 +673,7 @@ def pair_mu(mechanism: Mechanism, X0, X1) -> float:
 # ---------------------------------------------------------------------------
 
 
-def worst_case_pair(space, grid, radius, n, *, pipeline="ftp", direction=None, factor=1.0,
+def worst_case_pair(grid, space, radius, n, *, pipeline="ftp", direction=None, factor=1.0,
                     clip=None):
     """Neighbouring datasets (X0, X1) of n curves that attain a pipeline's sensitivity.
 
@@ -688,7 +689,8 @@ def worst_case_pair(space, grid, radius, n, *, pipeline="ftp", direction=None, f
 
     Returns arrays of shape (n, T).
     """
-    geom = _geometry(space, grid)
+    check_grid_space(grid, space, "worst_case_pair")
+    geom = _geometry(grid, space)
     radius = check_positive(radius, "radius")
     n = check_int(n, "n", 1)
     factor = check_positive(factor, "factor")
@@ -1236,15 +1238,16 @@ class _RankDeficientMechanism(Mechanism):
         return int(self.noise_factor.shape[1])
 
 
-def broken_design_rank_deficient(space, grid, radius, mu, *, n=None) -> Mechanism:
+def broken_design_rank_deficient(grid, space, radius, mu, *, n=None) -> Mechanism:
     """BROKEN ON PURPOSE: the ellipsoid design with FTP's noise shape added on the grid.
 
-    ``Design(space, grid, radius, region="ellipsoid")`` with its noise σΦZ (rank d) added
+    ``Design(grid, space, radius, region="ellipsoid")`` with its noise σΦZ (rank d) added
     to the grid means fl(θ̄Φᵀ) (T) instead of to θ̄: the rounding of the product lies
     outside the span of Φ, gets no noise, and differs between neighbours, so single
     releases projected onto span(Φ)⊥ tell neighbours apart (μ = ∞).
     """
-    des = Design(space, grid, radius, region="ellipsoid")
+    check_grid_space(grid, space, "broken_design_rank_deficient")
+    des = Design(grid, space, radius, region="ellipsoid")
     geom = des.geometry
     return _RankDeficientMechanism(
         name="ellipsoid design with rank-d noise on the grid (broken)", method="design",
