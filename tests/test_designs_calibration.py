@@ -253,16 +253,6 @@ def test_user_clip_and_ball_radius_far_from_the_radius():
     assert pair_mu(des, *des.worst_case_pair(N)) <= MU * (1 + TOL)
 
 
-def test_ill_conditioned_noise_is_refused_by_name():
-    T = GRID6.size
-    rng = _rng(7)
-    Q, _ = np.linalg.qr(rng.standard_normal((T, T)))
-    S = Q @ np.diag([1.0, 1.0, 1.0, 1.0, 1.0, 1e-30]) @ Q.T  # a thin direction off the axes
-    S = (S + S.T) / 2
-    with pytest.raises(ValueError, match="noise"):
-        Design(GRID6, SPACES["legendre"], 1.0, region="box", noise=S + 1e-31 * np.eye(T))
-
-
 # ---------------------------------------------------------------------------
 # The secure path (defect 11)
 # ---------------------------------------------------------------------------

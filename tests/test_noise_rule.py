@@ -6,7 +6,7 @@
   projected onto span(Φ)⊥ — separates neighbours of the mechanism broken on purpose
   (noise added on the grid) and not those of the real one, at T = 5, 20 and 60.
 * A hypothesis property over designs of every region, rank and noise factor.
-* :func:`dpfda.trust.audit.recompute` catches the whole broken family, the rank-deficient
+* :func:`dpfda.trust.recompute.recompute` catches the whole broken family, the rank-deficient
   design and σ × 0.9 included, and passes every real mechanism.
 * σ, the sensitivity told to OpenDP and the limits have one home
   (:mod:`dpfda.mechanisms.calibration`); a μ whose μ²/2 underflows is refused by name.
@@ -27,6 +27,7 @@ from dpfda.mechanisms import calibration, designs, mechanism, pipelines, privacy
 from dpfda.mechanisms.designs import Design
 from dpfda.mechanisms.mechanism import Mechanism
 from dpfda.trust import audit as A
+from dpfda.trust import broken as B
 
 MU = 1.0
 
@@ -46,7 +47,7 @@ def _complement_attack(mech, X0, X1, draws, seed):
     geom = mech.geometry
     Q, _ = np.linalg.qr(geom.Phi)
     P = np.eye(geom.T) - Q @ Q.T
-    grid_means = A._GridMeansOfFits(Design(geom.grid, geom.space, mech.radius, region="ellipsoid"))
+    grid_means = B._GridMeansOfFits(Design(geom.grid, geom.space, mech.radius, region="ellipsoid"))
     w = P @ (grid_means.mean(X1) - grid_means.mean(X0))
     w = w / np.linalg.norm(w)
 
