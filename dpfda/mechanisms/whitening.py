@@ -72,7 +72,7 @@ def _exponent(x: float) -> int:
 
 
 def scaled(v):
-    """(v̂, e) with v = v̂·2^e exactly and max|v̂| in [1/2, 1) (e = 0 for an all-zero array)."""
+    """(v̂, e) with v = v̂·2^e exactly and max abs(v̂) in [1/2, 1) (e = 0 for an all-zero array)."""
     v = np.asarray(v, dtype=float)
     top = float(np.max(np.abs(v))) if v.size else 0.0
     if top == 0.0:
