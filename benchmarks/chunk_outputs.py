@@ -143,8 +143,8 @@ def audit_outputs(out: dict) -> int:
         else:
             space, grid, radius = dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)), dpfda.uniform_grid(6), 1.0
         n, mu = 8, 1.0
-        X0, X1 = au.worst_case_pair(space, grid, radius, n)
-        pX0, pX1 = au.worst_case_pair(space, grid, radius, n, pipeline="ptf")
+        X0, X1 = au.worst_case_pair(grid, space, radius, n)
+        pX0, pX1 = au.worst_case_pair(grid, space, radius, n, pipeline="ptf")
         cases += [
             (f"{kind}/ftp/lr", au.ftp_mechanism(grid, space, radius, mu, n=n), X0, X1, "lr"),
             (f"{kind}/ftp/blackbox", au.ftp_mechanism(grid, space, radius, mu, n=n), X0, X1, "blackbox"),

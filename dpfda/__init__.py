@@ -12,8 +12,10 @@ layers before it in this list (and from the shared ``config`` and ``_validation`
     ``summation`` (exact sums and their rounding bounds).
 ``mechanisms`` — mechanisms and their guarantees
     ``mechanism`` (``Mechanism``: per-curve map, calibration, noise shape, fit; ``ftp``,
-    ``ptf``), ``pipelines`` (the stages of Algorithms 1 and 2, ``Release``), ``designs``
-    (beyond the paper: from PTF's box to FTP's ellipsoid), ``privacy`` (G_μ, composition,
+    ``ptf``), ``pipelines`` (the stages of Algorithms 1 and 2, ``Release``), ``projections``
+    (a design's projections, exact at every magnitude), ``whitening`` (a design's noise
+    metric and the extent of its set), ``designs`` (beyond the paper: from PTF's box to
+    FTP's ellipsoid), ``privacy`` (G_μ, composition,
     GDP ↔ (ε, δ), Laplace), ``secure`` (noise from OpenDP's vetted samplers), ``theory``
     (the error bounds and limits of Theorems 10–15).
 ``simulation`` — the Monte Carlo study
@@ -22,7 +24,9 @@ layers before it in this list (and from the shared ``config`` and ``_validation`
     ``tabulate`` (results tables), ``store`` (the book's results store), ``design_runs``
     (the designs' simulations).
 ``trust`` — checking the guarantee
-    ``audit`` (empirical μ-GDP audits from first principles, worst-case neighbours).
+    ``broken`` (mechanisms broken on purpose), ``recompute`` (the audit's own summaries, σ
+    and noise law), ``audit`` (empirical μ-GDP audits from first principles, worst-case
+    neighbours).
 ``report`` — the book's figures and claims
     ``style`` (one style for every figure), ``tables`` (tables for readers),
     ``study_figures`` (the paper's studies drawn), ``chapter_figures`` (the figures of single

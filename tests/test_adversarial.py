@@ -82,7 +82,7 @@ def _pair_mu_of_releases(r0: Release, r1: Release) -> np.ndarray:
 @pytest.mark.parametrize("scale", SCALES)
 def test_worst_case_neighbours_at_every_scale(space_name, pipeline, scale):
     space = SPACES[space_name]
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N, pipeline=pipeline, factor=scale)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N, pipeline=pipeline, factor=scale)
     assert np.all(np.isfinite(X0)) and np.all(np.isfinite(X1))
     r0 = _release(pipeline, X0, space, seed=7)
     r1 = _release(pipeline, X1, space, seed=7)
@@ -356,13 +356,13 @@ def test_no_array_in_a_release_has_an_axis_of_length_n(space_name, pipeline, rep
 @pytest.mark.parametrize("space_name", ["legendre", "gaussian"])
 def test_audit_at_scale_1e17_real_ftp_passes_naive_ftp_fails(space_name):
     space = SPACES[space_name]
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N, factor=1e17)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N, factor=1e17)
     real = A.ftp_mechanism(GRID, space, RADIUS, MU, n=N)
     res = A.audit(real, X0, X1, draws=20_000, rng=_rng(12, len(space_name)))
     assert not res.violation and res.mu_lower <= MU
     naive = A.broken_ftp_cancellation(GRID, space, RADIUS, MU, n=N)
     # same mechanism in exact arithmetic: at scale 1 the naive mean is right ...
-    Y0, Y1 = A.worst_case_pair(space, GRID, RADIUS, N, factor=1.0)
+    Y0, Y1 = A.worst_case_pair(GRID, space, RADIUS, N, factor=1.0)
     assert A.pair_mu(naive, Y0, Y1) == pytest.approx(MU, rel=1e-9)
     # ... at 1e17 it cancels, and the audit proves the violation
     assert A.pair_mu(naive, X0, X1) > 5 * MU
@@ -375,7 +375,7 @@ def test_releases_through_the_audit_helper_carry_no_flags():
                   A.broken_ftp_cancellation):
         kw = {"norm": "sup"} if build is A.broken_ftp_grid_norm else {}
         mech = build(GRID, SPACES["legendre"], RADIUS, MU, n=N, **kw)
-        X0, _ = A.worst_case_pair(SPACES["legendre"], GRID, RADIUS, N)
+        X0, _ = A.worst_case_pair(GRID, SPACES["legendre"], RADIUS, N)
         assert mech(X0, _rng(14)).active is None
 
 

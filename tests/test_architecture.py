@@ -85,13 +85,13 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("tabulate", "frame", "pandas"): PANDAS,
     ("store", "_compute", "joblib"): JOBLIB,
     # designs and audits
-    ("designs", "_Whitening.__init__", "scipy.linalg"): SCIPY,
+    ("whitening", "Whitening.__init__", "scipy.linalg"): SCIPY,
     ("design_runs", "compare_designs", "pandas"): PANDAS,
-    ("audit", "_mp", "mpmath"): "mpmath, the audit's extended-precision arithmetic (an optional "
+    ("recompute", "_mp", "mpmath"): "mpmath, the audit's extended-precision arithmetic (an optional "
                                "dependency: releases never need it)",
-    ("audit", "_exact_box_mean", "fractions"): "fractions, exact means for the audit only",
-    ("audit", "_exactly_in_range", "fractions"): "fractions, exact span test for the audit only",
-    ("audit", "NoiseLaw._solve", "scipy.linalg"): "scipy.linalg (about 0.2 s more than the scipy.special "
+    ("recompute", "_exact_box_mean", "fractions"): "fractions, exact means for the audit only",
+    ("recompute", "_exactly_in_range", "fractions"): "fractions, exact span test for the audit only",
+    ("recompute", "NoiseLaw._solve", "scipy.linalg"): "scipy.linalg (about 0.2 s more than the scipy.special "
                                                   "audit needs at import) only when a noise law whitens",
     # the claims
     ("claims", "_chi2_mix_bounds", "scipy.optimize"): CLAIMS_SCIPY,

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import dpfda
-from dpfda.mechanisms.designs import Design, project_ball
+from dpfda.mechanisms.designs import Design
 from dpfda.report import evidence as ev
 from dpfda.simulation.design_runs import simulate_designs
 from dpfda.simulation.studies import Setting
@@ -53,7 +53,7 @@ def _rng(*key):
 
 
 def _design(space_name, member, radius=RADIUS):
-    return Design(SPACES[space_name], GRID, radius, **MEMBERS[member])
+    return Design(GRID, SPACES[space_name], radius, **MEMBERS[member])
 
 
 # ---------------------------------------------------------------------------
@@ -66,7 +66,7 @@ def test_ftp_is_projection_onto_E_plus_E_shaped_noise(space_name):
     space = SPACES[space_name]
     X = 3.0 * _rng(1).standard_normal((4, 20, GRID.size))
     ftp = dpfda.ftp(X, GRID, space, RADIUS, MU, np.random.default_rng(5))
-    des = Design(space, GRID, RADIUS, region="ellipsoid", noise="ellipsoid", fit="none")
+    des = Design(GRID, space, RADIUS, region="ellipsoid", noise="ellipsoid", fit="none")
     rel = des.mechanism(None, MU).release(X, np.random.default_rng(5))
     assert des.extent == RADIUS and des.sigma(20, MU) == ftp.noise_scale
     np.testing.assert_allclose(rel.noisy_means, ftp.values, rtol=0, atol=1e-13)
@@ -79,7 +79,7 @@ def test_ptf_is_the_box_member(space_name, member):
     space = SPACES[space_name]
     X = 3.0 * _rng(2).standard_normal((4, 20, GRID.size))
     ptf = dpfda.ptf(X, GRID, space, RADIUS, MU, np.random.default_rng(6))
-    rel = Design(space, GRID, RADIUS, **member).mechanism(None, MU).release(X, np.random.default_rng(6))
+    rel = Design(GRID, space, RADIUS, **member).mechanism(None, MU).release(X, np.random.default_rng(6))
     np.testing.assert_allclose(rel.noisy_means, ptf.noisy_means, rtol=1e-13, atol=1e-14)
     np.testing.assert_allclose(rel.coef, ptf.coef, rtol=1e-12, atol=1e-13)
 
@@ -107,14 +107,14 @@ def test_closed_form_radii(space_name):
     space = SPACES[space_name]
     geom = space.at(GRID)
     T = GRID.size
-    box = Design(space, GRID, RADIUS, region="box")
+    box = Design(GRID, space, RADIUS, region="box")
     assert box.extent == pytest.approx(RADIUS * np.sqrt(T), rel=1e-14)
     assert box.sigma(N, MU) == pytest.approx(2 * RADIUS * np.sqrt(T) / (N * MU), rel=1e-14)
-    ell = Design(space, GRID, RADIUS, region="ellipsoid")
+    ell = Design(GRID, space, RADIUS, region="ellipsoid")
     assert ell.extent == RADIUS
-    ball = Design(space, GRID, RADIUS, region="ball", ball_radius=2.0)
+    ball = Design(GRID, space, RADIUS, region="ball", ball_radius=2.0)
     assert ball.extent == pytest.approx(2.0, rel=1e-9)
-    iso = Design(space, GRID, RADIUS, region="ellipsoid", noise="isotropic")
+    iso = Design(GRID, space, RADIUS, region="ellipsoid", noise="isotropic")
     assert iso.extent == pytest.approx(RADIUS * np.linalg.norm(geom.Phi, 2), rel=1e-9)
     assert iso.sensitivity(N) == pytest.approx(2 * iso.extent / N)
 
@@ -139,7 +139,7 @@ def test_mix_radius_against_a_dense_search(space_name, lam):
     """R of (1−λ)box + λE against max over sign vectors and many directions u."""
     grid = np.linspace(0.0, 1.0, 3)
     space = SPACES[space_name]
-    des = Design(space, grid, RADIUS, region="mix", lam=lam)
+    des = Design(grid, space, RADIUS, region="mix", lam=lam)
     geom = space.at(grid)
     s = np.array([[a, b, c] for a in (1, -1) for b in (1, -1) for c in (1, -1)], float)
     u = _rng(6).standard_normal((20000, geom.dim))
@@ -211,16 +211,6 @@ def test_random_neighbours_of_mixed_magnitude(space_name, member):
     assert np.max(_pair_mu_of_releases(des, r0, r1)) <= MU * (1 + TOL)
 
 
-def test_project_ball_is_exactly_feasible_at_every_magnitude():
-    rng = _rng(9)
-    for e in (-300, -100, 0, 100, 300, 307):
-        X = rng.standard_normal((100, 8)) * 10.0**e
-        P = project_ball(X, 0.7)
-        top = np.max(np.abs(P), axis=-1, keepdims=True)
-        norms = top[:, 0] * np.linalg.norm(P / np.where(top > 0, top, 1.0), axis=-1)
-        assert np.all(norms <= 0.7)
-
-
 @pytest.mark.parametrize("member", MEMBERS)
 @pytest.mark.parametrize("reps", [None, 3])
 def test_release_holds_nothing_per_person_and_no_random_state(member, reps):
@@ -252,7 +242,7 @@ def test_unconstrained_error_formula_matches_simulation(family):
     for name, spec in specs.items():
         err, free = out[name]["err"], out[name]["free"]
         assert free.all()
-        des = Design(geom.space, geom.grid, setting.radius, **spec)
+        des = Design(geom.grid, geom.space, setting.radius, **spec)
         sampling, privacy = des.unconstrained_error(setting.n, setting.mu, 0.0)
         assert sampling == 0.0
         se = err.std(ddof=1) / np.sqrt(err.size)
@@ -295,18 +285,18 @@ def test_simulation_is_reproducible_and_keyed_by_seed():
 )
 def test_bad_design_arguments(kwargs, exc, word):
     with pytest.raises(exc, match=word):
-        Design(SPACES["gaussian"], GRID, RADIUS, **kwargs)
+        Design(GRID, SPACES["gaussian"], RADIUS, **kwargs)
 
 
 def test_bad_space_radius_and_rank_deficient_noise():
     with pytest.raises(TypeError, match="space"):
-        Design("legendre", GRID, RADIUS)
+        Design(GRID, "legendre", RADIUS)
     with pytest.raises(ValueError, match="radius"):
-        Design(SPACES["gaussian"], GRID, 0.0, region="box")
+        Design(GRID, SPACES["gaussian"], 0.0, region="box")
     with pytest.raises(ValueError, match="rank"):
-        Design(SPACES["legendre"], GRID, RADIUS, region="box", noise="ellipsoid")
+        Design(GRID, SPACES["legendre"], RADIUS, region="box", noise="ellipsoid")
     with pytest.raises(ValueError, match="2\\^\\(T-1\\)"):
-        Design(dpfda.LegendreSpace(2), np.linspace(0, 1, 24), RADIUS, region="mix", lam=0.5)
+        Design(np.linspace(0, 1, 24), dpfda.LegendreSpace(2), RADIUS, region="mix", lam=0.5)
 
 
 def test_bad_release_arguments():
@@ -324,3 +314,12 @@ def test_bad_release_arguments():
         des.sigma(10**9, 1e6)
     with pytest.raises(ValueError, match="scale"):
         des.worst_case_pair(5, scale=0.0)
+
+
+def test_the_space_then_grid_order_is_refused_by_name():
+    space = SPACES["legendre"]
+    with pytest.raises(TypeError, match=r"Design takes \(grid, space, \.\.\.\): got a space as `grid`"):
+        Design(space, GRID, RADIUS, region="box")
+    with pytest.raises(TypeError, match=r"Design takes \(grid, space, \.\.\.\): got an array as `space`"):
+        Design(GRID, GRID, RADIUS, region="box")
+    assert Design(GRID, space, RADIUS, region="box").geometry.T == GRID.size

@@ -116,7 +116,7 @@ def _pair_mu(mech: str, X0, X1) -> float:
         # and its map of that sensitivity must stay within the budget.
         assert sens / scale <= mu * (1 + 1e-12)
         return mu * float(np.linalg.norm((v1 - v0) / sens))
-    des = Design(SPACE, GRID, RADIUS, **DESIGNS[mech.removeprefix("design-")])
+    des = Design(GRID, SPACE, RADIUS, **DESIGNS[mech.removeprefix("design-")])
     sigma = des.sigma(X0.shape[0], MU)  # what a release publishes (checked below at small n)
     return _whitened_norm(des.summary(X1) - des.summary(X0), sigma, des.L)
 
@@ -147,7 +147,7 @@ def test_each_release_is_its_summary_plus_its_noise():
     rel = dpfda.ptf(X, GRID, SPACE, RADIUS, MU, np.random.default_rng(9))
     np.testing.assert_array_equal(rel.noisy_means, ptf_clipped_mean(X, rel.clip) + rel.noise_scale * z)
     for kw in DESIGNS.values():
-        des = Design(SPACE, GRID, RADIUS, **kw)
+        des = Design(GRID, SPACE, RADIUS, **kw)
         rel = des.mechanism(None, MU).release(X, np.random.default_rng(9))
         z = np.random.default_rng(9).standard_normal(des.L.shape[1])
         np.testing.assert_array_equal(rel.noisy_means, des.summary(X) + rel.noise_scale * (z @ des.L.T))

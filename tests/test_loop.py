@@ -171,7 +171,7 @@ AUDIT_STORED = {"ftp": (-0.026341606052800445, 1.0249263333824665, 0.31274401639
 
 def test_audit_draws_are_those_published():
     space, grid = dpfda.LegendreSpace(3), dpfda.uniform_grid(10)
-    X0, X1 = A.worst_case_pair(space, grid, 1.0, 8)
+    X0, X1 = A.worst_case_pair(grid, space, 1.0, 8)
     for name, mech in (("ftp", A.ftp_mechanism(grid, space, 1.0, 1.0, n=8)),
                        ("ptf", A.ptf_mechanism(grid, space, 1.0, 1.0, n=8))):
         res = A.audit(mech, X0, X1, draws=200, rng=np.random.default_rng(9), chunk=70)

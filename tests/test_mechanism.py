@@ -177,15 +177,15 @@ def _constructors():
         "ptf": lambda: ptf_mechanism(GRID, gau, RADIUS, MU, clip=1.5),
         "audit.ftp": lambda: A.ftp_mechanism(GRID, leg, RADIUS, MU, n=40),
         "audit.ptf": lambda: A.ptf_mechanism(GRID, leg, RADIUS, MU, n=40),
-        "design box": lambda: Design(gau, GRID, RADIUS, region="box").mechanism(40, MU),
-        "design ball": lambda: Design(leg, GRID, RADIUS, region="ball").mechanism(40, MU),
-        "design ellipsoid": lambda: Design(leg, GRID, RADIUS, region="ellipsoid").mechanism(40, MU),
-        "design mix": lambda: Design(gau, GRID, RADIUS, region="mix", lam=0.3, fit="none").mechanism(40, MU),
+        "design box": lambda: Design(GRID, gau, RADIUS, region="box").mechanism(40, MU),
+        "design ball": lambda: Design(GRID, leg, RADIUS, region="ball").mechanism(40, MU),
+        "design ellipsoid": lambda: Design(GRID, leg, RADIUS, region="ellipsoid").mechanism(40, MU),
+        "design mix": lambda: Design(GRID, gau, RADIUS, region="mix", lam=0.3, fit="none").mechanism(40, MU),
         "no sqrt T": lambda: A.broken_ptf_no_sqrt_T(GRID, gau, RADIUS, MU, n=40),
         "grid norm": lambda: A.broken_ftp_grid_norm(GRID, gau, RADIUS, MU, n=40, norm="sup"),
         "no radius": lambda: A.broken_ftp_no_radius(GRID, leg, RADIUS, MU, n=40),
         "cancellation": lambda: A.broken_ftp_cancellation(GRID, leg, RADIUS, MU, n=40),
-        "pinv": lambda: A.broken_design_pinv(leg, grid6, RADIUS, MU, n=40, noise=_thin_noise())[0],
+        "pinv": lambda: A.broken_design_pinv(grid6, leg, RADIUS, MU, n=40, noise=_thin_noise())[0],
     }
 
 
@@ -273,12 +273,12 @@ def test_privatize_refuses_a_summary_of_the_wrong_coordinates():
         mech.privatize(np.zeros(4), np.zeros(9), 20)
 
 
-def test_design_old_keyword_set_names_region():
-    with pytest.raises(TypeError, match="set= is now region="):
-        Design(SPACES["legendre"], GRID, RADIUS, set="box")
+def test_design_refuses_an_unknown_keyword():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'set'"):
+        Design(GRID, SPACES["legendre"], RADIUS, set="box")
     with pytest.raises(TypeError, match="unexpected keyword argument 'sett'"):
-        Design(SPACES["legendre"], GRID, RADIUS, sett="box")
-    assert Design(SPACES["legendre"], GRID, RADIUS, region="box").region == "box"
+        Design(GRID, SPACES["legendre"], RADIUS, sett="box")
+    assert Design(GRID, SPACES["legendre"], RADIUS, region="box").region == "box"
 
 
 @pytest.mark.parametrize("kw", [dict(region="box"), dict(region="ball"), dict(region="mix", lam=0.4),
@@ -287,7 +287,7 @@ def test_design_old_keyword_set_names_region():
 def test_design_release_is_its_parts_bit_for_bit(kw):
     space = SPACES["gaussian"]
     X = _data((3, 40, 9), 7)
-    des = Design(space, GRID, RADIUS, **kw)
+    des = Design(GRID, space, RADIUS, **kw)
     mech = des.mechanism(None, MU)
     rel = mech.release(X, np.random.default_rng(8))
     summary, sigma = des.summary(X), des.sigma(40, MU)

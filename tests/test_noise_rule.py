@@ -6,7 +6,7 @@
   projected onto span(Φ)⊥ — separates neighbours of the mechanism broken on purpose
   (noise added on the grid) and not those of the real one, at T = 5, 20 and 60.
 * A hypothesis property over designs of every region, rank and noise factor.
-* :func:`dpfda.trust.audit.recompute` catches the whole broken family, the rank-deficient
+* :func:`dpfda.trust.recompute.recompute` catches the whole broken family, the rank-deficient
   design and σ × 0.9 included, and passes every real mechanism.
 * σ, the sensitivity told to OpenDP and the limits have one home
   (:mod:`dpfda.mechanisms.calibration`); a μ whose μ²/2 underflows is refused by name.
@@ -27,6 +27,7 @@ from dpfda.mechanisms import calibration, designs, mechanism, pipelines, privacy
 from dpfda.mechanisms.designs import Design
 from dpfda.mechanisms.mechanism import Mechanism
 from dpfda.trust import audit as A
+from dpfda.trust import broken as B
 
 MU = 1.0
 
@@ -46,7 +47,7 @@ def _complement_attack(mech, X0, X1, draws, seed):
     geom = mech.geometry
     Q, _ = np.linalg.qr(geom.Phi)
     P = np.eye(geom.T) - Q @ Q.T
-    grid_means = A._GridMeansOfFits(Design(geom.space, geom.grid, mech.radius, region="ellipsoid"))
+    grid_means = B._GridMeansOfFits(Design(geom.grid, geom.space, mech.radius, region="ellipsoid"))
     w = P @ (grid_means.mean(X1) - grid_means.mean(X0))
     w = w / np.linalg.norm(w)
 
@@ -64,12 +65,12 @@ def test_rank_deficient_attack_fails_on_the_noise_rule(T):
     X0 = 0.3 * rng.standard_normal((n, T)) + 0.4
     X1 = X0.copy()
     X1[0] = 0.3 * rng.standard_normal(T) + 0.4
-    fixed = Design(space, grid, 1.0, region="ellipsoid").mechanism(n, MU)
+    fixed = Design(grid, space, 1.0, region="ellipsoid").mechanism(n, MU)
     assert fixed.noise_factor is None and fixed.dim == 3  # noise on θ̄ (d), full rank
     res = _complement_attack(fixed, X0, X1, 4000, 1)
     assert res.mu_lower <= MU, res
     # the same attack has the power to separate the mechanism that adds σΦZ on the grid
-    broken = A.broken_design_rank_deficient(space, grid, 1.0, MU, n=n)
+    broken = A.broken_design_rank_deficient(grid, space, 1.0, MU, n=n)
     res_b = _complement_attack(broken, X0, X1, 4000, 1)
     assert res_b.mu_lower > MU, res_b
     # and the audit says why, from one release of each dataset
@@ -81,7 +82,7 @@ def test_rank_deficient_attack_fails_on_the_noise_rule(T):
 
 def test_the_fixed_design_releases_its_noisy_coefficients_and_maps_them():
     grid, space = uniform_grid(7), LegendreSpace(3)
-    des = Design(space, grid, 1.0, region="ellipsoid")
+    des = Design(grid, space, 1.0, region="ellipsoid")
     X = 0.3 * np.random.default_rng(0).standard_normal((4, 30, 7))
     rel = des.mechanism(None, MU).release(X, np.random.default_rng(1))
     assert rel.noisy_coordinates.shape == (4, 3) and rel.coordinate_factor is None
@@ -123,7 +124,7 @@ def test_every_design_noises_full_rank_and_passes_the_audit(region, noise, T, m,
     space = KernelSpace(gaussian_kernel(0.3)) if kernel else LegendreSpace(min(m, T))
     noise_arg = _custom(T, seed) if noise == "custom" else noise
     try:
-        des = Design(space, grid, 1.0, noise=noise_arg, fit=fit, weights=1.0, **region)
+        des = Design(grid, space, 1.0, noise=noise_arg, fit=fit, weights=1.0, **region)
         mech = des.mechanism(n, MU)
     except ValueError as exc:  # a named refusal (rank-d noise on a full set, ill-conditioned shape)
         assert "noise" in str(exc) or "grid" in str(exc) or "lam" in str(exc), str(exc)
@@ -155,14 +156,14 @@ GRID, SPACE, N = uniform_grid(6), LegendreSpace(3), 40
 def _real():
     return [A.ftp_mechanism(GRID, SPACE, 1.0, MU, n=N), A.ptf_mechanism(GRID, SPACE, 1.0, MU, n=N),
             A.ftp_mechanism(GRID, KernelSpace(gaussian_kernel(0.3)), 1.0, MU, n=N)] + [
-        Design(SPACE, GRID, 1.0, **kw).mechanism(N, MU) for kw in REGIONS]
+        Design(GRID, SPACE, 1.0, **kw).mechanism(N, MU) for kw in REGIONS]
 
 
 @pytest.mark.parametrize("i", range(9))
 def test_the_audit_passes_every_real_mechanism(i):
     mech = _real()[i]
     for pipeline in ("ftp", "ptf"):
-        X0, X1 = A.worst_case_pair(mech.geometry.space, GRID, 1.0, N, pipeline=pipeline, factor=3.0)
+        X0, X1 = A.worst_case_pair(GRID, mech.geometry.space, 1.0, N, pipeline=pipeline, factor=3.0)
         rec = A.recompute(mech, X0, X1, draws=1000, rng=np.random.default_rng(i))
         assert rec.passed, rec
         assert rec.noise_ratio > 0.9
@@ -175,16 +176,16 @@ def _thin_noise():
 
 
 BROKEN = {
-    "rank-deficient design": lambda: A.broken_design_rank_deficient(SPACE, GRID, 1.0, MU, n=N),
+    "rank-deficient design": lambda: A.broken_design_rank_deficient(GRID, SPACE, 1.0, MU, n=N),
     "FTP σ×0.9": lambda: A.broken_sigma_too_small(A.ftp_mechanism(GRID, SPACE, 1.0, MU, n=N)),
     "PTF σ×0.9": lambda: A.broken_sigma_too_small(A.ptf_mechanism(GRID, SPACE, 1.0, MU, n=N)),
-    "design σ×0.9": lambda: A.broken_sigma_too_small(Design(SPACE, GRID, 1.0, region="mix", lam=0.3)
+    "design σ×0.9": lambda: A.broken_sigma_too_small(Design(GRID, SPACE, 1.0, region="mix", lam=0.3)
                                                      .mechanism(N, MU)),
     "PTF without √T": lambda: A.broken_ptf_no_sqrt_T(GRID, SPACE, 1.0, MU, n=N),
     "FTP grid sup-norm": lambda: A.broken_ftp_grid_norm(GRID, KernelSpace(gaussian_kernel(0.3)), 1.0, MU,
                                                         n=N, norm="l2"),
     "FTP without the radius": lambda: A.broken_ftp_no_radius(GRID, SPACE, 1.0, MU, n=N),
-    "pinv design": lambda: A.broken_design_pinv(SPACE, GRID, 1.0, MU, n=N, noise=_thin_noise())[0],
+    "pinv design": lambda: A.broken_design_pinv(GRID, SPACE, 1.0, MU, n=N, noise=_thin_noise())[0],
 }
 
 
@@ -194,7 +195,7 @@ def test_the_audit_catches_the_broken_family(name):
     if name == "pinv design":
         pairs = A.probe_pairs(mech, N, GRID.size, size=1e3)
     else:
-        pairs = [A.worst_case_pair(mech.geometry.space, GRID, 1.0, N, pipeline=p, factor=3.0)
+        pairs = [A.worst_case_pair(GRID, mech.geometry.space, 1.0, N, pipeline=p, factor=3.0)
                  for p in ("ftp", "ptf")]
     recs = [A.recompute(mech, X0, X1, draws=1000, rng=np.random.default_rng(3)) for X0, X1 in pairs]
     assert not all(r.passed for r in recs), recs
@@ -203,7 +204,7 @@ def test_the_audit_catches_the_broken_family(name):
 
 def test_sigma_times_09_is_caught_by_the_formula_and_by_the_noise_itself():
     mech = A.broken_sigma_too_small(A.ftp_mechanism(GRID, SPACE, 1.0, MU, n=N), 0.9)
-    X0, X1 = A.worst_case_pair(SPACE, GRID, 1.0, N)
+    X0, X1 = A.worst_case_pair(GRID, SPACE, 1.0, N)
     rec = A.recompute(mech, X0, X1, draws=2000, rng=np.random.default_rng(4))
     assert rec.mu_pair == pytest.approx(MU / 0.9, rel=1e-9)
     assert any("formula" in p for p in rec.problems) and rec.noise_ratio < 0.9
@@ -250,8 +251,8 @@ def test_one_home_for_sigma_the_limits_and_the_declared_sensitivity():
 @pytest.mark.parametrize("make", [
     lambda: dpfda.ftp_mechanism(GRID, SPACE, 1.0, MU),
     lambda: dpfda.ptf_mechanism(GRID, SPACE, 1.0, MU),
-    lambda: Design(SPACE, GRID, 1.0, region="ellipsoid").mechanism(None, MU),
-    lambda: Design(SPACE, GRID, 1.0, region="mix", lam=0.4).mechanism(None, MU),
+    lambda: Design(GRID, SPACE, 1.0, region="ellipsoid").mechanism(None, MU),
+    lambda: Design(GRID, SPACE, 1.0, region="mix", lam=0.4).mechanism(None, MU),
 ])
 def test_the_secure_path_noises_the_numpy_paths_summary(make, monkeypatch):
     mech = make()

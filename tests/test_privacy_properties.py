@@ -155,7 +155,7 @@ def test_ftp_and_ptf(case, pipeline):
     method = dpfda.ftp if pipeline == "ftp" else dpfda.ptf
 
     def worst():
-        return audit.worst_case_pair(case.space, case.grid, case.radius, case.n, pipeline=pipeline,
+        return audit.worst_case_pair(case.grid, case.space, case.radius, case.n, pipeline=pipeline,
                                      factor=1.0 + 1e3 * (case.seed % 2))
 
     X0, X1 = _neighbours(case, worst)
@@ -177,7 +177,7 @@ def test_secure_paths_hand_opendp_a_true_sensitivity(case, pipeline):
     method = dpfda.ftp if pipeline == "ftp" else dpfda.ptf
 
     def worst():
-        return audit.worst_case_pair(case.space, case.grid, case.radius, case.n, pipeline=pipeline)
+        return audit.worst_case_pair(case.grid, case.space, case.radius, case.n, pipeline=pipeline)
 
     X0, X1 = _neighbours(case, worst)
     calls = []
@@ -218,7 +218,7 @@ DESIGN_RADII = (-300.0, 288.0)
 
 def _build_design(case, kw):
     try:
-        return Design(case.space, case.grid, case.radius, **kw)
+        return Design(case.grid, case.space, case.radius, **kw)
     except ValueError as exc:  # e.g. ellipsoid noise of rank d < T on a full-dimensional set
         assert "noise" in str(exc) or "T=" in str(exc), str(exc)
         return None

@@ -223,7 +223,7 @@ def test_secure_ptf_matches_numpy_path(name):
 def test_secure_ftp_passes_its_audit():
     """An audit of the OpenDP path (unseeded): valid and clearly informative."""
     space = SPACES["legendre"]
-    X0, X1 = A.worst_case_pair(space, GRID, RADIUS, N)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N)
     mech = A.ftp_mechanism(GRID, space, RADIUS, MU, n=N, secure=True)
     res = A.audit(mech, X0, X1, draws=2000, rng=np.random.default_rng(9), alpha=1e-3)
     assert 0.3 * MU < res.mu_lower <= MU, res

@@ -28,32 +28,12 @@ Every design does the same four things (chapter *The design space*)::
   trust-region problem max_{||u|| <= 1} ||L⁻¹((1−λ)c∘s + λB'Φu)|| solved
   through its convex dual (a guaranteed upper bound, tight to rounding).
 
-Floating point (issue #19).  What the guarantee needs is that σ is at least
-2R/(nμ) for the *exact* R of the *computed* summaries, for every public
-parameter the class accepts:
+Floating point.  The extent R is computed with no pseudo-inverse, scale-free and with its
+rounding covered, and cached on everything it depends on (:mod:`dpfda.mechanisms.whitening`);
+σ = 2R/(nμ) is formed on mantissas and exponents as :func:`dpfda.ftp_sigma` is, and a
+design whose R or σ leaves the float range is refused with a message about the radius, n
+and μ.
 
-* **no pseudo-inverse.**  L⁻¹ is formed by exact division (diagonal L: PTF's
-  shape, the isotropic shape, a diagonal covariance — however thin a direction)
-  or by Householder QR of L with each row divided by a power of two, with its
-  condition number κ checked: the extent's relative rounding is then at most
-  8·T·κ²·2⁻⁵², and a noise shape for which that exceeds ``MAX_ROUNDING``
-  (10⁻⁶) is refused with a ValueError that says what to change.  A
-  pseudo-inverse would instead drop a direction of tiny variance silently — the
-  direction in which the noise protects least (defect 1 of issue #19, kept as
-  :func:`dpfda.trust.audit.broken_design_pinv`).
-* **scale-free extents.**  The set's size (c, r, B') and L⁻¹ are written as
-  mantissa·2^exponent, the maximisation runs on the mantissas and the exponents
-  are added at the end: R/B' has the same relative accuracy for every B' in
-  (0, 2^960] that ftp/ptf accept, and a design whose R or σ leaves the float
-  range is refused with a message about the radius, n and μ.
-* **the rounding is covered.**  Every R except PTF's box (whose T divisions and
-  sum of squares round by at most (T + 2)·2⁻⁵³, as PTF's own σ_j do) is
-  multiplied by 1 + 10⁻¹⁰ + 8·T·κ²·2⁻⁵², which exceeds the relative error of
-  every step above; σ = 2R/(nμ) is formed on mantissas and exponents as
-  :func:`dpfda.ftp_sigma` is.
-* **cached on everything.**  An extent is cached under the geometry, set, λ,
-  the bytes of L, the clipping bounds, the ball radius and B' itself (never
-  rescaled from another radius).
 * **the summaries.**  Each curve's point of C is computed exactly as PTF's
   clipping (exact), FTP's constrained fit (norm <= B' to a few ulps, see
   ``dpfda.ftp_fit_mean``) or :func:`project_ball` (norm <= r for every
@@ -71,7 +51,7 @@ parameter the class accepts:
   W = diag(a_j⁻²) and radius B'); ``fit="none"`` reads off the unconstrained
   weighted least-squares coordinates instead.
 
-Floating point (issue #19; :mod:`dpfda.maths.summation`): every mean over curves —
+The means (:mod:`dpfda.maths.summation`): every mean over curves —
 of the clipped curves, of the fits, of the projections onto the ball — is
 summed exactly and rounded once (:func:`dpfda.maths.summation.fixed_point_mean`);
 the box part is exact per curve, fits have norm <= B'(1 + 2⁻⁴⁰), projections
@@ -83,10 +63,10 @@ package's one noise rule (:mod:`dpfda.mechanisms.mechanism`, with its floating-p
 argument), such a design adds σI_d to the mean of fits θ̄ itself and forms the grid
 means Φ(θ̄ + σZ) afterwards, as post-processing — never σΦZ on rounded grid means,
 whose rounding outside span(Φ) would be published without noise
-(:func:`dpfda.trust.audit.broken_design_rank_deficient`).
+(:func:`dpfda.trust.broken.broken_design_rank_deficient`).
 
-With the same noise stream, ``Design(region="mix", lam=0)`` releases what
-:func:`dpfda.ptf` releases, and ``Design(region="ellipsoid", noise="ellipsoid",
+With the same noise stream, ``Design(..., region="mix", lam=0)`` releases what
+:func:`dpfda.ptf` releases, and ``Design(..., region="ellipsoid", noise="ellipsoid",
 fit="none")`` what :func:`dpfda.ftp` releases (on the grid), to rounding.  None
 of this is in the paper; it answers §6's question about structured
 perturbations with one family and an honest comparison.
@@ -101,14 +81,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import (
-    as_float_array,
     check_data,
     check_int,
     check_nonnegative,
     check_positive,
     check_secure,
 )
-from ..maths.spaces import GridGeometry, KernelSpace, LegendreSpace
+from ..maths.spaces import FunctionSpace, GridGeometry, KernelSpace, LegendreSpace
 from ..maths.summation import (
     MEAN_ROUNDING,
     RECORD_SLACK,
@@ -129,261 +108,14 @@ from .pipelines import (
     ptf_clipped_mean,
     ptf_weight_vector,
 )
+from .projections import project_ball, robust_norm
+from .whitening import Whitening, cached_extent, noise_factor, scaled
 
-__all__ = ["SETS", "NOISES", "FITS", "Design", "DesignMap", "DesignCalibration", "project_ball",
-           ]
+__all__ = ["SETS", "NOISES", "FITS", "Design", "DesignMap", "DesignCalibration", "project_ball"]
 
 SETS = ("box", "ball", "ellipsoid", "mix")
 NOISES = ("matched", "diagonal", "isotropic", "ellipsoid")
 FITS = ("ball", "none")
-_EXTENTS: dict = {}
-"""Extents already computed, keyed on every input they depend on (see :meth:`Design._cached_extent`)."""
-
-_EPS = float(np.finfo(float).eps)
-
-_SAFETY = 1.0 + 1e-10
-"""Radii computed by SVD or the trust-region dual are raised by at least this factor (rounding)."""
-
-MAX_ROUNDING = 1e-6
-"""Largest relative rounding bound of an extent that is accepted.
-
-An extent computed through a whitening with condition number κ (after exact
-power-of-two equilibration) is raised by 8·T·κ²·2⁻⁵² (see ``_Whitening``); a
-noise shape for which that exceeds ``MAX_ROUNDING`` is refused with a ValueError
-rather than calibrated on numbers that cannot be trusted."""
-
-NOISE_ROW_RANGE = (2.0**-500, 2.0**500)
-"""Accepted range of each grid point's largest entry in a non-diagonal noise factor L.
-
-Inside it the whitening L⁻¹ (entries up to about κ·2⁵⁰⁰) and its products with the
-set's points, scaled to a unit exponent, stay inside the floating-point range."""
-
-MAX_ENUMERATION_T = 20
-"""Largest grid for which a sensitivity is computed by enumerating sign vectors (2^(T−1))."""
-
-
-# ---------------------------------------------------------------------------
-# Projections, exact at every magnitude
-# ---------------------------------------------------------------------------
-
-
-def _robust_norm(X: np.ndarray):
-    """(scaled rows, exponents e, norms of the scaled rows): X = scaled·2^e, entries <= 1.
-
-    Dividing a row by a power of two is exact, so the norm of any finite row is
-    computed without overflow; zero rows get e = 0.
-    """
-    top = np.max(np.abs(X), axis=-1)
-    _, e = np.frexp(top)
-    e = np.asarray(e, dtype=np.int64)
-    U = np.ldexp(X, -e[..., None])
-    return U, e, np.sqrt(np.einsum("...k,...k->...", U, U))
-
-
-def project_ball(X, radius):
-    """Euclidean projection of each row of ``X`` (…, T) onto the ball ||x||₂ <= radius.
-
-    Rows inside are returned unchanged; the others become radius·x/||x||, with
-    norm at most ``radius`` for every finite row, however large or small (the
-    row is divided by a power of two before its norm is taken).
-    """
-    radius = check_radius(radius)
-    X = as_float_array(X, "X")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or inf; every value must be a finite number")
-    U, e, norm = _robust_norm(X)
-    with np.errstate(over="ignore", under="ignore"):
-        bound = np.ldexp(radius, -e)  # the radius in the row's units (inf: far inside)
-    out = X.copy()
-    active = norm > bound
-    if np.any(active):
-        y = radius * (U[active] / norm[active][:, None])
-        _, ey, ny = _robust_norm(y)
-        # Four ulps inside: the norm is <= radius whichever way it is rounded.
-        # remove the last rounding: exactly feasible
-        y *= (np.minimum(1.0, radius / np.ldexp(ny, ey)) * (1.0 - 4 * np.finfo(float).eps))[:, None]
-        out[active] = y
-    return out
-
-
-# ---------------------------------------------------------------------------
-# The exact radius of a set in the noise metric
-# ---------------------------------------------------------------------------
-
-
-def _exponent(x: float) -> int:
-    """e with x = m·2^e and 1/2 <= |m| < 1 (0 for x = 0)."""
-    return math.frexp(float(x))[1]
-
-
-def _scaled(v):
-    """(v̂, e) with v = v̂·2^e exactly and max|v̂| in [1/2, 1) (e = 0 for an all-zero array)."""
-    v = np.asarray(v, dtype=float)
-    top = float(np.max(np.abs(v))) if v.size else 0.0
-    if top == 0.0:
-        return v.copy(), 0
-    e = _exponent(top)
-    return np.ldexp(v, -e), e
-
-
-def _entrywise_product(A, c):
-    """(N̂, E) with A·diag(c) = N̂·2^E: each product formed on mantissas and exponents.
-
-    No product over- or underflows on the way; only entries below 2^-1074 of the largest
-    are lost when they are put on the common exponent E.
-    """
-    mA, eA = np.frexp(A)
-    mc, ec = np.frexp(np.asarray(c, dtype=float))
-    exps = eA.astype(np.int64) + ec.astype(np.int64)[None, :]
-    mant = mA * mc[None, :]
-    nz = mant != 0
-    if not np.any(nz):
-        return np.zeros_like(mant), 0
-    E = int(np.max(exps[nz]))
-    with np.errstate(under="ignore"):
-        return np.ldexp(mant, exps - E), E
-
-
-class _Whitening:
-    """The noise metric ||x||_{Σ⁻¹} = ||L⁻¹x|| of a noise factor L, with no pseudo-inverse.
-
-    ``M`` (k, T) is L⁻¹ for a square L and L⁺ = (LᵀL)⁻¹Lᵀ for FTP's tall L = Φ (used
-    on the span of Φ only).  How it is computed, and what rounding it can carry:
-
-    * diagonal L: M = diag(1/ℓ_j), one correctly rounded division per entry
-      (relative error 2⁻⁵³), condition κ = 1 — however thin a direction is;
-    * any other L: the rows are divided by powers of two, L = D·L̃ with D = diag(2^{r_j})
-      (exact), so each row of L̃ has its largest entry in [1/2, 1); then Householder QR,
-      L̃ = QR, and M = R⁻¹Qᵀ·D⁻¹ by triangular solves (backward stable; the column
-      scaling by D⁻¹ is exact).  κ = cond₂(R) = cond₂(L̃) from R's singular values.
-
-    An extent R = max_{x ∈ C} ||Mx|| computed with the rounded M is then within
-    ``rounding`` = 8·T·κ²·2⁻⁵² of the exact one, relatively (the error of M is at most
-    about T·κ·2⁻⁵²·||L̃⁻¹|| per unit of D⁻¹x, and R >= ||D⁻¹x||/||L̃|| at the maximiser);
-    a factor whose bound exceeds ``MAX_ROUNDING`` is refused with a ValueError
-    instead of giving a silently wrong extent (a pseudo-inverse would drop the thin
-    direction, whose variance is what the extent is about).
-    """
-
-    def __init__(self, L: np.ndarray, label: str, check: bool = True):
-        L = np.asarray(L, dtype=float)
-        T, k = L.shape
-        rows = np.max(np.abs(L), axis=1)
-        self.diagonal = k == T and not np.any(L - np.diag(np.diag(L)))
-        if self.diagonal:  # exact division: any ℓ_j whose reciprocal is a finite normal float
-            with np.errstate(divide="ignore", over="ignore"):
-                inv = 1.0 / np.diag(L)
-            bad = ~(np.isfinite(inv) & (np.abs(inv) >= np.finfo(float).tiny))
-            if check and np.any(bad):
-                j = int(np.flatnonzero(bad)[0])
-                raise ValueError(
-                    f"the noise shape {label} has standard deviation {L[j, j]:.3g} at grid point index "
-                    f"{j}, whose reciprocal is not a normal floating-point number; rescale the noise "
-                    "matrix, or leave grid points this close to 0 out of the grid"
-                )
-            self.M = np.diag(inv)
-            self.kappa = 1.0
-            self.rounding = 0.0
-            return
-        lo, hi = NOISE_ROW_RANGE
-        if check and (np.any(rows < lo) or np.any(rows > hi)):
-            j = int(np.argmin(rows)) if np.any(rows < lo) else int(np.argmax(rows))
-            raise ValueError(
-                f"the noise shape {label} has a standard deviation of scale {rows[j]:.3g} at grid point "
-                f"index {j}, outside [2^-500, 2^500] ≈ [3e-151, 3e150]: the extent cannot be computed "
-                "in floating point; rescale the noise matrix, or leave grid points this close to 0 "
-                "out of the grid"
-            )
-        if k > T:
-            raise ValueError(f"the noise factor of {label} has more columns than grid points")
-        _, r = np.frexp(rows)
-        Lt = np.ldexp(L, -r[:, None])
-        Q, Rf = np.linalg.qr(Lt)
-        sv = np.linalg.svd(Rf, compute_uv=False)
-        self.kappa = float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
-        self.rounding = 8.0 * T * self.kappa**2 * _EPS
-        if check and not self.rounding <= MAX_ROUNDING:
-            raise ValueError(
-                f"the noise shape {label} is too ill-conditioned for a reliable extent: with each grid "
-                f"point scaled, its factor has condition number {self.kappa:.3g}, so rounding could move "
-                f"the extent by up to {self.rounding:.2g} of itself (the limit is {MAX_ROUNDING:g}). "
-                "Choose a better-conditioned noise: noise='diagonal' or 'isotropic', a covariance "
-                "without nearly dependent grid points, lam further from 1, or fewer/more widely "
-                "spaced grid points"
-            )
-        from scipy.linalg import solve_triangular
-
-        Mt = solve_triangular(Rf, Q.T)  # L̃⁺ (k, T)
-        self.M = np.ldexp(Mt, -r[None, :])
-
-    def apply(self, v):
-        """M·v for the rows of ``v`` (…, T), each row scaled by a power of two first."""
-        v = np.asarray(v, dtype=float)
-        top = np.max(np.abs(v), axis=-1, keepdims=True)
-        _, e = np.frexp(top)
-        Ms, eM = _scaled(self.M)
-        with np.errstate(over="ignore", under="ignore"):
-            return np.ldexp(np.ldexp(v, -e) @ Ms.T, e + eM)
-
-
-def _trust_region_max(g: np.ndarray, G: np.ndarray):
-    """max over ||u|| <= 1 of ||g_s + G u||² for each row g_s of ``g`` (N, k); G (k, d).
-
-    Inputs are expected on a unit scale (the caller divides by a power of two).
-    Through the convex dual (S-lemma): for every η >= α_max(GᵀG) = ||G||₂²,
-    ||g + Gu||² <= ||g||² + η + bᵀ(ηI − GᵀG)⁻¹b with b = Gᵀg, with equality
-    at the minimising η.  The bracket starts at ||G||₂²·(1 + 8d·2⁻⁵²)² (the
-    largest singular value from a backward-stable SVD, raised by its error
-    bound), so every η tried is a valid dual point; the dual is minimised by
-    bisection on its derivative 1 − Σ β_k²/(η − α_k)² and the value is taken at
-    the upper end of the final bracket, so it is never below the true maximum
-    (up to the rounding of the eigendecomposition, relative O(d·2⁻⁵²), which the
-    caller's safety factor covers).  Returns (values (N,), u (N, d)): the
-    maximisers (hard case included), for worst-case neighbours.
-    """
-    d = G.shape[1]
-    A = G.T @ G
-    alpha, V = np.linalg.eigh((A + A.T) / 2.0)
-    smax = float(np.linalg.svd(G, compute_uv=False)[0]) if G.size else 0.0
-    amax = (smax * (1.0 + 8 * d * _EPS)) ** 2
-    alpha = np.clip(alpha, 0.0, amax)
-    beta = (g @ G) @ V  # (N, d)
-    b2 = beta * beta
-    bnorm = np.sqrt(b2.sum(axis=-1))
-    lo = np.full(g.shape[0], amax)
-    hi = amax + bnorm + 4 * _EPS * amax + 1e-300
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            psi = np.sum(np.where(b2 > 0, b2 / (mid[:, None] - alpha) ** 2, 0.0), axis=-1)
-        right = ~(psi > 1.0)  # derivative >= 0: the minimiser is at or left of mid
-        hi = np.where(right, mid, hi)
-        lo = np.where(right, lo, mid)
-        if np.all(hi - lo <= 4 * _EPS * np.maximum(hi, 1e-300)):
-            break
-    eta = hi
-    gap = eta[:, None] - alpha
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(b2 > 0, b2 / gap, 0.0)
-        coef = np.where(b2 > 0, beta / gap, 0.0)
-    values = np.einsum("ij,ij->i", g, g) + eta + terms.sum(axis=-1)
-    unorm2 = np.sum(coef * coef, axis=-1)
-    fill = np.sqrt(np.clip(1.0 - unorm2, 0.0, None))  # the hard case: fill the top eigenvector
-    coef[:, -1] += np.where(unorm2 < 1.0, fill, 0.0) * np.where(beta[:, -1] >= 0, 1.0, -1.0)
-    u = coef @ V.T
-    u /= np.maximum(np.linalg.norm(u, axis=-1, keepdims=True), 1e-300)
-    return values, u
-
-
-def _sign_vectors(T: int) -> np.ndarray:
-    """The 2^(T−1) sign vectors with s_1 = +1 (C is symmetric, so ±s give the same value)."""
-    if T > MAX_ENUMERATION_T:
-        raise ValueError(
-            f"the exact sensitivity of this set enumerates 2^(T-1) sign vectors; T={T} is above "
-            f"{MAX_ENUMERATION_T}: use a diagonal noise shape with the box, or the ball or ellipsoid"
-        )
-    bits = (np.arange(2 ** (T - 1))[:, None] >> np.arange(T - 1)) & 1
-    return np.hstack([np.ones((bits.shape[0], 1)), 1.0 - 2.0 * bits])
 
 
 # ---------------------------------------------------------------------------
@@ -391,14 +123,27 @@ def _sign_vectors(T: int) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 
+def check_grid_space(grid, space, who: str) -> None:
+    """Refuse arguments given in the order (space, grid): every constructor takes (grid, space, ...).
+
+    A TypeError names the argument when ``grid`` is a function space or ``space`` an array.
+    """
+    if isinstance(grid, FunctionSpace):
+        raise TypeError(f"{who} takes (grid, space, ...): got a space as `grid` "
+                        f"({type(grid).__name__}); write {who}(grid, space, ...)")
+    if isinstance(space, (np.ndarray, list, tuple)):
+        raise TypeError(f"{who} takes (grid, space, ...): got an array as `space`; "
+                        f"write {who}(grid, space, ...)")
+
+
 class Design:
     """Map each curve into a convex set C, average, add N(0, σ²Σ), fit (module docstring).
 
     Parameters
     ----------
-    space : LegendreSpace or KernelSpace
     grid : array (T,)
         Public grid points of [0, 1].
+    space : LegendreSpace or KernelSpace
     radius : float
         B', the radius of FTP's ellipsoid E and of the final fit.
     region : {"box", "ball", "ellipsoid", "mix"}
@@ -418,14 +163,9 @@ class Design:
         Weighted least squares in the ball of radius B', or unconstrained.
     """
 
-    def __init__(self, space, grid, radius, *, region="mix", lam=None, clip=None, ball_radius=None,
-                 noise="matched", weights=None, fit="ball", **unknown):
-        if unknown:
-            name = next(iter(unknown))
-            if name == "set":
-                raise TypeError("Design's keyword set= is now region= (the set C each curve is "
-                                "mapped into): write Design(..., region=...)")
-            raise TypeError(f"Design() got an unexpected keyword argument {name!r}")
+    def __init__(self, grid, space, radius, *, region="mix", lam=None, clip=None, ball_radius=None,
+                 noise="matched", weights=None, fit="ball"):
+        check_grid_space(grid, space, type(self).__name__)
         if not isinstance(space, (LegendreSpace, KernelSpace)):
             raise TypeError(f"space must be a LegendreSpace or KernelSpace, got {type(space).__name__}")
         geom = space.at(grid)
@@ -459,13 +199,15 @@ class Design:
             raise ValueError(f"fit must be 'ball' or 'none', got {fit!r}")
         self.fit = fit
         self.noise = noise if isinstance(noise, str) else "custom"
-        self.L = self._noise_factor(noise)
+        if isinstance(noise, str) and noise not in NOISES:
+            raise ValueError(f"noise must be one of {', '.join(NOISES)} or a (T, T) matrix, got {noise!r}")
+        self.L = noise_factor(geom, noise, region, lam)
         self.L.setflags(write=False)
         # FTP's own shape: noise σΦZ on the ellipsoid, whose extent is B' exactly.
         self._ftp_shaped = self.L is geom.Phi and self._box_w == 0 and self._e_w == 1.0
         label = f"noise={noise!r}" if isinstance(noise, str) else "given as a matrix"
         # FTP's shape needs no whitening for its extent (R = B'); its M serves whiten() only.
-        self._whitening = _Whitening(self.L, label, check=not self._ftp_shaped)
+        self._whitening = Whitening(self.L, label, check=not self._ftp_shaped)
         if self.ball_radius is not None and self.ball_radius > PARAM_MAX:
             raise ValueError(
                 f"radius={self.radius!r} is too large for region='ball': the default ball radius "
@@ -505,163 +247,9 @@ class Design:
     def __repr__(self):
         return f"Design({self.name}, space={self.geometry.space!r}, T={self.geometry.T}, radius={self.radius})"
 
-    def _noise_factor(self, noise) -> np.ndarray:
-        geom = self.geometry
-        T, a, Phi = geom.T, geom.eval_norm, geom.Phi
-        if not isinstance(noise, str):
-            S = as_float_array(noise, "noise")
-            if S.shape != (T, T) or not np.all(np.isfinite(S)) or not np.allclose(S, S.T):
-                raise ValueError(f"noise must be a symmetric finite (T, T) matrix with T={T}")
-            try:
-                return np.linalg.cholesky(S)
-            except np.linalg.LinAlgError:
-                raise ValueError("noise must be positive definite (its Cholesky factorisation failed)") from None
-        if noise not in NOISES:
-            raise ValueError(f"noise must be one of {', '.join(NOISES)} or a (T, T) matrix, got {noise!r}")
-        if noise == "matched":
-            noise = {"box": "diagonal", "ball": "isotropic", "ellipsoid": "ellipsoid"}.get(self.region)
-            if noise is None:  # the mix
-                noise = "diagonal" if self.lam == 0 else "ellipsoid" if self.lam == 1 else None
-            if noise is None:
-                K = Phi @ Phi.T
-                S = (1.0 - self.lam) * np.diag(np.diag(K)) + self.lam * K
-                try:
-                    return np.linalg.cholesky((S + S.T) / 2.0)
-                except np.linalg.LinAlgError:
-                    raise ValueError(
-                        f"noise='matched' for lam={self.lam!r} is not numerically positive definite on "
-                        "this grid; use lam further from 1 or noise='diagonal'"
-                    ) from None
-        if noise == "diagonal":
-            return np.diag(a)
-        if noise == "isotropic":
-            return np.eye(T)
-        if geom.dim < T and self.region != "ellipsoid" and not (self.region == "mix" and self.lam == 1):
-            raise ValueError(
-                f"noise='ellipsoid' has rank d={geom.dim} < T={T}: it can only protect a set inside "
-                "the span of Φ (region='ellipsoid'); choose a full-rank noise shape"
-            )
-        return Phi
-
     def _cached_extent(self):
-        """:meth:`_extent`, cached on everything it depends on.
-
-        The key holds the geometry (by identity, checked on a hit), the set, λ, the noise
-        factor's bytes and shape, the clipping bounds, the ball radius and the radius B'
-        itself: nothing is rescaled from another radius, so a design at one radius can
-        never change the extent of another.
-        """
-        key = (id(self.geometry), self.region, self.lam, self.L.shape, self.L.tobytes(),
-               None if self.clip is None else self.clip.tobytes(), self.ball_radius, self.radius)
-        hit = _EXTENTS.get(key)
-        if hit is not None and hit[0] is self.geometry:
-            R, ext = hit[1]
-            return R, {k: (None if v is None else v.copy()) for k, v in ext.items()}
-        R, ext = self._extent()
-        if len(_EXTENTS) > 256:
-            _EXTENTS.clear()
-        _EXTENTS[key] = (self.geometry, (R, {k: (None if v is None else v.copy()) for k, v in ext.items()}))
-        return R, ext
-
-    def _extent(self):
-        """R = max_{x ∈ C} ||L⁻¹x|| (raised by the rounding bound) and a maximiser x*.
-
-        Computed scale-free: the set's size (c, r or B') and the whitening M are each
-        written as mantissa·2^exponent, the maximisation runs on the mantissas (unit
-        scale, where neither squares nor sums can over- or underflow) and the exponents
-        are added at the end, so B' from 5e-324 to 2^960 gives R/B' to the same relative
-        accuracy.  Where each number comes from, and its rounding:
-
-        * ellipsoid with FTP's noise (L = Φ): R = B' exactly (L⁺Φ = I), no rounding;
-        * ball of radius r: R = r·||M||₂ (SVD: largest singular value to O(T·2⁻⁵²));
-        * ellipsoid with a square L: R = B'·||MΦ||₂ (the same);
-        * box with diagonal L: R = ||c/ℓ||, one product and a sum of T positive squares
-          (relative error <= (T + 2)·2⁻⁵³);
-        * box with any other L, and the mix: the maximum over the 2^(T−1) sign vectors s
-          of max_{||u||<=1} ||M((1−λ)c∘s + λB'Φu)||, by the trust-region dual
-          (:func:`_trust_region_max`: an upper bound up to O(d·2⁻⁵²)).
-
-        Every R is then multiplied by 1 + 10⁻¹⁰ + ``rounding`` (``_Whitening``: the
-        error M itself may carry), which covers these relative errors by orders of
-        magnitude; σ = 2R/(nμ) is then at least the exact σ, so the pair μ of any two
-        neighbours is at most μ in exact arithmetic on the rounded summaries.
-        """
-        geom, W = self.geometry, self._whitening
-        safety = _SAFETY + W.rounding
-        Ms, eM = _scaled(W.M)
-        if self.region == "ball":
-            rs, er = _scaled(self.ball_radius)
-            _, s, Vt = np.linalg.svd(Ms)
-            return self._finish(float(rs) * float(s[0]) * safety, er + eM), {"x": self.ball_radius * Vt[0]}
-        if self.region == "ellipsoid" or (self.region == "mix" and self.lam == 1.0):
-            Gs = Ms @ geom.Phi
-            _, s, Vt = np.linalg.svd(Gs)
-            e = self.radius * (geom.Phi @ Vt[0])
-            if self._ftp_shaped:
-                return self.radius, {"x": e, "e": e}  # L⁺Φ = I: R = B' exactly (FTP)
-            Bs, eB = _scaled(self.radius)
-            return self._finish(float(Bs) * float(s[0]) * safety, eB + eM), {"x": e, "e": e}
-        c = self.clip
-        if W.diagonal and self._e_w == 0.0:
-            # PTF's analysis: coordinate j moves by 2c_j/n against noise σℓ_j, so R = ||c/ℓ||.
-            # Each c_j/ℓ_j is one division of mantissas (the bits of c_j/ℓ_j wherever that is a
-            # normal float), the sum of T squares on a common exponent and the root round to a
-            # relative error below (T + 2)·2⁻⁵³ — the few ulps PTF's own σ_j carry; no safety
-            # factor, so the box member releases exactly what PTF releases.
-            mc, ec = np.frexp(c)
-            ml, el = np.frexp(np.diag(self.L))
-            mant, expo = mc / ml, ec.astype(np.int64) - el.astype(np.int64)
-            E = int(np.max(expo))
-            with np.errstate(under="ignore"):
-                ratio = np.ldexp(mant, expo - E)
-            return self._finish(float(np.sqrt(ratio @ ratio)), E), {"x": c.copy()}
-        signs = _sign_vectors(geom.T)
-        # g_s = (1−λ)·M(c∘s) and G = λB'·MΦ, both on one power-of-two scale 2^E.
-        Nb, Eb = _entrywise_product(W.M, c)  # M·diag(c) = Nb·2^Eb
-        MPhi, eMPhi = _scaled(Ms @ geom.Phi)
-        Bs, eB = _scaled(self.radius)
-        EG = eB + eM + eMPhi
-        E = max(Eb, EG) if self._e_w > 0 else Eb
-        with np.errstate(under="ignore"):
-            g = self._box_w * (signs @ np.ldexp(Nb, Eb - E).T)  # (N, k)
-            G = np.ldexp(self._e_w * float(Bs) * MPhi, EG - E) if self._e_w > 0 else np.zeros_like(MPhi)
-        # Prune: ||g + Gu||² <= ||g||² + 2||Gᵀg|| + ||G||₂² for ||u|| <= 1, so a sign vector
-        # whose bound is below a value attained by another cannot hold the maximum.
-        gG = g @ G
-        gGnorm = np.sqrt(np.einsum("ij,ij->i", gG, gG))
-        u0 = gG / np.maximum(gGnorm, 1e-300)[:, None]
-        r0 = g + u0 @ G.T
-        attained = np.einsum("ij,ij->i", r0, r0)
-        lower = float(np.max(attained))
-        upper = np.einsum("ij,ij->i", g, g) + 2.0 * gGnorm + np.linalg.norm(G, 2) ** 2
-        keep = np.union1d(np.flatnonzero(upper >= lower * (1.0 - 1e-9)), [int(np.argmax(attained))])
-        values, u = _trust_region_max(g[keep], G)
-        best = int(np.argmax(values))
-        u, best = u[best:best + 1], int(keep[best])
-        b = self._box_w * signs[best] * c
-        e = self._e_w * self.radius * (geom.Phi @ u[0])
-        return (self._finish(float(np.sqrt(np.max(values))) * safety, E),
-                {"x": b + e, "e": e / self._e_w if self._e_w else None})
-
-    def _finish(self, mantissa: float, exponent: int) -> float:
-        """R = mantissa·2^exponent as a float, or a ValueError about the user's radius."""
-        with np.errstate(over="ignore", under="ignore"):
-            R = float(np.ldexp(mantissa, exponent))
-        what = f"region={self.region!r}" + (f", lam={self.lam!r}" if self.lam is not None else "")
-        if not np.isfinite(R):
-            raise ValueError(
-                f"radius={self.radius!r} is too large for this design ({what}, {self.name}): its radius in "
-                f"the noise metric would be about {mantissa:.4g}·2^{exponent}, beyond the floating-point "
-                "range; lower the radius (or clip / ball_radius), or use a noise shape with more "
-                "variance in the set's thin directions"
-            )
-        if R < np.finfo(float).tiny:
-            raise ValueError(
-                f"radius={self.radius!r} is too small for this design ({what}, {self.name}): its radius "
-                f"in the noise metric, {R!r}, is not a normal floating-point number; raise the "
-                "radius (or clip / ball_radius)"
-            )
-        return R
+        """(R, maximiser) of this design's set (:func:`~dpfda.mechanisms.whitening.cached_extent`)."""
+        return cached_extent(self)
 
     # -- per-curve maps and the summary ----------------------------------------
     def _check_X(self, X):
@@ -765,7 +353,7 @@ class Design:
     def whiten(self, v) -> np.ndarray:
         """Coordinates M·v (…, k), M = L⁻¹ (L⁺ on the span of Φ for FTP's shape): N(0, σ²I) noise.
 
-        No pseudo-inverse: M comes from ``_Whitening`` (exact for a diagonal L, QR
+        No pseudo-inverse: M comes from :class:`~dpfda.mechanisms.whitening.Whitening` (exact for a diagonal L, QR
         with a condition check otherwise), and each row of ``v`` is scaled by a power of
         two before the product, so it over- or underflows only where the result does.
         """
@@ -817,7 +405,7 @@ class Design:
                 per = per + self._box_w * gamma(8) * self.clip
             if self._e_w > 0:
                 rho = RECORD_SLACK
-                _, e_phi, rows = _robust_norm(geom.Phi)  # ||Φ_j,:||₂ = rows·2^e, no overflow
+                _, e_phi, rows = robust_norm(geom.Phi)  # ||Φ_j,:||₂ = rows·2^e, no overflow
                 with np.errstate(over="ignore"):
                     per = per + (self._e_w * gamma(d + 8) * self.radius * (1.0 + rho)
                                  * np.ldexp(rows, e_phi))
@@ -830,9 +418,9 @@ class Design:
                 s = np.linalg.svd(self.L, compute_uv=False)
                 lpinv = (1.0 + 1e-6) / float(s[-1])  # ||L⁺||₂, room for the SVD's own error
                 e_vec = np.sqrt(T) * tiny + (total if per is None else per)
-                _, ee, ne = _robust_norm(np.atleast_1d(np.asarray(e_vec, dtype=float)))
+                _, ee, ne = robust_norm(np.atleast_1d(np.asarray(e_vec, dtype=float)))
                 white = np.array([float(np.ldexp(ne * lpinv, ee))])
-            _, ew, nw = _robust_norm(white)  # ||white||₂ = nw·2^ew, on mantissas and exponents
+            _, ew, nw = robust_norm(white)  # ||white||₂ = nw·2^ew, on mantissas and exponents
             mR, eR = math.frexp(self.extent)
             ratio = float(np.ldexp(nw / mR, int(ew) - eR))
         excess = rho + n * (1.0 + 4 * gamma(T)) * ratio  # the few roundings of this bound itself
@@ -912,8 +500,8 @@ class Design:
         n = check_int(n, "n", 1)
         scale = check_positive(scale, "scale")
         x_star = self._extreme["x"]
-        xs, _ = _scaled(x_star)
-        Ms, _ = _scaled(self._whitening.M)
+        xs, _ = scaled(x_star)
+        Ms, _ = scaled(self._whitening.M)
         w = Ms.T @ (Ms @ xs)
         w = w / np.max(np.abs(w))
         anchor = x_star if self._extreme.get("e") is None else self._extreme["e"]

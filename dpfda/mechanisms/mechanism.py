@@ -50,7 +50,7 @@ for instance the rounding of a product fl(θ̄Φᵀ), which no longer lies in sp
 is published without noise and may differ between neighbours (μ = ∞).  So such a
 mechanism must add its noise to the r-vector (θ̄, with σI) and map it afterwards.
 
-Mechanisms covered (:func:`dpfda.trust.audit.recompute` checks each one):
+Mechanisms covered (:func:`dpfda.trust.recompute.recompute` checks each one):
 
 * FTP (Algorithm 1, ``ftp_mechanism``): noise σI_d on the mean of fits θ̄ (d);
   an RKHS release's grid values and residual off the grid are post-processing.
@@ -91,7 +91,7 @@ For the audit: :meth:`dpfda.Mechanism.summary` is the non-private centre in the 
 coordinates and :meth:`dpfda.Mechanism.coordinates` reads the Gaussian output off a release
 (``Release.noisy_coordinates``, with its factor ``Release.coordinate_factor``).  The audit
 recomputes the summaries, σ and everything a release carries itself
-(:func:`dpfda.trust.audit.recompute`).
+(:func:`dpfda.trust.recompute.recompute`).
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def simulate_designs(setting, designs: dict, reps: int, seed: int, *, chunk_valu
     prep = prepare(setting, seed)
     geom, F, target = prep.geometry, prep.F, prep.target
     n, T, d = setting.n, geom.T, geom.dim
-    built = {name: Design(geom.space, geom.grid, setting.radius, **kw) for name, kw in designs.items()}
+    built = {name: Design(geom.grid, geom.space, setting.radius, **kw) for name, kw in designs.items()}
     per_chunk = max(1, chunk_values // (n * T))
     out = {name: {"err": np.empty(reps), "free": np.empty(reps, dtype=bool)} for name in built}
 
@@ -141,7 +141,7 @@ def compare_designs(settings, designs: dict, reps: int, seed: int, *, references
         geom = setting.geometry()
         for name, kw in designs.items():
             e = out[name]["err"]
-            des = Design(geom.space, geom.grid, setting.radius, **kw)
+            des = Design(geom.grid, geom.space, setting.radius, **kw)
             sampling, privacy = des.unconstrained_error(setting.n, setting.mu, setting.sigma0)
             sd = des.unconstrained_sd(setting.n, setting.mu, setting.sigma0)
             row = dict(setting.params(), design=name, reps=reps, err=float(e.mean()),

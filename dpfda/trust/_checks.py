@@ -1,0 +1,44 @@
+"""Argument checks shared by the audit, its recomputation and the mechanisms broken on purpose."""
+
+from __future__ import annotations
+
+from .._validation import check_int, check_positive
+from ..maths.spaces import FunctionSpace
+from ..mechanisms.mechanism import Mechanism
+from ..mechanisms.pipelines import check_radius
+
+__all__ = ["check_mechanism", "check_n", "geometry", "setup"]
+
+
+def geometry(grid, space):
+    if not isinstance(space, FunctionSpace):
+        raise TypeError(
+            f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
+        )
+    return space.at(grid)
+
+
+def setup(grid, space, radius, mu, n):
+    """The geometry and the checked (radius, mu, n) of a mechanism on ``n`` curves."""
+    geom = geometry(grid, space)
+    return geom, check_radius(radius), check_positive(mu, "mu"), check_int(n, "n", 1)
+
+
+
+def check_mechanism(mechanism) -> Mechanism:
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(
+            f"mechanism must be a dpfda.mechanisms.mechanism.Mechanism, got {type(mechanism).__name__}: build it "
+            "with dpfda.trust.audit.ftp_mechanism / ptf_mechanism (or dpfda.mechanisms.mechanism.ftp_mechanism / "
+            "ptf_mechanism, dpfda.mechanisms.designs.Design(...).mechanism(n, mu), or a broken_* constructor "
+            "of dpfda.trust.broken); a plain function (X, rng) -> Release does not say what to audit"
+        )
+    return mechanism
+
+
+def check_n(mechanism: Mechanism, X) -> None:
+    if mechanism.n is not None and X.shape[-2] != mechanism.n:
+        raise ValueError(
+            f"the datasets hold n={X.shape[-2]} curves but {mechanism.name} was calibrated for "
+            f"n={mechanism.n}"
+        )

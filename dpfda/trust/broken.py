@@ -1,0 +1,337 @@
+"""Mechanisms broken on purpose: each fails its guarantee in one known way, for the audit to catch.
+
+PTF without the √T of composition (:func:`broken_ptf_no_sqrt_T`), FTP calibrated to the
+sup or L² norm on the grid instead of the Cameron–Martin norm (:func:`broken_ftp_grid_norm`),
+FTP without the radius constraint (:func:`broken_ftp_no_radius`), FTP whose mean of fits
+is computed by cancelling large numbers (:func:`broken_ftp_cancellation`, correct in exact
+arithmetic, leaky in floating point), a ball design whose whitening drops a thin noise
+direction through a pseudo-inverse (:func:`broken_design_pinv`), the ellipsoid design with
+its rank-d noise added on the grid (:func:`broken_design_rank_deficient`) and any mechanism
+with σ × 0.9 (:func:`broken_sigma_too_small`).  The audit (:mod:`dpfda.trust.audit`) and its
+recomputation (:mod:`dpfda.trust.recompute`) catch every one of them.  They exist for the
+audit only, have no secure path and are not exported by ``dpfda``; never release data
+with them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_int, check_positive
+from ..maths.spaces import GridGeometry
+from ..mechanisms.designs import Design, check_grid_space
+from ..mechanisms.mechanism import (
+    ClipToBox,
+    FitInBall,
+    FTPCalibration,
+    Identity,
+    Mechanism,
+    PTFCalibration,
+    WeightedFit,
+)
+from ..mechanisms.pipelines import fitter, ftp_fit_mean, ptf_clip_bounds, ptf_default_weights
+from ._checks import check_mechanism, setup
+
+__all__ = [
+    "broken_ptf_no_sqrt_T",
+    "grid_norm_factor",
+    "broken_ftp_grid_norm",
+    "broken_ftp_no_radius",
+    "broken_ftp_cancellation",
+    "PinvDesign",
+    "broken_design_pinv",
+    "broken_design_rank_deficient",
+    "broken_sigma_too_small",
+]
+
+
+def _ftp_variant(name, geom, per_curve, calibration, *, mu, radius, n) -> Mechanism:
+    """An FTP-like mechanism: ``per_curve``'s mean plus σZ in Cameron–Martin coordinates."""
+    return Mechanism(name=name, method="ftp", geometry=geom, radius=radius, mu=mu, dim=geom.dim,
+                     per_curve=per_curve, calibration=calibration, post=Identity(), n=n)
+
+
+@dataclass(frozen=True, eq=False)
+class _NoSqrtT(PTFCalibration):
+    """BROKEN ON PURPOSE: σ_j = 2c_j/(nμ), each coordinate μ-GDP, the T of them only √T·μ."""
+
+    norm: str = "per coordinate, NOT composed (broken)"
+
+    def sigma(self, n: int, mu: float) -> np.ndarray:
+        """2c_j/(nμ) — should be 2c_j√T/(nμ)."""
+        return 2.0 * self.clip / (n * mu)
+
+    def secure_noisy(self, centre, n, mu, sigma):
+        """Not offered: a mechanism broken on purpose is for audits only."""
+        raise ValueError("a mechanism broken on purpose has no secure path")
+
+
+def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
+    """BROKEN ON PURPOSE: PTF with σ_j = 2c_j/(nμ), forgetting the √T of composition.
+
+    Each coordinate is then μ-GDP, and the T of them together only √T·μ-GDP.
+    """
+    geom, radius, mu, n = setup(grid, space, radius, mu, n)
+    c = ptf_clip_bounds(geom, radius, clip).copy()
+    c.setflags(write=False)
+    w = ptf_default_weights(geom)
+    w.setflags(write=False)
+    return Mechanism(name="PTF without √T (broken)", method="ptf", geometry=geom, radius=radius,
+                     mu=mu, dim=geom.T, per_curve=ClipToBox(c), calibration=_NoSqrtT(c),
+                     post=WeightedFit(geom, radius, w), clip=c, n=n)
+
+
+def grid_norm_factor(geometry, norm: str) -> float:
+    """sup ||f||_norm over the Cameron–Martin unit ball, for a norm of grid values.
+
+    ``"sup"``: ``max_j |f(t_j)| <= ||f||·a_j``, so the factor is max_j a_j.
+    ``"l2"``: the grid version of the L²[0,1] norm, sqrt(Σ_j f(t_j)²/T); the
+    factor is sqrt(λ_max(ΦᵀΦ)/T).  ``"cm"``: 1.
+    """
+    if norm == "sup":
+        return float(np.max(geometry.eval_norm))
+    if norm == "l2":
+        return float(np.sqrt(np.linalg.eigvalsh(geometry.Phi.T @ geometry.Phi)[-1] / geometry.T))
+    if norm == "cm":
+        return 1.0
+    raise ValueError(f"norm must be 'sup', 'l2' or 'cm', got {norm!r}")
+
+
+def broken_ftp_grid_norm(grid, space, radius, mu, *, n, norm: str) -> Mechanism:
+    """BROKEN ON PURPOSE (when the factor is < 1): FTP with σ calibrated to a grid norm.
+
+    The summary and the noise σZ are those of Algorithm 1, but σ = Δ_norm/μ,
+    where Δ_norm = (2B'/n)·:func:`grid_norm_factor` is the (correct) sensitivity of
+    the fitted mean in the sup-norm or the L² norm on the grid.  Theorem 6 asks
+    for the Cameron–Martin sensitivity 2B'/n: the pair's true μ is μ/factor.
+    """
+    geom, radius, mu, n = setup(grid, space, radius, mu, n)
+    factor = grid_norm_factor(geom, norm)
+    name = f"FTP calibrated to the grid {norm}-norm" + (" (broken)" if factor < 1 else "")
+    calibration = FTPCalibration(geom, radius, factor=factor, norm=f"grid {norm}-norm")
+    return _ftp_variant(name, geom, FitInBall(geom, radius), calibration, mu=mu, radius=radius, n=n)
+
+
+def broken_ftp_no_radius(grid, space, radius, mu, *, n) -> Mechanism:
+    """BROKEN ON PURPOSE: FTP that fits without the ball constraint, still σ = 2B'/(nμ).
+
+    An unconstrained fit can have any norm, so the sensitivity is unbounded.
+    """
+    geom, radius, mu, n = setup(grid, space, radius, mu, n)
+    return _ftp_variant("FTP without the radius constraint (broken)", geom, _UnconstrainedFits(geom),
+                        FTPCalibration(geom, radius), mu=mu, radius=radius, n=n)
+
+
+@dataclass(frozen=True, eq=False)
+class _UnconstrainedFits:
+    """BROKEN ON PURPOSE: the mean of unconstrained least-squares fits (no ball: unbounded)."""
+
+    geometry: GridGeometry
+
+    def __call__(self, X, *, exact: bool = True):
+        """(mean of the unconstrained fits, no curve moved)."""
+        X = np.asarray(X, dtype=float)
+        return self.mean(X), np.zeros(X.shape[:-1], dtype=bool)
+
+    def mean(self, X, *, exact: bool = True):
+        """The mean of the unconstrained fits."""
+        return fitter(self.geometry).unconstrained(np.asarray(X, dtype=float)).mean(axis=-2)
+
+
+def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
+    """BROKEN ON PURPOSE (in floating point only): FTP whose mean of fits cancels large numbers.
+
+    Algorithm 1 with the right σ = 2B'/(nμ), but the mean of the constrained
+    fits is computed through the curves themselves: the fit is linear inside
+    the ball, so the mean of the fits is the fit of Σ_i x_i + Σ (fitted curve −
+    x_i)/n, the second sum over the curves outside the ball.  In exact
+    arithmetic that is the same number.  In floating point, a curve of size s
+    is added and taken away again, which leaves an error of about s·2^-52 —
+    far more than 2B'/n once s is large, so two neighbouring datasets give
+    means that differ by much more than the sensitivity.
+
+    The two sums are explicit and ordered (the curves in halves, then the
+    corrections curve after curve, each step one correctly rounded
+    element-wise addition, no BLAS product), so a dataset whose values have
+    the same bits gives the same leak on every CPU.
+    """
+    geom, radius, mu, n = setup(grid, space, radius, mu, n)
+    return _ftp_variant("FTP with a cancelling mean (broken)", geom, _CancellingFits(geom, radius),
+                        FTPCalibration(geom, radius), mu=mu, radius=radius, n=n)
+
+
+def _halving_sum(terms: list):
+    """Σ terms in a fixed order: the sum of the first half plus the sum of the second, recursively."""
+    if len(terms) == 1:
+        return terms[0]
+    half = len(terms) // 2
+    return _halving_sum(terms[:half]) + _halving_sum(terms[half:])
+
+
+@dataclass(frozen=True, eq=False)
+class _CancellingFits:
+    """BROKEN ON PURPOSE (floating point): the mean of fits through the curves themselves."""
+
+    geometry: GridGeometry
+    radius: float
+
+    def __call__(self, X, *, exact: bool = True):
+        """(the cancelling mean of the constrained fits, which fits hit the ball)."""
+        X = np.asarray(X, dtype=float)
+        solver = fitter(self.geometry)
+        fit = solver.solve(X, self.radius)  # each curve's constrained fit, of norm <= B'
+        fitted = self.geometry.values(fit.coef)  # its grid values, bounded
+        with np.errstate(invalid="ignore", over="ignore"):
+            # Σ_i x_i, every curve as large as the data, in halves (as a blocked product sums) ...
+            total = _halving_sum([X[..., i, :] for i in range(X.shape[-2])])
+            # ... then + (fitted - x_i), curve after curve, for the curves outside the ball
+            for i in range(X.shape[-2]):
+                correction = fitted[..., i, :] - X[..., i, :]
+                total = total + np.where(fit.active[..., i, None], correction, 0.0)
+            # the fit is linear inside the ball: the fit of the mean curve is the mean of the fits
+            return solver.unconstrained(total / X.shape[-2]), fit.active
+
+    def mean(self, X, *, exact: bool = True):
+        """The cancelling mean alone."""
+        return self(X)[0]
+
+
+class PinvDesign(Design):
+    """BROKEN ON PURPOSE: a ball design whose extent is r·||pinv(L)||₂ (:func:`broken_design_pinv`)."""
+
+    def _cached_extent(self):
+        # numpy's pinv cuts off singular values below ~1e-15 of the largest, so a thin
+        # noise direction is dropped silently.
+        Lp = np.linalg.pinv(self.L)
+        _, s, Vt = np.linalg.svd(Lp)
+        return self.ball_radius * float(s[0]), {"x": self.ball_radius * Vt[0]}
+
+    def rounding_excess(self, n):
+        """0: the old calibration bounded no rounding (the real bound would refuse this design)."""
+        return 0.0
+
+
+def broken_design_pinv(grid, space, radius, mu, *, n, noise, ball_radius=None):
+    """BROKEN ON PURPOSE: a ball design whitened by a pseudo-inverse.
+
+    ``dpfda.mechanisms.designs.Design(grid, space, radius, region="ball", noise=noise)`` with one change: the
+    extent R = r·||L⁺||₂ is computed with ``numpy.linalg.pinv``, which silently
+    drops singular values below about 1e-15 of the largest.  With a noise shape
+    that has a thin direction (a grid point of tiny variance), R misses it, σ is
+    far too small there, and the release names a person's value in that
+    coordinate.  Returns ``(mechanism, design)``; the mechanism's releases publish
+    the true noise factor L, which the audit solves itself.
+    """
+    check_grid_space(grid, space, "broken_design_pinv")
+    des = PinvDesign(grid, space, radius, region="ball", noise=noise, ball_radius=ball_radius)
+    mech = des.mechanism(n, mu)
+    return replace(mech, name=f"ball design whitened by a pseudo-inverse (broken), {des.noise} noise"), des
+
+
+@dataclass(frozen=True, eq=False)
+class _GridMeansOfFits:
+    """BROKEN ON PURPOSE: the mean of fits mapped to the grid before the noise, fl(θ̄Φᵀ) (T)."""
+
+    design: Design
+
+    def __call__(self, X, *, exact: bool = True):
+        """(fl(θ̄Φᵀ) (…, T), which fits hit the ball)."""
+        mean_coef, active = ftp_fit_mean(X, self.design.geometry, self.design.radius, exact=exact)
+        return mean_coef @ self.design.geometry.Phi.T, active
+
+    def mean(self, X, *, exact: bool = True):
+        """fl(θ̄Φᵀ) alone."""
+        return self(X, exact=exact)[0]
+
+
+@dataclass(frozen=True, eq=False)
+class _GridNoiseCalibration:
+    """σ = 2B'/(nμ) (R = B' for the ellipsoid with FTP's shape), no secure path."""
+
+    design: Design
+    norm: str = "noise metric of a rank-d factor on the grid (broken)"
+
+    def sensitivity(self, n):
+        """2B'/n."""
+        return 2.0 * self.design.radius / n
+
+    def sigma(self, n, mu):
+        """The design's σ."""
+        return self.design.sigma(n, mu)
+
+    def secure_noisy(self, centre, n, mu, sigma):
+        """Not offered: a mechanism broken on purpose is for audits only."""
+        raise ValueError("a mechanism broken on purpose has no secure path")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class _RankDeficientMechanism(Mechanism):
+    """BROKEN ON PURPOSE: noise σΦZ of rank d added to T grid means (the rule it breaks: full rank)."""
+
+    def __post_init__(self):  # the square-factor rule of Mechanism is what this one violates
+        pass
+
+    @property
+    def noise_dim(self) -> int:
+        """d normals for T coordinates."""
+        assert self.noise_factor is not None  # built with Φ by broken_design_rank_deficient
+        return int(self.noise_factor.shape[1])
+
+
+def broken_design_rank_deficient(grid, space, radius, mu, *, n=None) -> Mechanism:
+    """BROKEN ON PURPOSE: the ellipsoid design with FTP's noise shape added on the grid.
+
+    ``Design(grid, space, radius, region="ellipsoid")`` with its noise σΦZ (rank d) added
+    to the grid means fl(θ̄Φᵀ) (T) instead of to θ̄: the rounding of the product lies
+    outside the span of Φ, gets no noise, and differs between neighbours, so single
+    releases projected onto span(Φ)⊥ tell neighbours apart (μ = ∞).
+    """
+    check_grid_space(grid, space, "broken_design_rank_deficient")
+    des = Design(grid, space, radius, region="ellipsoid")
+    geom = des.geometry
+    return _RankDeficientMechanism(
+        name="ellipsoid design with rank-d noise on the grid (broken)", method="design",
+        geometry=geom, radius=des.radius, mu=check_positive(mu, "mu"), dim=geom.T,
+        per_curve=_GridMeansOfFits(des), calibration=_GridNoiseCalibration(des),
+        post=WeightedFit(geom, des.radius, des.weights), noise_factor=geom.Phi,
+        n=None if n is None else check_int(n, "n", 1))
+
+
+def broken_sigma_too_small(mechanism: Mechanism, factor: float = 0.9) -> Mechanism:
+    """BROKEN ON PURPOSE: ``mechanism`` with σ multiplied by ``factor`` (< 1: too little noise).
+
+    Its releases publish the smaller σ they use; the pair's true μ is μ/factor.
+    """
+    factor = check_positive(factor, "factor")
+    mech = check_mechanism(mechanism)
+    return replace(mech, name=f"{mech.name} with σ × {factor:g} (broken)",
+                   calibration=_ScaledCalibration(mech.calibration, factor))
+
+
+@dataclass(frozen=True, eq=False)
+class _ScaledCalibration:
+    """BROKEN ON PURPOSE (factor < 1): another calibration's σ times a factor."""
+
+    inner: Any
+    factor: float
+
+    @property
+    def norm(self) -> str:
+        """The wrapped calibration's norm."""
+        return self.inner.norm
+
+    def sensitivity(self, n):
+        """The wrapped sensitivity."""
+        return self.inner.sensitivity(n)
+
+    def sigma(self, n, mu):
+        """factor·σ."""
+        sigma = self.inner.sigma(n, mu)
+        return self.factor * np.asarray(sigma) if np.ndim(sigma) else self.factor * sigma
+
+    def secure_noisy(self, centre, n, mu, sigma):
+        """Not offered: a mechanism broken on purpose is for audits only."""
+        raise ValueError("a mechanism broken on purpose has no secure path")

@@ -1,0 +1,516 @@
+"""The audit's own recomputation of what a mechanism releases, from the definitions.
+
+The neighbours' summaries from the curves by the audit's own fit, clip and average in
+50-digit or exact rational arithmetic (:func:`audit_summary`), σ from the public parameters
+and the paper's formulas (:func:`formula_sigma`, compared with the published
+``noise_scale``), every array a release carries checked as post-processing of its Gaussian
+output, and any part of that output outside the noise's range found by an exact rational
+span test with no tolerance (μ = ∞ there) — all in :func:`recompute`.  :func:`pair_mu`
+uses those summaries and solves the published noise law with :class:`NoiseLaw`: exact
+power-of-two scaling, Householder QR and a condition check that raises instead of cutting
+off.  For the audit only (:mod:`dpfda.trust.audit`); never release data with it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import as_float_array, check_int, check_rng
+from ..mechanisms.designs import Design
+from ..mechanisms.mechanism import Mechanism
+from ._checks import check_mechanism, check_n
+
+__all__ = [
+    "NoiseLaw",
+    "published_law",
+    "pair_mu",
+    "audit_summary",
+    "formula_sigma",
+    "recompute",
+    "Recomputation",
+    "AUDIT_MAX_CONDITION",
+    "AUDIT_DIGITS",
+    "SUMMARY_GAP",
+]
+
+
+# ---------------------------------------------------------------------------
+# The published noise law, solved from first principles
+# ---------------------------------------------------------------------------
+
+
+AUDIT_MAX_CONDITION = 1e10
+"""Largest condition number of a (scaled) published noise factor the audit will solve."""
+
+
+def _pow2_exponents(v):
+    """Integer exponents e with v·2^-e of magnitude in [1/2, 1) (0 where v is 0)."""
+    _, e = np.frexp(np.asarray(v, dtype=float))
+    return e.astype(np.int64)
+
+
+def _norm_of_ratio(v, scale):
+    """||v/scale|| for a vector v and a positive scale (scalar or per entry), scale-free.
+
+    Every ratio is kept as mantissa·2^exponent, and the squares are summed on one
+    common exponent, so no square over- or underflows however large the ratio
+    (no ``overflow encountered in square``).  inf only if the
+    norm itself exceeds the float range.
+    """
+    mv, ev = np.frexp(np.asarray(v, dtype=float))
+    ms, es = np.frexp(np.broadcast_to(np.asarray(scale, dtype=float), np.shape(v)))
+    mant, expo = mv / ms, ev.astype(np.int64) - es.astype(np.int64)
+    nz = mant != 0
+    if not np.any(nz):
+        return 0.0
+    E = int(np.max(expo[nz]))
+    with np.errstate(under="ignore"):
+        r = np.ldexp(mant, expo - E)
+    with np.errstate(over="ignore"):
+        return float(np.ldexp(np.sqrt(np.sum(r * r)), E))
+
+
+class NoiseLaw:
+    """The Gaussian noise law N(0, σ²LLᵀ) a release publishes, solved by the audit itself.
+
+    ``scale`` is the release's ``noise_scale`` (σ, or one σ_j per coordinate);
+    ``factor`` its ``noise_factor`` L (T, k), or None for independent noise.  Nothing
+    of the audited mechanism's own whitening or calibration is used:
+
+    * independent noise: the coordinates are v/σ, divided entry by entry on
+      mantissas and exponents;
+    * L: rows and columns of L are divided by powers of two (exact: L = D_r L̃ D_c),
+      L̃ is factorised by Householder QR, and its condition number (from R's
+      singular values) must be at most ``AUDIT_MAX_CONDITION``, otherwise a
+      ``ValueError`` — never a silent cut-off.  A vector v is solved as
+      L z = v; if v is not in the range of L — decided in exact rational arithmetic,
+      with no tolerance (:meth:`outside`) — the two laws have different supports and
+      the pair is told apart with certainty: its μ is inf.
+    """
+
+    def __init__(self, scale, factor=None):
+        self.scale = np.asarray(scale, dtype=float)
+        if not (np.all(np.isfinite(self.scale)) and np.all(self.scale > 0)):
+            raise ValueError("a release's noise_scale must be finite and > 0 to be audited")
+        self.factor = None if factor is None else as_float_array(factor, "noise_factor")
+        if self.factor is None:
+            return
+        if self.scale.ndim != 0:
+            raise ValueError("a correlated noise law needs a scalar noise_scale")
+        L = self.factor
+        if L.ndim != 2 or L.shape[1] > L.shape[0] or not np.all(np.isfinite(L)):
+            raise ValueError(f"noise_factor must be a finite (T, k) matrix with k <= T, got shape {L.shape}")
+        rows = np.max(np.abs(L), axis=1)
+        self._r = -_pow2_exponents(np.where(rows > 0, rows, 1.0))
+        Lr = np.ldexp(L, self._r[:, None])
+        cols = np.max(np.abs(Lr), axis=0)
+        if np.any(cols == 0):
+            raise ValueError("noise_factor has a zero column")
+        self._c = -_pow2_exponents(cols)
+        self._Ls = np.ldexp(Lr, self._c[None, :])
+        self._Q, self._R = np.linalg.qr(self._Ls)
+        sv = np.linalg.svd(self._R, compute_uv=False)
+        self.condition = float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf
+        if not self.condition <= AUDIT_MAX_CONDITION:
+            raise ValueError(
+                f"the release's published noise covariance is too ill-conditioned for the audit to "
+                f"solve reliably: condition number {self.condition:.3g} after scaling its rows and "
+                f"columns (the limit is {AUDIT_MAX_CONDITION:g})"
+            )
+
+    def outside(self, v) -> bool:
+        """Whether the vector v has a non-zero part off range(L), decided exactly (no tolerance).
+
+        Always False for independent noise or a square L (full rank: every vector is in
+        its range); otherwise rational Gaussian elimination on [L v].
+        """
+        if self.factor is None or self.factor.shape[1] == self.factor.shape[0]:
+            return False
+        return not _exactly_in_range(self.factor, np.asarray(v, dtype=float))
+
+    def white(self, V):
+        """(Z, outside): Z with V = σ·L·Z row by row (…, k), and whether each row is off range(L).
+
+        Z is the least-squares solution off range(L); ``outside`` is :meth:`outside` (exact).
+        """
+        V = np.asarray(V, dtype=float)
+        flat = V.reshape(-1, V.shape[-1])
+        outside = np.array([self.outside(v) for v in flat], dtype=bool)
+        return self._solve(V), outside.reshape(V.shape[:-1])
+
+    def _solve(self, V):
+        """Z with V = σ·L·Z row by row (…, k) (least squares off range(L); see :meth:`outside`)."""
+        from scipy.linalg import solve_triangular
+
+        V = np.asarray(V, dtype=float)
+        if self.factor is None:
+            with np.errstate(over="ignore"):
+                return V / self.scale
+        flat = V.reshape(-1, V.shape[-1])
+        top = np.max(np.abs(flat), axis=-1)
+        e = _pow2_exponents(np.where(top > 0, top, 1.0))
+        Vs = np.ldexp(np.ldexp(flat, -e[:, None]), self._r[None, :])
+        Zs = solve_triangular(self._R, self._Q.T @ Vs.T).T
+        ms, es = math.frexp(float(self.scale))
+        with np.errstate(over="ignore", under="ignore"):
+            Z = np.ldexp(Zs * self._c_scale() / ms, (e - es)[:, None])
+        return Z.reshape(V.shape[:-1] + (Z.shape[-1],))
+
+    def _c_scale(self):
+        return np.ldexp(1.0, self._c)[None, :]
+
+    def distance(self, d) -> float:
+        """||L⁻¹d||/σ: the μ of the pair whose summaries differ by ``d`` (inf off the range)."""
+        d = np.asarray(d, dtype=float)
+        if self.factor is None:
+            return _norm_of_ratio(d, self.scale)
+        if not np.any(d):
+            return 0.0
+        if self.outside(d):
+            return float("inf")
+        return _norm_of_ratio(self._solve(d.reshape(1, -1))[0], 1.0)
+
+
+def published_law(mechanism: Mechanism, X) -> NoiseLaw:
+    """The noise law published by a release of ``mechanism`` on ``X`` (a probe with its own generator)."""
+    probe = mechanism.release(np.asarray(X, dtype=float), np.random.default_rng(0))
+    return NoiseLaw(probe.noise_scale, probe.coordinate_factor)
+
+
+def pair_mu(mechanism: Mechanism, X0, X1) -> float:
+    """The exact μ of a Gaussian mechanism on one pair: ||L⁻¹(S(X1) - S(X0))||/σ.
+
+    By the proof of Theorem 6 the two release laws are then exactly as hard to
+    tell apart as N(0, 1) and N(pair_mu, 1).  The summaries S are the audit's own
+    and the mechanism's (the larger μ counts), σ the smaller of the formula's and the
+    published one, L the published factor solved by :class:`NoiseLaw`; inf when a
+    release carries a part outside the support of its noise (:func:`recompute`).
+    """
+    return recompute(mechanism, X0, X1).mu_pair
+
+
+# ---------------------------------------------------------------------------
+# The audit's own recomputation: summaries, noise law, everything a release carries
+# ---------------------------------------------------------------------------
+
+AUDIT_DIGITS = 50
+"""Decimal digits of the audit's own arithmetic (mpmath) for fits and projections."""
+
+SUMMARY_GAP = 2.0**-20
+"""Largest distance, in units of the sensitivity 2·bound/n, between a mechanism's summary and
+the audit's recomputation that is put down to rounding (every proven rounding of the package
+is below 2⁻¹⁰ of it only where σ is raised to cover it; ordinarily below 2⁻³¹)."""
+
+
+def _mp():
+    try:
+        import mpmath
+    except ImportError as exc:  # pragma: no cover - exercised only without mpmath
+        raise ImportError("the audit recomputes summaries in extended precision with mpmath; "
+                          "install it with `pip install 'mpmath>=1.3,<2'` (or dpfda[audit])") from exc
+    return mpmath
+
+
+def _unique_rows(X):
+    """(distinct rows (u, T), their counts (u,)) of one dataset (n, T)."""
+    rows, counts = np.unique(np.asarray(X, dtype=float), axis=0, return_counts=True)
+    return rows, counts
+
+
+def _exact_box_mean(X, clip) -> np.ndarray:
+    """The mean of clip(x_j) to [−c_j, c_j] over the curves, exactly (fractions), rounded once."""
+    from fractions import Fraction
+
+    rows, counts = _unique_rows(X)
+    n = int(counts.sum())
+    clipped = np.clip(rows, -clip, clip)  # exact in floating point
+    return np.array([float(sum(Fraction(float(v)) * int(k) for v, k in zip(clipped[:, j], counts)) / n)
+                     for j in range(rows.shape[1])])
+
+
+def _mp_fit_in_ball(mp, Phi, x, radius):
+    """argmin ||x − Φθ||² over ||θ|| <= B', in mpmath (eigenbasis of ΦᵀΦ, bisection on λ)."""
+    A = mp.matrix(Phi.T.tolist()) * mp.matrix(Phi.tolist())
+    b = mp.matrix(Phi.T.tolist()) * mp.matrix([[float(v)] for v in x])
+    alpha, V = mp.eigsy(A)
+    d = len(alpha)
+    beta = [sum(V[i, k] * b[i] for i in range(d)) for k in range(d)]
+    B = mp.mpf(float(radius))
+
+    def norm2(lam):
+        return mp.fsum((beta[k] / (alpha[k] + lam)) ** 2 for k in range(d) if beta[k] != 0)
+
+    smallest = min(alpha[k] for k in range(d))
+    if smallest > 0 and norm2(mp.mpf(0)) <= B * B:
+        lam = mp.mpf(0)
+    else:
+        lo = max(mp.mpf(0), -smallest)
+        hi = lo + mp.sqrt(mp.fsum(v * v for v in beta)) / B + 1
+        for _ in range(4 * AUDIT_DIGITS):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if norm2(mid) > B * B else (lo, mid)
+        lam = hi
+    coef = [mp.fsum(V[i, k] * beta[k] / (alpha[k] + lam) for k in range(d) if beta[k] != 0)
+            for i in range(d)]
+    return coef
+
+
+def _mp_mean_of_fits(X, geometry, radius):
+    """The mean of the curves' fits in the ball (d mpf values), each fit in extended precision."""
+    mp = _mp()
+    rows, counts = _unique_rows(X)
+    n = int(counts.sum())
+    with mp.workdps(AUDIT_DIGITS):
+        total = [mp.mpf(0)] * geometry.dim
+        for x, k in zip(rows, counts):
+            fit = _mp_fit_in_ball(mp, geometry.Phi, x, radius)
+            total = [t + int(k) * f for t, f in zip(total, fit)]
+        return [t / n for t in total], mp
+
+
+def _mp_ball_mean(X, r) -> np.ndarray:
+    """The mean of the curves' projections onto the ℓ₂ ball of radius r, in extended precision."""
+    mp = _mp()
+    rows, counts = _unique_rows(X)
+    n = int(counts.sum())
+    with mp.workdps(AUDIT_DIGITS):
+        total = [mp.mpf(0)] * rows.shape[1]
+        R = mp.mpf(float(r))
+        for x, k in zip(rows, counts):
+            v = [mp.mpf(float(t)) for t in x]
+            nv = mp.sqrt(mp.fsum(t * t for t in v))
+            s = 1 if nv <= R else R / nv
+            total = [a + int(k) * s * t for a, t in zip(total, v)]
+        return np.array([float(t / n) for t in total])
+
+
+def _design_of(mech: Mechanism):
+    des = getattr(mech.per_curve, "design", None)
+    if not isinstance(des, Design):
+        raise TypeError(f"{mech.name}: a design mechanism must carry its Design (per_curve.design) "
+                        "for the audit to recompute its summary")
+    return des
+
+
+def audit_summary(mech: Mechanism, X) -> np.ndarray:
+    """The audit's own summary of data ``X`` (n, T), in the coordinates the noise is added to.
+
+    From the method's definition and the public parameters, never from the mechanism's
+    code: FTP (Algorithm 1) the mean of the fits in the ball of radius B' (each fit and
+    the mean in 50-digit arithmetic, rounded once); PTF (Algorithm 2) the mean of the
+    values clipped to [−c_j, c_j] (exact, with fractions); a design its region's map:
+    (1−λ)·the box mean + λ·(Φ times) the mean of fits, or the mean of projections onto
+    its ball.  The coordinates are the mechanism's: d for FTP and a design whose noise
+    is on θ̄ (``noise_factor`` None and ``Design.coefficient_noise``), T otherwise.
+    """
+    X = as_float_array(X, "X")
+    geom = mech.geometry
+    if mech.method == "ftp":
+        mean, _ = _mp_mean_of_fits(X, geom, mech.radius)
+        return np.array([float(v) for v in mean])
+    if mech.method == "ptf":
+        return _exact_box_mean(X, np.asarray(mech.clip, dtype=float))
+    if mech.method != "design":
+        raise ValueError(f"the audit knows the methods ftp, ptf and design, not {mech.method!r}")
+    des = _design_of(mech)
+    if des.region == "ball":
+        return _mp_ball_mean(X, des.ball_radius)
+    box_w, e_w = des._parts_weights()
+    on_coef = des.coefficient_noise and mech.noise_factor is None and mech.dim == geom.dim
+    mp = _mp()
+    with mp.workdps(AUDIT_DIGITS):
+        out = [mp.mpf(0)] * (geom.dim if on_coef else geom.T)
+        if e_w > 0:
+            mean, _ = _mp_mean_of_fits(X, geom, des.radius)
+            if on_coef:
+                out = [e_w * v for v in mean]
+            else:
+                Phi = geom.Phi
+                out = [e_w * mp.fsum(float(Phi[j, k]) * mean[k] for k in range(geom.dim))
+                       for j in range(geom.T)]
+        if box_w > 0:
+            box = _exact_box_mean(X, des.clip)
+            out = [o + box_w * mp.mpf(float(b)) for o, b in zip(out, box)]
+        return np.array([float(v) for v in out])
+
+
+def formula_sigma(mech: Mechanism, n: int):
+    """σ from the public parameters and the paper's formulas (not the mechanism's calibration).
+
+    FTP: 2B'/(nμ) (Theorem 6, Corollaries 7–8); PTF: 2c_j√T/(nμ) (Proposition 9); a
+    design: 2R/(nμ) with R = B' for noise on θ̄ (R of FTP), ||c/ℓ|| for a box with a
+    diagonal noise shape (PTF's argument), and otherwise the design's published extent R
+    (max over C of ||L⁻¹x||, ``Design.sensitivity``).  Computed in 50-digit arithmetic
+    and rounded once; the rounding cover of the summary (at most 2⁻³¹ of σ below about
+    a million curves) is not included.
+    """
+    mp = _mp()
+    with mp.workdps(AUDIT_DIGITS):
+        n_mu = mp.mpf(int(n)) * mp.mpf(float(mech.mu))
+        if mech.method == "ftp":
+            return float(2 * mp.mpf(float(mech.radius)) / n_mu)
+        if mech.method == "ptf":
+            c = np.asarray(mech.clip, dtype=float)
+            root = mp.sqrt(c.size)
+            return np.array([float(2 * mp.mpf(float(cj)) * root / n_mu) for cj in c])
+        des = _design_of(mech)
+        if des.coefficient_noise and mech.noise_factor is None:
+            R = mp.mpf(float(des.radius))
+        else:
+            R = _audit_extent(mp, des)
+
+        return float(2 * R / n_mu)
+
+
+def _audit_extent(mp, des: Design):
+    """R = max over C of ||L⁻¹x||, by the audit's own arithmetic where it has a closed form.
+
+    Box with a diagonal L: ||c/ℓ|| (50 digits); ball of radius r: r/s_min(L) (exact for a
+    diagonal L, else from the SVD of L itself, never the design's whitening); ellipsoid with
+    a square L: B'·||L⁻¹Φ||₂ (:class:`NoiseLaw`'s own solve).  The other sets (a box with a
+    correlated L, a mix) have no closed form: their published extent is used.
+    """
+    L = np.asarray(des.L, dtype=float)
+    diagonal = L.shape[0] == L.shape[1] and not np.any(L - np.diag(np.diag(L)))
+    if des.region == "box" and diagonal:
+        return mp.sqrt(mp.fsum((mp.mpf(float(c)) / mp.mpf(float(ell))) ** 2
+                               for c, ell in zip(des.clip, np.diag(L))))
+    if des.region == "ball":
+        smin = mp.mpf(float(np.min(np.abs(np.diag(L))))) if diagonal else \
+            mp.mpf(float(np.linalg.svd(L, compute_uv=False)[-1]))
+        return mp.mpf(float(des.ball_radius)) / smin
+    if des.region == "ellipsoid" and L.shape[0] == L.shape[1]:
+        G = NoiseLaw(1.0, L)._solve(des.geometry.Phi.T).T  # L⁻¹Φ
+        return mp.mpf(float(des.radius)) * mp.mpf(float(np.linalg.svd(G, compute_uv=False)[0]))
+    return mp.mpf(float(des.extent))
+
+
+def _exactly_in_range(F: np.ndarray, v: np.ndarray) -> bool:
+    """Whether v lies in the column span of F, decided in exact rational arithmetic (no tolerance)."""
+    from fractions import Fraction
+
+    rows = [[Fraction(float(a)) for a in row] + [Fraction(float(b))] for row, b in zip(F, v)]
+    k = F.shape[1]
+    rank, r = 0, 0
+    for col in range(k + 1):
+        pivot = next((i for i in range(r, len(rows)) if rows[i][col] != 0), None)
+        if pivot is None:
+            continue
+        rows[r], rows[pivot] = rows[pivot], rows[r]
+        for i in range(r + 1, len(rows)):
+            if rows[i][col] != 0:
+                f = rows[i][col] / rows[r][col]
+                rows[i] = [a - f * b for a, b in zip(rows[i], rows[r])]
+        if col == k:
+            return False  # v adds a dimension: outside the span
+        r += 1
+        rank += 1
+    return True
+
+
+def _same_arrays(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and bool(np.all((a == b) | (np.isnan(a) & np.isnan(b)) if a.dtype.kind == "f"
+                                              else a == b))
+
+
+@dataclass(frozen=True)
+class Recomputation:
+    """What the audit recomputed for one mechanism on one pair, and what it found.
+
+    ``mu_pair`` is the pair's μ from the audit's own summaries and the formula's σ
+    (inf when a release carries a part outside its noise's range); ``passed`` holds
+    when it is at most the claimed μ (to the rounding cover) and none of ``problems``
+    was found.
+    """
+
+    mechanism: str
+    mu_claimed: float
+    mu_pair: float
+    mu_summaries: float
+    sigma_formula: object
+    sigma_published: object
+    summary_gap: float
+    noise_ratio: float | None
+    problems: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        """No problem found and μ_pair <= μ(1 + 10⁻⁸)."""
+        return not self.problems and self.mu_pair <= self.mu_claimed * (1 + 1e-8)
+
+
+def recompute(mechanism: Mechanism, X0, X1, *, draws: int = 0, rng=None) -> Recomputation:
+    """Audit one mechanism on neighbours (X0, X1) by recomputing what it releases.
+
+    1. The summaries of X0 and X1 by the audit's own arithmetic (:func:`audit_summary`),
+       compared with the mechanism's (within ``SUMMARY_GAP`` of the sensitivity).
+    2. σ by the formulas (:func:`formula_sigma`), compared with the release's
+       ``noise_scale``; the noise law is N(0, σ²FFᵀ) with σ the smaller of the two and F
+       the published ``coordinate_factor`` (solved by :class:`NoiseLaw`).
+    3. A release of each dataset: the Gaussian output ``noisy_coordinates`` must have
+       the mechanism's dimension and a square factor F; if F has fewer columns than
+       rows, the release's vector is tested for membership of F's span in exact
+       rational arithmetic — a non-zero part outside it is noise-free and μ is inf.
+       Every other array the release carries (``coef``, ``noisy_means``, ``active``) must
+       be recomputed bit for bit from ``noisy_coordinates`` by the post-processing.
+    4. With ``draws`` > 0, that many releases of X0: the whitened residuals around the
+       audit's summary, by the formula's σ, must have mean square at least
+       1 − 6·√(2/(draws·k)) (noise no smaller than the formula says).
+
+    ``mu_pair`` = max(μ of the audit's summaries, μ of the mechanism's summaries), both
+    under that law.
+    """
+    mech = check_mechanism(mechanism)
+    X0, X1 = as_float_array(X0, "X0"), as_float_array(X1, "X1")
+    check_n(mech, X0)
+    n = X0.shape[-2]
+    problems: list[str] = []
+    a0, a1 = audit_summary(mech, X0), audit_summary(mech, X1)
+    m0, m1 = np.asarray(mech.summary(X0)), np.asarray(mech.summary(X1))
+    sigma_f = formula_sigma(mech, n)
+    scale_unit = np.min(np.atleast_1d(sigma_f)) * n * mech.mu / 2.0  # the bound (B', c_j or R)
+    gap = max(float(np.max(np.abs(m0 - a0))), float(np.max(np.abs(m1 - a1)))) / (2.0 * scale_unit / n)
+    if not gap <= SUMMARY_GAP:
+        problems.append(f"the mechanism's summary differs from the audit's by {gap:.3g} of the sensitivity")
+    gen = np.random.default_rng(0) if rng is None else check_rng(rng)
+    r0, r1 = mech.release(X0, gen), mech.release(X1, gen)
+    published = np.asarray(r0.noise_scale, dtype=float)
+    if np.any(published < np.asarray(sigma_f) * (1 - 1e-12)):
+        problems.append("the published noise scale is below the formula's")
+    F = r0.coordinate_factor
+    outside = False
+    for rel in (r0, r1):
+        y = np.asarray(rel.noisy_coordinates, dtype=float)
+        if y.shape[-1] != mech.dim:
+            problems.append(f"the Gaussian output has {y.shape[-1]} coordinates, the mechanism {mech.dim}")
+        if F is not None and F.shape[1] < F.shape[0]:
+            if not _exactly_in_range(np.asarray(F), y.reshape(-1, y.shape[-1])[0]):
+                outside = True
+        coef, active, grid = mech.post(y)
+        if not (_same_arrays(coef, rel.coef) and _same_arrays(active, rel.active)
+                and _same_arrays(grid, rel.noisy_means)):
+            problems.append("the release carries arrays that are not post-processing of its Gaussian output")
+    if outside:
+        problems.append("the release has a part outside its noise's range (no noise there): mu = inf")
+    law = NoiseLaw(np.minimum(published, sigma_f) if F is None else min(float(published), float(sigma_f)), F)
+    mu_sum = law.distance(a1 - a0)
+    mu_mech = law.distance(m1 - m0)
+    mu_pair = math.inf if outside else max(mu_sum, mu_mech)
+    ratio = None
+    if draws:
+        draws = check_int(draws, "draws", 2)
+        reps = mech.release(np.broadcast_to(X0, (draws,) + X0.shape), gen)
+        exact = NoiseLaw(sigma_f, F)
+        z = exact._solve(np.asarray(reps.noisy_coordinates, dtype=float) - a0)
+        ratio = float(np.mean(z * z))
+        if ratio < 1 - 6 * math.sqrt(2.0 / z.size):
+            problems.append(f"the noise is smaller than the formula's: mean square {ratio:.3f} of its variance")
+    return Recomputation(mechanism=mech.name, mu_claimed=mech.mu, mu_pair=mu_pair, mu_summaries=mu_sum,
+                         sigma_formula=sigma_f, sigma_published=r0.noise_scale, summary_gap=gap,
+                         noise_ratio=ratio, problems=tuple(dict.fromkeys(problems)))

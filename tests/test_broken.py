@@ -1,0 +1,189 @@
+"""Tests of dpfda.trust.broken: every mechanism broken on purpose is caught by the audit.
+
+Each constructor fails its guarantee in one known way (a missing √T, a grid norm, no radius,
+a cancelling mean, a pseudo-inverse, rank-deficient noise on the grid); the audit's μ lower
+bound or its recomputation exceeds μ, while the correct mechanism beside it passes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dpfda
+from dpfda.trust import audit as A
+from dpfda.trust import broken as B
+
+from _support import MACHINE_RTOL
+
+GRID = dpfda.uniform_grid(8)
+N = 10
+RADIUS = 1.0
+MU = 1.0
+SPACES = {
+    "legendre": dpfda.LegendreSpace(4),
+    "gaussian": dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)),
+}
+
+
+def _rng(*key):
+    return np.random.default_rng(np.random.SeedSequence([20260601, *key]))
+
+
+def _thin_noise(T=6, j=2, var=1e-32):
+    S = np.eye(T)
+    S[j, j] = var
+    return S
+
+
+def test_the_names_are_importable_from_the_audit_too():
+    for name in B.__all__:
+        assert getattr(A, name) is getattr(B, name)
+
+
+# ---------------------------------------------------------------------------
+# Fail: mechanisms broken on purpose are caught (μ_lb > μ)
+# ---------------------------------------------------------------------------
+
+FAIL_DRAWS = 20_000
+
+
+@pytest.mark.parametrize("name", list(SPACES))
+def test_ptf_without_sqrt_T_is_caught(name):
+    space = SPACES[name]
+    mech = B.broken_ptf_no_sqrt_T(GRID, space, RADIUS, MU, n=N)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N, pipeline="ptf")
+    assert A.pair_mu(mech, X0, X1) == pytest.approx(np.sqrt(GRID.size) * MU, rel=1e-12)
+    for stat in ("lr", "blackbox"):
+        res = A.audit(mech, X0, X1, draws=FAIL_DRAWS, rng=_rng(10, len(name)), statistic=stat)
+        assert res.violation and res.mu_lower > MU, res
+
+
+def test_ftp_calibrated_to_grid_l2_norm_is_caught_in_rkhs():
+    space = SPACES["gaussian"]
+    geom = space.at(GRID)
+    factor = B.grid_norm_factor(geom, "l2")
+    assert factor == pytest.approx(np.sqrt(np.linalg.eigvalsh(geom.K)[-1] / GRID.size))
+    assert factor < 1
+    mech = B.broken_ftp_grid_norm(GRID, space, RADIUS, MU, n=N, norm="l2")
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N)
+    assert A.pair_mu(mech, X0, X1) == pytest.approx(MU / factor, rel=1e-10)
+    res = A.audit(mech, X0, X1, draws=FAIL_DRAWS, rng=_rng(11))
+    assert res.mu_lower > MU, res
+
+
+def test_ftp_calibrated_to_grid_sup_norm_is_caught_when_grid_misses_the_peak():
+    # Brownian kernel observed on (0, 1/2]: |f(t_j)| <= ||f|| sqrt(t_j) <= ||f|| / sqrt(2).
+    grid = np.linspace(1 / 16, 1 / 2, 8)
+    space = dpfda.KernelSpace(dpfda.brownian_kernel())
+    factor = B.grid_norm_factor(space.at(grid), "sup")
+    assert factor == pytest.approx(np.sqrt(0.5))
+    mech = B.broken_ftp_grid_norm(grid, space, RADIUS, MU, n=N, norm="sup")
+    X0, X1 = A.worst_case_pair(grid, space, RADIUS, N)
+    res = A.audit(mech, X0, X1, draws=FAIL_DRAWS, rng=_rng(12))
+    assert res.mu_pair == pytest.approx(np.sqrt(2) * MU, rel=1e-10)
+    assert res.mu_lower > MU, res
+
+
+@pytest.mark.parametrize("name,norm", [("legendre", "sup"), ("legendre", "l2"), ("gaussian", "sup")])
+def test_grid_norm_calibration_that_overestimates_passes(name, norm):
+    """Where the grid norm's sensitivity is >= the CM one, the audit must not cry wolf."""
+    space = SPACES[name]
+    factor = B.grid_norm_factor(space.at(GRID), norm)
+    assert factor >= 1 - 1e-12
+    mech = B.broken_ftp_grid_norm(GRID, space, RADIUS, MU, n=N, norm=norm)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N)
+    res = A.audit(mech, X0, X1, draws=FAIL_DRAWS, rng=_rng(13, len(name), len(norm)))
+    assert res.mu_lower <= MU
+
+
+@pytest.mark.parametrize("name", list(SPACES))
+def test_ftp_without_radius_is_caught(name):
+    space = SPACES[name]
+    mech = B.broken_ftp_no_radius(GRID, space, RADIUS, MU, n=N)
+    X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N, factor=2.0)
+    assert A.pair_mu(mech, X0, X1) == pytest.approx(2 * MU, rel=1e-10)
+    res = A.audit(mech, X0, X1, draws=FAIL_DRAWS, rng=_rng(14, len(name)))
+    assert res.mu_lower > MU, res
+    # ... while the same pair is harmless for the calibrated FTP
+    ok = A.audit(A.ftp_mechanism(GRID, space, RADIUS, MU, n=N), X0, X1, draws=FAIL_DRAWS,
+                 rng=_rng(15, len(name)))
+    assert ok.mu_lower <= MU
+
+
+def test_pinv_design_is_caught_and_the_real_design_passes():
+    """A design whitened by a pseudo-inverse: the audit's own solve sees the thin direction."""
+    grid, space = np.linspace(0.0, 1.0, 6), dpfda.LegendreSpace(3)
+    broken, des = B.broken_design_pinv(grid, space, RADIUS, MU, n=N, noise=_thin_noise())
+    assert des.extent < 10  # the pinv dropped the thin direction
+    pairs = A.probe_pairs(broken, N, grid.size, size=1e3)
+    mus = [A.pair_mu(broken, *p) for p in pairs]
+    assert max(mus) > 1e15
+    X0, X1 = pairs[int(np.argmax(mus))]
+    assert np.isclose(X0[0] @ np.eye(6)[2], 1e3)  # the thin grid point, found by the audit
+    res = A.audit(broken, X0, X1, draws=20_000, rng=_rng(30))
+    assert res.violation and res.mu_pair > 1e15
+    # The score an adversary needs: the sign of the thin coordinate of the noisy means.
+    sign = A.audit(broken, X0, X1, draws=20_000, rng=_rng(31), statistic=lambda rel: -rel.noisy_means[..., 2:3])
+    assert sign.violation
+    # What the audit saw when it whitened with the design's own pinv: nothing.
+    L = des.L
+    d = des.summary(X1) - des.summary(X0)
+    assert np.linalg.norm(np.linalg.pinv(L) @ d) / broken.sigma(N) < 1e-6
+    # The real design, same noise, same pairs: at most μ, and tight at its worst case.
+    real = dpfda.mechanisms.designs.Design(grid, space, RADIUS, region="ball", noise=_thin_noise()).mechanism(N, MU)
+    assert max(A.pair_mu(real, *p) for p in pairs) <= MU * (1 + 1e-9)
+    ok = A.audit(real, X0, X1, draws=20_000, rng=_rng(32))
+    assert not ok.violation and ok.mu_lower > 0.8 * MU
+
+
+def _section_pair(space, s):
+    """n copies of s·B'·h and the first negated; h of norm 1, its grid values point by point."""
+    h = space.basis(GRID)[:, 1] if isinstance(space, dpfda.LegendreSpace) else space.kernel(GRID, GRID[4])
+    X0 = np.tile(s * RADIUS * h, (N, 1))
+    X1 = X0.copy()
+    X1[0] = -X0[0]
+    return X0, X1
+
+
+# The cancelling mean's pair μ at the audit chapter's neighbours: rounding errors, but made in a
+# fixed order from data with the same bits everywhere, so the same on every machine (to 1e-12).
+CANCELLING_LEAK = {("legendre", 1e17): 45.2034751002621, ("gaussian", 1e17): 498.043680734623,
+                   ("legendre", 1e20): 14673.7040570031, ("gaussian", 1e20): 1039375.26438129}
+
+
+@pytest.mark.parametrize("case", sorted(CANCELLING_LEAK), ids=str)
+def test_the_cancelling_mean_leaks_the_same_everywhere(case):
+    key, scale = case
+    space = SPACES[key]
+    naive = B.broken_ftp_cancellation(GRID, space, RADIUS, MU, n=N)
+    real = A.ftp_mechanism(GRID, space, RADIUS, MU, n=N)
+    pair = _section_pair(space, scale)
+    assert A.pair_mu(naive, *pair) == pytest.approx(CANCELLING_LEAK[case], rel=MACHINE_RTOL)
+    assert A.pair_mu(real, *pair) == pytest.approx(MU, rel=1e-9)
+    # at scale 1 nothing cancels: the broken mean is FTP's mean
+    X0, X1 = _section_pair(space, 1.0)
+    np.testing.assert_allclose(naive.summary(X0), real.summary(X0), rtol=1e-12, atol=1e-14)
+    assert A.pair_mu(naive, X0, X1) == pytest.approx(MU, rel=1e-9)
+
+
+def test_the_cancelling_mean_at_1e300_warns_nothing():
+    space = SPACES["legendre"]
+    naive = B.broken_ftp_cancellation(GRID, space, RADIUS, MU, n=N)
+    pair = A.worst_case_pair(GRID, space, RADIUS, N, factor=1e300)
+    with np.errstate(over="raise"):
+        mu = A.pair_mu(naive, *pair)
+    assert mu > MU
+
+
+@pytest.mark.parametrize("make", [
+    lambda g, s: B.broken_design_pinv(g, s, RADIUS, MU, n=N, noise=_thin_noise()),
+    lambda g, s: B.broken_design_rank_deficient(g, s, RADIUS, MU, n=N),
+], ids=["broken_design_pinv", "broken_design_rank_deficient"])
+def test_broken_designs_refuse_the_space_then_grid_order_by_name(make):
+    grid, space = np.linspace(0.0, 1.0, 6), dpfda.LegendreSpace(3)
+    with pytest.raises(TypeError, match=r"takes \(grid, space, \.\.\.\): got a space as `grid`"):
+        make(space, grid)
+    with pytest.raises(TypeError, match="got an array as `space`"):
+        make(grid, grid)
+    assert make(grid, space) is not None

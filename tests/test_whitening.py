@@ -1,0 +1,77 @@
+"""Tests of dpfda.mechanisms.whitening: the noise metric is formed with no pseudo-inverse
+(exact for a diagonal factor, QR with a condition check otherwise), noise shapes are the
+stated factors, and extents are cached on everything they depend on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dpfda
+from dpfda.mechanisms.designs import Design
+from dpfda.mechanisms.whitening import MAX_ROUNDING, Whitening, noise_factor, scaled
+
+GRID6 = np.linspace(0.0, 1.0, 6)
+SPACES = {"legendre": dpfda.LegendreSpace(3), "gaussian": dpfda.KernelSpace(dpfda.gaussian_kernel(0.2))}
+
+
+def _rng(*key):
+    return np.random.default_rng(np.random.SeedSequence([20261201, *key]))
+
+
+def test_a_diagonal_factor_is_inverted_exactly_however_thin():
+    ell = np.array([1.0, 1e-16, 3.0, 2.0**-1000])
+    W = Whitening(np.diag(ell), "test")
+    assert W.diagonal and W.kappa == 1.0 and W.rounding == 0.0
+    assert np.array_equal(np.diag(W.M), 1.0 / ell)  # the thin directions are kept
+    v = np.array([[1.0, 1e-16, 3.0, 2.0**-1000]])
+    np.testing.assert_allclose(W.apply(v), [[1.0, 1.0, 1.0, 1.0]], rtol=1e-15)
+
+
+def test_a_general_factor_is_solved_and_its_rounding_bounded():
+    rng = _rng(3)
+    L = np.linalg.cholesky(np.eye(5) + 0.5 * np.ones((5, 5)))
+    W = Whitening(L, "test")
+    assert not W.diagonal and 1.0 <= W.kappa < 10 and 0 < W.rounding <= MAX_ROUNDING
+    v = rng.standard_normal((4, 5)) * 1e200
+    np.testing.assert_allclose(W.apply(v), np.linalg.solve(L, v.T).T, rtol=1e-12)
+
+
+def test_an_ill_conditioned_factor_is_refused_by_name():
+    T = GRID6.size
+    Q, _ = np.linalg.qr(_rng(7).standard_normal((T, T)))
+    S = Q @ np.diag([1.0, 1.0, 1.0, 1.0, 1.0, 1e-30]) @ Q.T  # a thin direction off the axes
+    S = (S + S.T) / 2
+    with pytest.raises(ValueError, match="too ill-conditioned"):
+        Whitening(Q @ np.diag([1.0, 1.0, 1.0, 1.0, 1.0, 1e-15]), "given as a matrix")
+    with pytest.raises(ValueError, match="noise"):
+        Design(GRID6, SPACES["legendre"], 1.0, region="box", noise=S + 1e-31 * np.eye(T))
+
+
+def test_scaled_is_exact():
+    v = np.array([3e-300, -7e-301, 0.0])
+    vs, e = scaled(v)
+    assert np.array_equal(np.ldexp(vs, e), v) and 0.5 <= np.max(np.abs(vs)) < 1.0
+    assert scaled(np.zeros(3))[1] == 0
+
+
+@pytest.mark.parametrize("lam", [0.25, 0.5])
+def test_the_matched_mix_noise_shrinks_ftps_correlations(lam):
+    geom = SPACES["gaussian"].at(GRID6)
+    L = noise_factor(geom, "matched", "mix", lam)
+    K = geom.Phi @ geom.Phi.T
+    np.testing.assert_allclose(L @ L.T, (1 - lam) * np.diag(np.diag(K)) + lam * K, rtol=1e-12, atol=1e-14)
+    assert np.array_equal(noise_factor(geom, "diagonal", "box", None), np.diag(geom.eval_norm))
+    with pytest.raises(ValueError, match="rank"):
+        noise_factor(SPACES["legendre"].at(GRID6), "ellipsoid", "box", None)
+    with pytest.raises(ValueError, match="positive definite"):
+        noise_factor(geom, -np.eye(GRID6.size), "box", None)
+
+
+def test_extents_are_cached_on_the_radius_itself():
+    space = SPACES["legendre"]
+    small = Design(GRID6, space, 1e-3, region="mix", lam=0.5).extent
+    one = Design(GRID6, space, 1.0, region="mix", lam=0.5).extent
+    again = Design(GRID6, space, 1.0, region="mix", lam=0.5).extent
+    assert one == again and small != one
+    np.testing.assert_allclose(small * 1e3, one, rtol=1e-9)
