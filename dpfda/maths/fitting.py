@@ -263,7 +263,7 @@ class BallLeastSquares:
         ``exact=False`` (the simulation engine's fast path, which releases
         nothing): the fits are summed in the eigenbasis with a BLAS product and
         turned once; about as accurate on average, but its rounding can differ
-        for neighbours by up to n²·2⁻⁵⁴ of the sensitivity (issue #19).
+        for neighbours by up to n²·2⁻⁵⁴ of the sensitivity.
         """
         X = as_float_array(X, "X")
         if X.ndim < 2:

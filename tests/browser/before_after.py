@@ -1,4 +1,4 @@
-"""Before/after screenshots of three chapters (issue #11, "Must show").
+"""Before/after screenshots of three chapters.
 
 Issue #11 reworked how the chapters read: bookkeeping folded away, one figure style,
 tables numbered as tables. This module photographs the same three chapters of any build
