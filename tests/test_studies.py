@@ -20,6 +20,7 @@ from dpfda.simulation.studies import (
     radius_rule,
 )
 
+
 def _values(study, field):
     return sorted({getattr(s, field) for s in study.settings}, key=lambda v: (v is None, v))
 
