@@ -314,30 +314,3 @@ def test_repeat_releases_matches_a_loop_and_reads_activity_from_the_stages(metho
     errs3, act3 = engine.repeat_releases(pipeline, X, grid, space, 1.0, 1.0, 4, target,
                                          np.random.default_rng(4))
     assert errs3.shape == act3.shape == (4,)
-
-
-def test_bias_variance_splits_the_error_and_gives_standard_errors():
-    import dpfda
-    from dpfda.simulation.tabulate import bias_variance
-
-    rng = np.random.default_rng(5)
-    geom = dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)).at(dpfda.uniform_grid(4))
-    target = np.array([0.3, -0.2, 0.1, 0.0])
-    bias = np.array([0.05, 0.0, -0.02, 0.01])
-    R = 20_000
-    coef = target + bias + 0.1 * rng.standard_normal((R, 4))
-    d = bias_variance(coef, target, geom)
-    Q = geom.Phi.T @ geom.Phi / geom.T
-    # the decomposition reproduces the mean error exactly
-    assert np.isclose(d["bias2"] + d["var"] * R / (R - 1), geom.error(coef, target).mean())
-    # ... and estimates the truth within its standard errors
-    se_b = d["bias2_if"].std(ddof=1) / np.sqrt(R)
-    se_v = d["var_if"].std(ddof=1) / np.sqrt(R)
-    assert abs(d["bias2"] - bias @ Q @ bias) <= 4 * se_b
-    assert abs(d["var"] - 0.01 * np.trace(Q)) <= 4 * se_v
-    with pytest.raises(ValueError, match="coef"):
-        bias_variance(coef[:1], target, geom)
-    with pytest.raises(ValueError, match="target"):
-        bias_variance(coef, target[:3], geom)
-    with pytest.raises(ValueError, match="finite"):
-        bias_variance(np.full((3, 4), np.nan), target, geom)
