@@ -138,7 +138,7 @@ def test_thin_directions_every_set_and_noise_shape(case, set_name, noise):
 
 
 def test_defect_1_thin_custom_noise():
-    """Issue #19, defect 1: the sign of coordinate 2 named person 0's sign 200 times of 200."""
+    """The sign of coordinate 2 named person 0's sign 200 times of 200."""
     S = np.eye(6)
     S[2, 2] = 1e-32
     des = Design(dpfda.LegendreSpace(3), GRID6, 1.0, region="ball", noise=S)

@@ -835,7 +835,7 @@ def test_figures_readable_in_dark_mode(build, open_page):
 
 
 def test_after_screenshots_of_three_chapters(build, browser, server):
-    """Issue #11's "after" pictures: three chapters' tops and first figures, 1,400 px wide,
+    """The "after" pictures: three chapters' tops and first figures, 1,400 px wide,
     saved beside the "before" ones (``before_after.py``) in test-artifacts/before-after/."""
     import before_after
 
