@@ -1,4 +1,4 @@
-"""Accessibility defects of the theme's and extensions' HTML, fixed in the built pages (issue #23).
+"""Accessibility defects of the theme's and extensions' HTML, fixed in the built pages.
 
 axe-core (run on every page by ``tests/browser/test_rendering.py``) found these in HTML the
 book does not write itself; each is fixed here, where the page is written:

@@ -1,4 +1,4 @@
-"""Small defects of the built site, fixed where they arise (issue #11).
+"""Small defects of the built site, fixed where they arise.
 
 * One search box. pydata-sphinx-theme 0.17 puts a search field into the header
   (``navbar_persistent``) unless the user's theme options name that option; the book theme

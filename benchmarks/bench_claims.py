@@ -7,7 +7,7 @@ law), then the components, the Holm-corrected verdicts and the classification â€
 at the chapter's sizes, and reports the wall time of each part.  ``--draws 1`` is
 the design before the law-level matrix (one draw per law), for comparison.  The
 chapter's budget: no slower than the one-draw matrix was, 165â€“265 s at full size
-on two cores (issue #20).
+on two cores.
 
 Usage::
 

@@ -35,7 +35,7 @@ Usage::
 Every figure is printed with the machine's load average (``os.getloadavg``)
 just before and just after it was measured: on a shared machine the floor and
 the command compete with other jobs, and the load says how much.  The targets
-of issue #13 are reported as ratios to the floor of the same run: CPU time of
+are reported as ratios to the floor of the same run: CPU time of
 the command at most 2.2 floors, wall time at most 1.1 floors (on an idle
 two-core machine with ``--jobs 2``).
 

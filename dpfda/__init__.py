@@ -2,8 +2,12 @@
 
 A small, exact companion package to the paper *Fit-Then-Protect versus
 Protect-Then-Fit* (Chen, Chen, Song and Awan), under Gaussian differential
-privacy.  The package is built in layers, each a subpackage that imports only from the
-layers before it in this list (and from the shared ``config`` and ``_validation``):
+privacy.  The package is built in layers, each a subpackage; any layer may import the
+shared top-level modules (``config``, ``_validation``, ``_interrupt``, ``_version``), and
+otherwise ``maths`` imports no layer, ``mechanisms`` imports ``maths``, ``simulation``
+and ``practice`` (side by side) import ``maths`` and ``mechanisms``, ``trust`` and
+``report`` import those and ``simulation``, and the command line ``cli`` imports every
+layer but ``trust`` (tests/test_architecture.py holds this graph and checks it):
 
 ``maths`` — the paper's mathematics
     ``spaces`` (``LegendreSpace``, ``FourierSpace``, ``KernelSpace``, grids), ``curves``

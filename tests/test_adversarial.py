@@ -1,4 +1,4 @@
-"""The releases of dpfda tried as an adversary would (issue #9).
+"""The releases of dpfda tried as an adversary would.
 
 μ-GDP must hold for every finite input, in floating point, and against anyone
 who holds the release object or its pickle.  The tests here:

@@ -1,5 +1,5 @@
 """A code fence whose info string holds a backtick is not a fence (CommonMark), so MyST shows
-the directive and everything after it as raw source (issue #23, item 1: audit-table-cancel).
+the directive and everything after it as raw source.
 Every directive opened with backticks in a markdown cell must have an info string free of
 backticks, and every backtick fence must be closed within its cell."""
 

@@ -1,4 +1,4 @@
-"""The book's notebooks read as an argument, not as listings (issue #11).
+"""The book's notebooks read as an argument, not as listings.
 
 Checked on the committed ``.ipynb`` files under ``book/``:
 

@@ -1,4 +1,4 @@
-"""The claims x laws matrix (issue #10, part 2): dpfda.report.claims.
+"""The claims x laws matrix: dpfda.report.claims.
 
 Every Part II observation has a claim; the verdict rule on synthetic tables
 (holds / fails / inconclusive); the Holm and Bonferroni corrections; bad input.
@@ -276,7 +276,7 @@ def _random_tables(rng, law="default"):
 
 def test_no_selection_inside_a_test():
     """Which settings a claim reads never depends on the results: the component labels are the same
-    on two tables with unrelated values (issue #20, item 7)."""
+    on two tables with unrelated values."""
     a, b = _random_tables(np.random.default_rng(1)), _random_tables(np.random.default_rng(2))
     for c in cl.CLAIMS:
         la = [x.label for x in c.components(a)]

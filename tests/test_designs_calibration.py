@@ -138,7 +138,7 @@ def test_thin_directions_every_set_and_noise_shape(case, set_name, noise):
 
 
 def test_defect_1_thin_custom_noise():
-    """Issue #19, defect 1: the sign of coordinate 2 named person 0's sign 200 times of 200."""
+    """The sign of coordinate 2 named person 0's sign 200 times of 200."""
     S = np.eye(6)
     S[2, 2] = 1e-32
     des = Design(GRID6, dpfda.LegendreSpace(3), 1.0, region="ball", noise=S)
@@ -216,14 +216,21 @@ def test_designs_accept_the_radii_ftp_and_ptf_accept(space_name):
     """Where ftp and ptf release at this n and μ, the default box, ball and ellipsoid designs do."""
     space = SPACES[space_name]
     X = np.zeros((N, GRID6.size))
+    accepted = []
     for B in RADII:
         try:
             dpfda.ftp(X, GRID6, space, B, MU, _rng(5))
             dpfda.ptf(X, GRID6, space, B, MU, _rng(5))
         except ValueError:
             continue
+        accepted.append(B)
         for member in ("box", "ellipsoid", "mix-0", "mix-1", "ftp"):
-            Design(GRID6, space, B, **MEMBERS[member]).mechanism(None, MU).release(X, _rng(6))
+            try:
+                rel = Design(GRID6, space, B, **MEMBERS[member]).mechanism(None, MU).release(X, _rng(6))
+            except ValueError as exc:
+                pytest.fail(f"{member} design refused B'={B!r}, which ftp and ptf accept: {exc}")
+            assert np.all(np.isfinite(rel.coef)), (member, B)
+    assert accepted, f"ftp and ptf refused every radius in {RADII}: the test checked nothing"
 
 
 def test_a_tiny_radius_has_no_effect_on_later_designs():

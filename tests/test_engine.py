@@ -1,11 +1,10 @@
-"""The studies (as data) and the Monte Carlo engine.
+"""The Monte Carlo engine (the studies are checked in test_studies.py, their streams in test_seeding.py).
 
-* The paper's studies hold exactly the settings §5 and the appendix describe.
 * One engine repetition *is* the published algorithms: it equals calling
   ``observe`` and the stage functions of ``dpfda.ftp`` and ``dpfda.ptf`` (with
   the engine's fast sums, ``exact=False``) on that repetition's data with a
   generator in the same state, bit for bit, and both pipelines see the same X;
-  the public releases, which sum exactly (issue #19), agree with it within the
+  the public releases, which sum exactly, agree with it within the
   proven rounding of the two sums.
 * Results are bit-identical for any chunk size and any number of workers
   (the Dask backend is checked in test_dask.py).
@@ -17,8 +16,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -39,271 +36,14 @@ from dpfda.mechanisms.pipelines import (
 )
 from dpfda.simulation import engine, schedule, seeding, tabulate
 from dpfda.simulation.studies import (
-    PAPER_N,
-    RADIUS_RULES,
-    STUDY_NAMES,
     Setting,
     Study,
     get_study,
-    paper_studies,
-    radius_rule,
 )
 
 from _support import assert_mc_close, bonferroni_z
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-# ---------------------------------------------------------------------------
-# Studies as data
-# ---------------------------------------------------------------------------
-
-
-def _values(study, field):
-    return sorted({getattr(s, field) for s in study.settings}, key=lambda v: (v is None, v))
-
-
-def test_paper_studies_match_the_paper():
-    st = paper_studies()
-    assert list(st) == list(STUDY_NAMES)
-    n = list(PAPER_N)
-    assert n == [2**k for k in range(2, 13)]
-    expect = {
-        # name: (family, T values, m values, mu values, sigma0 values, rules, count)
-        "fig1": ("kernel", [2, 4, 6, 8], [None], [0.1, 1.0], [0.0], ["1.1B"], 4 * 2 * 11),
-        "table1": ("kernel", [2, 4, 6, 8], [None], [0.1, 1.0], [0.0], ["1.1B"], 4 * 2 * 11),
-        "fig2": ("kernel", [4], [None], [1.0], [1.0], ["B", "log_n", "n_2_3", "sqrt_log_n", "sqrt_n"], 5 * 11),
-        "fig3": ("kernel", [2, 4, 6, 8], [None], [1.0], [0.1, 1.0, 10.0], ["log_n"], 4 * 3 * 11),
-        "fig4": ("legendre", [20], [2, 4, 6, 8], [0.1, 1.0], [0.0], ["1.1B"], 4 * 2 * 11),
-        "fig5": ("legendre", [20], [4], [1.0], [1.0], ["B", "log_n", "n_2_3", "sqrt_log_n", "sqrt_n"], 5 * 11),
-        "fig6": ("legendre", [20], [2, 4, 6, 8], [1.0], [0.1, 1.0, 10.0], ["sqrt_log_n"], 4 * 3 * 11),
-    }
-    for name, (family, Ts, ms, mus, s0s, rules, count) in expect.items():
-        study = st[name]
-        assert len(study) == count, name
-        assert _values(study, "family") == [family]
-        assert _values(study, "n") == n
-        assert _values(study, "T") == Ts
-        assert _values(study, "m") == ms
-        assert _values(study, "mu") == mus
-        assert _values(study, "sigma0") == s0s
-        assert sorted(_values(study, "radius_rule")) == rules
-        assert _values(study, "B") == [1.0]
-        if family == "kernel":
-            assert _values(study, "rho") == [0.2] and _values(study, "centers") == [20]
-    # Table 1 tabulates exactly the settings of Figure 1.
-    assert [s.canonical() for s in st["table1"]] == [s.canonical() for s in st["fig1"]]
-
-
-def test_radius_rules():
-    assert set(RADIUS_RULES) == {"B", "1.1B", "sqrt_log_n", "log_n", "sqrt_n", "n_2_3"}
-    assert radius_rule("B", 64, 2.0) == 2.0
-    assert radius_rule("1.1B", 64, 2.0) == pytest.approx(2.2)
-    assert radius_rule("log_n", 4) == pytest.approx(math.log(4))  # 1.386 > B = 1 at the smallest n
-    assert radius_rule("sqrt_log_n", 4) == pytest.approx(math.sqrt(math.log(4)))
-    assert radius_rule("sqrt_n", 4096) == pytest.approx(64.0)
-    assert radius_rule("n_2_3", 4096) == pytest.approx(256.0)
-    s = Setting("kernel", n=1024, T=4, mu=1, sigma0=1, radius_rule="log_n")
-    assert s.radius == pytest.approx(math.log(1024))
-    with pytest.raises(ValueError, match="unknown radius rule"):
-        radius_rule("log_log_n", 8)
-
-
-def test_setting_validation_names_the_argument():
-    ok = dict(family="legendre", n=8, T=20, m=4, mu=1.0, sigma0=0.0, radius_rule="B")
-    Setting(**ok)
-    for change, match in [
-        ({"family": "sobolev"}, "family must be one of"),
-        ({"family": "poly"}, r"family must be one of \('kernel', 'legendre'\), got 'poly'$"),
-        ({"family": "rkhs"}, r"family must be one of \('kernel', 'legendre'\), got 'rkhs'$"),
-        ({"mu": 0.0}, "mu"),
-        ({"mu": float("nan")}, "mu"),
-        ({"sigma0": -1.0}, "sigma0"),
-        ({"n": 0}, "n"),
-        ({"T": 3}, "T must be >= m"),
-        ({"m": None}, "m .*required"),
-        ({"radius": -2.0}, "radius"),
-        ({"B": 0.0}, "B"),
-        ({"rho": 0.2}, "rho"),
-    ]:
-        with pytest.raises(ValueError, match=match):
-            Setting(**{**ok, **change})
-    with pytest.raises(TypeError, match="n must be an integer"):
-        Setting(**{**ok, "n": 8.5})
-    with pytest.raises(ValueError, match="m applies only"):
-        Setting("kernel", n=8, T=4, m=2, mu=1, sigma0=0, radius_rule="B")
-
-
-def test_custom_study_and_subset():
-    st = Study.grid("mine", family="legendre", n=[16, 64], T=12, m=[3, 5], mu=[0.5, 1.0], sigma0=0.5,
-                    radius_rule=["log_n", ("twice_B", lambda n, B: 2.0 * B)])
-    assert len(st) == 2 * 2 * 2 * 2
-    assert {s.radius for s in st if s.radius_rule == "twice_B"} == {2.0}
-    sub = st.subset(n=64, m=[5])
-    assert {(s.n, s.m) for s in sub} == {(64, 5)} and len(sub) == 4
-    with pytest.raises(ValueError, match="no setting"):
-        st.subset(n=1000)
-    with pytest.raises(TypeError, match=r"unknown keywords \['group', 'kind'\].*layout"):  # a Layout's, not a study's
-        Study.grid("x", family="legendre", n=[16], m=3, kind="ratio", group="m")
-    with pytest.raises(ValueError, match="unknown study"):
-        get_study("fig7")
-
-
-def test_family_names_the_space_and_old_names_are_refused_with_the_new():
-    leg = Setting("legendre", n=8, T=20, m=4, mu=1.0, sigma0=0.0, radius_rule="B")
-    ker = Setting("kernel", n=8, T=6, mu=1.0, sigma0=0.0, radius_rule="B", rho=0.3)
-    assert leg.space == dpfda.LegendreSpace(4) and leg.geometry().space == leg.space
-    assert isinstance(ker.space, dpfda.KernelSpace) and ker.space.kernel.rho == 0.3
-    assert leg.params()["family"] == "legendre" and "space" not in leg.params()
-    with pytest.raises(AttributeError):
-        leg.space = dpfda.LegendreSpace(3)  # read-only: derived from family, m and rho
-    with pytest.raises(ValueError, match="family must be one of .*got 'poly'$"):
-        Study.grid("x", family="poly", n=[4], m=2)
-    with pytest.raises(ValueError, match="family must be one of .*got 'rkhs'$"):
-        Study.grid("x", family="rkhs", n=[4], T=4)
-    with pytest.raises(TypeError, match=r"unknown keywords \['space'\]"):
-        Study.grid("x", space="legendre", n=[4], m=2)
-    with pytest.raises(TypeError, match="needs family"):
-        Study.grid("x", n=[4], m=2)
-    st = Study.grid("x", family="legendre", n=[4, 8], m=2)
-    assert len(st.subset(family="legendre")) == 2
-    with pytest.raises(ValueError, match="family must be one of .*got 'poly'$"):
-        st.subset(family="poly")
-    with pytest.raises(ValueError, match="unknown setting parameter 'space'; choose from .*'family'"):
-        st.subset(space="legendre")
-
-
-# Keys and first draws of three settings as dpfda 0.1.x (before the family rename) made them.
-# Every published number rests on these streams, so they must never move.
-_PINNED_STREAMS = [
-    (Setting("legendre", n=8, T=20, m=4, mu=1.0, sigma0=0.0, radius_rule="1.1B"),
-     "setting|space=poly|n=8|T=20|m=4|mu=1.0|sigma0=0.0|radius=1.1|B=1.0|rho=None|centers=None",
-     "latent|poly|m=4|n=8|B=1.0",
-     (1154578363, 3886222810, 2256172808, 683096864), (1175211349, 340908134, 1785224879, 3457850299),
-     [-0.6561490784588211, 1.7017053671727662, -0.6374293865368417],
-     [-0.4199692840560225, -0.3257459617013297, -0.6672931008893342],
-     [-0.11627043421411665, 0.4414732932911444, -0.06857091349715848],
-     [-0.6819364169765701, 0.583920539720322, -0.3301392625807852]),
-    (Setting("kernel", n=16, T=4, mu=1.0, sigma0=1.0, radius_rule="log_n"),
-     "setting|space=rkhs|n=16|T=4|m=None|mu=1.0|sigma0=1.0|radius=2.772588722239781|B=1.0|rho=0.2|centers=20",
-     "latent|rkhs|n=16|rho=0.2|centers=20|B=1.0",
-     (3812618659, 825415070, 505655102, 680997997), (1490358328, 3882590694, 2073116815, 3831055887),
-     [0.6090814270068343, 0.3366960706447348, 0.1133380201560325],
-     [0.02389512404082029, 0.020914085854513226, 0.015886137274511884],
-     [-0.04065242184194684, -0.0005664793098617005, 0.5376310509591958],
-     [0.1794176474321343, 0.574863241858929, 0.043349401448843805]),
-    (Setting("legendre", n=8, T=20, m=3, mu=0.5, sigma0=1.0, radius_rule="B", law="wave-0.5"),
-     "setting|space=poly|n=8|T=20|m=3|mu=0.5|sigma0=1.0|radius=1.0|B=1.0|rho=None|centers=None|law=wave-0.5",
-     "latent|poly|m=3|n=8|B=1.0|law=wave-0.5",
-     (3029760046, 3752297386, 3066852596, 1628296152), (1043684977, 1591016107, 4061551065, 1945484420),
-     [1.6236534277457022, 0.02896400080839403, 1.367816933603133],
-     [0.3776641492206627, 0.013054829092346202, 0.6014860577692785],
-     [-0.18701680485603372, -0.41843291936585697, 0.7383143525631255],
-     [-0.14229764907603132, -0.8449094925539404, 0.5156348790177772]),
-]
-
-
-@pytest.mark.parametrize("pinned", _PINNED_STREAMS, ids=lambda p: p[0].family)
-def test_stream_keys_and_first_draws_are_those_of_dpfda_0_1(pinned):
-    """The family rename ("poly" → "legendre", "rkhs" → "kernel") left the streams alone.
-
-    Keys, texts and a repetition's first normals must match exactly; the latent
-    coordinates and the released coefficients (seed 7, repetition 0) to 1e-9,
-    which allows arithmetic re-ordered by performance work, while a changed
-    stream would move them by O(1).
-    """
-    s, text, latent_text, key, latent_key, normals, latent, ftp, ptf = pinned
-    assert s.canonical() == text and s.latent_canonical() == latent_text
-    assert seeding.stream_key(s) == key and seeding.latent_stream_key(s) == latent_key
-    assert seeding.rep_generator(s, 7, 0).standard_normal(3).tolist() == normals
-    curves = engine.latent_curves(s, 7)
-    coords = curves.theta if s.family == "legendre" else curves.alpha
-    np.testing.assert_allclose(coords.ravel()[:3], latent, rtol=1e-9)
-    out = engine.simulate_chunk(s, 7, 0, 3, keep_releases=True)
-    np.testing.assert_allclose(out["coef_ftp"][0, :3], ftp, rtol=1e-9)
-    np.testing.assert_allclose(out["coef_ptf"][0, :3], ptf, rtol=1e-9)
-
-
-def test_setting_keys_are_stable_across_interpreters():
-    """Keys come from SHA-256, not Python's salted hash: another process agrees."""
-    s = get_study("fig3").settings[17]
-    code = ("from dpfda.simulation.seeding import latent_stream_key, stream_key; "
-            "from dpfda.simulation.studies import get_study; "
-            "s = get_study('fig3').settings[17]; print(stream_key(s), latent_stream_key(s))")
-    env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=ROOT)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         cwd=ROOT, check=True).stdout.strip()
-    assert out == f"{seeding.stream_key(s)} {seeding.latent_stream_key(s)}"
-    assert all(0 <= w < 2**32 for w in seeding.stream_key(s))
-
-
-def test_latent_curves_shared_across_figures():
-    """The latent key leaves out T, μ, σ₀ and B': same n (and m) → same curves."""
-    f1 = get_study("fig1").subset(n=64, T=2, mu=0.1).settings[0]
-    f3 = get_study("fig3").subset(n=64, T=8, sigma0=10.0).settings[0]
-    assert seeding.latent_stream_key(f1) == seeding.latent_stream_key(f3)
-    assert seeding.stream_key(f1) != seeding.stream_key(f3)
-    c1, c3 = engine.latent_curves(f1, 5), engine.latent_curves(f3, 5)
-    np.testing.assert_array_equal(c1.alpha, c3.alpha)
-    p4 = get_study("fig4").subset(n=64, m=6, mu=1.0).settings[0]
-    p6 = get_study("fig6").subset(n=64, m=6, sigma0=1.0).settings[0]
-    np.testing.assert_array_equal(engine.latent_curves(p4, 5).theta, engine.latent_curves(p6, 5).theta)
-    # ... and a different seed or n gives different curves.
-    assert not np.array_equal(engine.latent_curves(p4, 6).theta, engine.latent_curves(p4, 5).theta)
-
-
-def test_repetition_streams_are_independent():
-    """Each repetition's stream is SeedSequence(seed, spawn_key=key + (r,)), and the
-    streams behave as independent: across 40 settings the standardised means of
-    ξ₀² and ξ₀ξ₁ over 500 repetitions are N(0, 1) (their sum of squares is χ²₈₀).
-    A scheme with dependent repetitions (one PCG64 stream per setting advanced
-    by r·2⁹⁶) gave a sum of squares near 1800 here."""
-    s = CASES[0]
-    expect = np.random.Generator(np.random.PCG64(np.random.SeedSequence(4, spawn_key=seeding.stream_key(s) + (7,))))
-    np.testing.assert_array_equal(seeding.rep_generator(s, 4, 7).standard_normal(6), expect.standard_normal(6))
-    R = 500
-    z = []
-    for st in get_study("fig1").settings[:40]:
-        draws = np.array([seeding.rep_generator(st, 1, r).standard_normal(2) for r in range(R)])
-        z.append((np.mean(draws[:, 0] ** 2) - 1.0) / math.sqrt(2.0 / R))
-        z.append(np.mean(draws[:, 0] * draws[:, 1]) * math.sqrt(R))
-    from scipy import stats
-
-    assert np.sum(np.square(z)) <= stats.chi2.isf(6e-5, len(z)), np.round(z, 1)
-    with pytest.raises(ValueError, match="rep"):
-        seeding.rep_generator(s, 4, -1)
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2026, 2**32 - 1, 2**32, 2**100, 2**130 + 7])
-def test_fast_repetition_streams_are_numpys_generators(seed):
-    """The engine sets each repetition's PCG64 state from a vectorised copy of
-    SeedSequence's hash (seeding.pcg64_states): it must be the state numpy's
-    own SeedSequence(seed, spawn_key=key + (r,)) gives, for seeds of one to
-    five words, keys of any length and r up to 2³² - 1."""
-    for key in [seeding.stream_key(CASES[0]), (), (0,), (5, 2**32 - 1, 0, 7, 9)]:
-        for start, stop in [(0, 40), (2**32 - 6, 2**32)]:
-            states = seeding.pcg64_states(key, seed, start, stop)
-            assert len(states) == stop - start
-            for r, state in zip(range(start, stop), states):
-                assert state == seeding.generator(key, seed, r).bit_generator.state, (key, r)
-    gens = seeding.rep_generators(seeding.stream_key(CASES[0]), seed, 3, 9)
-    for r, rng in zip(range(3, 9), gens):
-        expected = seeding.rep_generator(CASES[0], seed, r).standard_normal(5)
-        np.testing.assert_array_equal(rng.standard_normal(5), expected)
-
-
-def test_wrong_fast_streams_fall_back_to_numpys_constructor(monkeypatch):
-    """If the vectorised hash ever disagreed with numpy (a changed SeedSequence),
-    the check against numpy's constructor in every chunk would fall back to it."""
-    s = CASES[2]
-    ref = engine.simulate_chunk(s, 5, 0, 6, keep_releases=True)
-
-    right = seeding.pcg64_states
-    monkeypatch.setattr(seeding, "pcg64_states", lambda key, seed, a, b: right(key, seed + 1, a, b))
-    engine.prepare.cache_clear()
-    other = engine.simulate_chunk(s, 5, 0, 6, keep_releases=True)
-    for k in ref:
-        np.testing.assert_array_equal(ref[k], other[k], err_msg=k)
 
 
 # ---------------------------------------------------------------------------
@@ -574,30 +314,3 @@ def test_repeat_releases_matches_a_loop_and_reads_activity_from_the_stages(metho
     errs3, act3 = engine.repeat_releases(pipeline, X, grid, space, 1.0, 1.0, 4, target,
                                          np.random.default_rng(4))
     assert errs3.shape == act3.shape == (4,)
-
-
-def test_bias_variance_splits_the_error_and_gives_standard_errors():
-    import dpfda
-    from dpfda.simulation.tabulate import bias_variance
-
-    rng = np.random.default_rng(5)
-    geom = dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)).at(dpfda.uniform_grid(4))
-    target = np.array([0.3, -0.2, 0.1, 0.0])
-    bias = np.array([0.05, 0.0, -0.02, 0.01])
-    R = 20_000
-    coef = target + bias + 0.1 * rng.standard_normal((R, 4))
-    d = bias_variance(coef, target, geom)
-    Q = geom.Phi.T @ geom.Phi / geom.T
-    # the decomposition reproduces the mean error exactly
-    assert np.isclose(d["bias2"] + d["var"] * R / (R - 1), geom.error(coef, target).mean())
-    # ... and estimates the truth within its standard errors
-    se_b = d["bias2_if"].std(ddof=1) / np.sqrt(R)
-    se_v = d["var_if"].std(ddof=1) / np.sqrt(R)
-    assert abs(d["bias2"] - bias @ Q @ bias) <= 4 * se_b
-    assert abs(d["var"] - 0.01 * np.trace(Q)) <= 4 * se_v
-    with pytest.raises(ValueError, match="coef"):
-        bias_variance(coef[:1], target, geom)
-    with pytest.raises(ValueError, match="target"):
-        bias_variance(coef, target[:3], geom)
-    with pytest.raises(ValueError, match="finite"):
-        bias_variance(np.full((3, 4), np.nan), target, geom)

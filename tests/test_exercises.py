@@ -81,7 +81,7 @@ def test_no_two_exercises_ask_the_same_thing():
         for _, b, _, body_b in ALL[i + 1:]:
             shared = _objects(body_a) & _objects(body_b)
             assert not shared or f"{{ref}}`{a}`" in body_b, f"{a} and {b} both ask about {shared}"
-    # the case of issue #21: only one exercise asks to show this basis orthonormal
+    # only one exercise asks to show this basis orthonormal
     asking = [a[1] for a in ALL if "orthonormal" in a[3].split("**Check.**")[0]
               and "3t^2-1" in a[3] and "shown orthonormal" not in a[3]]
     assert asking == ["fd-ex-1"], asking

@@ -102,7 +102,7 @@ def test_bad_tables_are_refused(df, mutate, match):
 
 
 def test_text_alternative_tables_hold_every_number_and_the_verdict(df):
-    """The explorer's text alternative (issue #23): one table per space, every setting a row,
+    """The explorer's text alternative: one table per space, every setting a row,
     every n a column with the ratio and its interval, and the figure's sentence."""
     from dpfda.report import plots
     from dpfda.report.plots import explorer_tables

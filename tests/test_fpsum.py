@@ -1,4 +1,4 @@
-"""Sums that round differently for neighbours (issue #19, defect 4), in every mechanism.
+"""Sums that round differently for neighbours, in every mechanism.
 
 Two kinds of worst-case neighbours, on the grid (1/4, 3/4) with H_1 (Φ = (1, 1)ᵀ,
 so a curve (x, x) is fitted by x and clipped at ±1):

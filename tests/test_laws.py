@@ -1,4 +1,4 @@
-"""The latent laws as a study dimension (issue #10, part 1).
+"""The latent laws as a study dimension.
 
 The family is fixed in dpfda.maths.data.LAWS: ``default`` and ``shift-S``/``wave-S``
 with S ∈ {0, 0.25, 0.5, 0.75, 0.9}.  Every curve keeps ||f_i|| <= B; the mean's

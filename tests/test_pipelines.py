@@ -508,7 +508,7 @@ def test_gaussian_ftp_off_grid_covariance_is_sigma2_K():
 
 
 # ---------------------------------------------------------------------------
-# The cost of the off-grid residual is bounded (#19 defect 9)
+# The cost of the off-grid residual is bounded
 # ---------------------------------------------------------------------------
 
 

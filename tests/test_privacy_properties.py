@@ -1,4 +1,4 @@
-"""Property-based test: pair μ <= μ(1 + 1e-9) for every public mechanism (issue #19).
+"""Property-based test: pair μ <= μ(1 + 1e-9) for every public mechanism.
 
 Hypothesis draws a function space (H_m, a Gaussian-kernel or Brownian RKHS), a
 grid, a radius, a budget, a sample size, a magnitude and a kind of data, and a

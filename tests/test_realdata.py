@@ -190,7 +190,7 @@ EXTREMES = [1.5e308, -1.5e308, np.finfo(float).max, -np.finfo(float).max, 1e300,
 @pytest.mark.parametrize("extreme", EXTREMES)
 @pytest.mark.parametrize("pipeline", ["ftp", "ptf"])
 def test_one_extreme_record_cannot_decide_whether_a_release_happens(extreme, pipeline):
-    """#19 defect 5: the map used to overflow (1.5e308 - 1.25)/0.75 = inf, so one finite
+    """The map used to overflow (1.5e308 - 1.25)/0.75 = inf, so one finite
     record made PTF refuse while its neighbour released.  Both neighbours must release, and
     their mapped curves differ in that one record only, within the band."""
     f = PublicFrame(LegendreSpace(2), np.linspace(1, 5, 5), Domain(1, 5), 0.5, 2.0)

@@ -91,7 +91,7 @@ def test_gaussian_release_refuses_too_little_noise():
 @pytest.mark.parametrize("release, budget", [(secure.gaussian_release, "mu"),
                                              (secure.laplace_release, "epsilon")])
 def test_releases_name_what_is_wrong_with_their_values(release, budget):
-    """#19 defect 10: strings and object arrays gave numpy's own errors; values near the
+    """Strings and object arrays gave numpy's own errors; values near the
     float maximum gave inf silently.  Each is now a named error, before anything is drawn."""
     kw = {"scale": 1.0, "sensitivity": 1.0, budget: 1.0}
     for bad in ("abc", np.array([1.0, "x"], dtype=object), np.array([1.0, None], dtype=object),
@@ -119,7 +119,7 @@ def test_laplace_mechanism_near_the_float_maximum_is_refused_on_both_paths():
 
 @pytest.mark.parametrize("name", list(SPACES))
 def test_secure_releases_need_no_rng(name):
-    """#19 defect 10: the docstring says rng is unused with secure=True; None was a TypeError."""
+    """The docstring says rng is unused with secure=True; None was a TypeError."""
     space = SPACES[name]
     X = _data(space, 1)
     for pipeline in (dpfda.ftp, dpfda.ptf):

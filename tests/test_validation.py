@@ -415,7 +415,7 @@ def test_theory_arguments():
 
 # ---------------------------------------------------------------------------
 # Inputs that were accepted silently or failed with numpy's or Python's own error
-# (#19 defect 10): each now gets a named error that says what to change
+# each gets a named error that says what to change
 # ---------------------------------------------------------------------------
 
 

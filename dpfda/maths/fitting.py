@@ -39,7 +39,7 @@ _MAX_ITER = 200
 _BLOCK = 8192
 """Active rows solved together: a block's (d, 8192) work arrays (at most 0.5 MB each for
 d = 8) stay in the processor's caches during the Newton sweeps (the result does not depend on
-the block size; how it was chosen: benchmarks/README.md)."""
+the block size; how it was chosen: CHANGELOG.md, "Measurements history")."""
 
 
 @dataclass(frozen=True)
@@ -263,7 +263,7 @@ class BallLeastSquares:
         ``exact=False`` (the simulation engine's fast path, which releases
         nothing): the fits are summed in the eigenbasis with a BLAS product and
         turned once; about as accurate on average, but its rounding can differ
-        for neighbours by up to n²·2⁻⁵⁴ of the sensitivity (issue #19).
+        for neighbours by up to n²·2⁻⁵⁴ of the sensitivity.
         """
         X = as_float_array(X, "X")
         if X.ndim < 2:

@@ -1,4 +1,4 @@
-"""Means over curves whose rounding no single curve can steer (issue #19, defect 4).
+"""Means over curves whose rounding no single curve can steer.
 
 Every mechanism of dpfda averages one point per curve — a clipped curve (PTF,
 the box), a fit in the ball (FTP, the ellipsoid), a projection onto a ball —

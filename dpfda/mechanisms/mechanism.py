@@ -762,7 +762,7 @@ def ftp(X, grid, space, radius, mu, rng=None, *, secure=False) -> Release:
 
     Notes
     -----
-    Floating point (issue #19; :mod:`dpfda.maths.summation`).  The summary is the
+    Floating point (:mod:`dpfda.maths.summation`).  The summary is the
     mean of the fits, computed by ``ftp_fit_mean``: each curve's fit has
     norm at most B' whatever its magnitude (the solver rescales by powers of
     two), is turned to the original coordinates on its own, and its norm is
@@ -822,7 +822,7 @@ def ptf(X, grid, space, radius, mu, rng=None, clip=None, weights=None, *, secure
 
     Notes
     -----
-    Floating point (issue #19; :mod:`dpfda.maths.summation`).  The summary is the
+    Floating point (:mod:`dpfda.maths.summation`).  The summary is the
     mean of the clipped values, ``ptf_clipped_mean``: clipping is exact,
     so each curve's point lies in the box ∏[−c_j, c_j]; the points are summed
     exactly (64-bit integer limbs, independent of their order) and each mean

@@ -264,7 +264,7 @@ def ptf_clipped_mean(X: np.ndarray, clip: np.ndarray, *, exact: bool = True) -> 
     ``exact=False`` (the simulation engine's fast path; no release uses it): an
     ``einsum``, curve after curve into the T sums — the bits do not depend on
     the batch shape, but a sum added in order can round differently for
-    neighbours by up to n²·2⁻⁵⁴ of the sensitivity (issue #19).
+    neighbours by up to n²·2⁻⁵⁴ of the sensitivity.
     """
     clipped = np.clip(X, -clip, clip)
     if not exact:

@@ -208,7 +208,7 @@ def laplace_mechanism(value, sensitivity, epsilon, rng, *, secure=False):
 
     Notes
     -----
-    Floating point (issue #19).  This function computes no summary: ``value``
+    Floating point.  This function computes no summary: ``value``
     is the caller's, and ``sensitivity`` must bound how far it moves between
     neighbours *as computed in floating point*, rounding included.  For a mean
     of n points of a box ∏[−c_j, c_j] that is what

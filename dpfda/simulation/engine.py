@@ -71,7 +71,7 @@ clipped means are computed once and only the privacy noise varies.
 
 The engine sums with the stage functions' fast path (``exact=False``): an
 ``einsum`` or BLAS product, curve after curve.  Such a sum can round
-differently for two neighbouring datasets (issue #19), which matters for a
+differently for two neighbouring datasets, which matters for a
 release but not for an estimate of the error: the engine releases nothing,
 and its sums are within n·u of the exact mean, far below Monte Carlo error.
 A public release (:func:`dpfda.ftp`, :func:`dpfda.ptf`) sums exactly and

@@ -20,7 +20,7 @@ Setting keys are SHA-256 hashes of the setting's canonical description
 repetitions at once, checked against numpy's constructor in every chunk.
 The repetitions never share one stream at offsets (repetition r starting
 r·2⁹⁶ draws in, ``PCG64.advance``): PCG64 states 2⁹⁶ steps apart share
-their low 96 bits, and their draws are dependent (tests/test_engine.py
+their low 96 bits, and their draws are dependent (tests/test_seeding.py
 checks for exactly that).
 """
 

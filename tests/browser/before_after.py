@@ -1,6 +1,6 @@
-"""Before/after screenshots of three chapters (issue #11, "Must show").
+"""Before/after screenshots of three chapters.
 
-Issue #11 reworked how the chapters read: bookkeeping folded away, one figure style,
+The chapters were reworked to read better: bookkeeping folded away, one figure style,
 tables numbered as tables. This module photographs the same three chapters of any build
 of the book, as a reader sees them in a 1,400-px-wide window: the top of the page and
 the first figure. The browser test (``test_rendering.py``) calls :func:`capture` on the

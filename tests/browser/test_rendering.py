@@ -1,4 +1,4 @@
-"""Reading the built book in a real browser (issue #4, item 5).
+"""Reading the built book in a real browser.
 
 The built HTML (``_build/html``, from ``make book``) is served on 127.0.0.1 and every
 content page is opened in headless Chromium (Debian's, driven by Playwright for Python)
@@ -18,7 +18,7 @@ the fonts are in, then checks what a reader would see:
   no JavaScript exception was thrown and nothing but one known theme message was logged as
   an error.
 
-What a reader should never see (issue #11): numpy scalar reprs, pandas' ``dtype:``
+What a reader should never see: numpy scalar reprs, pandas' ``dtype:``
 footer, floats to 12+ digits, unresolved roles, plain numbers typeset as display math, a
 table that is not numbered and captioned as a table (or sits in a figure), the same figure
 twice, an HTML id used twice, two search fields. Every figure is measured in a
@@ -27,7 +27,7 @@ dpi the PNG records, must be at least 9 CSS px tall as displayed, at 150 dpi or 
 never upscaled; one page is switched to the theme's dark mode and screenshotted, and its
 first figure must keep a light face with dark text (contrast at least 7:1).
 
-Readable by everyone (issue #23): no MyST source or code fences shown as text (an unclosed
+Readable by everyone: no MyST source or code fences shown as text (an unclosed
 directive turns the prose after it into a literal block), no cell's stderr or warning on
 the page, no cross-reference label shown as raw text, no chapter's full title (a question
 or a title with a colon) dropped into the middle of a sentence where a short form was meant,
@@ -223,8 +223,7 @@ COLLECT = r"""
   report.searchFields = [...document.querySelectorAll('.search-button-field, form.bd-search')]
       .filter(visible).length;
   // MyST or code fences a reader sees as text: a literal block (not a cell's source) that
-  // holds MyST roles or directives, or fences in the prose (issue #23: an unclosed
-  // list-table turned a paragraph into a code block).
+  // holds MyST roles or directives, or fences in the prose.
   const myst = /\{(?:glue|glue:text|glue:md|numref|ref|doc|prf:ref|cite:t|cite:p|eq|math)\}`|^\s*(?:```|:::)\s*\{|^:(?:header-rows|name|label|class|widths):/m;
   report.mystLiterals = [...document.querySelectorAll('article pre')]
       .filter(p => !p.closest('.cell_input, .thebe-cell, .highlight-python, .highlight-ipython3'))
@@ -336,7 +335,7 @@ def artifact_name(page: str, suffix: str = "") -> Path:
     return ARTIFACTS / (page.removesuffix(".html").replace("/", "__") + suffix + ".png")
 
 
-# --- accessibility: axe-core on every page (issue #23) -------------------------------------------
+# --- accessibility: axe-core on every page -------------------------------------------
 # axe-core (npm package, `make axe`) is loaded from the test's own server (/_axe/), run with
 # the WCAG 2.0/2.1 A and AA rules, and its violations returned in short. Dark mode: the same
 # page switched to the theme's dark mode, colour contrast only.
@@ -604,7 +603,7 @@ def test_page_renders(page, build, open_page):
     if unformatted:
         problems.append(f"unformatted numbers or reprs a reader sees: {unformatted[:5]}")
 
-    # What a reader should never see (issue #23): MyST or code fences as text, stderr and
+    # What a reader should never see: MyST or code fences as text, stderr and
     # warnings, a label as raw text, a chapter's full title dropped into a sentence, a
     # figure without alt text (or with its file name as alt text).
     for literal in report["mystLiterals"]:
@@ -711,7 +710,7 @@ def test_showcase_screenshots(page, build, open_page):
     print(f"{page}: " + "; ".join(shots))
 
 
-# --- figures: legible at page width, readable in dark mode (issue #11) --------------------------
+# --- figures: legible at page width, readable in dark mode --------------------------
 # A reader's window: 1,400 CSS px wide. Every figure's smallest text, drawn at the book
 # style's smallest font size (dpfda.report.plots.MIN_FONT_PT points) into a PNG of known dpi (its
 # pHYs chunk, written by matplotlib), must be at least MIN_TEXT_PX CSS px tall as shown:
@@ -836,7 +835,7 @@ def test_figures_readable_in_dark_mode(build, open_page):
 
 
 def test_after_screenshots_of_three_chapters(build, browser, server):
-    """Issue #11's "after" pictures: three chapters' tops and first figures, 1,400 px wide,
+    """The "after" pictures: three chapters' tops and first figures, 1,400 px wide,
     saved beside the "before" ones (``before_after.py``) in test-artifacts/before-after/."""
     import before_after
 

@@ -1,4 +1,4 @@
-"""The whole book as one PDF (``make pdf``, issue #11 item 5).
+"""The whole book as one PDF (``make pdf``).
 
 Reads ``_build/pdf/book.pdf`` with Debian's poppler-utils (``pdfinfo``, ``pdftotext``,
 ``pdfimages``; ``make pdf-deps``) and checks what a reader of the printed book needs: a
@@ -147,7 +147,7 @@ def test_outline_and_no_site_navigation(pdf, text):
     assert "Ctrl+K" not in text and "Search this book" not in text, "site navigation printed"
 
 
-# --- code on paper (issue #23 item 7) --------------------------------------------------------------
+# --- code on paper --------------------------------------------------------------
 A4_WIDTH_PT = 595.3
 RIGHT_MARGIN_PT = 16 / 25.4 * 72  # _ext/book_pdf.py: @page margin 18mm 16mm 20mm 16mm
 
