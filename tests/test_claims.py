@@ -218,17 +218,18 @@ def test_bad_input_errors():
 
 def test_classify():
     H, F, U = "holds", "fails", "inconclusive"
-    #            default shift 0 .25 .5 .75 .9 | wave 0 .25 .5 .75 .9
-    mat = pd.DataFrame([[H] * 11, [F] * 11], index=["a", "b"], columns=list(LAWS))
-    mat.loc["c"] = [H] + [F] * 10
-    mat.loc["d"] = [F, F, F, H, H, H, F, F, H, H, H]   # by S, the same for both shapes
-    mat.loc["e"] = [F, F, F, H, H, H, F, F, F, H, H]   # S = 0.5: shift holds, wave fails; and by S
-    mat.loc["h"] = [H, H, H, H, H, H, U, F, F, F, F]   # the shape alone: each shape keeps its verdict
-    mat.loc["f"] = [H, U, H, H, U, H, U, H, H, H, U]   # never fails: power, not the law
-    mat.loc["g"] = [U] * 11
+    #            default shift 0 .25 .5 .75 .9 | wave .25 .5 .75 .9  (S = 0: shift-0 for both)
+    mat = pd.DataFrame([[H] * 10, [F] * 10], index=["a", "b"], columns=list(LAWS))
+    mat.loc["c"] = [H] + [F] * 9
+    mat.loc["d"] = [F, F, F, H, H, H, F, H, H, H]   # by S, the same for both shapes
+    mat.loc["e"] = [F, F, F, H, H, H, F, F, H, H]   # S = 0.5: shift holds, wave fails; and by S
+    mat.loc["h"] = [H, U, H, H, H, H, F, F, F, F]   # the shape alone: each shape keeps its verdict
+    mat.loc["i"] = [U, H, U, U, U, U, F, F, F, F]   # wave by S, through its S = 0, shift-0
+    mat.loc["f"] = [H, U, H, H, U, H, H, H, H, U]   # never fails: power, not the law
+    mat.loc["g"] = [U] * 10
     cats = cl.classify(mat)
     assert cats.to_dict() == {"a": "robust", "b": "none", "c": "default only", "d": "norm",
-                              "e": "shape and norm", "f": "undecided", "g": "none", "h": "shape"}
+                              "e": "shape and norm", "f": "undecided", "g": "none", "h": "shape", "i": "norm"}
     with pytest.raises(ValueError, match="lacks the laws"):
         cl.classify(mat.drop(columns=["wave-0.9"]))
     with pytest.raises(TypeError, match="matrix must be a DataFrame"):

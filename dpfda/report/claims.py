@@ -1091,6 +1091,11 @@ CATEGORIES = ("robust", "norm", "shape", "shape and norm", "undecided", "default
 """How a claim's verdict depends on the law (:func:`classify`)."""
 
 
+def _law_at(shape: str, S: float) -> str:
+    """The law of ``shape`` at share S: ``shift-0`` is the centred law of both shapes."""
+    return "shift-0" if S == 0 else f"{shape}-{S:g}"
+
+
 def classify(matrix: pd.DataFrame) -> pd.Series:
     """Sort each claim of a verdict matrix (all of :data:`~dpfda.maths.data.LAWS` as columns) into a category.
 
@@ -1105,7 +1110,7 @@ def classify(matrix: pd.DataFrame) -> pd.Series:
     * ``"shape"``: at some share S it holds under one of ``shift-S``, ``wave-S``
       and fails under the other (and no dependence on the norm is found);
     * ``"norm"``: for some shape it holds at one S and fails at another (and no
-      dependence on the shape is found);
+      dependence on the shape is found; S = 0 is ``shift-0`` for both shapes);
     * ``"undecided"``: otherwise — it holds under some laws, and the laws where
       it does not give no decisive contrast of the two kinds above.
     """
@@ -1118,7 +1123,7 @@ def classify(matrix: pd.DataFrame) -> pd.Series:
     for claim, row in matrix.iterrows():
         v = {law: row[law] for law in LAWS}
         family = [law for law in LAWS if law != "default"]
-        by_shape = {shape: [v[f"{shape}-{S:g}"] for S in LAW_SHIFTS] for shape in ("shift", "wave")}
+        by_shape = {shape: [v[_law_at(shape, S)] for S in LAW_SHIFTS] for shape in ("shift", "wave")}
         if all(x == "holds" for x in v.values()):
             cat = "robust"
         elif not any(x == "holds" for x in v.values()):
@@ -1246,18 +1251,12 @@ def simulate(laws=LAWS, *, reps_noiseless: int, reps_noisy: int, seed: int, draw
         for k in STUDY_NAMES:
             st = replace(studies[k], name=f"{k}__{tag[law]}")
             groups["quiet" if k in NOISELESS_STUDIES else "noisy"].append((law, k, st))
-    # S = 0 is one centred law under two names, with the same random streams (dpfda.simulation.engine): run it once.
-    twin = {"wave-0": "shift-0"} if {"shift-0", "wave-0"} <= set(laws) else {}
     runs: dict = {(law, k): [] for law in laws for k in STUDY_NAMES}
     for s in draw_seeds(seed, draws):
         for g, items in groups.items():
-            todo = [it for it in items if it[0] not in twin]
-            res = run_studies([st for _, _, st in todo], per[g], s, n_jobs=n_jobs)
-            for law, k, st in todo:
+            res = run_studies([st for _, _, st in items], per[g], s, n_jobs=n_jobs)
+            for law, k, st in items:
                 runs[law, k].append(res[st.name].assign(study=k))
-    for law, same in twin.items():
-        for k in STUDY_NAMES:
-            runs[law, k] = [d.assign(law=law) for d in runs[same, k]]
     out = {}
     for law in laws:
         out[law] = {k: (runs[law, k][0] if draws == 1 else pool_draws(runs[law, k])) for k in STUDY_NAMES}
