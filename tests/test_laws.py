@@ -17,11 +17,10 @@ import pandas as pd
 import pytest
 
 import dpfda
-from dpfda.maths.data import (LAW_SHIFTS, LAWS, check_law, polynomial_curves, rkhs_curves,
-                              uniform_ball)
+from dpfda.maths.data import LAW_SHIFTS, LAWS, check_law, polynomial_curves, rkhs_curves, uniform_ball
 from dpfda.simulation.engine import latent_curves
 from dpfda.simulation.schedule import run_study
-from dpfda.simulation.seeding import latent_stream_key, stream_key
+from dpfda.simulation.seeding import stream_key
 from dpfda.simulation.studies import STUDY_NAMES, Setting, Study, get_study, paper_studies
 
 from _support import Z
