@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 
 import dpfda
-from dpfda.maths.data import LAW_SHIFTS, LAWS, check_law, polynomial_curves, rkhs_curves
+from dpfda.maths.data import LAW_SHIFTS, LAWS, check_law, polynomial_curves, rkhs_curves, uniform_ball
 from dpfda.simulation.engine import latent_curves
 from dpfda.simulation.schedule import run_study
-from dpfda.simulation.seeding import latent_stream_key, stream_key
+from dpfda.simulation.seeding import stream_key
 from dpfda.simulation.studies import STUDY_NAMES, Setting, Study, get_study, paper_studies
 
 from _support import Z
@@ -29,13 +29,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_the_family_is_the_declared_one():
-    assert LAWS == ("default",) + tuple(f"{shape}-{S:g}" for shape in ("shift", "wave")
-                                         for S in (0, 0.25, 0.5, 0.75, 0.9))
+    assert LAWS == ("default", "shift-0", "shift-0.25", "shift-0.5", "shift-0.75", "shift-0.9",
+                    "wave-0.25", "wave-0.5", "wave-0.75", "wave-0.9")
     assert LAW_SHIFTS == (0.0, 0.25, 0.5, 0.75, 0.9)
     for law in LAWS:
         assert check_law(law) == law
     with pytest.raises(ValueError, match="unknown law 'shift-0.3'"):
         check_law("shift-0.3")
+    with pytest.raises(ValueError, match="unknown law 'wave-0'"):  # the centred law has one name
+        check_law("wave-0")
     with pytest.raises(TypeError, match="law must be a string"):
         check_law(0.5)
 
@@ -54,7 +56,7 @@ def test_the_mean_points_along_h_with_norm_about_S_B(shape):
     """E θ_i = S·B·h (g_i is centred), checked coordinate-wise within Z standard errors."""
     m, n, B = 4, 20_000, 1.0
     h = np.full(m, 0.5) if shape == "shift" else np.eye(m)[-1]
-    for S in LAW_SHIFTS:
+    for S in LAW_SHIFTS[1:]:
         theta = polynomial_curves(n, m, np.random.default_rng(3), B=B, law=f"{shape}-{S:g}").theta
         se = theta.std(axis=0, ddof=1) / np.sqrt(n)
         assert np.all(np.abs(theta.mean(axis=0) - S * B * h) <= Z * se), (S, theta.mean(axis=0))
@@ -75,13 +77,12 @@ def test_rkhs_direction_functions_have_unit_norm_and_the_named_shape():
         assert np.isclose(alpha_h @ KC @ alpha_h, 1.0)
 
 
-def test_centred_law_is_the_same_under_both_names():
-    for make in (lambda law: polynomial_curves(50, 3, np.random.default_rng(5), law=law).theta,
-                 lambda law: rkhs_curves(50, np.random.default_rng(5), law=law).alpha):
-        assert np.array_equal(make("shift-0"), make("wave-0"))
-    a = Setting("kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law="shift-0")
-    b = Setting("kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law="wave-0")
-    assert stream_key(a) == stream_key(b) and latent_stream_key(a) == latent_stream_key(b)
+def test_centred_law_is_centred():
+    """shift-0 is the centred law of both shapes: no mean direction (the only S = 0 name)."""
+    theta = polynomial_curves(20_000, 4, np.random.default_rng(5), law="shift-0").theta
+    se = theta.std(axis=0, ddof=1) / np.sqrt(theta.shape[0])
+    assert np.all(np.abs(theta.mean(axis=0)) <= Z * se)
+    assert np.array_equal(theta, uniform_ball(20_000, 4, 1.0, np.random.default_rng(5)))
 
 
 def test_default_law_keeps_its_streams_and_draws():
@@ -98,7 +99,7 @@ def test_default_law_keeps_its_streams_and_draws():
                                rtol=1e-14, atol=0)
     keys = {stream_key(Setting("kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law=law))
             for law in LAWS}
-    assert len(keys) == len(LAWS) - 1  # shift-0 and wave-0 share theirs; all others differ
+    assert len(keys) == len(LAWS)  # every law has its own streams
 
 
 def test_settings_and_studies_carry_the_law():

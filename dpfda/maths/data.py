@@ -25,8 +25,8 @@ Latent laws
 -----------
 Because the paper does not state its laws, the book tests its conclusions
 against a family fixed in advance (:data:`LAWS`).  ``"default"`` is the pair of
-laws above.  ``"shift-S"`` and ``"wave-S"``, S ∈ {0, 0.25, 0.5, 0.75, 0.9},
-make every curve
+laws above.  ``"shift-S"``, S ∈ {0, 0.25, 0.5, 0.75, 0.9}, and ``"wave-S"``,
+S ∈ {0.25, 0.5, 0.75, 0.9}, make every curve
 
     f_i = (1 − S)·g_i + S·B·h,
 
@@ -40,7 +40,8 @@ with g_i centred and ||g_i|| <= B and h a fixed function of norm one, so
   U_i ~ U(0, 1); ``shift``: h ∝ Σ_k K(c_k, ·); ``wave``: h ∝ Σ_k sin(3πc_k)K(c_k, ·),
   each scaled to ||h||_H = 1.
 
-S = 0 is the centred law (the same for both names, and drawn the same way).
+S = 0 is the centred law, the same for both shapes: it has one name, ``shift-0``
+(a second name would count its results twice).
 """
 
 from __future__ import annotations
@@ -70,8 +71,10 @@ __all__ = [
 LAW_SHIFTS = (0.0, 0.25, 0.5, 0.75, 0.9)
 """The shares S of the mean direction in the ``shift-S`` and ``wave-S`` laws."""
 
-LAWS = ("default",) + tuple(f"{shape}-{S:g}" for shape in ("shift", "wave") for S in LAW_SHIFTS)
-"""The latent laws, fixed before any run (``default``, ``shift-S`` and ``wave-S``)."""
+LAWS = ("default",) + tuple(f"{shape}-{S:g}" for shape in ("shift", "wave") for S in LAW_SHIFTS
+                            if S > 0 or shape == "shift")
+"""The latent laws, fixed before any run (``default``, ``shift-S`` and ``wave-S``; the centred law S = 0
+is ``shift-0`` only)."""
 
 
 def check_law(law) -> str:

@@ -30,8 +30,7 @@ everything its arrays depend on:
   store lives in one build folder on one machine, so its BLAS is the same);
 * the setting's canonical text (:meth:`~dpfda.simulation.studies.Setting.canonical`: the
   family, n, T, m, μ, σ₀, B', B, ρ, centres and the latent law) and the law's
-  name itself (``shift-0`` and ``wave-0`` share their streams but not their
-  entries);
+  name itself;
 * the seed (which fixes the latent draw), the number of repetitions, the
   chunking asked for (``chunk_reps``), whether the releases are kept, and
   quick mode (``DPFDA_QUICK``): a quick build and a full build never share an
@@ -353,7 +352,7 @@ def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_rep
         if found is not None:
             per_setting[k] = found
             logged.append((s, reps, seed, True, time.perf_counter() - t0))
-    # One computation per canonical text (shift-0 and wave-0 share their streams).
+    # One computation per canonical text.
     todo: "OrderedDict[str, Setting]" = OrderedDict()
     for k, s in wanted.items():
         if k not in per_setting:

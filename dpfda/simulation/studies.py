@@ -200,8 +200,7 @@ class Setting:
         them).  Part of the setting's stream keys (:func:`dpfda.simulation.seeding.stream_key`,
         :func:`dpfda.simulation.seeding.latent_stream_key`), so each law
         has its own random streams; ``"default"`` adds nothing to the keys
-        (see ``_STREAM_TOKEN``), and ``shift-0``/``wave-0``,
-        one and the same centred law, share theirs.
+        (see ``_STREAM_TOKEN``).
     """
 
     family: str
