@@ -127,3 +127,33 @@ def test_bench_store_runs_and_reads_back_what_both_caches_wrote():
     assert proc.returncode == 0, proc.stderr
     assert "| dpfda store |" in proc.stdout and "| joblib.Memory |" in proc.stdout
     assert "| 1.00 |" in proc.stdout  # one file per entry in the store
+
+
+def test_bench_execute_fills_the_cache_both_ways_and_leaves_a_failing_notebook_out(tmp_path):
+    # Two tiny chapters in a subfolder (one reads a file beside its folder, as the book's chapters
+    # read ../CITATION.cff) and one that raises: each way executes them into its own cache, finds
+    # both good ones there under the key myst-nb looks up, reports the failure and caches it not.
+    import nbformat
+
+    bench = _module("bench_execute")
+    (tmp_path / "ch").mkdir()
+    (tmp_path / "marker.txt").write_text("beside the chapters")
+    sources = {"ch/a": "print(open('../marker.txt').read())", "ch/b": "print(2 + 2)",
+               "ch/bad": "raise ValueError('boom')"}
+    paths = []
+    for name, source in sources.items():
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(source)]
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        paths.append((tmp_path / name).with_suffix(".ipynb"))
+        nbformat.write(nb, paths[-1])
+    for way in ("A", "B"):
+        cache = tmp_path / f"cache_{way}"
+        work = tmp_path / f"work_{way}"
+        work.mkdir()
+        if way == "A":
+            rc = bench.run_script(paths, cache, work, jobs=2, timeout=60)
+        else:
+            rc = bench.run_executor(paths, cache, timeout=60)
+        assert rc == 1, way
+        assert bench.cached(paths, cache) == paths[:2], way
