@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -39,14 +40,14 @@ class AssumptionError(ValueError):
     """A modelling assumption of the paper (A.3 or A.4) fails on the given grid."""
 
 
-def _is_real_scalar(x) -> bool:
+def _is_real_scalar(x: object) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool) or (
         isinstance(x, np.ndarray) and x.ndim == 0 and np.issubdtype(x.dtype, np.number)
         and not np.issubdtype(x.dtype, np.bool_) and not np.iscomplexobj(x)
     )
 
 
-def _describe(value) -> str:
+def _describe(value: object) -> str:
     """A short text for a number too large to print or convert (10**400 has 401 digits)."""
     if isinstance(value, numbers.Integral) and not isinstance(value, np.integer):
         digits = len(str(abs(int(value))))
@@ -58,7 +59,7 @@ def _describe(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def to_float(value, name: str) -> float:
+def to_float(value: Any, name: str) -> float:
     """``float(value)`` for a real scalar, with a named error where it overflows.
 
     ``float(10**400)`` raises ``OverflowError`` and ``float(np.longdouble("1e400"))``
@@ -75,7 +76,7 @@ def to_float(value, name: str) -> float:
     return out
 
 
-def check_positive(value, name: str) -> float:
+def check_positive(value: object, name: str) -> float:
     """Return ``value`` as a float after checking it is a finite number > 0."""
     if not _is_real_scalar(value):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
@@ -85,7 +86,7 @@ def check_positive(value, name: str) -> float:
     return value
 
 
-def check_nonnegative(value, name: str) -> float:
+def check_nonnegative(value: object, name: str) -> float:
     """Return ``value`` as a float after checking it is a finite number >= 0."""
     if not _is_real_scalar(value):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
@@ -95,7 +96,7 @@ def check_nonnegative(value, name: str) -> float:
     return value
 
 
-def check_int(value, name: str, minimum: int) -> int:
+def check_int(value: object, name: str, minimum: int) -> int:
     """Return ``value`` as an int after checking it is an integer >= ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
@@ -105,7 +106,7 @@ def check_int(value, name: str, minimum: int) -> int:
     return value
 
 
-def check_reps(reps, name: str = "reps") -> int:
+def check_reps(reps: object, name: str = "reps") -> int:
     """Return ``reps`` as an int after checking it is an integer >= 2 (a standard error needs two)."""
     if isinstance(reps, bool) or not isinstance(reps, (numbers.Integral, np.integer)):
         raise TypeError(f"{name} must be an integer, got {type(reps).__name__}")
@@ -115,7 +116,7 @@ def check_reps(reps, name: str = "reps") -> int:
     return reps
 
 
-def check_optional_int(value, name: str, minimum: int) -> int | None:
+def check_optional_int(value: object, name: str, minimum: int) -> int | None:
     """``None``, or ``value`` as an int after checking it is an integer >= ``minimum``."""
     if value is None:
         return None
@@ -127,7 +128,7 @@ def check_optional_int(value, name: str, minimum: int) -> int | None:
     return value
 
 
-def check_jobs(n_jobs, name: str = "n_jobs") -> int | None:
+def check_jobs(n_jobs: object, name: str = "n_jobs") -> int | None:
     """A joblib worker count: ``None`` (joblib's configuration), 1 (serial), k > 1, or -1 (all cores)."""
     if n_jobs is None:
         return None
@@ -139,7 +140,7 @@ def check_jobs(n_jobs, name: str = "n_jobs") -> int | None:
     return n_jobs
 
 
-def check_rng(rng, name: str = "rng") -> np.random.Generator:
+def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
     """Insist on an explicit :class:`numpy.random.Generator` (no global state)."""
     if not isinstance(rng, np.random.Generator):
         raise TypeError(
@@ -152,7 +153,7 @@ def check_rng(rng, name: str = "rng") -> np.random.Generator:
 _NOT_REAL = {"b": "booleans", "M": "dates", "m": "time spans", "c": "complex numbers"}
 
 
-def non_real_dtype(dtype) -> str | None:
+def non_real_dtype(dtype: object) -> str | None:
     """What a column of ``dtype`` holds if it is not real numbers ("booleans", "dates", …), else None.
 
     Real numbers are integers and real floats, numpy's or pandas' nullable ones
@@ -163,7 +164,7 @@ def non_real_dtype(dtype) -> str | None:
     return None if kind in "iuf" else _NOT_REAL.get(kind, f"dtype {dtype}")
 
 
-def _from_table(x, name: str):
+def _from_table(x: Any, name: str) -> object:
     """A pandas DataFrame or Series, column by column by :func:`non_real_dtype`; anything else as is.
 
     ``np.asarray`` would turn a categorical column into its categories' values and
@@ -187,7 +188,7 @@ def _from_table(x, name: str):
     return x.to_numpy(dtype=float, na_value=np.nan)
 
 
-def as_float_array(x, name: str) -> np.ndarray:
+def as_float_array(x: object, name: str) -> np.ndarray:
     """``x`` as a float64 array, or a named error saying what to change.
 
     Refused, each with its own message: a masked array with masked entries (the
@@ -240,7 +241,7 @@ def as_float_array(x, name: str) -> np.ndarray:
     return arr.astype(float, copy=False)
 
 
-def check_grid(grid, name: str = "grid") -> np.ndarray:
+def check_grid(grid: object, name: str = "grid") -> np.ndarray:
     """A one-dimensional, strictly increasing grid of points in [0, 1]."""
     arr = as_float_array(grid, name)
     if arr.ndim != 1:
@@ -256,7 +257,7 @@ def check_grid(grid, name: str = "grid") -> np.ndarray:
     return arr
 
 
-def check_points(t, name: str = "t") -> np.ndarray:
+def check_points(t: object, name: str = "t") -> np.ndarray:
     """Evaluation points: finite values in [0, 1] (any order, repeats allowed)."""
     arr = as_float_array(t, name)
     if arr.ndim > 1:
@@ -269,7 +270,7 @@ def check_points(t, name: str = "t") -> np.ndarray:
     return arr
 
 
-def check_data(X, T: int, name: str = "X") -> np.ndarray:
+def check_data(X: object, T: int, name: str = "X") -> np.ndarray:
     """Observed curves: shape (n, T) for one dataset or (reps, n, T) for a batch.
 
     The last axis must match the grid exactly; nothing is broadcast.
@@ -305,7 +306,7 @@ def _all_finite(arr: np.ndarray) -> bool:
     return bool(np.isfinite(total)) or bool(np.all(np.isfinite(arr)))
 
 
-def check_grid_vector(value, name: str, T: int | None) -> np.ndarray:
+def check_grid_vector(value: object, name: str, T: int | None) -> np.ndarray:
     """A vector of finite values > 0, one per grid point (clip bounds, weights).
 
     A scalar is used at every one of the ``T`` points; ``T=None`` accepts a
@@ -322,7 +323,7 @@ def check_grid_vector(value, name: str, T: int | None) -> np.ndarray:
     return arr
 
 
-def check_secure(secure) -> bool:
+def check_secure(secure: object) -> bool:
     """``secure`` as a bool: True or False (numpy's bools too), nothing else."""
     if not isinstance(secure, (bool, np.bool_)):
         raise TypeError(f"secure must be True or False, got {type(secure).__name__}")

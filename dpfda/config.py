@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import math
 import os
+from typing import overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._validation import check_int, check_positive
 
@@ -136,7 +138,11 @@ def bonferroni_z(k: int, alpha: float | None = None) -> float:
     return float(-ndtri(alpha / (2 * k)))
 
 
-def proportion_se(p, reps: int):
+@overload
+def proportion_se(p: float, reps: int) -> float: ...
+@overload
+def proportion_se(p: ArrayLike, reps: int) -> float | np.ndarray: ...
+def proportion_se(p: ArrayLike, reps: int) -> float | np.ndarray:
     """Standard error of observed proportion(s) ``p`` from ``reps`` trials (Agresti–Coull).
 
     Uses p̃ = (x + 2)/(R + 4) with x = pR: sqrt(p̃(1 − p̃)/(R + 4)).  ``p`` may be

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from collections import Counter
 from pathlib import Path
 
@@ -450,3 +451,41 @@ def test_no_file_of_the_package_names_an_issue():
              if ISSUE.search(p.read_text(encoding="utf-8"))}
     assert not found - KNOWN_TODO_ISSUE.keys(), sorted(found - KNOWN_TODO_ISSUE.keys())
     assert not KNOWN_TODO_ISSUE.keys() - found, "fixed: remove from KNOWN_TODO_ISSUE"
+
+
+def _fully_annotated(tree: ast.AST) -> bool:
+    """Whether every function of ``tree`` (methods included) annotates its return and every
+    parameter but ``self``/``cls``."""
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        a = node.args
+        params = a.posonlyargs + a.args + a.kwonlyargs + [p for p in (a.vararg, a.kwarg) if p]
+        if node.returns is None or any(p.annotation is None and p.arg not in ("self", "cls")
+                                       for p in params):
+            return False
+    return True
+
+
+def test_the_strict_mypy_list_is_exactly_the_annotated_modules():
+    """pyproject's ``disallow_untyped_defs`` override lists exactly the fully annotated modules.
+
+    A module listed there that is not annotated, or an annotated module left out, fails:
+    the list grows with the annotations until it is the whole package.
+    """
+    good = "class C:\n    def m(self, x: int, *a: str, **k: float) -> int: ...\n"
+    assert _fully_annotated(ast.parse(good))
+    for bad in ("def f(x) -> None: ...", "def f(x: int): ...", "def f(*a) -> None: ...",
+                "class C:\n    async def m(self, *, k) -> None: ..."):
+        assert not _fully_annotated(ast.parse(bad)), bad
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    strict = [o for o in config["tool"]["mypy"]["overrides"] if o.get("disallow_untyped_defs")]
+    assert len(strict) == 1, strict
+    assert strict[0].get("disallow_incomplete_defs") is True
+    listed = strict[0]["module"]
+    assert len(listed) == len(set(listed)), listed
+    assert not set(listed) - set(MODULES), f"not modules of the package: {sorted(set(listed) - set(MODULES))}"
+    annotated = {name for name, path in MODULES.items()
+                 if _fully_annotated(ast.parse(path.read_text(encoding="utf-8")))}
+    assert not set(listed) - annotated, f"listed but not fully annotated: {sorted(set(listed) - annotated)}"
+    assert not annotated - set(listed), f"fully annotated but not listed: {sorted(annotated - set(listed))}"

@@ -28,12 +28,14 @@ Shapes follow the project convention: coefficients (..., d), grid values (..., T
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import numpy as np
 from numpy.polynomial import legendre as _leg
+from numpy.typing import ArrayLike
 
 from .._validation import (
     AssumptionError,
@@ -101,7 +103,7 @@ class FunctionSpace(ABC):
     metric: ClassVar[str]
     """The utility criterion, ``"IMSE"`` (eq. 7) or ``"MSE"`` on the grid (eq. 8)."""
 
-    def at(self, grid) -> GridGeometry:
+    def at(self, grid: ArrayLike) -> GridGeometry:
         """The geometry of this space on ``grid`` (checked: strictly increasing, in [0, 1])."""
         grid = check_grid(grid)
         return self._geometry(tuple(grid.tolist()))
@@ -146,15 +148,15 @@ class GridGeometry:
         """Number d of Cameron–Martin coordinates."""
         return self.Phi.shape[1]
 
-    def values(self, coef) -> np.ndarray:
+    def values(self, coef: ArrayLike) -> np.ndarray:
         """Grid values Phi @ coef, shape (..., T)."""
         return np.asarray(coef) @ self.Phi.T
 
-    def evaluate(self, coef, t) -> np.ndarray:
+    def evaluate(self, coef: ArrayLike, t: ArrayLike) -> np.ndarray:
         """Evaluate the function(s) with coordinates ``coef`` at points ``t``."""
         return self.space._evaluate(self, np.asarray(coef, dtype=float), check_points(t))
 
-    def coef_from_values(self, values) -> np.ndarray:
+    def coef_from_values(self, values: ArrayLike) -> np.ndarray:
         """Coordinates of the function that best matches ``values`` on the grid.
 
         For ``KernelSpace`` this is the minimum-norm interpolant (β = K_T^{-1/2} f);
@@ -165,7 +167,7 @@ class GridGeometry:
             values.shape[:-1] + (self.dim,)
         )
 
-    def error(self, coef, target) -> np.ndarray:
+    def error(self, coef: ArrayLike, target: ArrayLike) -> np.ndarray:
         """Squared error of coordinates ``coef`` against ``target`` (..., d).
 
         IMSE (eq. 7) for H_m — by orthonormality, ∫(f̃ - f̄)² = ||θ̃ - θ̄||²;
@@ -225,13 +227,13 @@ class OrthonormalSpace(FunctionSpace):
     metric = "IMSE"
     kind: ClassVar[str]
 
-    def __init__(self, m: int):
+    def __init__(self, m: int) -> None:
         self.m = check_int(m, "m", 1)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(m={self.m})"
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.m == self.m
 
     def __hash__(self) -> int:
@@ -243,10 +245,10 @@ class OrthonormalSpace(FunctionSpace):
         return self.m
 
     @abstractmethod
-    def basis(self, t) -> np.ndarray:
+    def basis(self, t: ArrayLike) -> np.ndarray:
         """φ(t) for each point: shape (len(t), m)."""
 
-    def design(self, grid) -> np.ndarray:
+    def design(self, grid: ArrayLike) -> np.ndarray:
         """Design matrix Φ = [φ_k(t_j)] of shape (T, m) (§4.2.1)."""
         return self.at(grid).Phi
 
@@ -254,31 +256,34 @@ class OrthonormalSpace(FunctionSpace):
         """Geometry on a checked grid; checks Assumption A.3."""
         return _basis_geometry(self, grid)
 
-    def norm(self, coef) -> np.ndarray:
+    def norm(self, coef: ArrayLike) -> np.ndarray:
         """Cameron–Martin (= L²[0,1]) norm of θᵀφ: ||θ||_2."""
         return np.linalg.norm(np.asarray(coef, dtype=float), axis=-1)
 
-    def evaluate(self, coef, t) -> np.ndarray:
+    def evaluate(self, coef: ArrayLike, t: ArrayLike) -> np.ndarray:
         """(..., m) coefficients -> (..., len(t)) function values."""
         coef = np.asarray(coef, dtype=float)
         if coef.shape[-1] != self.m:
             raise ValueError(f"coef's last axis must have length m={self.m}, got {coef.shape[-1]}")
         return coef @ self.basis(t).T
 
-    def _evaluate(self, geom, coef, t):
+    def _evaluate(self, geom: GridGeometry, coef: np.ndarray, t: np.ndarray) -> np.ndarray:
         return self.evaluate(coef, t)
 
-    def _quadrature(self, func, t, w) -> np.ndarray:
+    def _quadrature(
+        self, func: Callable[[np.ndarray], ArrayLike], t: np.ndarray, w: np.ndarray
+    ) -> np.ndarray:
         if not callable(func):
             raise TypeError("func must be callable, e.g. a Release or lambda t: ...")
         vals = np.asarray(func(t), dtype=float)
         return (vals * w) @ self.basis(t)
 
-    def sample_gaussian(self, rng, size=()) -> np.ndarray:
+    def sample_gaussian(
+        self, rng: np.random.Generator, size: int | Sequence[int] = ()
+    ) -> np.ndarray:
         """Coefficients ξ ~ N(0, I_m) of Z_m = Σ ξ_k φ_k (Example 1): shape size + (m,)."""
         rng = check_rng(rng)
-        size = (size,) if np.isscalar(size) else tuple(size)
-        return rng.standard_normal(size + (self.m,))
+        return rng.standard_normal(_shape(size) + (self.m,))
 
 
 class LegendreSpace(OrthonormalSpace):
@@ -308,13 +313,15 @@ class LegendreSpace(OrthonormalSpace):
 
     kind = "legendre"
 
-    def basis(self, t) -> np.ndarray:
+    def basis(self, t: ArrayLike) -> np.ndarray:
         """φ(t) for each point: shape (len(t), m)."""
         t = check_points(t)
         V = _leg.legvander(2.0 * t - 1.0, self.m - 1)
         return V * np.sqrt(2.0 * np.arange(1, self.m + 1) - 1.0)
 
-    def project(self, func, *, nodes: int | None = None) -> np.ndarray:
+    def project(
+        self, func: Callable[[np.ndarray], ArrayLike], *, nodes: int | None = None
+    ) -> np.ndarray:
         """Coefficients θ_k = ∫ f φ_k of a callable by Gauss–Legendre quadrature.
 
         Exact for polynomials of degree < 2·nodes - m + 1; the default uses
@@ -355,7 +362,7 @@ class FourierSpace(OrthonormalSpace):
 
     kind = "fourier"
 
-    def basis(self, t) -> np.ndarray:
+    def basis(self, t: ArrayLike) -> np.ndarray:
         """φ(t) for each point: shape (len(t), m)."""
         t = check_points(t)
         k = np.arange(1, self.m)  # columns 2, ..., m
@@ -364,7 +371,9 @@ class FourierSpace(OrthonormalSpace):
         waves = np.where(k % 2 == 1, np.cos(angle), np.sin(angle)) * np.sqrt(2.0)
         return np.concatenate([np.ones((t.size, 1)), waves], axis=1)
 
-    def project(self, func, *, nodes: int | None = None) -> np.ndarray:
+    def project(
+        self, func: Callable[[np.ndarray], ArrayLike], *, nodes: int | None = None
+    ) -> np.ndarray:
         """Coefficients θ_k = ∫ f φ_k of a callable by the trapezoidal rule on a period.
 
         With N equally spaced nodes t = 0, 1/N, …, (N-1)/N the rule is exact for
@@ -413,16 +422,16 @@ class Kernel:
 
     name = "kernel"
 
-    def __call__(self, s, t) -> np.ndarray:  # pragma: no cover - abstract
+    def __call__(self, s: ArrayLike, t: ArrayLike) -> np.ndarray:  # pragma: no cover - abstract
         """K(s, t), broadcasting ``s`` against ``t``."""
         raise NotImplementedError
 
-    def diag(self, t) -> np.ndarray:
+    def diag(self, t: ArrayLike) -> np.ndarray:
         """K(t, t) at each point of ``t``."""
         t = np.asarray(t, dtype=float)
         return self(t, t)
 
-    def gram(self, points) -> np.ndarray:
+    def gram(self, points: ArrayLike) -> np.ndarray:
         """The Gram matrix [K(p_j, p_k)] of ``points``."""
         points = np.asarray(points, dtype=float)
         return self(points[:, None], points[None, :])
@@ -437,7 +446,7 @@ class GaussianKernel(Kernel):
 
     name = "gaussian"
 
-    def __init__(self, rho: float):
+    def __init__(self, rho: float) -> None:
         rho = check_positive(rho, "rho")
         if not RHO_RANGE[0] <= rho <= RHO_RANGE[1]:
             raise ValueError(
@@ -446,23 +455,23 @@ class GaussianKernel(Kernel):
             )
         self.rho = rho
 
-    def __call__(self, s, t):
+    def __call__(self, s: ArrayLike, t: ArrayLike) -> np.ndarray:
         """K(s, t), broadcasting ``s`` against ``t``."""
         s = np.asarray(s, dtype=float)
         t = np.asarray(t, dtype=float)
         return np.exp(-((s - t) ** 2) / (2.0 * self.rho**2))
 
-    def diag(self, t):
+    def diag(self, t: ArrayLike) -> np.ndarray:
         """K(t, t) = 1 at each point of ``t``."""
         return np.ones_like(np.asarray(t, dtype=float))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"gaussian_kernel(rho={self.rho!r})"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, GaussianKernel) and other.rho == self.rho
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(("gaussian", self.rho))
 
 
@@ -474,21 +483,21 @@ class BrownianKernel(Kernel):
 
     name = "brownian"
 
-    def __call__(self, s, t):
+    def __call__(self, s: ArrayLike, t: ArrayLike) -> np.ndarray:
         """K(s, t) = min(s, t), broadcasting ``s`` against ``t``."""
         return np.minimum(np.asarray(s, dtype=float), np.asarray(t, dtype=float))
 
-    def diag(self, t):
+    def diag(self, t: ArrayLike) -> np.ndarray:
         """K(t, t) = t at each point of ``t``."""
         return np.asarray(t, dtype=float).copy()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "brownian_kernel()"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, BrownianKernel)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash("brownian")
 
 
@@ -527,7 +536,7 @@ class KernelSpace(FunctionSpace):
 
     metric = "MSE"
 
-    def __init__(self, kernel: Kernel, *, floor: float = EIGEN_FLOOR, regularize: bool = False):
+    def __init__(self, kernel: Kernel, *, floor: float = EIGEN_FLOOR, regularize: bool = False) -> None:
         if not isinstance(kernel, Kernel):
             raise TypeError(
                 f"kernel must be a dpfda Kernel (gaussian_kernel(rho) or brownian_kernel()), "
@@ -539,21 +548,21 @@ class KernelSpace(FunctionSpace):
             raise TypeError("regularize must be True or False")
         self.regularize = regularize
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"KernelSpace({self.kernel!r})"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return (isinstance(other, KernelSpace) and other.kernel == self.kernel
                 and other.floor == self.floor and other.regularize == self.regularize)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(("KernelSpace", self.kernel, self.floor, self.regularize))
 
-    def gram(self, grid) -> np.ndarray:
+    def gram(self, grid: ArrayLike) -> np.ndarray:
         """K_T = [K(t_j, t_k)] on a grid."""
         return self.kernel.gram(check_grid(grid))
 
-    def sqrt_gram(self, grid) -> np.ndarray:
+    def sqrt_gram(self, grid: ArrayLike) -> np.ndarray:
         """K_T^{1/2} (symmetric square root by eigendecomposition)."""
         return self.at(grid).Phi
 
@@ -561,26 +570,37 @@ class KernelSpace(FunctionSpace):
         """Geometry on a checked grid; checks Assumption A.4."""
         return _kernel_geometry(self, grid)
 
-    def rkhs_norm(self, alpha, points) -> np.ndarray:
+    def rkhs_norm(self, alpha: ArrayLike, points: ArrayLike) -> np.ndarray:
         """||Σ α_j K(p_j, ·)||_H = sqrt(αᵀ K α) for kernel sections at ``points``."""
         alpha = np.asarray(alpha, dtype=float)
         K = self.kernel.gram(np.asarray(points, dtype=float))
         q = np.einsum("...i,ij,...j->...", alpha, K, alpha)
         return np.sqrt(np.maximum(q, 0.0))
 
-    def _evaluate(self, geom, coef, t):
+    # A KernelSpace is only ever handed its own geometry (built by _geometry).
+    def _evaluate(  # type: ignore[override]
+        self, geom: KernelGeometry, coef: np.ndarray, t: np.ndarray
+    ) -> np.ndarray:
         if coef.shape[-1] != geom.T:
             raise ValueError(f"coef's last axis must have length T={geom.T}, got {coef.shape[-1]}")
         alpha = coef @ geom.Phi_inv  # K_T^{-1/2} β (symmetric)
         return alpha @ self.kernel(geom.grid[:, None], t[None, :])
 
-    def sample_gaussian(self, rng, t, size=()) -> np.ndarray:
+    def sample_gaussian(
+        self, rng: np.random.Generator, t: ArrayLike, size: int | Sequence[int] = ()
+    ) -> np.ndarray:
         """Draw Z_K ~ GP(0, K) at points ``t``: shape size + (len(t),) (Example 2)."""
         rng = check_rng(rng)
         t = check_points(t)
-        size = (size,) if np.isscalar(size) else tuple(size)
         root = _psd_sqrt(self.kernel.gram(t))
-        return rng.standard_normal(size + (t.size,)) @ root.T
+        return rng.standard_normal(_shape(size) + (t.size,)) @ root.T
+
+
+def _shape(size: int | Sequence[int]) -> tuple[int, ...]:
+    """A draw's ``size`` as a shape tuple: a scalar count ``k`` becomes ``(k,)``."""
+    if np.isscalar(size):
+        return (cast(int, size),)
+    return tuple(cast(Sequence[int], size))
 
 
 def _psd_sqrt(C: np.ndarray) -> np.ndarray:

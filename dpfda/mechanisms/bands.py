@@ -32,11 +32,18 @@ The standard deviations, by mechanism (E(t) is the map from coordinates to the v
 from __future__ import annotations
 
 from statistics import NormalDist
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_points, check_positive
 from ..maths.spaces import KernelSpace
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from .pipelines import Release
 
 __all__ = ["BAND_COVERS", "noise_sd", "band_z", "band_is_exact", "plot_band"]
 
@@ -49,7 +56,7 @@ BAND_COVERS = (
 """What a noise band covers, in the words a record and a figure use."""
 
 
-def band_z(level) -> float:
+def band_z(level: float) -> float:
     """The standard normal quantile z with P(abs(Z) <= z) = ``level`` (in (0, 1))."""
     level = check_positive(level, "level")
     if not level < 1.0:
@@ -57,12 +64,12 @@ def band_z(level) -> float:
     return NormalDist().inv_cdf(0.5 + level / 2.0)
 
 
-def _coordinate_map(release, t: np.ndarray) -> np.ndarray:
+def _coordinate_map(release: Release, t: np.ndarray) -> np.ndarray:
     """E (d, len(t)): value at t = coefᵀ E, the release's own evaluation, applied to I_d."""
     return release.geometry.evaluate(np.eye(release.geometry.dim), t)
 
 
-def noise_sd(release, t, *, residual: bool = False) -> np.ndarray:
+def noise_sd(release: Release, t: ArrayLike, *, residual: bool = False) -> np.ndarray:
     """Standard deviation of the privacy noise of ``release(t)`` at each point of ``t`` (in [0, 1]).
 
     ``residual``: whether an RKHS FTP release draws its Gaussian-process residual off the
@@ -86,7 +93,7 @@ def noise_sd(release, t, *, residual: bool = False) -> np.ndarray:
     return np.linalg.norm(G, axis=1)
 
 
-def band_is_exact(release) -> bool:
+def band_is_exact(release: Release) -> bool:
     """Whether :func:`noise_sd` is the exact law of the release's noise.
 
     Always for FTP; for PTF when no fit reached the ball (``release.active`` all False).
@@ -96,8 +103,9 @@ def band_is_exact(release) -> bool:
     return not bool(np.any(release.active))
 
 
-def plot_band(points, values, sd, *, level=0.95, ax=None, xlabel="t", ylabel="released mean",
-              title=None):
+def plot_band(points: ArrayLike, values: ArrayLike, sd: ArrayLike, *, level: float = 0.95,
+              ax: Axes | None = None, xlabel: str = "t", ylabel: str = "released mean",
+              title: str | None = None) -> Axes:
     """Draw a released curve with its band values ± z·sd of the privacy noise; returns the axes.
 
     ``points``, ``values`` and ``sd`` are in the same units (a record's ``curve`` and

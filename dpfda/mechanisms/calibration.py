@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_positive
 from ..maths.summation import calibration_factor
@@ -63,7 +64,7 @@ OpenDP accounts in zero-concentrated DP, ρ = μ²/2; below 2^-510, μ²/2 is no
 float (it underflows towards 0), so no sampler scale can be checked against it."""
 
 
-def _short(x) -> str:
+def _short(x: ArrayLike) -> str:
     a = np.asarray(x, dtype=float)
     return repr(float(a)) if a.ndim == 0 else f"[{float(a.min())!r} … {float(a.max())!r}]"
 
@@ -76,7 +77,7 @@ def _check_bound(b: np.ndarray, bound_name: str) -> None:
         )
 
 
-def _check_scale(sigma, b, what: str, formula: str) -> None:
+def _check_scale(sigma: float | np.ndarray, b: np.ndarray | None, what: str, formula: str) -> None:
     """σ must be a normal float, at most PARAM_MAX and at least NOISE_RESOLUTION·bound."""
     if not np.all(np.isfinite(sigma)) or np.any(sigma > PARAM_MAX):
         raise ValueError(
@@ -95,8 +96,9 @@ def _check_scale(sigma, b, what: str, formula: str) -> None:
         )
 
 
-def noise_scale(bound, factor, n: int, mu: float, bound_name: str, rounding: float = 0.0,
-                *, what: str | None = None, public_bound: bool = True):
+def noise_scale(bound: ArrayLike, factor: float | None, n: int, mu: float, bound_name: str,
+                rounding: float = 0.0, *, what: str | None = None,
+                public_bound: bool = True) -> np.ndarray:
     """σ = 2·bound·factor/(n·μ) (``factor=None``: 1), on mantissas and exponents.
 
     ``bound`` is B' (FTP, Theorem 6), c_j (PTF, Proposition 9; ``factor`` = √T) or a
@@ -127,7 +129,7 @@ def noise_scale(bound, factor, n: int, mu: float, bound_name: str, rounding: flo
     return sigma
 
 
-def gaussian_sigma(sensitivity, mu, *, rounding: float = 0.0) -> float:
+def gaussian_sigma(sensitivity: float, mu: float, *, rounding: float = 0.0) -> float:
     """Noise scale σ = Δ/μ of the Gaussian mechanism (Proposition 4), overflow-safe.
 
     ``sensitivity`` is the ℓ₂ (or Cameron–Martin, Theorem 6) sensitivity Δ > 0 of the
@@ -154,7 +156,7 @@ def gaussian_sigma(sensitivity, mu, *, rounding: float = 0.0) -> float:
     return sigma
 
 
-def declared_sensitivity(bound, n: int, rounding: float = 0.0, factor: float | None = None) -> float:
+def declared_sensitivity(bound: float, n: int, rounding: float = 0.0, factor: float | None = None) -> float:
     """The sensitivity told to OpenDP: 2·bound·factor/n, times σ's rounding factor.
 
     The same factor :func:`noise_scale` puts on σ, so OpenDP's map gives

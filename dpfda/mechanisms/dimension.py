@@ -24,13 +24,15 @@ the rule can detect that, since detecting it would mean looking at the private d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import as_float_array, check_grid, check_int, check_positive
 from ..maths.curves import Curves
-from ..maths.spaces import OrthonormalSpace
+from ..maths.spaces import FunctionSpace, OrthonormalSpace
 from .calibration import noise_scale
 from .pipelines import check_radius
 
@@ -52,7 +54,7 @@ class PublicDimension:
     risk: np.ndarray
 
 
-def _proxy_values(proxy, grid: np.ndarray) -> np.ndarray:
+def _proxy_values(proxy: ArrayLike | Curves, grid: np.ndarray) -> np.ndarray:
     if isinstance(proxy, Curves):
         if not proxy.common:
             raise ValueError("proxy is measured at its own points: put it on the public grid first "
@@ -74,7 +76,9 @@ def _proxy_values(proxy, grid: np.ndarray) -> np.ndarray:
     return values
 
 
-def public_dimension(proxy, grid, space_family, n, mu, radius, *, m_max) -> PublicDimension:
+def public_dimension(proxy: ArrayLike | Curves, grid: ArrayLike,
+                     space_family: Callable[[int], FunctionSpace], n: int, mu: float,
+                     radius: float, *, m_max: int) -> PublicDimension:
     """The m in 1..m_max minimising Σ_{k>m} θ_k² + m·σ² on a public proxy (see module).
 
     Parameters

@@ -34,15 +34,21 @@ alone, so the guarantee stands).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_rng, check_secure
 from ..maths.curves import Curves
 from ..maths.fitting import BallLeastSquares
-from ..maths.spaces import OrthonormalSpace
+from ..maths.spaces import FunctionSpace, OrthonormalSpace
 from ..maths.summation import fixed_point_ball_mean
 from .calibration import check_secure_budget
 from .pipelines import Release, check_radius
+
+if TYPE_CHECKING:
+    from .mechanism import Mechanism
 
 __all__ = ["DISPLAY_POINTS", "IrregularPTFError", "check_own_points_space", "irregular_fit_mean", "public_grid",
            "release_curves"]
@@ -55,7 +61,8 @@ class IrregularPTFError(ValueError):
     """PTF was given curves measured at their own points (it needs one common grid)."""
 
 
-def public_grid(X, grid, space=None) -> np.ndarray:
+def public_grid(X: ArrayLike | Curves, grid: ArrayLike | None,
+                space: FunctionSpace | None = None) -> ArrayLike | None:
     """The grid a mechanism is built on: ``grid``, or for a ``Curves`` given none, its own.
 
     Common-grid curves: their grid on [0, 1].  Curves on their own points: ``DISPLAY_POINTS``
@@ -68,7 +75,7 @@ def public_grid(X, grid, space=None) -> np.ndarray:
     return np.linspace(0.0, 1.0, DISPLAY_POINTS) if grid is None else grid
 
 
-def check_own_points_space(space) -> None:
+def check_own_points_space(space: object) -> None:
     """Curves on their own points are fitted in an orthonormal H_m; a kernel space is refused by name."""
     if not isinstance(space, OrthonormalSpace):
         raise TypeError(
@@ -87,7 +94,7 @@ def _subject_fit(space: OrthonormalSpace, t: np.ndarray, x: np.ndarray, radius: 
     return BallLeastSquares(Phi).solve(x, radius).coef
 
 
-def irregular_fit_mean(curves: Curves, space, radius) -> np.ndarray:
+def irregular_fit_mean(curves: Curves, space: FunctionSpace, radius: float) -> np.ndarray:
     """The mean over subjects of the fits in the ball, each on the subject's own points (m,).
 
     Subjects with the same points share one solver (a common grid with a few gaps costs
@@ -96,6 +103,7 @@ def irregular_fit_mean(curves: Curves, space, radius) -> np.ndarray:
     if not isinstance(curves, Curves):
         raise TypeError(f"curves must be a dpfda Curves, got {type(curves).__name__}")
     check_own_points_space(space)
+    space = cast(OrthonormalSpace, space)  # checked just above
     radius = check_radius(radius)
     subjects = curves.subjects()
     groups: dict = {}
@@ -109,7 +117,7 @@ def irregular_fit_mean(curves: Curves, space, radius) -> np.ndarray:
     return fixed_point_ball_mean(fits, np.eye(space.m), radius)
 
 
-def release_curves(mech, curves: Curves, rng, *, secure: bool) -> Release:
+def release_curves(mech: Mechanism, curves: Curves, rng: np.random.Generator | None, *, secure: bool) -> Release:
     """``mech.release`` of a ``Curves``: its values on the mechanism's grid, or FTP's own-points fit.
 
     FTP on an orthonormal space fits curves that are not on its grid (their own points, or

@@ -10,13 +10,14 @@ noise :math:`\sigma Z`, :math:`Z\sim\mathcal N(0, I_m)`.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import as_float_array, check_positive
 
 __all__ = ["james_stein", "ball_projection"]
 
 
-def _rows(coef) -> np.ndarray:
+def _rows(coef: ArrayLike) -> np.ndarray:
     x = as_float_array(coef, "coef")
     if x.ndim not in (1, 2):
         raise ValueError(f"coef must have shape (m,) or (r, m), got shape {x.shape}")
@@ -25,7 +26,7 @@ def _rows(coef) -> np.ndarray:
     return x
 
 
-def james_stein(coef, sigma: float) -> np.ndarray:
+def james_stein(coef: ArrayLike, sigma: float) -> np.ndarray:
     """Positive-part James–Stein shrinkage of ``coef`` towards zero.
 
     ``coef``: one release (shape ``(m,)``) or a stack of releases (shape ``(r, m)``), with
@@ -44,7 +45,7 @@ def james_stein(coef, sigma: float) -> np.ndarray:
     return np.maximum(factor, 0.0) * x
 
 
-def ball_projection(coef, radius: float) -> np.ndarray:
+def ball_projection(coef: ArrayLike, radius: float) -> np.ndarray:
     """Euclidean projection of each row of ``coef`` onto the ball of the given ``radius``."""
     radius = check_positive(radius, "radius")
     x = _rows(coef)

@@ -35,12 +35,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_positive
 from ..maths.curves import Curves
 from ..maths.fitting import BallLeastSquares
+from ..maths.spaces import FunctionSpace, OrthonormalSpace
 from .irregular import check_own_points_space
 from .mechanism import ftp
 from .pipelines import Release, check_radius
@@ -50,7 +53,7 @@ __all__ = ["PrivateRadius", "public_radius", "gdp_of_pure_dp", "fitted_norms", "
            "ftp_private_radius"]
 
 
-def public_radius(lower, upper) -> float:
+def public_radius(lower: float, upper: float) -> float:
     """B' = max(abs(L), abs(U)) for curves whose values all lie in the public range [L, U] (see module)."""
     lo, hi = float(lower), float(upper)
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
@@ -77,7 +80,7 @@ def _gdp_dominates(mu: float, eps: float, points: int = 4000) -> bool:
 
 
 @lru_cache(maxsize=256)  # a pure function of ε; ftp_private_radius's search asks the same values each call
-def gdp_of_pure_dp(epsilon) -> float:
+def gdp_of_pure_dp(epsilon: float) -> float:
     """A μ (within 1e-6 of the smallest) such that every ε-DP mechanism is μ-GDP.
 
     Bisection on μ of the rigorous check of the module docstring; the returned μ passes it.
@@ -101,7 +104,8 @@ def gdp_of_pure_dp(epsilon) -> float:
     return hi
 
 
-def fitted_norms(X, grid, space, radius_max) -> np.ndarray:
+def fitted_norms(X: ArrayLike | Curves, grid: ArrayLike | None, space: FunctionSpace,
+                 radius_max: float) -> np.ndarray:
     """||θ̂_i|| of each curve's fit in the public ball of radius ``radius_max``: (n,), in [0, radius_max].
 
     ``X``: an array (n, T) on ``grid``, or a :class:`dpfda.Curves` (each subject on its points).
@@ -109,6 +113,7 @@ def fitted_norms(X, grid, space, radius_max) -> np.ndarray:
     """
     radius_max = check_radius(radius_max)
     check_own_points_space(space)
+    space = cast(OrthonormalSpace, space)  # checked just above
     if isinstance(X, Curves):
         rows = []
         for t, x in X.subjects():
@@ -118,13 +123,14 @@ def fitted_norms(X, grid, space, radius_max) -> np.ndarray:
             rows.append(np.linalg.norm(BallLeastSquares(Phi).solve(x, radius_max).coef) if ok else 0.0)
         norms = np.array(rows)
     else:
-        geom = space.at(grid)
+        geom = space.at(grid)  # type: ignore[arg-type]  # None: check_grid's named TypeError
         norms = np.linalg.norm(BallLeastSquares(geom.Phi).solve(np.asarray(X, dtype=float), radius_max).coef,
                                axis=-1)
     return np.minimum(norms, radius_max)
 
 
-def private_radius(norms, candidates, epsilon, quantile=0.9) -> float:
+def private_radius(norms: ArrayLike, candidates: ArrayLike, epsilon: float,
+                   quantile: float = 0.9) -> float:
     """OpenDP's ε-DP quantile of ``norms`` over the public ``candidates``: one of the candidates.
 
     ``norms`` (n,) are per-record values in [0, max(candidates)] (:func:`fitted_norms`); n is
@@ -143,7 +149,7 @@ def private_radius(norms, candidates, epsilon, quantile=0.9) -> float:
     values = [float(v) for v in np.clip(np.asarray(norms, dtype=float), 0.0, cands[-1])]
     domain = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(values))
 
-    def make(scale):
+    def make(scale: float) -> Any:  # an opendp Measurement (opendp is untyped)
         return dp.m.make_private_quantile(domain, dp.symmetric_distance(), dp.max_divergence(),
                                           candidates=[float(c) for c in cands], alpha=float(quantile),
                                           scale=scale)
@@ -170,8 +176,10 @@ class PrivateRadius:
     mu_total: float
 
 
-def ftp_private_radius(X, grid, space, mu, *, radius_max, share=0.2, quantile=0.9, candidates=None,
-                       secure=True, rng=None) -> PrivateRadius:
+def ftp_private_radius(X: ArrayLike | Curves, grid: ArrayLike | None, space: FunctionSpace,
+                       mu: float, *, radius_max: float, share: float = 0.2,
+                       quantile: float = 0.9, candidates: ArrayLike | None = None,
+                       secure: bool = True, rng: np.random.Generator | None = None) -> PrivateRadius:
     """FTP with B' a private quantile of the fitted norms; μ-GDP in total (see module).
 
     A ``share`` of μ² goes to the quantile (μ_q = μ·sqrt(share)), the rest to FTP

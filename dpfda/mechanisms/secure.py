@@ -34,7 +34,11 @@ OpenDP is a run-time dependency of dpfda (``pip install .`` installs it).
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import as_float_array, check_positive
 from .calibration import PARAM_MAX, check_secure_budget
@@ -48,7 +52,7 @@ __all__ = [
 ]
 
 
-def _opendp():
+def _opendp() -> ModuleType:
     try:
         import opendp.prelude as dp
     except ImportError as exc:  # pragma: no cover - exercised only without opendp
@@ -71,7 +75,7 @@ def opendp_available() -> bool:
     return True
 
 
-def gaussian_measurement(scale: float):
+def gaussian_measurement(scale: float) -> Any:  # an opendp Measurement (opendp is untyped)
     """OpenDP's vector Gaussian mechanism with standard deviation ``scale``.
 
     The input space is float vectors without NaN under the ℓ₂ distance
@@ -85,7 +89,7 @@ def gaussian_measurement(scale: float):
     return space >> dp.m.then_gaussian(scale=scale)
 
 
-def gaussian_release(values, scale: float, sensitivity: float, mu: float) -> np.ndarray:
+def gaussian_release(values: ArrayLike, scale: float, sensitivity: float, mu: float) -> np.ndarray:
     """``values`` + N(0, scale²) noise in every coordinate, drawn by OpenDP.
 
     Parameters
@@ -118,7 +122,7 @@ def gaussian_release(values, scale: float, sensitivity: float, mu: float) -> np.
         f"sensitivity={sensitivity:.6g} at mu={mu:.6g}")
 
 
-def laplace_measurement(scale: float):
+def laplace_measurement(scale: float) -> Any:  # an opendp Measurement (opendp is untyped)
     """OpenDP's vector Laplace mechanism with scale ``scale`` (pure DP under the ℓ₁ distance).
 
     ``meas.map(Δ₁)`` is ε = Δ₁/scale.
@@ -129,7 +133,7 @@ def laplace_measurement(scale: float):
     return space >> dp.m.then_laplace(scale=scale)
 
 
-def laplace_release(values, scale: float, sensitivity: float, epsilon: float) -> np.ndarray:
+def laplace_release(values: ArrayLike, scale: float, sensitivity: float, epsilon: float) -> np.ndarray:
     """``values`` + Laplace(scale) noise in every coordinate, drawn by OpenDP.
 
     ``values`` must be real, finite and at most 2^960 in magnitude, ``scale`` at
@@ -149,7 +153,7 @@ def laplace_release(values, scale: float, sensitivity: float, epsilon: float) ->
         f"sensitivity={sensitivity:.6g}")
 
 
-def _check_values(values) -> np.ndarray:
+def _check_values(values: ArrayLike) -> np.ndarray:
     """The vector(s) to release: real, finite, of magnitude at most 2^960 (``PARAM_MAX``)."""
     values = as_float_array(values, "values")
     if not np.all(np.isfinite(values)):
@@ -162,7 +166,7 @@ def _check_values(values) -> np.ndarray:
     return values
 
 
-def _check_scale(scale) -> float:
+def _check_scale(scale: float) -> float:
     scale = check_positive(scale, "scale")
     if scale > PARAM_MAX:
         raise ValueError(f"scale must be at most 2^960 ≈ 9.7e288 (so a noisy value stays finite), "
@@ -170,7 +174,7 @@ def _check_scale(scale) -> float:
     return scale
 
 
-def _checked_release(values, meas, sensitivity: float, budget: float, refusal: str) -> np.ndarray:
+def _checked_release(values: np.ndarray, meas: Any, sensitivity: float, budget: float, refusal: str) -> np.ndarray:
     """``meas`` applied to every vector of ``values`` (last axis), after OpenDP's privacy map.
 
     The map of ``sensitivity`` must not exceed ``budget`` (up to rounding); otherwise a

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_int, check_nonnegative, check_positive, check_rng
 from ..maths.spaces import GridGeometry, KernelGeometry, LegendreGeometry
@@ -64,7 +65,7 @@ class Bound:
         return float(self.value)
 
 
-def _is_legendre(geometry) -> bool:
+def _is_legendre(geometry: GridGeometry) -> bool:
     """The kind of space, decided one way: H_m (True) or an RKHS (False)."""
     if isinstance(geometry, LegendreGeometry):
         return True
@@ -76,12 +77,14 @@ def _is_legendre(geometry) -> bool:
     )
 
 
-def _common(geometry, radius, n, mu):
+def _common(geometry: GridGeometry, radius: float, n: int, mu: float) -> tuple[float, int, float]:
     _is_legendre(geometry)
     return (check_positive(radius, "radius"), check_int(n, "n", 1), check_positive(mu, "mu"))
 
 
-def _bound_args(geometry, B, radius, n, mu, sigma0=0.0):
+def _bound_args(
+    geometry: GridGeometry, B: float, radius: float, n: int, mu: float, sigma0: float = 0.0
+) -> tuple[float, int, float, float, float]:
     """The checked arguments of a bound: (B', n, μ, B, σ₀)."""
     radius, n, mu = _common(geometry, radius, n, mu)
     return radius, n, mu, check_positive(B, "B"), check_nonnegative(sigma0, "sigma0")
@@ -100,13 +103,13 @@ def tau(radius: float, T: int, n: int, mu: float) -> float:
     return float(ptf_sigmas(n, np.full(T, check_positive(radius, "radius")), mu)[0])
 
 
-def ptf_A(geometry: GridGeometry, weights=None) -> np.ndarray:
+def ptf_A(geometry: GridGeometry, weights: ArrayLike | None = None) -> np.ndarray:
     """A = ΦᵀWΦ with the default W = diag(a_j^{-2}) (Theorems 11, 14)."""
     w = ptf_default_weights(geometry) if weights is None else np.asarray(weights, dtype=float)
     return geometry.Phi.T @ (w[:, None] * geometry.Phi)
 
 
-def ftp_noiseless_error(geometry: GridGeometry, radius, n, mu) -> float:
+def ftp_noiseless_error(geometry: GridGeometry, radius: float, n: int, mu: float) -> float:
     """Exact noiseless FTP error for B' >= B.
 
     H_m: IMSE = 4mB'²/(n²μ²) (Theorem 10).  H_K: MSE = 4B'² tr(K_T)/(n²μ²T) (Theorem 13).
@@ -118,7 +121,7 @@ def ftp_noiseless_error(geometry: GridGeometry, radius, n, mu) -> float:
     return s2 * np.trace(geometry.Phi @ geometry.Phi.T) / geometry.T
 
 
-def ptf_unconstrained_error(geometry: GridGeometry, radius, n, mu) -> float:
+def ptf_unconstrained_error(geometry: GridGeometry, radius: float, n: int, mu: float) -> float:
     """PTF error when neither clipping nor the ball binds (σ₀ = 0).
 
     H_m: τ² tr(A⁻¹) (eq. 33).  H_K: τ² tr(W⁻¹)/T (eq. 60–61).
@@ -130,7 +133,7 @@ def ptf_unconstrained_error(geometry: GridGeometry, radius, n, mu) -> float:
     return t2 * np.sum(geometry.eval_norm**2) / geometry.T
 
 
-def chi2_tail_bound(m: int, x) -> tuple[np.ndarray, np.ndarray]:
+def chi2_tail_bound(m: int, x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Laurent–Massart: P(χ²_m >= m + 2 sqrt(m x) + 2x) <= exp(-x) (eq. 27).
 
     Returns the pair (threshold, bound) for each x >= 0.
@@ -146,7 +149,8 @@ def _remainder(delta_scaled: float, root_dim: float) -> float:
     return float(np.exp(-0.25 * (delta_scaled - root_dim) ** 2))
 
 
-def ftp_imse_bound(geometry: GridGeometry, B, radius, n, mu, sigma0) -> Bound:
+def ftp_imse_bound(geometry: GridGeometry, B: float, radius: float, n: int, mu: float,
+                   sigma0: float) -> Bound:
     """Theorem 10: upper bound on IMSE_FTP in H_m (exact when σ₀ = 0).
 
     σ₀ > 0 requires B' >= B + sqrt(m)σ₀/sqrt(λ_min(M)); σ₀ = 0 requires B' >= B.
@@ -170,7 +174,8 @@ def ftp_imse_bound(geometry: GridGeometry, B, radius, n, mu, sigma0) -> Bound:
                  f"B' = {radius:g} >= B + sqrt(m)σ₀/sqrt(λ_min(M)) = {need:g}", "Theorem 10")
 
 
-def ptf_imse_lower_bound(geometry: GridGeometry, B, radius, n, mu) -> Bound:
+def ptf_imse_lower_bound(geometry: GridGeometry, B: float, radius: float, n: int,
+                         mu: float) -> Bound:
     """Theorem 11 (eq. 10): lower bound on IMSE_PTF in H_m, σ₀ = 0.
 
     Requires B' >= B + τ sqrt(m)/sqrt(λ_min(A)).
@@ -189,7 +194,8 @@ def ptf_imse_lower_bound(geometry: GridGeometry, B, radius, n, mu) -> Bound:
                  f"B' = {radius:g} >= B + τ sqrt(m)/sqrt(λ_min(A)) = {need:g}", "Theorem 11")
 
 
-def ftp_mse_bound(geometry: GridGeometry, B, radius, n, mu, sigma0) -> Bound:
+def ftp_mse_bound(geometry: GridGeometry, B: float, radius: float, n: int, mu: float,
+                  sigma0: float) -> Bound:
     """Theorem 13 (eq. 58): upper bound on MSE_FTP in H_K (exact when σ₀ = 0).
 
     σ₀ > 0 requires B' >= B + σ₀ sqrt(T)/sqrt(λ_min(K_T)); σ₀ = 0 requires B' >= B.
@@ -210,7 +216,8 @@ def ftp_mse_bound(geometry: GridGeometry, B, radius, n, mu, sigma0) -> Bound:
                  f"B' = {radius:g} >= B + σ₀ sqrt(T)/sqrt(λ_min(K_T)) = {need:g}", "Theorem 13")
 
 
-def ptf_mse_lower_bound(geometry: GridGeometry, B, radius, n, mu) -> Bound:
+def ptf_mse_lower_bound(geometry: GridGeometry, B: float, radius: float, n: int,
+                        mu: float) -> Bound:
     """Theorem 14 (eq. 12): lower bound on MSE_PTF in H_K, σ₀ = 0.
 
     Requires B' >= B + τ sqrt(T)/sqrt(λ_min(A)), A = K_T^{1/2} W K_T^{1/2}.
@@ -246,7 +253,7 @@ def ratio_limit_upper(geometry: GridGeometry) -> float:
     return 1.0 / (geometry.dim if _is_legendre(geometry) else geometry.T)
 
 
-def quad_form_moments(Sigma, scale: float = 1.0) -> tuple[float, float]:
+def quad_form_moments(Sigma: ArrayLike, scale: float = 1.0) -> tuple[float, float]:
     """Mean and standard deviation of scale·||v||² for v ~ N(0, Σ).
 
     tr(Σ) and sqrt(2 tr(Σ²)), times ``scale``.  A release's error is such a
@@ -289,7 +296,7 @@ class IdenticalCurvesError:
     var_spread: float  # variance of the spread estimate
     draws: int
 
-    def estimate(self, n, mu) -> tuple[float, float]:
+    def estimate(self, n: int, mu: float) -> tuple[float, float]:
         """(error estimate, Monte Carlo standard error) at sample size n, budget μ."""
         n = check_int(n, "n", 1)
         privacy = ftp_noiseless_error(self.geometry, self.radius, n, mu)
@@ -298,7 +305,8 @@ class IdenticalCurvesError:
         return float(est), float(se)
 
 
-def ftp_identical_curves(geometry: GridGeometry, radius, coef, sigma0, draws, rng,
+def ftp_identical_curves(geometry: GridGeometry, radius: float, coef: ArrayLike, sigma0: float,
+                         draws: int, rng: np.random.Generator,
                          chunk: int = 200_000) -> IdenticalCurvesError:
     """Fit ``draws`` noisy copies of the curve with coordinates ``coef`` as FTP does.
 

@@ -55,7 +55,7 @@ def daily_temperatures(seed: int = DAILY_SEED) -> list[tuple[int, float, float]]
     return rows
 
 
-def write_example(name: str, path) -> str:
+def write_example(name: str, path: str | os.PathLike[str]) -> str:
     """Write the sample file ``name`` (a key of :data:`EXAMPLES`) to ``path``; a one-line description.
 
     Never overwrites: ``FileExistsError`` if ``path`` exists.  ``growth`` needs ``fdars``

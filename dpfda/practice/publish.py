@@ -34,17 +34,23 @@ import csv
 import numbers
 import os
 import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import as_float_array, check_data, check_positive, non_real_dtype
 from .._version import __version__
 from ..maths.curves import Curves
-from ..maths.spaces import BrownianKernel, GaussianKernel, KernelSpace, OrthonormalSpace
+from ..maths.spaces import BrownianKernel, FunctionSpace, GaussianKernel, KernelSpace, OrthonormalSpace
 from ..mechanisms.bands import BAND_COVERS, band_is_exact
 from ..mechanisms.pipelines import Release, ftp_fit_mean, ptf_clipped_mean
 from ..mechanisms.privacy import epsilon_from_mu
 from .realdata import Domain, PublicFrame
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CLIP_WARNING_SHARE",
@@ -88,7 +94,7 @@ _INFINITE = re.compile(r"[+-]?inf(inity)?", re.IGNORECASE)
 class _CsvTable:
     """A CSV file as text cells, checked: unique headers, as many fields as headers on every row."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str) -> None:
         self.where = repr(path)
         try:
             with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -121,16 +127,16 @@ class _CsvTable:
     def row(self, i: int) -> str:
         return f"row {i + 1} (line {self._lines[i]})"
 
-    def labels(self, name) -> list[str]:
+    def labels(self, name: str) -> list[str]:
         k = self.names.index(name)
         return [row[k].strip() for row in self._rows]
 
-    def numbers(self, name, text: bool = True) -> np.ndarray:
+    def numbers(self, name: str, text: bool = True) -> np.ndarray:
         k = self.names.index(name)
         return np.array([_cell(row[k], self, i, name) for i, row in enumerate(self._rows)], dtype=float)
 
 
-def _cell(text: str, table, i: int, name) -> float:
+def _cell(text: str, table: _CsvTable | _FrameTable, i: int, name: str) -> float:
     """A text cell as a number: decimal notation, or a missing value (NaN); anything else refused."""
     text = text.strip()
     if text.lower() in _MISSING:
@@ -151,7 +157,7 @@ def _cell(text: str, table, i: int, name) -> float:
 class _FrameTable:
     """A DataFrame, read by the rules of :class:`_CsvTable`: real numbers only, unique headers."""
 
-    def __init__(self, frame):
+    def __init__(self, frame: pd.DataFrame) -> None:
         self.where = "the DataFrame"
         if frame.columns.nlevels != 1:
             raise ValueError(f"{self.where}: its columns have {frame.columns.nlevels} levels; give one "
@@ -166,7 +172,7 @@ class _FrameTable:
     def row(self, i: int) -> str:
         return f"row {i + 1}"
 
-    def labels(self, name) -> list[str]:
+    def labels(self, name: str) -> list[str]:
         out = []
         for value in self._frame[name].tolist():
             try:
@@ -176,7 +182,7 @@ class _FrameTable:
             out.append("" if missing else str(value).strip())
         return out
 
-    def numbers(self, name, text: bool = False) -> np.ndarray:
+    def numbers(self, name: str, text: bool = False) -> np.ndarray:
         """The column as floats (NaN: missing); ``text=True`` also reads text cells as a CSV's."""
         column = self._frame[name]
         dtype = column.dtype
@@ -199,11 +205,11 @@ class _FrameTable:
         return arr
 
 
-def _is_real(value) -> bool:
+def _is_real(value: object) -> bool:
     return isinstance(value, (numbers.Real, np.number)) and not isinstance(value, (bool, np.bool_))
 
 
-def _read_table(source):
+def _read_table(source: str | os.PathLike[str] | pd.DataFrame) -> _CsvTable | _FrameTable:
     import pandas as pd
 
     if isinstance(source, pd.DataFrame):
@@ -213,7 +219,7 @@ def _read_table(source):
     raise TypeError(f"source must be a path to a CSV file or a pandas DataFrame, got {type(source).__name__}")
 
 
-def _header_point(label, where: str, id_hint: str) -> float:
+def _header_point(label: str | float, where: str, id_hint: str) -> float:
     text = label.strip() if isinstance(label, str) else label
     if isinstance(text, str) and _NUMBER.fullmatch(text):
         value = float(text)
@@ -227,7 +233,7 @@ def _header_point(label, where: str, id_hint: str) -> float:
     return value
 
 
-def _check_complete(X: np.ndarray, labels, points: np.ndarray, where: str, extra: str = "") -> None:
+def _check_complete(X: np.ndarray, labels: Sequence[str], points: np.ndarray, where: str, extra: str = "") -> None:
     missing = np.isnan(X)
     if missing.any():
         i, j = np.argwhere(missing)[0]
@@ -236,7 +242,7 @@ def _check_complete(X: np.ndarray, labels, points: np.ndarray, where: str, extra
                          + _MISSING_HELP)
 
 
-def _subjects(table, id, role: str) -> list[str]:
+def _subjects(table: _CsvTable | _FrameTable, id: str, role: str) -> list[str]:
     """The subject ids of the rows, as text: an empty id is refused by name."""
     labels = table.labels(id)
     for i, label in enumerate(labels):
@@ -246,8 +252,24 @@ def _subjects(table, id, role: str) -> list[str]:
     return labels
 
 
-def read_curves(source, *, layout: str = "wide", id=None, point: str = "point", value: str = "value",
-                combine: str | None = None, curves: bool = False, domain=None):
+@overload
+def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = ...,
+                id: str | None = ..., point: str = ..., value: str = ..., combine: str | None = ...,
+                curves: Literal[False] = ..., domain: Iterable[float] | None = ...,
+                ) -> tuple[np.ndarray, np.ndarray]: ...
+@overload
+def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = ...,
+                id: str | None = ..., point: str = ..., value: str = ..., combine: str | None = ...,
+                curves: Literal[True], domain: Iterable[float] | None = ...) -> Curves: ...
+@overload
+def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = ...,
+                id: str | None = ..., point: str = ..., value: str = ..., combine: str | None = ...,
+                curves: bool, domain: Iterable[float] | None = ...,
+                ) -> Any: ...  # a bool known at run time: Curves or (points, X), as typeshed does
+def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = "wide",
+                id: str | None = None, point: str = "point", value: str = "value",
+                combine: str | None = None, curves: bool = False,
+                domain: Iterable[float] | None = None) -> Curves | tuple[np.ndarray, np.ndarray]:
     """Curves on one common grid from a CSV file or a DataFrame, one per subject: ``(points, X)``.
 
     One subject gives one curve: the privacy unit of a release (its neighbouring datasets
@@ -327,7 +349,8 @@ def read_curves(source, *, layout: str = "wide", id=None, point: str = "point", 
     return Curves.from_masked(points, X, domain) if curves else (points, X)
 
 
-def _read_wide(table, id, combine, missing_ok: bool = False):
+def _read_wide(table: _CsvTable | _FrameTable, id: str | None, combine: str | None,
+               missing_ok: bool = False) -> tuple[np.ndarray, np.ndarray]:
     where, columns = table.where, list(table.names)
     if id is not None:
         if id not in columns:
@@ -363,7 +386,8 @@ def _read_wide(table, id, combine, missing_ok: bool = False):
                      points, where, order, missing_ok)
 
 
-def _read_long(table, id, point: str, value: str, combine, missing_ok: bool = False):
+def _read_long(table: _CsvTable | _FrameTable, id: str | None, point: str, value: str,
+               combine: str | None, missing_ok: bool = False) -> tuple[np.ndarray, np.ndarray]:
     where = table.where
     if id is None:
         raise ValueError("long form needs the subject column: id=... (--id on the command line)")
@@ -394,7 +418,9 @@ def _read_long(table, id, point: str, value: str, combine, missing_ok: bool = Fa
                      missing_ok)
 
 
-def _assemble(subjects, cols, vals, points, where, order, missing_ok: bool = False):
+def _assemble(subjects: Sequence[str], cols: np.ndarray, vals: np.ndarray, points: np.ndarray,
+              where: str, order: np.ndarray,
+              missing_ok: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Cells (subject, point column, value) as one curve per subject, in order of first appearance.
 
     A subject's values at one point are averaged, missing ones left out (one value: itself,
@@ -431,12 +457,12 @@ def _assemble(subjects, cols, vals, points, where, order, missing_ok: bool = Fal
     return points, X
 
 
-def _number(x) -> float | list:
+def _number(x: ArrayLike) -> float | list:
     arr = np.asarray(x, dtype=float)
     return float(arr) if arr.ndim == 0 else arr.tolist()
 
 
-def space_description(space) -> dict:
+def space_description(space: FunctionSpace) -> dict:
     """The public description of a function space: its kind and parameters (for JSON).
 
     Examples
@@ -476,7 +502,7 @@ def privacy_unit(combine: str | None = None) -> str:
     return f"one subject's curve{rule}, replaced by another curve; n public (the same for neighbouring datasets)"
 
 
-def _domain(frame, domain) -> Domain:
+def _domain(frame: PublicFrame | None, domain: Domain | None) -> Domain:
     """The domain of a frame, or ``domain`` (default [0, 1]), checked."""
     if frame is not None and not isinstance(frame, PublicFrame):
         raise TypeError(f"frame must be a dpfda PublicFrame, got {type(frame).__name__}")
@@ -489,7 +515,8 @@ def _domain(frame, domain) -> Domain:
     return domain
 
 
-def evaluation_points(at, *, frame=None, domain=None):
+def evaluation_points(at: ArrayLike, *, frame: PublicFrame | None = None,
+                      domain: Domain | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Public evaluation points checked against the domain: ``(at, t)``, in the data's units and on [0, 1].
 
     :func:`release_record` calls it; call it yourself before the release to check ``at``
@@ -503,7 +530,9 @@ def evaluation_points(at, *, frame=None, domain=None):
     return at, domain.to_unit(at)
 
 
-def release_record(release, at, *, frame=None, domain=None, deltas=DELTAS, combine=None) -> dict:
+def release_record(release: Release, at: ArrayLike, *, frame: PublicFrame | None = None,
+                   domain: Domain | None = None, deltas: Sequence[float] = DELTAS,
+                   combine: str | None = None) -> dict:
     """Everything to publish about one release, as a JSON-ready dictionary.
 
     Parameters
@@ -590,7 +619,7 @@ def release_record(release, at, *, frame=None, domain=None, deltas=DELTAS, combi
     return record
 
 
-def noise_record(release, t, scale: float) -> dict:
+def noise_record(release: Release, t: ArrayLike, scale: float) -> dict:
     """The privacy noise in the data's units: ``noise_sd`` at the points ``t`` (on [0, 1]) and σ.
 
     ``scale``: data units per unit of the released values (a frame's scale; 1 without a frame).
@@ -616,7 +645,8 @@ _NOT_PRIVATE = ("computed from the data without noise: NOT private, for the cura
                 "publish these figures")
 
 
-def curator_diagnostics(release, curves, *, frame=None) -> dict:
+def curator_diagnostics(release: Release, curves: ArrayLike, *,
+                        frame: PublicFrame | None = None) -> dict:
     """What the curator should look at after a release; computed from the data, so never published.
 
     These figures are functions of the data with no noise: they are not private and are

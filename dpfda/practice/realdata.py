@@ -31,16 +31,22 @@ curve's values, so a value range gives no B' (a ``TypeError`` says so, and what 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.polynomial import legendre as _leg
+from numpy.typing import ArrayLike
 
 from .._validation import as_float_array, check_data, check_grid, check_points, to_float
-from ..maths.spaces import KernelSpace, LegendreSpace, OrthonormalSpace
+from ..maths.spaces import FunctionSpace, KernelSpace, LegendreSpace, OrthonormalSpace
+
+if TYPE_CHECKING:
+    from ..mechanisms.pipelines import Release
 
 __all__ = ["Domain", "PublicFrame", "legendre_derivative", "smallest_dimension"]
 
 
-def _finite_scalar(value, name: str) -> float:
+def _finite_scalar(value: object, name: str) -> float:
     if isinstance(value, bool) or not np.isscalar(value) or not np.isreal(value):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     value = to_float(value, name)  # a real scalar, checked above
@@ -61,7 +67,7 @@ class Domain:
         What the points are ("age"), used in error messages.
     """
 
-    def __init__(self, start, stop, name: str = "x"):
+    def __init__(self, start: float, stop: float, name: str = "x") -> None:
         self.start = _finite_scalar(start, "start")
         self.stop = _finite_scalar(stop, "stop")
         if not self.stop > self.start:
@@ -78,7 +84,7 @@ class Domain:
         """The interval's length, stop - start (d/dx = (1/length)·d/dt)."""
         return self.stop - self.start
 
-    def to_unit(self, x) -> np.ndarray:
+    def to_unit(self, x: ArrayLike) -> np.ndarray:
         """t = (x - start)/length in [0, 1]; points outside [start, stop] raise ValueError."""
         arr = as_float_array(x, self.name)
         if not np.all(np.isfinite(arr)):
@@ -89,14 +95,14 @@ class Domain:
                              f"domain), got {bad:g}")
         return np.clip((arr - self.start) / self.length, 0.0, 1.0)
 
-    def from_unit(self, t) -> np.ndarray:
+    def from_unit(self, t: ArrayLike) -> np.ndarray:
         """x = start + t·length for t in [0, 1]."""
         t = as_float_array(t, "t")
         check_points(np.ravel(t))
         return self.start + t * self.length
 
 
-def legendre_derivative(space: LegendreSpace, coef, t) -> np.ndarray:
+def legendre_derivative(space: LegendreSpace, coef: ArrayLike, t: ArrayLike) -> np.ndarray:
     """d/dt of θᵀφ at points ``t`` of [0, 1]: (..., m) coefficients -> (..., len(t)).
 
     φ_k(t) = sqrt(2k - 1)·P_{k-1}(2t - 1), so φ_k'(t) = 2·sqrt(2k - 1)·P'_{k-1}(2t - 1).
@@ -115,7 +121,8 @@ def legendre_derivative(space: LegendreSpace, coef, t) -> np.ndarray:
     return 2.0 * _leg.legval(2.0 * t - 1.0, dc, tensor=True)
 
 
-def smallest_dimension(grid, curve, tol, m_max: int | None = None):
+def smallest_dimension(grid: ArrayLike, curve: ArrayLike, tol: float,
+                       m_max: int | None = None) -> tuple[int, dict[int, float]]:
     """The smallest m whose least-squares fit in H_m reproduces a *public* curve within ``tol``.
 
     A data-independent rule for the dimension of the Legendre space: give it a public curve
@@ -162,7 +169,7 @@ def smallest_dimension(grid, curve, tol, m_max: int | None = None):
     return good[0], misfit
 
 
-def _band(value, name: str, T: int) -> np.ndarray:
+def _band(value: ArrayLike, name: str, T: int) -> np.ndarray:
     arr = as_float_array(value, name)
     if arr.ndim == 0:
         arr = np.full(T, float(arr))
@@ -207,7 +214,8 @@ class PublicFrame:
         B' = sqrt(∫ ĉ²), an L² (= H_m) bound for curves inside the interpolated band.
     """
 
-    def __init__(self, space, points, domain, lower, upper):
+    def __init__(self, space: FunctionSpace, points: ArrayLike, domain: Domain, lower: ArrayLike,
+                 upper: ArrayLike) -> None:
         if isinstance(space, KernelSpace):
             raise TypeError(
                 "space must be a LegendreSpace, got a KernelSpace: a range of values bounds the "
@@ -257,7 +265,7 @@ class PublicFrame:
         return (f"PublicFrame({self.space!r}, T={self.grid.size}, {self.domain!r}, "
                 f"scale={self.scale:.4g}, radius={self.radius:.4g})")
 
-    def to_unit(self, X) -> np.ndarray:
+    def to_unit(self, X: ArrayLike) -> np.ndarray:
         """Mapped curves y = (clip(x) - r(t_j))/scale, shape as ``X`` ((n, T) or (reps, n, T)).
 
         Each value is first clipped, in the study's units, to the public band about
@@ -275,13 +283,13 @@ class PublicFrame:
         half = self.scale * self.clip  # the band's half-width about r, in the study's units
         return (np.clip(X, r - half, r + half) - r) / self.scale
 
-    def _coef(self, coef) -> np.ndarray:
+    def _coef(self, coef: ArrayLike | Release) -> np.ndarray:
         coef = np.asarray(getattr(coef, "coef", coef), dtype=float)
         if coef.ndim < 1 or coef.shape[-1] != self.space.m:
             raise ValueError(f"coef's last axis must have length m={self.space.m}, got shape {coef.shape}")
         return coef
 
-    def values(self, coef, x) -> np.ndarray:
+    def values(self, coef: ArrayLike | Release, x: ArrayLike) -> np.ndarray:
         """The curve r + scale·θᵀφ in the study's units at points ``x`` of the domain.
 
         ``coef`` is a coefficient array (..., m) of a mapped curve or a :class:`Release`.
@@ -290,13 +298,15 @@ class PublicFrame:
         t = self.domain.to_unit(np.atleast_1d(x))
         return self.space.evaluate(self.reference + self.scale * coef, t)
 
-    def derivative(self, coef, x) -> np.ndarray:
+    def derivative(self, coef: ArrayLike | Release, x: ArrayLike) -> np.ndarray:
         """d/dx of :meth:`values` (e.g. growth velocity in cm per year): post-processing."""
         coef = self._coef(coef)
         t = self.domain.to_unit(np.atleast_1d(x))
-        return legendre_derivative(self.space, self.reference + self.scale * coef, t) / self.domain.length
+        # A Fourier frame is refused by legendre_derivative with a named TypeError.
+        return legendre_derivative(self.space, self.reference + self.scale * coef,  # type: ignore[arg-type]
+                                   t) / self.domain.length
 
-    def rms_error(self, coef, target) -> np.ndarray:
+    def rms_error(self, coef: ArrayLike | Release, target: ArrayLike | Release) -> np.ndarray:
         """Root integrated squared error over the domain, in the study's units.
 
         scale·||θ - θ_target||₂ = sqrt(mean over the domain of (f - f_target)²), by

@@ -16,6 +16,7 @@ import heapq
 import os
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from .._interrupt import pause_for_test
@@ -53,7 +54,8 @@ class Tasks:
     each time it is iterated.  ``len()`` and :meth:`count` are arithmetic.
     """
 
-    def __init__(self, settings, group: dict, reps: int, sizes: dict):
+    def __init__(self, settings: dict[str, Setting], group: dict[str, int], reps: int,
+                 sizes: dict[str, int]) -> None:
         self._settings = settings
         self._group = group
         self.reps = reps
@@ -66,11 +68,11 @@ class Tasks:
     def __len__(self) -> int:
         return sum(self.count(key) for key in self._settings)
 
-    def _chunks(self, key: str):
+    def _chunks(self, key: str) -> Iterator[tuple[float, str, int, int]]:
         for a, b in batches(self.reps, self.sizes[key]):
             yield -_cost(self._settings[key], b - a), key, a, b
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[str, int, int]]:
         # Study by study; within a study largest first, ties in the order of the settings
         # and of their chunks (heapq.merge is stable across its inputs): the order a stable
         # sort of the whole list by (group, -cost) gives, without the list.
@@ -80,7 +82,8 @@ class Tasks:
                 yield key, a, b
 
 
-def plan(studies, reps: int, chunk_reps: int | None = None):
+def plan(studies: Iterable[Study], reps: int,
+         chunk_reps: int | None = None) -> tuple[OrderedDict[str, Setting], Tasks]:
     """Unique settings of ``studies`` and the chunks of repetitions they split into.
 
     Returns ``(settings, tasks)``: ``settings`` maps each setting's canonical
@@ -122,7 +125,7 @@ def _chunk_memory(setting: Setting, c: int) -> int:
     return c * per
 
 
-def memory_needed(studies, reps: int, chunk_reps: int | None = None, n_jobs: int | None = 1) -> dict:
+def memory_needed(studies: Iterable[Study], reps: int, chunk_reps: int | None = None, n_jobs: int | None = 1) -> dict:
     """Estimated peak memory of :func:`run_studies` (bytes), without running or planning it.
 
     ``results``: every setting's per-repetition results, which are kept until the run
@@ -174,7 +177,7 @@ def _gib(b: float) -> str:
     return f"{b / 2**30:.3g} GiB"
 
 
-def check_memory(studies, reps: int, chunk_reps: int | None = None, n_jobs: int | None = 1, *,
+def check_memory(studies: Iterable[Study], reps: int, chunk_reps: int | None = None, n_jobs: int | None = 1, *,
                  names: tuple[str, str] = ("reps", "chunk_reps")) -> None:
     """``ValueError`` if a run of ``studies`` cannot fit in :func:`memory_limit`.
 
@@ -201,12 +204,14 @@ def check_memory(studies, reps: int, chunk_reps: int | None = None, n_jobs: int 
         )
 
 
-def _task(setting: Setting, seed: int, start: int, stop: int):
+def _task(setting: Setting, seed: int, start: int, stop: int) -> tuple[str, int, dict]:
     pause_for_test("simulation")  # a no-op unless a test asks for it (dpfda._interrupt)
     return setting.canonical(), start, simulate_chunk(setting, seed, start, stop)
 
 
-def _execute(settings, tasks, seed, n_jobs, progress, on_setting, on_chunk=None):
+def _execute(settings: dict[str, Setting], tasks: Tasks | Sequence[tuple[str, int, int]], seed: int,
+             n_jobs: int | None, progress: bool, on_setting: Callable[[str, dict], object],
+             on_chunk: Callable[[], object] | None = None) -> None:
     """Run the tasks (in parallel with joblib); hand each setting's arrays on when complete.
 
     ``on_setting(key, arrays)`` is called in this process as soon as the last
@@ -258,8 +263,10 @@ def _execute(settings, tasks, seed, n_jobs, progress, on_setting, on_chunk=None)
             bar.close()
 
 
-def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_reps: int | None = None,
-                progress: bool = False, *, on_chunk=None, on_study=None) -> "OrderedDict[str, pd.DataFrame]":
+def run_studies(studies: Iterable[Study], reps: int, seed: int, n_jobs: int | None = 1,
+                chunk_reps: int | None = None, progress: bool = False, *,
+                on_chunk: Callable[[], object] | None = None,
+                on_study: Callable[[str, pd.DataFrame], object] | None = None) -> "OrderedDict[str, pd.DataFrame]":
     """Run several studies together; a setting they share is simulated once.
 
     Returns an ordered dict study name → results table (see :func:`run_study`).
@@ -289,7 +296,7 @@ def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_rep
     waiting = [{s.canonical() for s in st.settings} for st in studies]
     frames: dict[int, "pd.DataFrame"] = {}
 
-    def setting_done(key, arrays):
+    def setting_done(key: str, arrays: dict) -> None:
         per_setting[key] = arrays
         for i, st in enumerate(studies):
             if key in waiting[i]:

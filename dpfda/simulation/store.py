@@ -78,6 +78,7 @@ import platform
 import tempfile
 import time
 from collections import OrderedDict
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -149,7 +150,7 @@ def _scipy_version() -> str:
         return "none"
 
 
-def _check_reps(reps) -> int:
+def _check_reps(reps: object) -> int:
     if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)):
         raise TypeError(f"reps must be an integer, got {type(reps).__name__}")
     if int(reps) < 2:
@@ -157,7 +158,7 @@ def _check_reps(reps) -> int:
     return int(reps)
 
 
-def _check_seed(seed) -> int:
+def _check_seed(seed: object) -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be a non-negative integer, got {type(seed).__name__}")
     if int(seed) < 0:
@@ -165,7 +166,7 @@ def _check_seed(seed) -> int:
     return int(seed)
 
 
-def _check_setting(setting) -> Setting:
+def _check_setting(setting: object) -> Setting:
     if not isinstance(setting, Setting):
         raise TypeError(f"setting must be a Setting, got {type(setting).__name__}")
     return setting
@@ -287,11 +288,12 @@ def simulate_setting(setting: Setting, reps: int, seed: int, *, chunk_reps: int 
     return found
 
 
-def _chunk(setting: Setting, seed: int, start: int, stop: int):
+def _chunk(setting: Setting, seed: int, start: int, stop: int) -> tuple[Setting, int, dict]:
     return setting, start, engine.simulate_chunk(setting, seed, start, stop)
 
 
-def _compute(missing: list[Setting], reps: int, seed: int, n_jobs, chunk_reps) -> dict:
+def _compute(missing: list[Setting], reps: int, seed: int, n_jobs: int | None,
+             chunk_reps: int | None) -> dict:
     """Per-repetition arrays of ``missing`` (distinct settings), chunked and in parallel like the engine."""
     if not missing:
         return {}
@@ -317,8 +319,8 @@ def _frame(study: Study, per_setting: dict, reps: int, seed: int, started: str) 
     return tabulate.frame(study, own, reps, seed, started)
 
 
-def run_studies(studies, reps: int, seed: int, n_jobs: int | None = 1, chunk_reps: int | None = None,
-                progress: bool = False) -> "OrderedDict[str, pd.DataFrame]":
+def run_studies(studies: Iterable[Study], reps: int, seed: int, n_jobs: int | None = 1,
+                chunk_reps: int | None = None, progress: bool = False) -> "OrderedDict[str, pd.DataFrame]":
     """:func:`dpfda.simulation.schedule.run_studies`, simulating only the settings the store lacks.
 
     With the store off, the engine's function itself.  With it on, each
