@@ -156,7 +156,10 @@ def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
     The two sums are explicit and ordered (the curves in halves, then the
     corrections curve after curve, each step one correctly rounded
     element-wise addition, no BLAS product), so a dataset whose values have
-    the same bits gives the same leak on every CPU.
+    the same bits gives the same leak on every CPU where the space's own
+    numbers have the same bits too: a polynomial space's do; a kernel's come
+    from numpy's ``exp``, whose last bit depends on the CPU's vector
+    instructions, and the leak follows it.
     """
     geom, radius, mu, n = setup(grid, space, radius, mu, n)
     return _ftp_variant("FTP with a cancelling mean (broken)", geom, _CancellingFits(geom, radius),
