@@ -44,22 +44,23 @@ CLAIMS_SCIPY = ("scipy.stats and scipy.optimize (about 0.7 s and 60 MiB) stay ou
 #: (module, function, imported module) -> why the import is inside the function.
 INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     # the command line
-    ("cli", "connect_scheduler", "distributed"): "optional dependency (extra `dask`), only for --scheduler",
-    ("cli", "connect_scheduler", "asyncio"): "only the --scheduler handshake uses asyncio (about 35 ms to import)",
-    ("cli", "available_cores", "joblib"): JOBLIB + " (`release` never imports it)",
-    ("cli", "_reproduce", "joblib"): JOBLIB + " (`release` never imports it)",
-    ("cli", "_reproduce", "matplotlib"): MATPLOTLIB + " (`release` never imports it)",
-    ("cli", "_stage_outputs", "plots"): PLOTS,
-    ("cli", "_stage_outputs", "matplotlib.pyplot"): MATPLOTLIB,
-    ("cli", "_draw_release", "matplotlib.figure"): MATPLOTLIB + " (only `release --plot` draws)",
+    ("_scheduler", "connect_scheduler", "distributed"): "optional dependency (extra `dask`), only for --scheduler",
+    ("_scheduler", "connect_scheduler", "asyncio"): ("only the --scheduler handshake uses asyncio "
+                                                   "(about 35 ms to import)"),
+    ("_scheduler", "available_cores", "joblib"): JOBLIB + " (`release` never imports it)",
+    ("_reproduce", "run_reproduce", "joblib"): JOBLIB + " (`release` never imports it)",
+    ("_reproduce", "run_reproduce", "matplotlib"): MATPLOTLIB + " (`release` never imports it)",
+    ("_files", "stage_outputs", "plots"): PLOTS,
+    ("_files", "stage_outputs", "matplotlib.pyplot"): MATPLOTLIB,
+    ("_release", "_draw_release", "matplotlib.figure"): MATPLOTLIB + " (only `release --plot` draws)",
     ("examples", "write_example", "fdars.datasets"): "an optional dependency (the book's tools): only the "
                                                     "growth example reads it",
     ("radius", "private_radius", "opendp.prelude"): "optional dependency: OpenDP's quantile, only for the "
                                                    "private choice of B'",
     ("bands", "plot_band", "matplotlib.pyplot"): MATPLOTLIB + " (a figure of its own when no axes are given)",
-    ("cli", "_stage_metadata", "plots"): PLOTS,
-    ("cli", "_FolderLock.__enter__", "fcntl"): POSIX,
-    ("cli", "_stage_outputs", "evidence"): PANDAS + " (`release` never imports it)",
+    ("_files", "stage_metadata", "plots"): PLOTS,
+    ("_files", "FolderLock.__enter__", "fcntl"): POSIX,
+    ("_files", "stage_outputs", "evidence"): PANDAS + " (`release` never imports it)",
     # settings
     ("config", "n_jobs", "joblib"): JOBLIB,
     ("config", "bonferroni_z", "scipy.special"): SCIPY,
@@ -268,15 +269,16 @@ def test_no_import_is_both_allowed_and_a_todo():
 
 def test_the_scan_finds_what_it_should():
     """The checks themselves: a private import, a private attribute, an import inside a method."""
-    source = ("from .report import plots\nfrom .simulation.engine import _prepare\nimport dpfda.simulation.studies\n"
-              "from ._validation import check_int\n"
-              "class A:\n    def f(self):\n        import pandas as pd\n        from .mechanisms import theory\n"
+    source = ("from ..report import plots\nfrom ..simulation.engine import _prepare\nimport dpfda.simulation.studies\n"
+              "from .._validation import check_int\n"
+              "class A:\n    def f(self):\n        import pandas as pd\n        from ..mechanisms import theory\n"
               "        return plots._fmt, dpfda.simulation.studies._RENAMED, theory.x\n")
-    scan = _Scan("dpfda.cli")
+    scan = _Scan("dpfda.cli._reproduce")
     scan.visit(ast.parse(source))
-    assert sorted(key for key, _ in scan.private) == [("cli", "engine", "_prepare"), ("cli", "plots", "_fmt"),
-                                                       ("cli", "studies", "_RENAMED")]
-    assert sorted(key for key, _ in scan.inside) == [("cli", "A.f", "pandas"), ("cli", "A.f", "theory")]
+    assert sorted(key for key, _ in scan.private) == [("_reproduce", "engine", "_prepare"),
+                                                       ("_reproduce", "plots", "_fmt"),
+                                                       ("_reproduce", "studies", "_RENAMED")]
+    assert sorted(key for key, _ in scan.inside) == [("_reproduce", "A.f", "pandas"), ("_reproduce", "A.f", "theory")]
 
 
 #: The package's layers and what each may import: layer -> the layers it may import from (its
@@ -411,6 +413,11 @@ TESTED_ELSEWHERE = {
     "curves": "test_data.py",         # the curve families, drawn and checked with the data
     "calibration": "test_designs_calibration.py",
     "schedule": "test_engine.py",     # scheduling of the engine's runs
+    "_parsing": "test_cli.py",        # the command line's parser, tried through its commands
+    "_files": "test_cli.py",          # the output folder's lock, staging and commit
+    "_reproduce": "test_cli.py",      # `python -m dpfda reproduce`
+    "_release": "test_release_cli.py",  # `python -m dpfda release` and `example`
+    "_scheduler": "test_dask.py",     # the Dask scheduler's handshake
     "recompute": "test_audit.py",     # the audit's own recomputation, tried with the audit
     "_checks": "test_broken.py",      # the trust modules' argument checks, tried by their refusals
 }

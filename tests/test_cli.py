@@ -143,11 +143,11 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        cli._stage(target, failing_writer)
+        cli.stage_file(target, failing_writer)
     assert os.listdir(tmp_path) == []
-    os.replace(cli._stage(target, cli._text_writer("complete\n")), target)
+    os.replace(cli.stage_file(target, cli.text_writer("complete\n")), target)
     with pytest.raises(KeyboardInterrupt):
-        cli._stage(target, failing_writer)
+        cli.stage_file(target, failing_writer)
     assert target.read_text() == "complete\n" and os.listdir(tmp_path) == ["fig.csv"]
 
 

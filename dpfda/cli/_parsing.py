@@ -1,0 +1,35 @@
+"""Argument parsing shared by the commands: one-line usage errors and integer options."""
+
+from __future__ import annotations
+
+import argparse
+from decimal import Decimal, InvalidOperation
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported in one line with exit code 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit code 2, no usage dump
+        raise UsageError(message)
+
+
+def integer_option(name):
+    """A parser of integer arguments (the sign is checked by :func:`validate_reproduce`, per option)."""
+
+    def parse(text):
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:  # 1e9, 2.5e3: a whole number in scientific notation
+            value = Decimal(text.strip())
+        except InvalidOperation:
+            value = None
+        if value is None or not value.is_finite() or value != value.to_integral_value():
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if value.adjusted() > 30:
+            raise argparse.ArgumentTypeError(f"{name} is far too large, got {text!r}")
+        return int(value)
+    return parse
