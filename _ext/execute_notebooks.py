@@ -22,6 +22,16 @@ order of :data:`LONGEST_FIRST`), so that the two queues end together.
 A notebook that fails is not cached; its traceback is printed and the script
 exits with status 1 after the others have run (``make book`` stops there,
 naming the failing notebook and cell, as a build that executes it would).
+
+Why not jupyter-cache's own ``local-parallel`` executor: it fills the same cache
+under the same keys (jupyter-book then executes nothing), but it runs one process
+per CPU with no way to ask for fewer, in the order notebooks were first added to
+the cache's project, handed out by ``Pool.map`` in batches (three notebooks a
+batch for the book's twenty, so one worker can get three long chapters), and it
+returns its failures instead of exiting non-zero; what this script would keep
+around it (reading ``_toc.yml``, the failure's report and exit status) is most of
+its code. Measured on six chapters (``benchmarks/bench_execute.py``), the two
+take the same time within the run-to-run spread.
 """
 
 from __future__ import annotations
