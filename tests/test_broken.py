@@ -9,21 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_audit import GRID, MU, RADIUS, SPACES, N  # the same neighbours as the audit's tests
 
 import dpfda
 from dpfda.trust import audit as A
 from dpfda.trust import broken as B
 
 from _support import MACHINE_RTOL
-
-GRID = dpfda.uniform_grid(8)
-N = 10
-RADIUS = 1.0
-MU = 1.0
-SPACES = {
-    "legendre": dpfda.LegendreSpace(4),
-    "gaussian": dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)),
-}
 
 
 def _rng(*key):
