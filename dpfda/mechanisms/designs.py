@@ -36,7 +36,7 @@ and μ.
 
 * **the summaries.**  Each curve's point of C is computed exactly as PTF's
   clipping (exact), FTP's constrained fit (norm <= B' to a few ulps, see
-  ``dpfda.ftp_fit_mean``) or :func:`project_ball` (norm <= r for every
+  ``dpfda.ftp_fit_mean``) or :func:`~dpfda.mechanisms.projections.project_ball` (norm <= r for every
   finite row) — so each curve's contribution stays in C; their average over
   curves is the one step whose rounding depends on the order of the curves,
   treated for every mechanism alike (:meth:`Design.parts`).

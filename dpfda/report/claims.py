@@ -66,7 +66,7 @@ Two words have one reading each, in every claim that uses them:
   one-sided components (TOST); "close to or below y": log x − log y < δ only;
 * "rule r *performs well* at n": r's n × error is no more than a factor 1.5
   above each other displayed radius rule's at the same n (non-inferiority,
-  δ = log 1.5, one component per rival, all four rivals; :func:`_performs_well`).
+  δ = log 1.5, one component per rival, all four rivals; ``_performs_well``).
 
 No selection inside a test: which settings a component reads is fixed by the
 claim (or, for Table 1's claim 6, by a bound computed from the design before
