@@ -54,6 +54,21 @@ def assert_mc_close(samples, exact, *, z: float = Z, axis=0, what: str = "value"
     return mean, se
 
 
+def _solution_spans():
+    gated = r"\{solution-start\}(.*?)\{solution-end\}"
+    plain = r"\{solution\}[^\n]*\n(.*?)\n(?:`{3,}|:{3,})\s*$"
+    return gated, plain
+
+
+def text_outside_solutions(nb) -> str:
+    """Notebook ``nb``'s sources with its solutions (gated spans, ``{solution}`` blocks) cut out."""
+    import re
+
+    gated, plain = _solution_spans()
+    text = "\n".join(cell.source for cell in nb.cells)
+    return re.sub(plain, "", re.sub(gated, "", text, flags=re.S), flags=re.S | re.M)
+
+
 def solution_lines(nb) -> list[str]:
     """Lines of a chapter's solutions (gated spans, across cells, and ``{solution}`` blocks), longer
     than 30 characters and not also outside the solutions: the text a solution-free copy of

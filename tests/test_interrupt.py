@@ -67,8 +67,16 @@ def test_check_does_nothing_without_a_signal():
     assert guard.received is None and guard.exit_code is None
 
 
+@pytest.fixture
+def sighup_default():
+    """SIGHUP at its default disposition for the test (the suite may run under nohup)."""
+    old = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGHUP, old)
+
+
 @POSIX
-def test_sighup_ends_the_run_as_sigterm_does_and_the_mask_is_restored():
+def test_sighup_ends_the_run_as_sigterm_does_and_the_mask_is_restored(sighup_default):
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
     with pytest.raises(Terminated, match="SIGHUP"):
         with SignalGuard() as guard:
@@ -78,6 +86,15 @@ def test_sighup_ends_the_run_as_sigterm_does_and_the_mask_is_restored():
                 threading.Event().wait(0.005)
     assert guard.exit_code == 129
     assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == mask
+
+
+@POSIX
+def test_an_ignored_sighup_stays_ignored(sighup_default):
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    with SignalGuard():
+        assert signal.SIGHUP not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+        os.kill(os.getpid(), signal.SIGHUP)  # nohup's promise: the run goes on
+    assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
 
 
 def test_the_guard_is_inactive_outside_the_main_thread():
