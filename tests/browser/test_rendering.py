@@ -367,6 +367,12 @@ DARK_MODE = r"""(async () => {
   document.documentElement.dataset.theme = 'dark';
   document.documentElement.dataset.mode = 'dark';
   await new Promise(r => setTimeout(r, 300));
+  // The theme fades its colours in: wait until every finite transition has ended (on a
+  // loaded machine 300 ms is not always enough, and axe would read a colour half-way).
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  await Promise.all(document.getAnimations()
+    .filter(a => a.effect && a.effect.getTiming().iterations !== Infinity)
+    .map(a => a.finished.catch(() => null)));
   return document.documentElement.dataset.theme;
 })()"""
 
