@@ -12,6 +12,7 @@ from numpy.polynomial import legendre as leg
 
 import dpfda
 from dpfda import FourierSpace, LegendreSpace, cli
+from dpfda.cli._release import join_negative_values, space_option
 
 
 @pytest.mark.parametrize("m", [1, 2, 5, 8, 15])
@@ -110,7 +111,7 @@ def test_cli_fourier_and_a_negative_domain_after_a_space(tmp_path, capsys):
     ("gaussian:0.2", dpfda.KernelSpace(dpfda.gaussian_kernel(0.2))),
 ])
 def test_space_spellings(text, space):
-    assert cli._space_option(text) == space
+    assert space_option(text) == space
 
 
 @pytest.mark.parametrize("text, message", [
@@ -122,7 +123,7 @@ def test_space_spellings(text, space):
 ])
 def test_bad_space_spellings_are_explained(text, message):
     with pytest.raises(cli.UsageError, match=message):
-        cli._space_option(text)
+        space_option(text)
 
 
 def test_a_regularized_kernel_releases_on_a_fine_grid_where_the_plain_one_refuses(tmp_path, capsys):
@@ -135,6 +136,6 @@ def test_a_regularized_kernel_releases_on_a_fine_grid_where_the_plain_one_refuse
 
 
 def test_negative_values_join_their_option_only():
-    assert cli._join_negative_values(["--domain", "-1,23", "--lower", "-.5", "--mu", "1", "x"]) == [
+    assert join_negative_values(["--domain", "-1,23", "--lower", "-.5", "--mu", "1", "x"]) == [
         "--domain=-1,23", "--lower=-.5", "--mu", "1", "x"]
-    assert cli._join_negative_values(["--out", "-x.json"]) == ["--out", "-x.json"]
+    assert join_negative_values(["--out", "-x.json"]) == ["--out", "-x.json"]

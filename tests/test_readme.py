@@ -44,9 +44,29 @@ def test_readme_quickstart_python_block_runs_verbatim(tmp_path):
     record = json.loads((tmp_path / "release.json").read_text())
     check_record(record)
     assert record["frame"]["scale"] > 0 and record["radius"] <= 1.0 + 1e-12
-    # The curve is in centimetres: a private mean height between the band's ends, rising.
-    values = np.array(record["curve"]["values"])
-    assert 60 < values.min() and values.max() < 210 and values[-1] - values[0] > 50
+    # The curve is in centimetres: within six of its own noise standard deviations (in cm) of
+    # the same fit with almost no noise, which lies between the band's ends and rises.
+    # OpenDP's noise cannot be seeded; a bound on the noisy curve itself would fail by chance
+    # (the sd at age 1 is about 13 cm). Here P(fail) <= 69 * P(|Z| > 6) < 2e-7.
+    values, sd = np.array(record["curve"]["values"]), np.array(record["noise_sd"])
+    reference = _almost_noiseless_curve(tmp_path / "heights.csv", record["curve"]["points"])
+    assert sd.shape == values.shape and (sd > 0).all()
+    assert (np.abs(values - reference) <= 6 * sd).all()
+    assert 60 < reference.min() and reference.max() < 210 and reference[-1] - reference[0] > 50
+
+
+def _almost_noiseless_curve(path, points) -> np.ndarray:
+    """The quickstart's fit at mu = 1e6 (noise sd below 1e-4 cm), seeded."""
+    from dpfda.practice.publish import read_curves, release_record
+
+    ages, heights = read_curves(path, id="child")
+    frame = dpfda.PublicFrame(dpfda.LegendreSpace(8), ages, dpfda.Domain(1, 18, name="age"),
+                              lower=60, upper=210)
+    release = dpfda.ftp(frame.to_unit(heights), frame.grid, frame.space, frame.radius, mu=1e6,
+                        rng=np.random.default_rng(0))
+    record = release_record(release, np.asarray(points), frame=frame)
+    assert max(record["noise_sd"]) < 1e-4
+    return np.array(record["curve"]["values"])
 
 
 def test_readme_quickstart_command_line_runs_verbatim(tmp_path):
