@@ -36,8 +36,11 @@ layer but ``trust`` (tests/test_architecture.py holds this graph and checks it):
     ``study_figures`` (the paper's studies drawn), ``chapter_figures`` (the figures of single
     chapters), ``figure_checks`` (what a drawn figure gets wrong), ``explorer`` (the
     interactive figure as HTML), ``plots`` (all of their names, from one place),
-    ``evidence`` (Monte Carlo checks), ``claims`` (the registry of the paper's claims and
-    their verdicts).
+    ``evidence`` (Monte Carlo checks), ``activation_bounds`` (PTF's activation bounds from
+    the design), ``claim_encodings`` (each claim as signed comparisons), ``claim_registry``
+    (one record per claim of the paper), ``claim_labels`` (the verdict matrix's labels),
+    ``claim_verdicts`` (from components to verdicts), ``law_runs`` (the claims under every
+    latent law), ``claims`` (all of their names, from one place).
 ``practice`` — your own data
     ``realdata`` (a domain onto [0, 1], public ranges onto c_j and B'), ``publish`` (a
     table of curves in, the record of one release out); ``cli`` is ``python -m dpfda``.

@@ -392,7 +392,7 @@ def activation_by_norm_figure(norms, p, se, norm_bar: float):
     ``p[k]`` (with standard error ``se[k]``) is the probability at the mean rescaled to norm
     ``norms[k]``; error bars ±:data:`~dpfda.config.Z95` standard errors.  A dashed line
     marks ``norm_bar``, the norm of the run's own mean, and a dotted one the paper's
-    0.755 (:data:`dpfda.report.claims.PAPER_P`).
+    0.755 (:data:`dpfda.report.claim_encodings.PAPER_P`).
     """
     norms, p, se = (np.asarray(a, dtype=float) for a in (norms, p, se))
     if not norms.shape == p.shape == se.shape or norms.ndim != 1:
@@ -459,15 +459,15 @@ def kernel_eigenvalue_figure(T, exact, double, floor: float, paper_T=(2, 8)):
 # ---------------------------------------------------------------------------
 
 #: Green, grey and red for the three verdicts (each cell also carries its mark,
-#: :data:`dpfda.report.claims.VERDICT_MARKS`).
+#: :data:`dpfda.report.claim_labels.VERDICT_MARKS`).
 VERDICT_COLOURS = {"holds": "#1b7837", "inconclusive": "#d9d9d9", "fails": "#b2182b"}
 
 
 def verdict_figure(matrix: pd.DataFrame, *, width: float | None = None, fontsize: float | None = None):
     """The verdict matrix as a heatmap: claims down, laws across, coloured by verdict.
 
-    ``matrix`` is :func:`dpfda.report.claims.verdict_matrix`'s table.  Each cell carries its
-    verdict's mark (:data:`dpfda.report.claims.VERDICT_MARKS`) as well as its colour
+    ``matrix`` is :func:`dpfda.report.claim_verdicts.verdict_matrix`'s table.  Each cell carries its
+    verdict's mark (:data:`dpfda.report.claim_labels.VERDICT_MARKS`) as well as its colour
     (:data:`VERDICT_COLOURS`).  ``width`` defaults to the book's column
     (:data:`~dpfda.report.style.TEXT_WIDTH`) and ``fontsize`` to its smallest legible size
     (:data:`~dpfda.report.style.MIN_FONT_PT`).
@@ -558,11 +558,11 @@ def law_figure(*, width: float | None = None, fontsize: float | None = None):
 def activation_by_share_figure(shares: pd.DataFrame):
     """p̂_PTF of Table 1's example under each latent law, against the share S of the mean direction.
 
-    ``shares`` is :func:`dpfda.report.claims.activation_by_share`'s table.  The shift and wave
+    ``shares`` is :func:`dpfda.report.law_runs.activation_by_share`'s table.  The shift and wave
     laws as two series (offset a little in S, so neither hides the other; circles and
     squares), error bars ±:data:`~dpfda.config.Z95` standard errors; the default law as
-    a dashed line, the paper's 0.755 (:data:`dpfda.report.claims.PAPER_P`) dotted, and the
-    margin of Table 1's claim 5 (:data:`dpfda.report.claims.P_MARGIN`) shaded.
+    a dashed line, the paper's 0.755 (:data:`dpfda.report.claim_encodings.PAPER_P`) dotted, and the
+    margin of Table 1's claim 5 (:data:`dpfda.report.claim_encodings.P_MARGIN`) shaded.
     """
     if not isinstance(shares, pd.DataFrame) or not {"shape", "S", "p", "se", "law"} <= set(shares.columns):
         raise ValueError("shares must be the table of dpfda.report.claims.activation_by_share")

@@ -271,7 +271,7 @@ def pivot_n_by_mu_T(table1_frame: pd.DataFrame, value: str) -> pd.DataFrame:
 def judgement_table(judgement) -> "Table":
     """A claim's registry record beside its verdict, as a captioned table for a chapter.
 
-    ``judgement`` is a :class:`dpfda.report.claims.Judgement` (:func:`dpfda.report.claims.judge`).
+    ``judgement`` is a :class:`dpfda.report.claim_verdicts.Judgement` (:func:`dpfda.report.claim_verdicts.judge`).
     """
     return table(judgement.record(), f"The registry's record of {judgement.claim.name} "
                  f"(`dpfda.report.claims`) and its verdict on these tables ({judgement.law} law).")

@@ -1,0 +1,264 @@
+"""From a claim's components to its verdict: holds, fails or inconclusive.
+
+Each component (:class:`~dpfda.report.claim_encodings.Component`) is a test of
+``estimate = 0`` (two-sided).  Over a family of components (all components of the whole
+matrix, or one claim's components in a chapter) the p-values are corrected together, by
+Holm's step-down method (default) or Bonferroni, at family level ``alpha`` (0.05).  A
+component is *significant* when its corrected test rejects, in the direction of its
+estimate's sign.  Then a claim, under one law,
+
+* **holds** if every component is significant in the asserted direction;
+* **fails** if at least one component is significant in the opposite direction;
+* is **inconclusive** otherwise (including a claim with no component).
+
+:func:`judge` on a chapter's tables answers for the latent curves of that one draw (the
+conditional design); on the pooled tables of :func:`dpfda.report.law_runs.simulate` the
+verdicts are about the law (:mod:`dpfda.report.law_runs` says how the two designs differ).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..maths.data import LAW_SHIFTS, LAWS, check_law
+from .claim_labels import VERDICT_MARKS
+from .claim_registry import CLAIMS, Claim, claim_components, get_claim
+
+__all__ = [
+    "VERDICTS",
+    "components_table",
+    "adjust",
+    "verdicts",
+    "Judgement",
+    "judge",
+    "verdict_matrix",
+    "classify",
+    "CATEGORIES",
+]
+
+VERDICTS = ("holds", "inconclusive", "fails")
+"""The three verdicts, in the order of the matrix's colour scale."""
+
+
+def components_table(results, claims=CLAIMS, *, reference: str = "normal") -> pd.DataFrame:
+    """Every component of every claim under every law, one row each.
+
+    ``results`` maps law → (study name → results table): one
+    :func:`dpfda.simulation.schedule.run_studies` output per law (the conditional design) or
+    :func:`~dpfda.report.law_runs.simulate`'s pooled law-level tables.  Columns: ``claim``, ``law``,
+    ``component``, ``estimate``, ``se``, ``direction``, ``z`` (the estimate over
+    its standard error, signed by the asserted direction), ``df`` (NaN: a
+    normal reference; a component may carry its own) and ``p`` (two-sided).
+
+    ``reference="t"``: on law-level tables (a ``draws`` column, K latent draws) a
+    component without its own df is referred to Student's t on K − 1 degrees of
+    freedom, the Hartung–Knapp–Sidik–Jonkman reference for a standard error
+    estimated across K draws.  A component that combines several settings gets
+    K − 1, the smallest Welch–Satterthwaite df its terms allow, so the test
+    stays conservative; with the within-draw floor of :func:`~dpfda.report.law_runs.pool_draws` it is
+    conservative again (:func:`~dpfda.report.law_runs.law_level_null_size`).  Tables without ``draws``
+    (one latent draw) keep the normal reference.
+    """
+    if reference not in ("normal", "t"):
+        raise ValueError(f"reference must be 'normal' or 't', got {reference!r}")
+    from scipy.stats import norm  # here: `reproduce` draws its figures without scipy
+    from scipy.stats import t as student_t  # components that carry their own df
+
+    if not hasattr(results, "items") or not results:
+        raise TypeError("results must be a non-empty mapping law -> {study: results table}")
+    rows = []
+    for law, tables in results.items():
+        check_law(law)
+        for name, df in tables.items():
+            if isinstance(df, pd.DataFrame) and "law" in df.columns and not (df["law"] == law).all():
+                raise ValueError(f"results[{law!r}][{name!r}] holds rows of law {sorted(set(df['law']))}")
+        draws = {int(d["draws"].iloc[0]) for d in tables.values()
+                 if isinstance(d, pd.DataFrame) and "draws" in d.columns and len(d)}
+        law_df = min(draws) - 1 if (reference == "t" and draws) else None
+        for claim in claims:
+            claim = claim if isinstance(claim, Claim) else get_claim(claim)
+            for c in claim_components(claim, tables):
+                dof_c = c.df if c.df is not None else law_df
+                z = c.direction * c.estimate / c.se
+                p = 2 * (norm.sf(abs(z)) if dof_c is None else student_t.sf(abs(z), dof_c))
+                rows.append({"claim": claim.id, "law": law, "component": c.label, "estimate": c.estimate,
+                             "se": c.se, "direction": c.direction, "z": z,
+                             "df": np.nan if dof_c is None else dof_c, "p": p})
+    return pd.DataFrame(rows, columns=["claim", "law", "component", "estimate", "se", "direction", "z", "df",
+                                       "p"])
+
+
+def adjust(p, alpha: float = 0.05, method: str = "holm") -> np.ndarray:
+    """Which two-sided p-values reject at family level ``alpha`` (Holm or Bonferroni).
+
+    >>> adjust([0.01, 0.02, 0.5], alpha=0.05).tolist()
+    [True, True, False]
+    >>> adjust([0.01, 0.02, 0.5], alpha=0.05, method="bonferroni").tolist()
+    [True, False, False]
+    """
+    p = np.asarray(p, dtype=float)
+    if p.ndim != 1:
+        raise ValueError(f"p must be one-dimensional, got shape {p.shape}")
+    if p.size and not np.all((p >= 0) & (p <= 1)):
+        raise ValueError("p must hold probabilities in [0, 1]")
+    alpha = float(alpha)
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    k = p.size
+    if method == "bonferroni":
+        return p <= alpha / max(k, 1)
+    if method != "holm":
+        raise ValueError(f"method must be 'holm' or 'bonferroni', got {method!r}")
+    order = np.argsort(p, kind="stable")
+    thresholds = alpha / (k - np.arange(k))
+    passed = p[order] <= thresholds
+    stop = k if passed.all() else int(np.argmin(passed))  # first failure ends the step-down
+    out = np.zeros(k, dtype=bool)
+    out[order[:stop]] = True
+    return out
+
+
+def verdicts(components: pd.DataFrame, alpha: float = 0.05, method: str = "holm") -> pd.DataFrame:
+    """One verdict per (claim, law) from :func:`components_table` (module notes).
+
+    Adds columns ``significant`` (the corrected test rejects) and ``agrees``
+    (+1 significant as asserted, −1 significant the other way, 0 neither) to a
+    copy of the components, and returns the long table of verdicts with columns
+    ``claim``, ``law``, ``verdict``, ``components``, ``for``, ``against``.
+    """
+    if not isinstance(components, pd.DataFrame) or not {"claim", "law", "z", "p"} <= set(components.columns):
+        raise TypeError("components must be the DataFrame of components_table")
+    sig = adjust(components["p"].to_numpy(), alpha, method)
+    agrees = np.where(sig, np.sign(components["z"].to_numpy()), 0).astype(int)
+    comp = components.assign(significant=sig, agrees=agrees)
+    rows = []
+    for (claim, law), g in comp.groupby(["claim", "law"], sort=False):
+        n_for, n_against = int((g["agrees"] > 0).sum()), int((g["agrees"] < 0).sum())
+        verdict = "fails" if n_against else ("holds" if n_for == len(g) and len(g) else "inconclusive")
+        rows.append({"claim": claim, "law": law, "verdict": verdict, "components": len(g),
+                     "for": n_for, "against": n_against})
+    out = pd.DataFrame(rows)
+    out.attrs["components"] = comp
+    out.attrs["alpha"], out.attrs["method"], out.attrs["k"] = alpha, method, len(comp)
+    return out
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The registry's verdict on one claim under one law, with the components it rests on."""
+
+    claim: Claim
+    law: str
+    verdict: str
+    components: pd.DataFrame = field(repr=False)
+
+    @property
+    def against(self) -> list[str]:
+        """Labels of the components significant in the direction opposite to the claim."""
+        return list(self.components.loc[self.components["agrees"] < 0, "component"])
+
+    @property
+    def undecided(self) -> list[str]:
+        """Labels of the components that are not significant."""
+        return list(self.components.loc[self.components["agrees"] == 0, "component"])
+
+    def record(self) -> pd.DataFrame:
+        """The claim's registry record beside this verdict, one row per field (for a chapter)."""
+        c, comp = self.claim, self.components
+        n_for, n_against = int((comp["agrees"] > 0).sum()), int((comp["agrees"] < 0).sum())
+        rows = {
+            "the paper": c.where,
+            "we test": " ".join(c.test.split("\n", 1)[-1].split()),
+            "thresholds and why": "; ".join(f"{t}: {why}" for t, why in c.thresholds),
+            "verdict": f"{VERDICT_MARKS[self.verdict]} {self.verdict}: {n_for} of {len(comp)} components for, "
+                       f"{n_against} against (Holm over the claim's components, α = 0.05)",
+        }
+        return pd.Series(rows, name=c.name).rename_axis("").to_frame()
+
+    def summary(self) -> pd.DataFrame:
+        """One row for the reader: name, the paper's location, verdict (mark and word), counts."""
+        c = self.components
+        weakest = c.loc[c["z"].abs().idxmin()] if len(c) else None
+        return pd.DataFrame([{
+            "claim": self.claim.name, "paper": self.claim.where,
+            "verdict": f"{VERDICT_MARKS[self.verdict]} {self.verdict}",
+            "components": len(c), "for": int((c["agrees"] > 0).sum()), "against": int((c["agrees"] < 0).sum()),
+            "smallest |z|": float(abs(weakest["z"])) if weakest is not None else np.nan,
+        }]).set_index("claim")
+
+
+def judge(claim, tables, *, law: str = "default", alpha: float = 0.05, method: str = "holm") -> Judgement:
+    """The verdict of ``claim`` (a :class:`~dpfda.report.claim_registry.Claim` or an id) on one law's ``tables``.
+
+    The family of the multiplicity correction is the claim's own components (a
+    chapter judges one claim at a time); the matrix of ``robustness`` corrects
+    over all of them at once (:func:`verdicts`).  On a chapter's tables (one
+    latent draw) the verdict is about that draw: the conditional design.
+    """
+    claim = claim if isinstance(claim, Claim) else get_claim(claim)
+    comp = components_table({check_law(law): tables}, claims=[claim])
+    long = verdicts(comp, alpha=alpha, method=method)
+    verdict = long["verdict"].iloc[0] if len(long) else "inconclusive"
+    return Judgement(claim, law, verdict, long.attrs["components"] if len(long) else comp)
+
+
+def verdict_matrix(long: pd.DataFrame, claims=CLAIMS, laws=LAWS) -> pd.DataFrame:
+    """The verdicts as a claims × laws table (rows in the book's order)."""
+    ids = [c.id if isinstance(c, Claim) else get_claim(c).id for c in claims]
+    mat = long.pivot(index="claim", columns="law", values="verdict")
+    return mat.reindex(index=ids, columns=[law for law in laws if law in mat.columns])
+
+
+CATEGORIES = ("robust", "norm", "shape", "shape and norm", "undecided", "default only", "none")
+"""How a claim's verdict depends on the law (:func:`classify`)."""
+
+
+def _law_at(shape: str, S: float) -> str:
+    """The law of ``shape`` at share S: ``shift-0`` is the centred law of both shapes."""
+    return "shift-0" if S == 0 else f"{shape}-{S:g}"
+
+
+def classify(matrix: pd.DataFrame) -> pd.Series:
+    """Sort each claim of a verdict matrix (all of :data:`~dpfda.maths.data.LAWS` as columns) into a category.
+
+    Only decisive contrasts count (a law where the claim holds against one where
+    it fails); a difference between "holds" and "inconclusive" may be a matter
+    of Monte Carlo power.  In this order:
+
+    * ``"robust"``: holds under every law;
+    * ``"none"``: holds under no law;
+    * ``"default only"``: holds under the default law and under no shift/wave law;
+    * ``"shape and norm"``: both of the next two dependences are found;
+    * ``"shape"``: at some share S it holds under one of ``shift-S``, ``wave-S``
+      and fails under the other (and no dependence on the norm is found);
+    * ``"norm"``: for some shape it holds at one S and fails at another (and no
+      dependence on the shape is found; S = 0 is ``shift-0`` for both shapes);
+    * ``"undecided"``: otherwise — it holds under some laws, and the laws where
+      it does not give no decisive contrast of the two kinds above.
+    """
+    if not isinstance(matrix, pd.DataFrame):
+        raise TypeError(f"matrix must be a DataFrame from verdict_matrix, got {type(matrix).__name__}")
+    missing = [law for law in LAWS if law not in matrix.columns]
+    if missing:
+        raise ValueError(f"matrix lacks the laws {missing}; classify needs the whole family")
+    out = {}
+    for claim, row in matrix.iterrows():
+        v = {law: row[law] for law in LAWS}
+        family = [law for law in LAWS if law != "default"]
+        by_shape = {shape: [v[_law_at(shape, S)] for S in LAW_SHIFTS] for shape in ("shift", "wave")}
+        if all(x == "holds" for x in v.values()):
+            cat = "robust"
+        elif not any(x == "holds" for x in v.values()):
+            cat = "none"
+        elif not any(v[law] == "holds" for law in family):
+            cat = "default only"
+        else:
+            shape = any({a, b} == {"holds", "fails"} for a, b in zip(by_shape["shift"], by_shape["wave"]))
+            norm = any({"holds", "fails"} <= set(xs) for xs in by_shape.values())
+            cat = {(True, True): "shape and norm", (True, False): "shape", (False, True): "norm",
+                   (False, False): "undecided"}[shape, norm]
+        out[claim] = cat
+    return pd.Series(out, name="category")
