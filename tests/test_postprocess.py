@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dpfda.mechanisms.postprocess import ball_projection, james_stein
+from dpfda.mechanisms.postprocess import ball_projection, james_stein, james_stein_risk
 
 
 def test_james_stein_shrinks_by_the_positive_part_factor():
@@ -52,3 +52,50 @@ def test_ball_projection_is_nonexpansive_towards_points_inside():
 def test_james_stein_refuses_bad_input(coef, sigma, match):
     with pytest.raises(ValueError, match=match):
         james_stein(coef, sigma)
+
+
+def test_james_stein_risk_at_the_origin_and_far_from_it():
+    assert np.isclose(james_stein_risk(5, 0.3, 0.0), 2 * 0.3**2, rtol=1e-14)
+    far = james_stein_risk(4, 1.0, 1e3)  # the gain (m - 2)^2 / |theta|^2 to first order
+    assert np.isclose(4.0 - far, 4 / (1e6 + 2.0), rtol=1e-5)
+    risks = [james_stein_risk(6, 0.5, r) for r in (0.0, 0.2, 1.0, 5.0)]
+    assert np.all(np.diff(risks) > 0) and risks[-1] < 6 * 0.5**2
+
+
+def test_james_stein_risk_agrees_with_an_integral_and_with_simulation():
+    m, sigma, norm = 5, 0.4, 0.9
+    lam = 0.5 * (norm / sigma) ** 2  # E[1/(m-2+2K)] = int_0^1 t^(m-3) exp(-lam(1-t^2)) dt
+    t = np.linspace(0.0, 1.0, 200_001)
+    f = t ** (m - 3) * np.exp(-lam * (1 - t**2))
+    integral = float(np.sum((f[1:] + f[:-1]) / 2) * (t[1] - t[0]))
+    assert np.isclose(james_stein_risk(m, sigma, norm),
+                      sigma**2 * (m - (m - 2) ** 2 * integral), rtol=1e-9)
+    rng = np.random.default_rng(np.random.SeedSequence(34))
+    theta = np.zeros(m)
+    theta[1] = norm
+    x = theta + sigma * rng.standard_normal((100_000, m))
+    plain = (1 - (m - 2) * sigma**2 / np.sum(x * x, axis=1, keepdims=True)) * x
+    loss = np.sum((plain - theta) ** 2, axis=1)
+    se = loss.std(ddof=1) / np.sqrt(loss.size)
+    assert abs(loss.mean() - james_stein_risk(m, sigma, norm)) < 4 * se
+    gain = loss - np.sum((james_stein(x, sigma) - theta) ** 2, axis=1)
+    assert gain.mean() > 4 * gain.std(ddof=1) / np.sqrt(gain.size)  # the positive part: better
+
+
+def test_james_stein_risk_is_continuous_where_its_method_changes():
+    sigma = 1e-3  # Poisson means just below and above 1e6
+    below, above = (james_stein_risk(8, sigma, np.sqrt(2e6 * f) * sigma) for f in (1 - 1e-9, 1 + 1e-9))
+    assert np.isclose(below, above, rtol=1e-12, atol=0)
+    gain = 8 * sigma**2 - below  # about (m - 2)^2 sigma^2 / (2 lam)
+    assert np.isclose(gain, 36 * sigma**2 / 2e6, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "args, error, match",
+    [((2, 1.0, 0.5), ValueError, "m"), ((4, 0.0, 0.5), ValueError, "sigma"),
+     ((4, 1.0, -0.1), ValueError, "norm"), ((4.5, 1.0, 0.5), TypeError, "m"),
+     ((4, 1e-300, 1e300), ValueError, "finite")],
+)
+def test_james_stein_risk_refuses_bad_input(args, error, match):
+    with pytest.raises(error, match=match):
+        james_stein_risk(*args)

@@ -5,16 +5,20 @@ A function of the release and of public parameters only, so it keeps the release
 on the coefficients is isotropic with a public scale ``sigma``: Fit-Then-Protect's
 release in :math:`\mathcal H_m` with an orthonormal basis, whose coefficients carry
 noise :math:`\sigma Z`, :math:`Z\sim\mathcal N(0, I_m)`.
+:func:`james_stein_risk` gives the exact risk of the plain James–Stein estimator there,
+an upper bound on the positive-part estimator's.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array, check_positive
+from .._validation import as_float_array, check_int, check_nonnegative, check_positive
 
-__all__ = ["james_stein", "ball_projection"]
+__all__ = ["james_stein", "james_stein_risk", "ball_projection"]
 
 
 def _rows(coef: ArrayLike) -> np.ndarray:
@@ -43,6 +47,43 @@ def james_stein(coef: ArrayLike, sigma: float) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         factor = np.where(sq > 0, 1.0 - (m - 2) * sigma**2 / np.where(sq > 0, sq, 1.0), 0.0)
     return np.maximum(factor, 0.0) * x
+
+
+_POISSON_SUM_MAX = 1e6  # Poisson means above this use the moment expansion
+
+
+def _inverse_mean(a0: float, lam: float) -> float:
+    """E[1/(a0 + 2K)] for K ~ Poisson(lam), a0 > 0."""
+    if lam == 0.0:
+        return 1.0 / a0
+    if lam > _POISSON_SUM_MAX:  # central moments of a0 + 2K up to the fourth; error O(lam^-3)
+        a = a0 + 2.0 * lam
+        return 1 / a + 4 * lam / a**3 - 8 * lam / a**4 + 16 * (3 * lam**2 + lam) / a**5
+    width = 12.0 * math.sqrt(lam) + 30.0  # the Poisson mass beyond is below 1e-30
+    k = np.arange(max(0.0, math.floor(lam - width)), math.ceil(lam + width) + 1.0)
+    log_pmf = k * math.log(lam) - lam - np.array([math.lgamma(j + 1.0) for j in k])
+    return float(np.sum(np.exp(log_pmf) / (a0 + 2.0 * k)))
+
+
+def james_stein_risk(m: int, sigma: float, norm: float) -> float:
+    """Exact mean squared error of the plain James–Stein estimator at a mean of norm ``norm``.
+
+    For ``x = theta + sigma Z`` with ``Z`` standard normal in ``m >= 3`` dimensions and
+    ``theta`` of Euclidean norm ``norm``, the estimator ``(1 - (m - 2) sigma^2 / sum(x^2)) x``
+    has risk (expected squared Euclidean error)
+    ``m sigma^2 - (m - 2)^2 sigma^2 E[1 / (m - 2 + 2K)]``, with ``K`` Poisson of mean
+    ``norm^2 / (2 sigma^2)`` (the noncentral chi-square as a Poisson mixture). It is
+    ``2 sigma^2`` at ``norm = 0``, rises towards ``m sigma^2`` (the release's own risk) as
+    ``norm`` grows, and bounds from above the risk of the positive-part estimator
+    :func:`james_stein`, which never does worse than the plain one.
+    """
+    m = check_int(m, "m", 3)
+    sigma = check_positive(sigma, "sigma")
+    norm = check_nonnegative(norm, "norm")
+    lam = 0.5 * (norm / sigma) ** 2
+    if not math.isfinite(lam):
+        raise ValueError(f"norm / sigma must be finite, got norm = {norm!r}, sigma = {sigma!r}")
+    return float(sigma**2 * (m - (m - 2) ** 2 * _inverse_mean(m - 2.0, lam)))
 
 
 def ball_projection(coef: ArrayLike, radius: float) -> np.ndarray:
