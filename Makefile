@@ -99,19 +99,19 @@ $(THEBE): $(STAMP) _ext/mathjax2-shim.js
 	test -f $@ && touch $@
 
 # The notebooks are executed first, two (the number of CPUs) at a time, into the execution cache
-# (_ext/execute_notebooks.py, as myst-nb would execute them); jupyter-book then finds them there.
+# (tools/execute_notebooks.py, as myst-nb would execute them); jupyter-book then finds them there.
 # A failed chapter never reaches a page: a notebook that fails is not cached and stops the
 # build here; a notebook Sphinx would execute itself raises (execute.raise_on_error in
-# _config.yml), so no failed run is kept; and _ext/check_pages.py fails the build on any page
+# _config.yml), so no failed run is kept; and tools/check_pages.py fails the build on any page
 # showing a traceback or an error output (but in cells tagged raises-exception) and removes it.
 # What the two builds need first; tests/test_build_failures.py sets BUILD_DEPS= on the command
 # line (sub-makes inherit it) to run these same recipes on a three-page book.
 BUILD_DEPS := venv mathjax thebe assignments
 
 book: $(BUILD_DEPS)
-	$(RUN_BOOK) python _ext/execute_notebooks.py
+	$(RUN_BOOK) python tools/execute_notebooks.py
 	$(RUN_BOOK) jupyter-book build . $(JB_FLAGS)
-	$(RUN) python _ext/check_pages.py _build/html
+	$(RUN) python tools/check_pages.py _build/html
 	$(MAKE) student
 
 # Autograded assignments, one per Part (book/assignments/part*.ipynb, otter-grader master
@@ -121,7 +121,7 @@ book: $(BUILD_DEPS)
 # reference solution and NAME-autograder_*.zip with the hidden tests); the student notebook is
 # also zipped to _build/assignments/NAME-student.zip, which the course guide links. dpfda is
 # built as a wheel (_build/assignments/wheel/, from a copy of its sources: no build/ left in the
-# tree) and _ext/autograder_env.py puts it into every autograder zip with pinned requirements on
+# tree) and tools/autograder_env.py puts it into every autograder zip with pinned requirements on
 # Python 3.11 (requirements.txt, environment.yml), so
 # the zip alone sets up a grader (Gradescope, or a venv). Grade a submission offline, without Docker:
 #   mkdir -p OUT && .venv/bin/otter run -a _build/assignments/NAME/autograder/NAME-autograder_*.zip -o OUT SUBMISSION.ipynb
@@ -136,15 +136,16 @@ assignments: venv
 	  $(RUN) otter assign $$src _build/assignments/$$name || exit 1; \
 	  $(BIN)/python -m zipfile -c _build/assignments/$$name-student.zip _build/assignments/$$name/student/$$name.ipynb || exit 1; \
 	done
-	$(BIN)/python _ext/autograder_env.py _build/assignments _build/assignments/wheel/dpfda-*.whl
+	$(BIN)/python tools/autograder_env.py _build/assignments _build/assignments/wheel/dpfda-*.whl
 
 # Student edition: the same book with every solution left out (sphinx-exercise's
 # hide_solutions, made to cover gated solutions by _ext/student_edition.py). Jupyter Book 1
-# has no command-line config override, so a copy of _config.yml with the override is
-# written to _build/ and passed with --config. It reuses the main build's execution cache, which
-# holds successful runs only: the notebooks are executed into it first, as for `make book`, so a
-# failing chapter stops this build too, and its pages are checked the same way.
-# The solution-free chapters also go to _build/student_repository/, a git repository with one
+# has no command-line config override, so tools/student_export.py writes a copy of
+# _config.yml with the override to _build/, passed with --config. It reuses the main build's
+# execution cache, which holds successful runs only: the notebooks are executed into it
+# first, as for `make book`, so a failing chapter stops this build too, and its pages are
+# checked the same way. The same script writes the solution-free chapters to
+# _build/student_repository/, a git repository with one
 # commit (book/NAME.ipynb, requirements.txt, runtime.txt, dpfda's wheel, the licences): push it
 # to STUDENT_REPOSITORY, a public repository, and the student edition's Binder button and
 # repository link open it (never the book's own repository, which holds the solutions).
@@ -153,10 +154,10 @@ STUDENT_REPOSITORY ?= https://github.com/dpfda/dpfda-book-student
 # HTML: _build/student/_build/html/index.html, copied to _build/html/student/ (when the main
 # edition exists) so the main edition's preface links to it. `make book` ends with it.
 student: $(BUILD_DEPS)
-	$(RUN_BOOK) python _ext/execute_notebooks.py
-	$(BIN)/python _ext/student_edition.py _config.yml _build/_config_student.yml --repository "$(STUDENT_REPOSITORY)"
+	$(RUN_BOOK) python tools/execute_notebooks.py
+	$(BIN)/python tools/student_export.py _config.yml _build/_config_student.yml --repository "$(STUDENT_REPOSITORY)"
 	$(RUN_BOOK) jupyter-book build . --config _build/_config_student.yml --path-output _build/student $(JB_FLAGS)
-	$(RUN) python _ext/check_pages.py _build/student/_build/html
+	$(RUN) python tools/check_pages.py _build/student/_build/html
 	if [ -d _build/html ]; then rm -rf _build/html/student && cp -r _build/student/_build/html _build/html/student; fi
 
 # Static checks, first in `make test`: ruff (lint, import order, numpy-style docstrings; rules in
@@ -227,11 +228,11 @@ test-binder: venv
 
 # The whole book as one PDF: Jupyter Book's single-page build (from the same execution
 # cache, so nothing is re-run) printed to A4 by the browser test's headless Chromium, with a
-# title page, a table of contents and a PDF outline (_ext/book_pdf.py). No TeX, no network.
+# title page, a table of contents and a PDF outline (tools/book_pdf.py). No TeX, no network.
 # The PDF is also copied next to the HTML book, whose preface links to it.
 pdf: venv mathjax browser-deps
 	$(RUN_BOOK) jupyter-book build . --builder singlehtml $(JB_FLAGS)
-	$(BIN)/python _ext/book_pdf.py _build/singlehtml _build/pdf/book.pdf
+	$(BIN)/python tools/book_pdf.py _build/singlehtml _build/pdf/book.pdf
 	if [ -d _build/html ]; then cp _build/pdf/book.pdf _build/html/dpfda-book.pdf; fi
 
 # Debian's poppler-utils (pdftotext, pdfinfo, pdfimages), for the PDF's test.

@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 
 EXECUTED = re.compile(r"(\S+\.ipynb): Executed notebook in ([0-9.]+) seconds")
-PRE_EXECUTED = re.compile(r"(\S+\.ipynb): executed in ([0-9.]+) s\b")  # _ext/execute_notebooks.py
+PRE_EXECUTED = re.compile(r"(\S+\.ipynb): executed in ([0-9.]+) s\b")  # tools/execute_notebooks.py
 PRE_EXECUTION = re.compile(r"executed (\d+) of (\d+) notebooks in ([0-9.]+) s")
 MARK = "\n\nThis sentence was added by benchmarks/bench_build.py to time a rebuild; it is removed again.\n"
 
@@ -159,14 +159,14 @@ def execution_wall(output: str, records: list[dict]) -> tuple[float, str] | None
     """How long the notebooks' execution took, by the clock, and how it was measured.
 
     A build that executes the notebooks beforehand, several at a time
-    (``_ext/execute_notebooks.py``), prints its wall time; a build that executes
+    (``tools/execute_notebooks.py``), prints its wall time; a build that executes
     them while Sphinx reads them runs one at a time, so the sum of their times is
     the wall time of that part.
     """
     found = PRE_EXECUTION.findall(output)
     if found:
         done, todo, sec = found[-1]
-        return float(sec), f"{done} of {todo} notebooks, executed several at a time by _ext/execute_notebooks.py"
+        return float(sec), f"{done} of {todo} notebooks, executed several at a time by tools/execute_notebooks.py"
     seconds = [r["seconds"] for r in records if r["seconds"] is not None]
     if not seconds:
         return None

@@ -41,11 +41,11 @@ DEFAULT = ("book/gdp", "book/functional_data", "book/pipelines", "book/finite_di
 
 
 def find_script() -> Path:
-    """The book's execution script, wherever the repository keeps it."""
-    for rel in ("_ext/execute_notebooks.py", "tools/execute_notebooks.py"):
-        if (ROOT / rel).is_file():
-            return ROOT / rel
-    raise FileNotFoundError("execute_notebooks.py is in neither _ext/ nor tools/")
+    """The book's execution script."""
+    script = ROOT / "tools" / "execute_notebooks.py"
+    if not script.is_file():
+        raise FileNotFoundError(f"{script} is missing")
+    return script
 
 
 def run_script(notebooks: list[Path], cache_dir: Path, work: Path, jobs: int, timeout: int,

@@ -1,6 +1,6 @@
 """The API reference page (book/api.md) documents every public name and is up to date.
 
-The page is written by _ext/api_page.py from dpfda.__all__ and the modules' __all__; the
+The page is written by tools/api_page.py from dpfda.__all__ and the modules' __all__; the
 book build (-W -n) then checks that every docstring renders and every reference resolves.
 """
 
@@ -36,10 +36,10 @@ def public_modules() -> list[str]:
 
 
 def test_the_committed_page_is_what_the_generator_writes():
-    spec = importlib.util.spec_from_file_location("api_page", ROOT / "_ext" / "api_page.py")
+    spec = importlib.util.spec_from_file_location("api_page", ROOT / "tools" / "api_page.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert module.render() == PAGE, "book/api.md is out of date: run .venv/bin/python _ext/api_page.py"
+    assert module.render() == PAGE, "book/api.md is out of date: run .venv/bin/python tools/api_page.py"
 
 
 def test_every_name_of_dpfda_all_is_documented():

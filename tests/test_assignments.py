@@ -103,7 +103,8 @@ def built(tmp_path_factory):
         if name and (ROOT / name).is_file():
             (clone / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, clone / name)
-    for rel in ["_ext/autograder_env.py", "Makefile", "README.md"]:  # also before they are committed
+    for rel in ["tools/autograder_env.py", "Makefile", "README.md"]:  # also before they are committed
+        (clone / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, clone / rel)
     (clone / "book" / "assignments").mkdir(parents=True, exist_ok=True)
     for src in (ROOT / "book" / "assignments").glob("*.*"):

@@ -87,7 +87,7 @@ def test_bench_build_times_a_cold_build_and_a_prose_rebuild_of_a_toy_book(tmp_pa
 
     # the same book with the notebooks executed beforehand, as `make book` does: the script's
     # own clock is the execution's wall time, and its log line names the notebook
-    script = Path(ROOT) / "_ext" / "execute_notebooks.py"
+    script = Path(ROOT) / "tools" / "execute_notebooks.py"
     proc = subprocess.run([sys.executable, str(BENCH / "bench_build.py"), "--repo", str(tmp_path),
                            "--phases", "cold", "--command",
                            f'export PATH="{bindir}:$PATH"; python {script} --jobs 2 && jupyter-book build .',

@@ -1,15 +1,15 @@
 """The student edition leaves out every solution, gated ones (with code cells) included,
 and keeps every exercise's Check paragraph.
 
-Builds a two-page book in a temporary folder with this repository's `_ext/` extensions,
-once as the full book and once with the configuration `make student` writes. The first page
-also holds the course guide's table of reading and run times (_ext/course_times.py): both
-editions fill it from what the build measured, and a chapter whose run raised gets no time
-(the build fails). The student edition serves each chapter as a solution-free notebook (its
-download button points there) and links to no page source or assignment; every
-chapter of the real book is exported without its solutions. Its Binder button, repository link
-and licence link go to the solution-free repository ``make student`` writes, and an
-``{only} instructor`` block (the course guide's rubric key steps) is left out.
+Builds a two-page book in a temporary folder with this repository's `_ext/` extensions, once as
+the full book and once with the configuration `make student` writes (tools/student_export.py).
+The first page also holds the course guide's table of reading and run times
+(_ext/course_times.py): both editions fill it from what the build measured, and a chapter whose
+run raised gets no time (the build fails). The student edition serves each chapter as a
+solution-free notebook (its download button points there) and links to no page source or
+assignment; every chapter of the real book is exported without its solutions. Its Binder
+button, repository link and licence link go to the solution-free repository ``make student``
+writes, and an ``{only} instructor`` block (the course guide's rubric key steps) is left out.
 """
 
 import re
@@ -115,7 +115,7 @@ def test_student_edition_hides_plain_and_gated_solutions(tmp_path):
     assert "mybinder.org/v2/gh/probe-owner/probe-repo/main" in full
 
     subprocess.run(
-        [sys.executable, str(ROOT / "_ext" / "student_edition.py"), str(tmp_path / "_config.yml"),
+        [sys.executable, str(ROOT / "tools" / "student_export.py"), str(tmp_path / "_config.yml"),
          str(tmp_path / "_build" / "_config_student.yml"), "--repository", STUDENT_REPO],
         check=True,
     )
@@ -166,7 +166,7 @@ def test_student_edition_without_a_repository_links_to_none(tmp_path):
 
     _write_book(tmp_path)
     target = tmp_path / "_build" / "_config_student.yml"
-    subprocess.run([sys.executable, str(ROOT / "_ext" / "student_edition.py"),
+    subprocess.run([sys.executable, str(ROOT / "tools" / "student_export.py"),
                     str(tmp_path / "_config.yml"), str(target)], check=True)
     config = yaml.safe_load(target.read_text())
     assert config["launch_buttons"]["binderhub_url"] == ""
@@ -177,9 +177,9 @@ def test_student_edition_without_a_repository_links_to_none(tmp_path):
 
 def test_every_chapter_is_exported_without_its_solutions(tmp_path):
     """export_notebooks: every chapter of _toc.yml, no solution text, every exercise and Check kept."""
-    sys.path.insert(0, str(ROOT / "_ext"))
+    sys.path.insert(0, str(ROOT / "tools"))
     try:
-        import student_edition
+        import student_export
     finally:
         sys.path.pop(0)
     (tmp_path / "_build" / "assignments" / "wheel").mkdir(parents=True)
@@ -187,7 +187,7 @@ def test_every_chapter_is_exported_without_its_solutions(tmp_path):
     for name in ("_toc.yml", "requirements.txt", "runtime.txt"):
         shutil.copy2(ROOT / name, tmp_path / name)
     shutil.copytree(ROOT / "book", tmp_path / "book", ignore=shutil.ignore_patterns("assignments"))
-    written = student_edition.export_notebooks(tmp_path / "_toc.yml", tmp_path / "out")
+    written = student_export.export_notebooks(tmp_path / "_toc.yml", tmp_path / "out")
     toc = (ROOT / "_toc.yml").read_text()
     chapters = [p for p in sorted((ROOT / "book").glob("*.ipynb")) if f"book/{p.stem}\n" in toc + "\n"]
     assert sorted(p.name for p in written) == sorted(p.name for p in chapters) and len(chapters) >= 20
@@ -196,7 +196,7 @@ def test_every_chapter_is_exported_without_its_solutions(tmp_path):
         original = nbformat.read(src, as_version=4)
         exported = nbformat.read(tmp_path / "out" / "notebooks" / src.name, as_version=4)
         text = "\n".join(c.source for c in exported.cells)
-        outside = "\n".join(c.source for c in student_edition.solution_free(original).cells)
+        outside = "\n".join(c.source for c in student_export.solution_free(original).cells)
         assert outside == text
         solution = _solution_lines(original)
         solutions_seen += len(solution)

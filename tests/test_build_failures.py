@@ -1,13 +1,13 @@
 """A failed chapter never reaches a page: `make book`, `make student` and a rebuild all fail.
 
 A three-page book in a temporary folder, built by the Makefile's own `book` and `student`
-recipes (the repository's Makefile and _ext/ linked into the folder; ``BUILD_DEPS=`` leaves
+recipes (the repository's Makefile, _ext/ and tools/ linked into the folder; ``BUILD_DEPS=`` leaves
 out the virtual environment, MathJax, Thebe and the assignments, which a three-page book
 does not need), with the execution settings of the book's _config.yml.  A first build
 succeeds, with a cell that is meant to raise (tagged ``raises-exception``) on a page; then
 a chapter is made to fail, and the book build, the student build and a second book build
 must each fail, and no HTML page anywhere under _build may show the failure's traceback.
-_ext/check_pages.py, which each build runs on its pages, is tested on its own as well.
+tools/check_pages.py, which each build runs on its pages, is tested on its own as well.
 """
 
 from __future__ import annotations
@@ -45,12 +45,13 @@ def notebook(path: Path, *cells) -> None:
 def book(tmp_path):
     real = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     config = {"title": "Probe", "execute": real["execute"], "only_build_toc_files": True,
-              "exclude_patterns": ["_ext", "_build", "**/.*"],
+              "exclude_patterns": ["_ext", "tools", "_build", "**/.*"],
               "sphinx": {"local_extensions": {"student_edition": "_ext/"}}}
     (tmp_path / "_config.yml").write_text(yaml.safe_dump(config))
     (tmp_path / "_toc.yml").write_text(TOC)
     (tmp_path / "Makefile").symlink_to(ROOT / "Makefile")
     (tmp_path / "_ext").symlink_to(ROOT / "_ext")
+    (tmp_path / "tools").symlink_to(ROOT / "tools")
     notebook(tmp_path / "index.ipynb", "print('index')",
              ("raise ValueError('meant to raise')", ["raises-exception"]))
     notebook(tmp_path / "one.ipynb", "print(6 * 7)")
@@ -111,7 +112,7 @@ def _page(tmp_path, name, body):
 
 
 def test_check_pages_fails_on_an_error_output_and_removes_the_page(tmp_path):
-    sys.path.insert(0, str(ROOT / "_ext"))
+    sys.path.insert(0, str(ROOT / "tools"))
     try:
         import check_pages
     finally:

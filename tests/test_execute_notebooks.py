@@ -1,4 +1,4 @@
-"""_ext/execute_notebooks.py fills the execution cache as myst-nb would, several notebooks at a time.
+"""tools/execute_notebooks.py fills the execution cache as myst-nb would, several notebooks at a time.
 
 A three-page book in a temporary folder: the script executes its notebooks two at a time;
 `jupyter-book build` must then take every one from the cache (no notebook executed again)
@@ -17,7 +17,7 @@ nbformat = pytest.importorskip("nbformat")
 jupyter_cache = pytest.importorskip("jupyter_cache")
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "_ext" / "execute_notebooks.py"
+SCRIPT = ROOT / "tools" / "execute_notebooks.py"
 JUPYTER_BOOK = Path(sys.executable).with_name("jupyter-book")
 
 CONFIG = """\

@@ -41,12 +41,12 @@ def test_the_solution_free_repository_runs_in_a_binder_like_environment(tmp_path
     log = tmp_path / "student-binder.log"
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
          str(copy / "_build" / "assignments" / "wheel"), str(copy)], copy, log, 600)
-    sys.path.insert(0, str(copy / "_ext"))
+    sys.path.insert(0, str(copy / "tools"))
     try:
-        import student_edition
+        import student_export
     finally:
         sys.path.pop(0)
-    repo = student_edition.export_repository(copy / "_toc.yml", tmp_path / "exported", tmp_path / "repo")
+    repo = student_export.export_repository(copy / "_toc.yml", tmp_path / "exported", tmp_path / "repo")
     names = sorted(p.name for p in repo.iterdir() if p.name != ".git")
     assert "requirements.txt" in names and "runtime.txt" in names and "book" in names
     assert not (repo / "dpfda").exists() and not (repo / "pyproject.toml").exists()

@@ -1,7 +1,7 @@
 """Headless Chromium on loopback only, driven by Playwright for Python.
 
 Used by the browser tests (``test_rendering.py``, ``test_explorer.py``,
-``test_live_code.py``, ``before_after.py``) and by the PDF printer (``_ext/book_pdf.py``):
+``test_live_code.py``, ``before_after.py``) and by the PDF printer (``tools/book_pdf.py``):
 
 * :class:`StaticServer` serves a folder (the built book) on ``127.0.0.1`` at a free port
   from a thread (``http.server.ThreadingHTTPServer``).

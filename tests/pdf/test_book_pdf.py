@@ -149,7 +149,7 @@ def test_outline_and_no_site_navigation(pdf, text):
 
 # --- code on paper --------------------------------------------------------------
 A4_WIDTH_PT = 595.3
-RIGHT_MARGIN_PT = 16 / 25.4 * 72  # _ext/book_pdf.py: @page margin 18mm 16mm 20mm 16mm
+RIGHT_MARGIN_PT = 16 / 25.4 * 72  # tools/book_pdf.py: @page margin 18mm 16mm 20mm 16mm
 
 
 def words_with_boxes(pdf: Path) -> list[tuple[int, float, str]]:

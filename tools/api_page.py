@@ -1,6 +1,6 @@
 """Write the book's API reference page, book/api.md, from dpfda.__all__ and the modules' __all__.
 
-Run `.venv/bin/python _ext/api_page.py` after a public name is added or removed;
+Run `.venv/bin/python tools/api_page.py` after a public name is added or removed;
 tests/test_api_page.py fails while the committed page differs from what this script writes.
 The page holds autodoc directives only: the docstrings themselves are read when the book is
 built (sphinx.ext.autodoc, napoleon for the numpy-style sections, autosummary tables).

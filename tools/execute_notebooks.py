@@ -1,6 +1,6 @@
 """Execute the book's notebooks into the execution cache, several at a time, before Sphinx runs.
 
-    python _ext/execute_notebooks.py [--jobs N] [--config _config.yml] [--toc _toc.yml]
+    python tools/execute_notebooks.py [--jobs N] [--config _config.yml] [--toc _toc.yml]
 
 Jupyter Book 1 (myst-nb, ``execute_notebooks: cache``) executes a notebook that
 is not in ``_build/.jupyter_cache`` while Sphinx reads it, one notebook after

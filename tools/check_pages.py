@@ -1,6 +1,6 @@
 """Fail on any built page that shows a Python traceback or an error output.
 
-    python _ext/check_pages.py _build/html [MORE_HTML_FOLDERS ...]
+    python tools/check_pages.py _build/html [MORE_HTML_FOLDERS ...]
 
 Run by ``make book`` and ``make student`` after each build.  A page fails when a
 notebook cell on it shows an error output (myst-nb's ``output traceback`` block) or
@@ -57,7 +57,7 @@ def check(folders) -> dict[Path, list[str]]:
 def main(argv=None) -> int:
     folders = sys.argv[1:] if argv is None else argv
     if not folders:
-        print("usage: python _ext/check_pages.py HTML_FOLDER [...]", file=sys.stderr)
+        print("usage: python tools/check_pages.py HTML_FOLDER [...]", file=sys.stderr)
         return 2
     try:
         failing = check(folders)

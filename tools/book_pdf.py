@@ -1,6 +1,6 @@
 """The whole book as one PDF, printed by headless Chromium (``make pdf``).
 
-Usage: ``python _ext/book_pdf.py SINGLEHTML_DIR OUT.pdf``
+Usage: ``python tools/book_pdf.py SINGLEHTML_DIR OUT.pdf``
 
 ``SINGLEHTML_DIR`` is Jupyter Book's single-page build (``--builder singlehtml``): every
 chapter on one page, from the same execution cache as the HTML book, with the book's own

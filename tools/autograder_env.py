@@ -1,6 +1,6 @@
 """Make each otter autograder zip self-contained: dpfda's wheel and pinned requirements on Python 3.11.
 
-``python _ext/autograder_env.py ASSIGNMENTS_DIR WHEEL`` (run by ``make assignments`` after
+``python tools/autograder_env.py ASSIGNMENTS_DIR WHEEL`` (run by ``make assignments`` after
 ``otter assign``) writes ``ASSIGNMENTS_DIR/requirements.txt``: every package grading needs (dpfda's
 run-time dependencies, sympy, otter-grader and the Jupyter kernel it runs notebooks with, and all
 their dependencies), pinned to the versions of the environment running this script, then the line
