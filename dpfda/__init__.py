@@ -15,13 +15,14 @@ layer but ``trust`` (tests/test_architecture.py holds this graph and checks it):
     a ball, the secular equation), ``data`` (the generative models of the simulations),
     ``summation`` (exact sums and their rounding bounds).
 ``mechanisms`` — mechanisms and their guarantees
-    ``mechanism`` (``Mechanism``: per-curve map, calibration, noise shape, fit; ``ftp``,
-    ``ptf``), ``pipelines`` (the stages of Algorithms 1 and 2, ``Release``), ``projections``
-    (a design's projections, exact at every magnitude), ``whitening`` (a design's noise
-    metric and the extent of its set), ``designs`` (beyond the paper: from PTF's box to
-    FTP's ellipsoid), ``privacy`` (G_μ, composition,
-    GDP ↔ (ε, δ), Laplace), ``secure`` (noise from OpenDP's vetted samplers), ``theory``
-    (the error bounds and limits of Theorems 10–15).
+    ``gaussian`` (``Mechanism``: per-curve map, calibration, noise shape, fit; the noise
+    rule), ``parts`` (the maps, calibrations and fits it is built from), ``mechanism``
+    (``ftp``, ``ptf`` and their mechanisms), ``pipelines`` (the stages of Algorithms 1
+    and 2, ``Release``), ``projections`` (a design's projections, exact at every
+    magnitude), ``whitening`` (a design's noise metric and the extent of its set),
+    ``designs`` (beyond the paper: from PTF's box to FTP's ellipsoid), ``privacy`` (G_μ,
+    composition, GDP ↔ (ε, δ), Laplace), ``secure`` (noise from OpenDP's vetted
+    samplers), ``theory`` (the error bounds and limits of Theorems 10–15).
 ``simulation`` — the Monte Carlo study
     ``studies`` (settings and studies), ``seeding`` (random streams), ``engine`` (the one
     simulation loop over mechanisms), ``schedule`` (planning, joblib and Dask),
@@ -42,8 +43,9 @@ layer but ``trust`` (tests/test_architecture.py holds this graph and checks it):
     ``claim_verdicts`` (from components to verdicts), ``law_runs`` (the claims under every
     latent law), ``claims`` (all of their names, from one place).
 ``practice`` — your own data
-    ``realdata`` (a domain onto [0, 1], public ranges onto c_j and B'), ``publish`` (a
-    table of curves in, the record of one release out); ``cli`` is ``python -m dpfda``.
+    ``realdata`` (a domain onto [0, 1], public ranges onto c_j and B'), ``reading`` (a
+    table of curves in), ``diagnostics`` (the curator's figures, never published),
+    ``publish`` (the record of one release out); ``cli`` is ``python -m dpfda``.
 
 How the modules import each other (checked by ``tests/test_architecture.py``): no module
 imports a private name (``_x``) of another; a module imports what it uses at its top, except

@@ -70,8 +70,8 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("privacy", "epsilon_from_mu", "scipy"): SCIPY,
     ("privacy", "mu_from_epsilon_delta", "scipy"): SCIPY,
     ("secure", "_opendp", "opendp.prelude"): "optional dependency: OpenDP is needed only for secure=True",
-    # publishing a release
-    ("publish", "_read_table", "pandas"): PANDAS,
+    # reading the curves of a release
+    ("reading", "_read_table", "pandas"): PANDAS,
     # the interactive figure
     ("explorer", "ratio_explorer", "bokeh.layouts"): BOKEH,
     ("explorer", "ratio_explorer", "bokeh.models"): BOKEH,
@@ -419,6 +419,7 @@ TESTED_ELSEWHERE = {
     "_release": "test_release_cli.py",  # `python -m dpfda release` and `example`
     "_scheduler": "test_dask.py",     # the Dask scheduler's handshake
     "recompute": "test_audit.py",     # the audit's own recomputation, tried with the audit
+    "gaussian": "test_mechanism.py",  # the Mechanism type, tried through every constructor
     "_checks": "test_broken.py",      # the trust modules' argument checks, tried by their refusals
 }
 

@@ -1,4 +1,4 @@
-"""The Mechanism type (dpfda.mechanisms.mechanism): every constructor, one contract.
+"""The Mechanism type (dpfda.mechanisms.gaussian, dpfda.mechanisms.mechanism): every constructor, one contract.
 
 * ``release`` of ``ftp``/``ptf``/``Design.mechanism(n, mu).release`` is bit for bit the
   composition of the stage functions (summary, the normals drawn right after it
@@ -108,24 +108,8 @@ def test_ptf_release_is_the_stage_functions_bit_for_bit(name, shape, kw):
 
 
 # ---------------------------------------------------------------------------
-# Calibration, privacy map, summary
+# The privacy map
 # ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("n", [1, 100, 3_000_000])
-def test_calibration_is_the_pipelines_calibration(n):
-    space = SPACES["gaussian"]
-    geom = space.at(GRID)
-    f = ftp_mechanism(GRID, space, RADIUS, MU)
-    p = ptf_mechanism(GRID, space, RADIUS, MU)
-    c = ptf_default_clip(geom, RADIUS)
-    assert f.sigma(n) == ftp_sigma(n, RADIUS, MU, rounding=ftp_rounding_excess(n, geom.dim, RADIUS))
-    _same(p.sigma(n), ptf_sigmas(n, c, MU, rounding=ptf_rounding_excess(n, c)))
-    assert f.sensitivity(n) == 2 * RADIUS / n and f.norm == "Cameron–Martin"
-    _same(p.sensitivity(n), 2 * c / n)
-    # the privacy map: μ for every n it accepts, and the (ε, δ) of that μ
-    assert f.privacy(n) == MU == p.privacy(n)
-    assert f.epsilon(n, 1e-6) == dpfda.epsilon_from_mu(MU, 1e-6)
 
 
 def test_privacy_map_refuses_where_no_sigma_keeps_the_guarantee():
@@ -134,28 +118,6 @@ def test_privacy_map_refuses_where_no_sigma_keeps_the_guarantee():
         f.privacy(10**6)
     with pytest.raises(ValueError, match="2\\^-40"):
         f.release(_data((10**6, 9)), np.random.default_rng(0))
-
-
-def test_summaries_and_moved_flags():
-    space = SPACES["legendre"]
-    geom = space.at(GRID)
-    X = _data((2, 30, 9), 3)
-    f, p = ftp_mechanism(GRID, space, RADIUS, MU), ptf_mechanism(GRID, space, RADIUS, MU)
-    centre, moved = f.summarize(X)
-    ref, active = ftp_fit_mean(X, geom, RADIUS)
-    _same(centre, ref)
-    _same(moved, active)
-    fast, _ = f.summarize(X, exact=False)
-    _same(fast, ftp_fit_mean(X, geom, RADIUS, exact=False)[0])
-    c = ptf_default_clip(geom, RADIUS)
-    centre, moved = p.summarize(X, exact=False)
-    _same(centre, ptf_clipped_mean(X, c, exact=False))
-    _same(moved, np.any(np.abs(X) > c, axis=-1))
-    assert moved.shape == (2, 30) and moved.any() and not moved.all()
-    rel = p.release(X, np.random.default_rng(0))
-    _same(p.coordinates(rel), rel.noisy_means)
-    _same(f.coordinates(f.release(X, np.random.default_rng(0))), ftp_mechanism(
-        GRID, space, RADIUS, MU).release(X, np.random.default_rng(0)).coef)
 
 
 # ---------------------------------------------------------------------------

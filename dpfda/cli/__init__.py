@@ -43,7 +43,7 @@ line with exit code 2.
 
 ``python -m dpfda release DATA.csv --grid … --space … --radius … --mu … --out
 release.json`` releases one private mean curve of the curves in ``DATA.csv``
-(wide or long form, :func:`dpfda.practice.publish.read_curves`) with FTP, or PTF with
+(wide or long form, :func:`dpfda.practice.reading.read_curves`) with FTP, or PTF with
 ``--method ptf [--clip …]``, and writes the curve on a public evaluation grid
 with every public parameter (:func:`dpfda.practice.publish.release_record`) as JSON.
 The noise comes from OpenDP (``secure=True``); ``--insecure-numpy-noise``
@@ -55,7 +55,7 @@ code 2; ``--out`` is never overwritten (a second release of the same data
 spends the budget again).  Every public choice is checked, and the mechanism
 built, before the data are read; the noise is drawn once, last, before the
 record is written.  After writing, the curator's diagnostics
-(:func:`dpfda.practice.publish.curator_diagnostics`: values clipped, fits shrunk
+(:func:`dpfda.practice.diagnostics.curator_diagnostics`: values clipped, fits shrunk
 onto the ball, the data's range against the band) go to stderr: they are
 computed from the data without noise, are not private and must not be published.
 """

@@ -233,7 +233,7 @@ def per_repetition(mechanism: Mechanism) -> Mechanism:
 
 @dataclass(frozen=True, eq=False)
 class Arm:
-    """A :class:`~dpfda.mechanisms.mechanism.Mechanism` as :func:`simulate_mechanisms` runs it.
+    """A :class:`~dpfda.Mechanism` as :func:`simulate_mechanisms` runs it.
 
     ``summary``: the key of its summary among the shared parts; ``block``: the
     index of the block of privacy normals it takes (arms with the same block

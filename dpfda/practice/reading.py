@@ -1,0 +1,422 @@
+"""Curves from a table: a CSV file or a pandas DataFrame, wide or long, on one common grid.
+
+:func:`read_curves` reads curves in wide form (one row per subject, one column per grid
+point, the header holding the points) or in long form (one row per measurement: subject,
+point, value), and returns them on one common grid, one curve per subject, or stops with a
+``ValueError`` that says what is wrong and what to do.  It is strict: real, finite numbers
+only, as many fields as headers on every row, no repeated header, no repeated or empty
+subject id (unless ``combine`` states how a subject's rows make one curve, :data:`COMBINE`).
+
+The paper's curves are observed at *common* points t_1 < … < t_T (§3); the estimators need
+it (PTF averages each grid point over subjects, FTP fits everyone with one design matrix).
+So every subject must have a finite value at every grid point: a missing value is an error,
+and so are curves measured at their own points, unless ``curves=True`` asks for a
+:class:`dpfda.Curves` (FTP fits each subject on the points it has).  See the book's chapter
+"Releasing your own data" for what to do then.  Also importable from
+:mod:`dpfda.practice.publish`.
+"""
+
+from __future__ import annotations
+
+import csv
+import numbers
+import os
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+import numpy as np
+
+from .._validation import non_real_dtype
+from ..maths.curves import Curves
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["COMBINE", "read_curves"]
+
+_MISSING_HELP = (
+    "dpfda needs every curve observed at every point of one common grid (the paper's "
+    "setting). Either fill each gap by a public rule fixed before looking at the data and "
+    "applied to each subject's own curve (e.g. linear interpolation between that subject's "
+    "neighbouring values): a per-record map, so the guarantee is unchanged; or drop the "
+    "incomplete subjects, which makes n depend on the data, so the number of complete curves "
+    "must itself be public or released privately. FTP can also fit each subject on the points it "
+    "has: read_curves(..., curves=True, domain=...), or leave out --grid on the command line"
+)
+
+
+COMBINE = {
+    "mean": "the mean of the subject's values at each grid point, missing values left out",
+}
+"""The rules :func:`read_curves` (``combine=``) may use to make one curve of a subject's rows."""
+
+_MISSING = frozenset({"", "na", "n/a", "nan", "null", "none", "#n/a", "<na>"})
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_INFINITE = re.compile(r"[+-]?inf(inity)?", re.IGNORECASE)
+
+
+class _CsvTable:
+    """A CSV file as text cells, checked: unique headers, as many fields as headers on every row."""
+
+    def __init__(self, path: str) -> None:
+        self.where = repr(path)
+        try:
+            with open(path, newline="", encoding="utf-8-sig") as fh:
+                rows = list(csv.reader(fh, strict=True))
+        except FileNotFoundError:
+            raise ValueError(f"source: no such file {path!r}") from None
+        except (csv.Error, UnicodeDecodeError) as exc:
+            reason = " ".join(str(exc).split())[:200]
+            raise ValueError(f"source: {path!r} is not a readable CSV file ({reason})") from None
+        lines = [i + 1 for i, row in enumerate(rows) if row]  # blank lines are skipped
+        rows = [row for row in rows if row]
+        if not rows:
+            raise ValueError(f"{self.where}: the file is empty (no header line)")
+        self.names = [name.strip() for name in rows[0]]
+        seen: dict[str, int] = {}
+        for k, name in enumerate(self.names):
+            if name in seen:
+                raise ValueError(f"{self.where}: the header {name!r} is repeated (columns {seen[name] + 1} "
+                                 f"and {k + 1}); every column needs its own name")
+            seen[name] = k
+        for line, row in zip(lines[1:], rows[1:]):
+            if len(row) != len(self.names):
+                raise ValueError(f"{self.where}: line {line} has {len(row)} fields but the header has "
+                                 f"{len(self.names)}; every row needs one field per header (a field "
+                                 "too many or too few shifts the values into the wrong columns)")
+        self._rows = rows[1:]
+        self._lines = lines[1:]
+        self.n_rows = len(self._rows)
+
+    def row(self, i: int) -> str:
+        return f"row {i + 1} (line {self._lines[i]})"
+
+    def labels(self, name: str) -> list[str]:
+        k = self.names.index(name)
+        return [row[k].strip() for row in self._rows]
+
+    def numbers(self, name: str, text: bool = True) -> np.ndarray:
+        k = self.names.index(name)
+        return np.array([_cell(row[k], self, i, name) for i, row in enumerate(self._rows)], dtype=float)
+
+
+def _cell(text: str, table: _CsvTable | _FrameTable, i: int, name: str) -> float:
+    """A text cell as a number: decimal notation, or a missing value (NaN); anything else refused."""
+    text = text.strip()
+    if text.lower() in _MISSING:
+        return np.nan
+    if _NUMBER.fullmatch(text):
+        value = float(text)
+        if not np.isfinite(value):
+            raise ValueError(f"{table.where}: the value {text!r} ({table.row(i)}, column {name!r}) is "
+                             "beyond the float64 range; every value must be a finite number")
+        return value
+    if _INFINITE.fullmatch(text):
+        raise ValueError(f"{table.where}: the value at {table.row(i)}, column {name!r} is infinite; "
+                         "every value must be a finite number")
+    raise ValueError(f"{table.where}: the value {text!r} ({table.row(i)}, column {name!r}) is not "
+                     "a number (a real number in decimal notation, or empty for a missing value)")
+
+
+class _FrameTable:
+    """A DataFrame, read by the rules of :class:`_CsvTable`: real numbers only, unique headers."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.where = "the DataFrame"
+        if frame.columns.nlevels != 1:
+            raise ValueError(f"{self.where}: its columns have {frame.columns.nlevels} levels; give one "
+                             "header per column")
+        self.names = list(frame.columns)
+        dup = frame.columns[frame.columns.duplicated()]
+        if len(dup):
+            raise ValueError(f"{self.where}: the header {dup[0]!r} is repeated; every column needs its own name")
+        self._frame = frame
+        self.n_rows = len(frame)
+
+    def row(self, i: int) -> str:
+        return f"row {i + 1}"
+
+    def labels(self, name: str) -> list[str]:
+        out = []
+        for value in self._frame[name].tolist():
+            try:
+                missing = value is None or bool(value != value)  # NaN, NaT
+            except TypeError:  # pandas.NA, whose truth value is undefined
+                missing = True
+            out.append("" if missing else str(value).strip())
+        return out
+
+    def numbers(self, name: str, text: bool = False) -> np.ndarray:
+        """The column as floats (NaN: missing); ``text=True`` also reads text cells as a CSV's."""
+        column = self._frame[name]
+        dtype = column.dtype
+        if text and non_real_dtype(dtype) is not None and all(isinstance(v, str) for v in column.tolist()):
+            return np.array([_cell(v, self, i, name) for i, v in enumerate(column.tolist())], dtype=float)
+        what = non_real_dtype(dtype)
+        if what is not None:
+            bad = [(i, v) for i, v in enumerate(column.tolist())
+                   if not _is_real(v) and not (isinstance(v, str) and _NUMBER.fullmatch(v.strip()))]
+            first = f"; the value {bad[0][1]!r} ({self.row(bad[0][0])}, column {name!r}) is not a number" if bad else ""
+            raise ValueError(f"{self.where}: column {name!r} holds {what}, not real numbers{first}. Every "
+                             "value must be a real number (int or float dtype): convert the column "
+                             "yourself first, by a public rule (e.g. pd.to_numeric, or days since a "
+                             "public date)")
+        arr = column.to_numpy(dtype=float, na_value=np.nan)
+        if np.isinf(arr).any():
+            i = int(np.argmax(np.isinf(arr)))
+            raise ValueError(f"{self.where}: the value at {self.row(i)}, column {name!r} is infinite; "
+                             "every value must be a finite number")
+        return arr
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, (numbers.Real, np.number)) and not isinstance(value, (bool, np.bool_))
+
+
+def _read_table(source: str | os.PathLike[str] | pd.DataFrame) -> _CsvTable | _FrameTable:
+    import pandas as pd
+
+    if isinstance(source, pd.DataFrame):
+        return _FrameTable(source)
+    if isinstance(source, (str, os.PathLike)):
+        return _CsvTable(os.fspath(source))
+    raise TypeError(f"source must be a path to a CSV file or a pandas DataFrame, got {type(source).__name__}")
+
+
+def _header_point(label: str | float, where: str, id_hint: str) -> float:
+    text = label.strip() if isinstance(label, str) else label
+    if isinstance(text, str) and _NUMBER.fullmatch(text):
+        value = float(text)
+    elif _is_real(text):
+        value = float(text)
+    else:
+        raise ValueError(f"{where}: column {label!r} is not a grid point (its header is not a number); "
+                         f"{id_hint}")
+    if not np.isfinite(value):
+        raise ValueError(f"{where}: column {label!r} is not a finite grid point")
+    return value
+
+
+def _check_complete(X: np.ndarray, labels: Sequence[str], points: np.ndarray, where: str, extra: str = "") -> None:
+    missing = np.isnan(X)
+    if missing.any():
+        i, j = np.argwhere(missing)[0]
+        raise ValueError(f"{where}: {int(missing.sum())} missing value(s) in {int(missing.any(axis=1).sum())} "
+                         f"of {X.shape[0]} curves (first: subject {labels[i]!r} at point {points[j]:g}){extra}. "
+                         + _MISSING_HELP)
+
+
+def _subjects(table: _CsvTable | _FrameTable, id: str, role: str) -> list[str]:
+    """The subject ids of the rows, as text: an empty id is refused by name."""
+    labels = table.labels(id)
+    for i, label in enumerate(labels):
+        if not label:
+            raise ValueError(f"{table.where}: {table.row(i)} has no subject ({id!r} is empty); every "
+                             f"{role} must name the subject it belongs to")
+    return labels
+
+
+@overload
+def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = ...,
+                id: str | None = ..., point: str = ..., value: str = ..., combine: str | None = ...,
+                curves: Literal[False] = ..., domain: Iterable[float] | None = ...,
+                ) -> tuple[np.ndarray, np.ndarray]: ...
+@overload
+def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = ...,
+                id: str | None = ..., point: str = ..., value: str = ..., combine: str | None = ...,
+                curves: Literal[True], domain: Iterable[float] | None = ...) -> Curves: ...
+@overload
+def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = ...,
+                id: str | None = ..., point: str = ..., value: str = ..., combine: str | None = ...,
+                curves: bool, domain: Iterable[float] | None = ...,
+                ) -> Any: ...  # a bool known at run time: Curves or (points, X), as typeshed does
+def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = "wide",
+                id: str | None = None, point: str = "point", value: str = "value",
+                combine: str | None = None, curves: bool = False,
+                domain: Iterable[float] | None = None) -> Curves | tuple[np.ndarray, np.ndarray]:
+    """Curves on one common grid from a CSV file or a DataFrame, one per subject: ``(points, X)``.
+
+    One subject gives one curve: the privacy unit of a release (its neighbouring datasets
+    differ in one subject's curve).  A subject id that appears on two rows (wide form) or
+    twice at one point (long form), or an empty id, is refused, unless ``combine`` states
+    how a subject's rows make one curve.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or pandas.DataFrame
+        A CSV file (comma-separated, UTF-8, one header line) or a DataFrame.
+    layout : {"wide", "long"}
+        ``"wide"``: one row per subject and one column per grid point, whose header is the
+        point (e.g. ``1,1.25,1.5,...`` for ages), plus at most the subject column ``id``.
+        ``"long"``: one row per measurement, with the columns ``id``, ``point`` and ``value``.
+    id : str, optional
+        Name of the subject column.  Wide form: optional (without it every column must be
+        a grid point and every row is one subject).  Long form: required.  Ids are read
+        as text (``007`` and ``7`` are two subjects), without surrounding spaces.
+    point, value : str
+        Long form: the names of the grid-point and value columns.
+    combine : {None, "mean"}
+        ``None`` (default): a subject with more than one row (wide) or more than one value
+        at a point (long) is an error.  ``"mean"``: a subject's values at each grid point
+        are averaged (missing ones left out) into that subject's one curve
+        (:data:`COMBINE`); a per-subject map, so the guarantee for one subject is unchanged.
+    curves : bool, default False
+        Return a :class:`dpfda.Curves` instead: subjects measured at their own points (long
+        form) and empty cells (wide form) are then kept, each subject with the points it has.
+    domain : (float, float)
+        With ``curves=True``: the public interval of the points (never read from the data).
+
+    Returns
+    -------
+    points : ndarray (T,)
+        The grid points, increasing, in the data's units.
+    X : ndarray (n, T)
+        One row per subject, in the order of first appearance.
+
+    Raises
+    ------
+    ValueError
+        A repeated or empty subject id; a header that is not a number or is repeated; a
+        CSV row with more or fewer fields than the header; a value that is not a real,
+        finite number (a CSV cell: a decimal number, or empty for a missing value; a
+        DataFrame column: int or float dtype, so booleans, dates, time spans, complex
+        numbers, categories and objects are refused); the same point twice; a missing
+        value; or (long form) a subject measured at its own points.  The message says
+        what to do.
+    TypeError
+        ``source`` is neither a path nor a DataFrame.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> wide = pd.DataFrame({"child": ["a", "b"], "1": [75.0, 80.0], "2": [85.0, 88.0]})
+    >>> points, X = read_curves(wide, id="child")
+    >>> points, X.shape
+    (array([1., 2.]), (2, 2))
+    >>> long = wide.melt(id_vars="child", var_name="age", value_name="height")
+    >>> points2, X2 = read_curves(long, layout="long", id="child", point="age", value="height")
+    >>> bool((points2 == points).all() and (X2 == X).all())
+    True
+    """
+    if layout not in ("wide", "long"):
+        raise ValueError(f"layout must be 'wide' or 'long', got {layout!r}")
+    if combine is not None and combine not in COMBINE:
+        raise ValueError(f"combine must be None (one row per subject) or one of {sorted(COMBINE)}, "
+                         f"got {combine!r}")
+    if curves and domain is None:
+        raise ValueError("curves=True needs the public domain=(start, stop) of the points")
+    table = _read_table(source)
+    if layout == "wide":
+        points, X = _read_wide(table, id, combine, missing_ok=curves)
+    else:
+        points, X = _read_long(table, id, point, value, combine, missing_ok=curves)
+    return Curves.from_masked(points, X, domain) if curves else (points, X)
+
+
+def _read_wide(table: _CsvTable | _FrameTable, id: str | None, combine: str | None,
+               missing_ok: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    where, columns = table.where, list(table.names)
+    if id is not None:
+        if id not in columns:
+            raise ValueError(f"{where}: no subject column {id!r} (columns: {columns[:8]})")
+        columns.remove(id)
+    hint = ("name the subject column with id=... (--id on the command line)" if id is None
+            else "wide form holds the subject column and one column per grid point, nothing else")
+    points = np.array([_header_point(c, where, hint) for c in columns], dtype=float)
+    if points.size == 0:
+        raise ValueError(f"{where}: no grid-point columns")
+    if table.n_rows == 0:
+        raise ValueError(f"{where}: no curves (the table has no rows)")
+    if np.unique(points).size != points.size:
+        dup = points[np.argmax([np.sum(points == p) > 1 for p in points])]
+        raise ValueError(f"{where}: the grid point {dup:g} appears in two columns")
+    labels = (_subjects(table, id, "row") if id is not None
+              else [str(i) for i in range(1, table.n_rows + 1)])
+    X = np.column_stack([table.numbers(c) for c in columns])
+    if combine is None:
+        first: dict[str, int] = {}
+        for i, label in enumerate(labels):
+            if label in first:
+                raise ValueError(
+                    f"{where}: subject {label!r} appears on two rows ({table.row(first[label])} and "
+                    f"{table.row(i)}); one subject must give one curve (a release protects one "
+                    "curve: a subject with k curves would have only the group guarantee of k). Fix "
+                    "the ids, or combine each subject's rows by a stated rule: combine='mean' "
+                    "(--combine mean on the command line)")
+            first[label] = i
+    order = np.argsort(points, kind="stable")
+    rows = np.repeat(np.arange(len(labels)), points.size)  # X.ravel(): row by row
+    return _assemble([labels[r] for r in rows], np.tile(np.arange(points.size), len(labels)), X.ravel(),
+                     points, where, order, missing_ok)
+
+
+def _read_long(table: _CsvTable | _FrameTable, id: str | None, point: str, value: str,
+               combine: str | None, missing_ok: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    where = table.where
+    if id is None:
+        raise ValueError("long form needs the subject column: id=... (--id on the command line)")
+    for name, role in ((id, "subject"), (point, "point"), (value, "value")):
+        if name not in table.names:
+            raise ValueError(f"{where}: no {role} column {name!r} (columns: {list(table.names)[:8]})")
+    if len({id, point, value}) < 3:
+        raise ValueError(f"{where}: the subject, point and value columns must be three different columns")
+    if table.n_rows == 0:
+        raise ValueError(f"{where}: no curves (the table has no rows)")
+    pts = table.numbers(point, text=True)  # grid points may be text, like a wide table's headers
+    vals = table.numbers(value)
+    if np.isnan(pts).any():
+        row = int(np.argmax(np.isnan(pts)))
+        raise ValueError(f"{where}: {table.row(row)} has no grid point ({point!r} is empty)")
+    subjects = _subjects(table, id, "measurement")
+    points = np.unique(pts)
+    if combine is None:
+        seen: set = set()
+        for s, p in zip(subjects, pts.tolist()):
+            if (s, p) in seen:
+                raise ValueError(f"{where}: subject {s!r} has two values at point {p:g}; a curve has one "
+                                 "value per grid point (one subject, one curve). Fix the ids, or combine "
+                                 "each subject's values by a stated rule: combine='mean' (--combine mean "
+                                 "on the command line)")
+            seen.add((s, p))
+    return _assemble(subjects, np.searchsorted(points, pts), vals, points, where, np.arange(points.size),
+                     missing_ok)
+
+
+def _assemble(subjects: Sequence[str], cols: np.ndarray, vals: np.ndarray, points: np.ndarray,
+              where: str, order: np.ndarray,
+              missing_ok: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Cells (subject, point column, value) as one curve per subject, in order of first appearance.
+
+    A subject's values at one point are averaged, missing ones left out (one value: itself,
+    exactly); the callers have refused repeats unless ``combine="mean"`` asked for this.
+    The columns come out in ``order``.
+    """
+    labels = list(dict.fromkeys(subjects))
+    row_of = {s: i for i, s in enumerate(labels)}
+    rows = np.array([row_of[s] for s in subjects], dtype=int)
+    shape = (len(labels), points.size)
+    present = np.zeros(shape, dtype=bool)
+    present[rows, cols] = True
+    finite = ~np.isnan(vals)
+    total, count = np.zeros(shape), np.zeros(shape)
+    np.add.at(total, (rows[finite], cols[finite]), vals[finite])
+    np.add.at(count, (rows[finite], cols[finite]), 1.0)
+    with np.errstate(invalid="ignore"):
+        X = np.where(count > 0, total / np.maximum(count, 1.0), np.nan)
+    if not present.all() and not missing_ok:
+        i, j = np.argwhere(~present)[0]
+        raise ValueError(
+            f"{where}: the subjects are not measured at the same points (together they use "
+            f"{points.size} distinct points; subject {labels[i]!r} has {int(present[i].sum())} of them and "
+            f"none at {points[j]:g}). dpfda needs one common grid: curves measured at their own "
+            "points are not supported (the "
+            "paper assumes common points; PTF averages each point over subjects) except by FTP, "
+            "which fits each subject on its own points: read_curves(..., curves=True, domain=...), "
+            "or leave out --grid on the command line. For PTF, put every curve "
+            "on one public grid first, by a public rule applied to each subject's own curve (e.g. "
+            "linear interpolation); if only a few values are absent: " + _MISSING_HELP)
+    points, X = points[order], X[:, order]
+    if not missing_ok:
+        _check_complete(X, labels, points, where)
+    return points, X

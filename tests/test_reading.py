@@ -1,0 +1,119 @@
+"""dpfda.practice.reading: curves from tables (wide, long, CSV or DataFrame) and their errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpfda.practice.reading import read_curves
+
+AGES = [1.0, 1.5, 2.0, 3.0]
+
+
+def wide_table():
+    return pd.DataFrame({"child": ["a", "b", "c"], "1": [70.0, 75.0, 72.0], "1.5": [80.0, 82.0, 79.0],
+                         "3": [95.0, 97.0, 94.0], "2": [88.0, 90.0, 86.0]})
+
+
+def test_wide_columns_are_sorted_by_point_and_rows_kept_in_order():
+    points, X = read_curves(wide_table(), id="child")
+    assert points.tolist() == AGES
+    assert X[:, -1].tolist() == [95.0, 97.0, 94.0] and X[:, 2].tolist() == [88.0, 90.0, 86.0]
+
+
+def test_long_form_equals_wide_form_and_reads_a_csv(tmp_path):
+    wide = wide_table()
+    long = wide.melt(id_vars="child", var_name="age", value_name="height").sample(frac=1, random_state=1)
+    path = tmp_path / "long.csv"
+    long.to_csv(path, index=False)
+    p1, X1 = read_curves(wide, id="child")
+    p2, X2 = read_curves(path, layout="long", id="child", point="age", value="height")
+    assert p1.tolist() == p2.tolist()
+    order = [list(dict.fromkeys(long["child"])).index(c) for c in wide["child"]]
+    assert np.array_equal(X1, X2[order])
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.assign(**{"1.5": [80.0, None, 79.0]}),
+     r"1 missing value\(s\) in 1 of 3 curves \(first: subject 'b' at point 1.5\)"),
+    (lambda t: t.assign(**{"1.5": ["80", "x", "79"]}), r"the value 'x' \(row 2, column '1.5'\) is not a number"),
+    (lambda t: t.assign(**{"1.5": [80.0, np.inf, 79.0]}), "is infinite"),
+    (lambda t: t.assign(note=["", "", ""]), "column 'note' is not a grid point"),
+    (lambda t: t.rename(columns={"2": "2.0", "3": "2.00"}), "the grid point 2 appears in two columns"),
+    (lambda t: t.iloc[:0], "no curves"),
+])
+def test_wide_errors_say_what_is_wrong(edit, message):
+    with pytest.raises(ValueError, match=message):
+        read_curves(edit(wide_table()), id="child")
+
+
+def test_missing_values_message_says_what_to_do_and_its_privacy_cost():
+    t = wide_table()
+    t.loc[0, "2"] = None
+    with pytest.raises(ValueError) as info:
+        read_curves(t, id="child")
+    text = str(info.value)
+    assert "public rule" in text and "guarantee is unchanged" in text
+    assert "drop" in text and "n depend on the data" in text
+
+
+def test_long_form_errors():
+    long = wide_table().melt(id_vars="child", var_name="age", value_name="height")
+    with pytest.raises(ValueError, match="long form needs the subject column"):
+        read_curves(long, layout="long", point="age", value="height")
+    with pytest.raises(ValueError, match="no value column 'value'"):
+        read_curves(long, layout="long", id="child", point="age")
+    twice = pd.concat([long, long.iloc[:1]])
+    with pytest.raises(ValueError, match="subject 'a' has two values at point 1"):
+        read_curves(twice, layout="long", id="child", point="age", value="height")
+    own = long.assign(age=long["age"].astype(float))
+    own.loc[own.child == "c", "age"] += 0.1
+    with pytest.raises(ValueError, match="not supported") as info:
+        read_curves(own, layout="long", id="child", point="age", value="height")
+    assert "common grid" in str(info.value) and "interpolation" in str(info.value)
+    gap = long.copy()
+    gap.loc[3, "height"] = None
+    with pytest.raises(ValueError, match="1 missing value"):
+        read_curves(gap, layout="long", id="child", point="age", value="height")
+
+
+def test_bad_sources():
+    with pytest.raises(TypeError, match="path to a CSV file or a pandas DataFrame"):
+        read_curves(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="no such file"):
+        read_curves("/nonexistent/curves.csv")
+    with pytest.raises(ValueError, match="layout must be 'wide' or 'long'"):
+        read_curves(wide_table(), layout="tall")
+
+
+def test_combine_mean_makes_one_curve_per_subject_in_both_layouts(tmp_path):
+    wide = pd.DataFrame({"id": ["a", "b", "a"], "0": [1.0, 5.0, 3.0], "1": [2.0, 6.0, np.nan]})
+    with pytest.raises(ValueError, match="subject 'a' appears on two rows"):
+        read_curves(wide, id="id")
+    points, X = read_curves(wide, id="id", combine="mean")
+    assert points.tolist() == [0.0, 1.0] and X.tolist() == [[2.0, 2.0], [5.0, 6.0]]  # NaN left out
+    long = wide.melt(id_vars="id", var_name="point", value_name="value")
+    points_l, X_l = read_curves(long, layout="long", id="id", combine="mean")
+    assert points_l.tolist() == [0.0, 1.0] and X_l.tolist() == X.tolist()
+    with pytest.raises(ValueError, match=r"combine must be None \(one row per subject\) or one of \['mean'\]"):
+        read_curves(wide, id="id", combine="first")
+    only_gaps = wide.assign(**{"1": [np.nan, 6.0, np.nan]})
+    with pytest.raises(ValueError, match="1 missing value"):  # none of a's rows has a value at 1
+        read_curves(only_gaps, id="id", combine="mean")
+
+
+def test_ids_are_text_and_csv_cells_follow_one_rule(tmp_path):
+    path = tmp_path / "ids.csv"
+    path.write_bytes("\ufeffid, 0 ,1\n007,1,2\n\n7,3,\"4\"\n".encode())  # BOM, spaces, a blank line, quotes
+    points, X = read_curves(path, id="id")
+    assert points.tolist() == [0.0, 1.0] and X.tolist() == [[1.0, 2.0], [3.0, 4.0]]  # 007 and 7: two subjects
+    path.write_text("id,0,1\na,1,NA\nb,3,4\n")
+    with pytest.raises(ValueError, match=r"1 missing value\(s\) in 1 of 2 curves \(first: subject 'a' at point 1\)"):
+        read_curves(path, id="id")
+    path.write_text("id,0,1\na,1,1_000\nb,3,4\n")  # Python's float() would take it; a CSV reader should not
+    with pytest.raises(ValueError, match="'1_000'"):
+        read_curves(path, id="id")
+    path.write_text("")
+    with pytest.raises(ValueError, match="the file is empty"):
+        read_curves(path, id="id")
