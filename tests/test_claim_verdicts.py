@@ -125,3 +125,47 @@ def test_judge_on_one_claim():
     assert [c.split(":")[0] for c in j.against] == ["m=2", "m=4", "m=8"]
     s = j.summary()
     assert s.loc["Figure 6, claim 6", "verdict"] == "✗ fails" and s.loc["Figure 6, claim 6", "against"] == 3
+
+
+def test_judge_corrects_at_alpha_over_the_number_of_claims():
+    """A chapter's family is declared and common: each claim at alpha / C, C = len(CLAIMS), so
+    that the C claims' conditional results together keep alpha (a union bound)."""
+    from dpfda.report.claim_registry import CLAIMS
+
+    tables = {"fig6": fig6_table({2: 0.5, 4: 0.5, 6: 0.5, 8: 2.0}.get)}
+    j = cv.judge("fig6-claim-6", tables)
+    assert j.family_size == len(CLAIMS) and j.alpha == 0.05
+    assert math.isclose(j.level, 0.05 / len(CLAIMS), rel_tol=1e-12)
+    row = j.record().iloc[:, 0]["this run (one draw of the curves, conditional design)"]
+    assert f"α/{len(CLAIMS)} = {0.05 / len(CLAIMS):.2g}" in row and "together at 0.05" in row
+    # the same components, corrected by hand at alpha / C
+    comp = cv.components_table({"default": tables}, claims=["fig6-claim-6"])
+    by_hand = cv.adjust(comp["p"].to_numpy(), 0.05 / len(CLAIMS), "holm")
+    assert j.components["significant"].tolist() == by_hand.tolist()
+    assert cv.judge("fig6-claim-6", tables, family_size=4, alpha=0.1).level == 0.1 / 4
+
+
+def test_a_component_significant_at_alpha_but_not_at_alpha_over_c_is_undecided():
+    z = 2.5  # two-sided p about 0.012: below 0.05, above 0.05 / 22
+    end = {2: 0.5, 4: 0.5, 6: 0.5, 8: math.exp(z * 0.01)}  # se of the log ratio: 0.01
+    tables = {"fig6": fig6_table(end.get)}
+    alone = cv.judge("fig6-claim-6", tables, family_size=1)
+    assert alone.verdict == "holds" and alone.level == 0.05
+    j = cv.judge("fig6-claim-6", tables)
+    assert j.verdict == "inconclusive"
+    assert [c.split(":")[0] for c in j.undecided] == ["m=8"] and not j.against
+    p8 = float(j.components.set_index("component").loc[j.undecided[0], "p"])
+    assert j.level < p8 < 0.05
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "22", None])
+def test_judge_refuses_a_bad_family_size(bad):
+    tables = {"fig6": fig6_table(lambda m: 1.0)}
+    with pytest.raises(ValueError, match="family_size must be a positive integer"):
+        cv.judge("fig6-claim-6", tables, family_size=bad)
+
+
+@pytest.mark.parametrize("bad", [0, 1, 1.5, -0.1, True, "0.05"])
+def test_judge_refuses_a_bad_alpha(bad):
+    with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\)"):
+        cv.judge("fig6-claim-6", {"fig6": fig6_table(lambda m: 1.0)}, alpha=bad)

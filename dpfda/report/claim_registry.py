@@ -16,11 +16,11 @@ else.  A record carries, side by side,
   turns them into signed :class:`~dpfda.report.claim_encodings.Component`
   comparisons (one per claim, in :mod:`dpfda.report.claim_encodings`).
 
-The chapters of Part II show the record and assert the verdict
-:func:`~dpfda.report.claim_verdicts.judge` gives on their results tables; the chapter
-``robustness`` judges every claim under every latent law
-(:func:`~dpfda.report.claim_verdicts.verdicts` over
-:func:`~dpfda.report.claim_verdicts.components_table`).
+The chapter ``robustness`` gives each claim its verdict under every latent law, one family
+for all claims and laws (:func:`~dpfda.report.claim_verdicts.verdicts` over
+:func:`~dpfda.report.claim_verdicts.components_table`); the chapters of Part II show that
+verdict beside the record, and assert what :func:`~dpfda.report.claim_verdicts.judge` finds
+on their own run (one draw of the curves, the conditional design).
 """
 
 from __future__ import annotations

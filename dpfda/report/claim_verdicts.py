@@ -11,9 +11,11 @@ estimate's sign.  Then a claim, under one law,
 * **fails** if at least one component is significant in the opposite direction;
 * is **inconclusive** otherwise (including a claim with no component).
 
-:func:`judge` on a chapter's tables answers for the latent curves of that one draw (the
-conditional design); on the pooled tables of :func:`dpfda.report.law_runs.simulate` the
-verdicts are about the law (:mod:`dpfda.report.law_runs` says how the two designs differ).
+The verdict of a claim is the matrix's: :func:`verdicts` over every claim under every latent
+law of the pooled tables of :func:`dpfda.report.law_runs.simulate`, one family, one verdict per
+claim and law.  :func:`judge` on a chapter's tables is evidence about the latent curves of that
+one draw (the conditional design, :mod:`dpfda.report.law_runs` says how the two designs differ),
+with a declared family shared by all the claims a chapter judges (its docstring).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from .claim_registry import CLAIMS, Claim, claim_components, get_claim
 
 __all__ = [
     "VERDICTS",
+    "FAMILY_ALPHA",
+    "FAMILY_SIZE",
     "components_table",
     "adjust",
     "verdicts",
@@ -41,6 +45,12 @@ __all__ = [
 
 VERDICTS = ("holds", "inconclusive", "fails")
 """The three verdicts, in the order of the matrix's colour scale."""
+
+FAMILY_ALPHA = 0.05
+"""The family level of the matrix's correction, and of the chapters' conditional results together."""
+
+FAMILY_SIZE = len(CLAIMS)
+"""The number of claims whose conditional results (:func:`judge` in a chapter) share ``FAMILY_ALPHA``."""
 
 
 def components_table(results, claims=CLAIMS, *, reference: str = "normal") -> pd.DataFrame:
@@ -121,7 +131,7 @@ def adjust(p, alpha: float = 0.05, method: str = "holm") -> np.ndarray:
     return out
 
 
-def verdicts(components: pd.DataFrame, alpha: float = 0.05, method: str = "holm") -> pd.DataFrame:
+def verdicts(components: pd.DataFrame, alpha: float = FAMILY_ALPHA, method: str = "holm") -> pd.DataFrame:
     """One verdict per (claim, law) from :func:`components_table` (module notes).
 
     Adds columns ``significant`` (the corrected test rejects) and ``agrees``
@@ -148,12 +158,25 @@ def verdicts(components: pd.DataFrame, alpha: float = 0.05, method: str = "holm"
 
 @dataclass(frozen=True)
 class Judgement:
-    """The registry's verdict on one claim under one law, with the components it rests on."""
+    """One claim judged under one law on given tables, with the components it rests on.
+
+    ``alpha`` is the family level, ``family_size`` the number of claims that share it
+    (each claim's components corrected at ``alpha / family_size``, :func:`judge`) and
+    ``method`` the correction within the claim.
+    """
 
     claim: Claim
     law: str
     verdict: str
     components: pd.DataFrame = field(repr=False)
+    alpha: float = 0.05
+    family_size: int = 1
+    method: str = "holm"
+
+    @property
+    def level(self) -> float:
+        """The level of the correction within the claim, ``alpha / family_size``."""
+        return self.alpha / self.family_size
 
     @property
     def against(self) -> list[str]:
@@ -165,21 +188,30 @@ class Judgement:
         """Labels of the components that are not significant."""
         return list(self.components.loc[self.components["agrees"] == 0, "component"])
 
+    def family_text(self) -> str:
+        """The multiplicity family in words, for a caption or a record."""
+        how = "Holm" if self.method == "holm" else "Bonferroni"
+        if self.family_size == 1:
+            return f"{how} within the claim at α = {self.alpha:g}"
+        return (f"{how} within the claim at α/{self.family_size} = {self.level:.2g}; "
+                f"the {self.family_size} claims' conditional results together at {self.alpha:g}")
+
     def record(self) -> pd.DataFrame:
-        """The claim's registry record beside this verdict, one row per field (for a chapter)."""
+        """The claim's registry record beside this run's result, one row per field (for a chapter)."""
         c, comp = self.claim, self.components
         n_for, n_against = int((comp["agrees"] > 0).sum()), int((comp["agrees"] < 0).sum())
         rows = {
             "the paper": c.where,
             "we test": " ".join(c.test.split("\n", 1)[-1].split()),
             "thresholds and why": "; ".join(f"{t}: {why}" for t, why in c.thresholds),
-            "verdict": f"{VERDICT_MARKS[self.verdict]} {self.verdict}: {n_for} of {len(comp)} components for, "
-                       f"{n_against} against (Holm over the claim's components, α = 0.05)",
+            "this run (one draw of the curves, conditional design)":
+                f"{VERDICT_MARKS[self.verdict]} {self.verdict}: {n_for} of {len(comp)} components for, "
+                f"{n_against} against ({self.family_text()})",
         }
         return pd.Series(rows, name=c.name).rename_axis("").to_frame()
 
     def summary(self) -> pd.DataFrame:
-        """One row for the reader: name, the paper's location, verdict (mark and word), counts."""
+        """One row for the reader: name, the paper's location, result (mark and word), counts."""
         c = self.components
         weakest = c.loc[c["z"].abs().idxmin()] if len(c) else None
         return pd.DataFrame([{
@@ -190,19 +222,38 @@ class Judgement:
         }]).set_index("claim")
 
 
-def judge(claim, tables, *, law: str = "default", alpha: float = 0.05, method: str = "holm") -> Judgement:
-    """The verdict of ``claim`` (a :class:`~dpfda.report.claim_registry.Claim` or an id) on one law's ``tables``.
+def judge(claim, tables, *, law: str = "default", alpha: float = FAMILY_ALPHA, method: str = "holm",
+          family_size: int = FAMILY_SIZE) -> Judgement:
+    """``claim`` (a :class:`~dpfda.report.claim_registry.Claim` or an id) judged on one law's ``tables``.
 
-    The family of the multiplicity correction is the claim's own components (a
-    chapter judges one claim at a time); the matrix of ``robustness`` corrects
-    over all of them at once (:func:`verdicts`).  On a chapter's tables (one
-    latent draw) the verdict is about that draw: the conditional design.
+    On a chapter's tables (one latent draw held fixed) the result is about that
+    draw, the conditional design: evidence beside the claim's verdict, which is
+    the matrix's (:func:`verdicts` over every claim and law at once, chapter
+    ``robustness``), not a second verdict.
+
+    The family of these conditional results is declared and common: the
+    chapters of Part II judge ``family_size`` claims (by default
+    ``FAMILY_SIZE``, all of the registry's claims), one at a time, and each claim's
+    components are corrected together (``method``, Holm by default) at level
+    ``alpha / family_size``.  Holm keeps each claim's familywise error at most
+    ``alpha / family_size``, and by the union bound the chance that any of the
+    ``family_size`` claims has a false rejection is at most ``alpha``: all the
+    conditional results together keep family level ``alpha``, whatever the
+    dependence between claims that read the same tables.  ``family_size=1``
+    gives the claim's own family at ``alpha``.
     """
+    if isinstance(family_size, bool) or not isinstance(family_size, (int, np.integer)) or family_size < 1:
+        raise ValueError(f"family_size must be a positive integer (the number of claims sharing the "
+                         f"family level alpha), got {family_size!r}")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)) or not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
     claim = claim if isinstance(claim, Claim) else get_claim(claim)
+    alpha, family_size = float(alpha), int(family_size)
     comp = components_table({check_law(law): tables}, claims=[claim])
-    long = verdicts(comp, alpha=alpha, method=method)
+    long = verdicts(comp, alpha=alpha / family_size, method=method)
     verdict = long["verdict"].iloc[0] if len(long) else "inconclusive"
-    return Judgement(claim, law, verdict, long.attrs["components"] if len(long) else comp)
+    return Judgement(claim, law, verdict, long.attrs["components"] if len(long) else comp,
+                     alpha=alpha, family_size=family_size, method=method)
 
 
 def verdict_matrix(long: pd.DataFrame, claims=CLAIMS, laws=LAWS) -> pd.DataFrame:

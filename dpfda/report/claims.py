@@ -29,6 +29,8 @@ from .claim_labels import VERDICT_MARKS, law_label
 from .claim_registry import CLAIMS, Claim, claim_components, get_claim, registry_table
 from .claim_verdicts import (
     CATEGORIES,
+    FAMILY_ALPHA,
+    FAMILY_SIZE,
     VERDICTS,
     Judgement,
     adjust,
@@ -54,6 +56,8 @@ __all__ = [
     "Judgement",
     "CLAIMS",
     "VERDICTS",
+    "FAMILY_ALPHA",
+    "FAMILY_SIZE",
     "LOG_MARGIN",
     "P_MARGIN",
     "PAPER_P",

@@ -269,9 +269,12 @@ def pivot_n_by_mu_T(table1_frame: pd.DataFrame, value: str) -> pd.DataFrame:
 
 
 def judgement_table(judgement) -> "Table":
-    """A claim's registry record beside its verdict, as a captioned table for a chapter.
+    """A claim's registry record beside this run's result, as a captioned table for a chapter.
 
     ``judgement`` is a :class:`dpfda.report.claim_verdicts.Judgement` (:func:`dpfda.report.claim_verdicts.judge`).
+    The claim's verdict is the matrix's (chapter ``robustness``); the table shows the
+    evidence of one run, one draw of the latent curves (the conditional design).
     """
     return table(judgement.record(), f"The registry's record of {judgement.claim.name} "
-                 f"(`dpfda.report.claims`) and its verdict on these tables ({judgement.law} law).")
+                 f"(`dpfda.report.claims`) and the test on this run: one draw of the curves, "
+                 f"conditional design ({judgement.law} law; {judgement.family_text()}).")
