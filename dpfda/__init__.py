@@ -97,11 +97,13 @@ _LAZY = {"audit": "trust.audit", "designs": "mechanisms.designs", "secure": "mec
 if ``import dpfda`` has not loaded them: ``audit`` imports scipy, which a simulation worker never needs."""
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from .mechanisms import designs, secure, theory
     from .trust import audit
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> "ModuleType":
     if name in _LAZY:
         return importlib.import_module(f"{__name__}.{_LAZY[name]}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

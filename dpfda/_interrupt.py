@@ -37,6 +37,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from types import FrameType
 
 __all__ = ["Terminated", "SignalGuard", "EXIT_CODES", "shutdown_workers", "pause_for_test"]
 
@@ -73,7 +75,7 @@ class SignalGuard:
     (module notes), so the processes the run starts do not die of it.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.received: int | None = None
         self.active = False
         self._previous: dict = {}
@@ -104,7 +106,7 @@ class SignalGuard:
                 return
             _thread.interrupt_main(signal.SIGHUP)
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._hup_thread is not None and self._hup_thread.ident is not None:
             self._hup_closing = True
             signal.pthread_kill(self._hup_thread.ident, signal.SIGHUP)  # wakes its sigwait only
@@ -118,7 +120,7 @@ class SignalGuard:
         self._previous.clear()
         self.active = False
 
-    def _handle(self, signum, frame) -> None:
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.received is not None:
             return  # already stopping: let the clean-up finish
         self.received = signum
@@ -136,7 +138,7 @@ class SignalGuard:
             self._raise()
 
     @contextlib.contextmanager
-    def deferred(self):
+    def deferred(self) -> Iterator[None]:
         """Raise no exception for a signal inside the block.
 
         For a few renames that must happen together; after the block,

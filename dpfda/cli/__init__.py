@@ -68,6 +68,7 @@ import contextlib
 import signal
 import sys
 import uuid
+from collections.abc import Sequence
 
 from .._interrupt import SignalGuard, shutdown_workers
 from ..simulation.studies import STUDY_NAMES  # noqa: F401 (re-exported)
@@ -126,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code.
 
     0 ok, 2 bad input or output folder in use, 129 after SIGHUP, 130 after SIGINT, 143 after

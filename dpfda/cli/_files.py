@@ -8,9 +8,19 @@ import os
 import shutil
 import tempfile
 import uuid
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from ..simulation.studies import layout_of
 from ._parsing import UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..simulation.studies import Study
+
+# What stage_file calls to write a file: write(tmp) with the temporary path.
+_Writer = Callable[[str], object]
 
 
 def check_output_dir(out: str) -> None:
@@ -38,7 +48,7 @@ class FolderLock:
     under it (by the run that held it before) takes the lock again on a new one.
     """
 
-    def __init__(self, out: str, run_id: str):
+    def __init__(self, out: str, run_id: str) -> None:
         self.path = os.path.join(out, LOCK_NAME)
         self.out = out
         self.run_id = run_id
@@ -72,7 +82,7 @@ class FolderLock:
         os.write(fd, f"pid {os.getpid()}, run {self.run_id}\n".encode())
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         try:
             os.unlink(self.path)  # while still holding the lock
         except OSError:
@@ -92,12 +102,12 @@ def _umask() -> int:
     return mask
 
 
-def _temporary_prefix(path) -> str:
+def _temporary_prefix(path: str | os.PathLike[str]) -> str:
     """Temporary files for ``path`` are named ``.<name>.<random>.part`` beside it."""
     return "." + os.path.basename(os.fspath(path)) + "."
 
 
-def discard_temporary(tmp) -> None:
+def discard_temporary(tmp: str | os.PathLike[str]) -> None:
     """Remove a temporary file, if it is there."""
     try:
         os.unlink(tmp)
@@ -105,7 +115,7 @@ def discard_temporary(tmp) -> None:
         pass
 
 
-def stage_file(path, write) -> str:
+def stage_file(path: str | os.PathLike[str], write: _Writer) -> str:
     """Write ``path``'s content under a temporary name beside it; return that name.
 
     ``write(tmp)`` writes the file.  If it fails (or is interrupted) the
@@ -125,21 +135,21 @@ def stage_file(path, write) -> str:
     return tmp
 
 
-def text_writer(text: str):
+def text_writer(text: str) -> _Writer:
     """A ``write(tmp)`` function for :func:`stage_file` that writes ``text`` (UTF-8)."""
-    def write(tmp):
+    def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
     return write
 
 
-def output_names(study) -> list[str]:
+def output_names(study: Study) -> list[str]:
     """The names of the files a study writes into ``--out``."""
     exts = (".csv", ".json", ".md", ".html") if layout_of(study).kind == "table" else (".csv", ".json", ".png")
     return [study.name + ext for ext in exts]
 
 
-def remove_temporaries(out: str, names) -> None:
+def remove_temporaries(out: str, names: Iterable[str]) -> None:
     """Remove the temporary files of the given outputs (ours: the folder is locked)."""
     for name in names:
         pattern = os.path.join(glob.escape(out), glob.escape(_temporary_prefix(name)) + "*.part")
@@ -147,7 +157,7 @@ def remove_temporaries(out: str, names) -> None:
             discard_temporary(tmp)
 
 
-def check_final_names(out: str, names) -> None:
+def check_final_names(out: str, names: Iterable[str]) -> None:
     """Refuse, before any work, an output name taken by something other than a file.
 
     A folder (or a socket, ...) named ``table1.json`` in ``--out`` would make the
@@ -212,18 +222,18 @@ def _provenance_comment(run: dict) -> str:
             f"started {run['started']}; dpfda {run['dpfda_version']} -->\n")
 
 
-def _staging(out: str):
+def _staging(out: str) -> tuple[list[tuple[str, str]], Callable[[str, _Writer], None]]:
     """``(staged, stage)``: ``stage(name, write)`` stages one file of ``out`` and records it."""
     staged: list[tuple[str, str]] = []
 
-    def stage(name, write):
+    def stage(name: str, write: _Writer) -> None:
         final = os.path.join(out, name)
         staged.append((stage_file(final, write), final))
 
     return staged, stage
 
 
-def stage_outputs(study, df, out: str, run: dict) -> list[tuple[str, str]]:
+def stage_outputs(study: Study, df: pd.DataFrame, out: str, run: dict) -> list[tuple[str, str]]:
     """Write a study's results (CSV, and the figure or the table) under temporary names.
 
     Returns (temporary, final) pairs.  Called as soon as the study's
@@ -261,7 +271,7 @@ def stage_outputs(study, df, out: str, run: dict) -> list[tuple[str, str]]:
     return staged
 
 
-def stage_metadata(study, df, out: str, meta: dict, run: dict) -> list[tuple[str, str]]:
+def stage_metadata(study: Study, df: pd.DataFrame, out: str, meta: dict, run: dict) -> list[tuple[str, str]]:
     """Write a study's JSON sidecar under a temporary name (once the whole run is done)."""
     from ..report import plots
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
+from typing import NoReturn
 
 
 class UsageError(Exception):
@@ -11,14 +13,14 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit code 2, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, exit code 2, no usage dump
         raise UsageError(message)
 
 
-def integer_option(name):
+def integer_option(name: str) -> Callable[[str], int]:
     """A parser of integer arguments (the sign is checked by :func:`validate_reproduce`, per option)."""
 
-    def parse(text):
+    def parse(text: str) -> int:
         try:
             return int(text)
         except ValueError:

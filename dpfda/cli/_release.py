@@ -7,12 +7,13 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 
 import numpy as np
 
-from ..maths.spaces import FourierSpace, KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
+from ..maths.spaces import FourierSpace, FunctionSpace, KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
 from ..mechanisms.bands import plot_band
-from ..mechanisms.mechanism import ftp_mechanism, ptf_mechanism
+from ..mechanisms.mechanism import Mechanism, ftp_mechanism, ptf_mechanism
 from ..practice.examples import EXAMPLES, write_example
 from ..practice.publish import (
     CLIP_WARNING_SHARE,
@@ -29,7 +30,7 @@ from ._files import discard_temporary, stage_file, text_writer
 from ._parsing import UsageError, integer_option
 
 
-def _points_option(text: str, option: str):
+def _points_option(text: str, option: str) -> np.ndarray:
     """A list of numbers: ``a,b,c`` or ``START:STOP:COUNT`` (COUNT equally spaced, ends included)."""
     text = text.strip()
     try:
@@ -55,7 +56,7 @@ SPACE_HELP = ("legendre:M or fourier:M (dimension M; fourier is periodic on the 
               "paper's implementation does, instead of refusing the grid")
 
 
-def space_option(text: str):
+def space_option(text: str) -> FunctionSpace:
     """``legendre:M``, ``fourier:M``, ``gaussian:RHO[:regularize]`` or ``brownian[:regularize]``."""
     kind, *params = text.strip().split(":")
     regularize = bool(params) and params[-1] == "regularize" and kind in ("gaussian", "brownian")
@@ -97,8 +98,8 @@ def join_negative_values(argv: list) -> list:
     return out
 
 
-def _number_option(name):
-    def parse(text):
+def _number_option(name: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
         try:
             return float(text)
         except ValueError:
@@ -106,7 +107,7 @@ def _number_option(name):
     return parse
 
 
-def add_release_parser(sub) -> None:
+def add_release_parser(sub: argparse._SubParsersAction) -> None:
     """Add the ``release`` command and its options to the subparsers ``sub``."""
     rel = sub.add_parser(
         "release", help="release one private mean curve from a CSV file of curves (secure by default)",
@@ -172,7 +173,7 @@ def add_release_parser(sub) -> None:
                      help="with --insecure-numpy-noise: numpy's seed (default: fresh OS entropy)")
 
 
-def add_example_parser(sub) -> None:
+def add_example_parser(sub: argparse._SubParsersAction) -> None:
     """Add the ``example`` command to the subparsers ``sub``."""
     ex = sub.add_parser("example", help="write a sample CSV file to try `release` on",
                         description="Write a sample file of curves: " + "; ".join(
@@ -181,7 +182,7 @@ def add_example_parser(sub) -> None:
     ex.add_argument("file", metavar="FILE.csv", help="where to write it (must not exist yet)")
 
 
-def run_example(args) -> int:
+def run_example(args: argparse.Namespace) -> int:
     """``python -m dpfda example NAME FILE``: 0, or :class:`UsageError`."""
     try:
         what = write_example(args.name, args.file)
@@ -191,7 +192,8 @@ def run_example(args) -> int:
     return 0
 
 
-def _release_inputs(args):
+def _release_inputs(args: argparse.Namespace
+                    ) -> tuple[np.ndarray, Domain, Mechanism, np.ndarray, PublicFrame | None]:
     """Check the public choices (before the data are read); return the objects they describe."""
     grid_points = _points_option(args.grid, "--grid")
     if grid_points.size > 1 and np.any(np.diff(grid_points) <= 0):
@@ -210,9 +212,10 @@ def _release_inputs(args):
     space = space_option(args.space)
     if args.method == "ftp" and args.clip is not None:
         raise UsageError("--clip is PTF's clipping bound; FTP does not clip (use --method ptf)")
-    clip = None if args.clip is None else _points_option(args.clip, "--clip")
-    if clip is not None and clip.size == 1:
-        clip = float(clip[0])
+    clip: np.ndarray | float | None = None
+    if args.clip is not None:
+        clip_points = _points_option(args.clip, "--clip")
+        clip = float(clip_points[0]) if clip_points.size == 1 else clip_points
     frame = None
     if (args.lower is None) != (args.upper is None):
         raise UsageError("--lower and --upper go together (a public range of the values)")
@@ -245,6 +248,7 @@ def _release_inputs(args):
     if not os.path.isdir(folder):
         raise UsageError(f"--out {args.out!r}: the folder {folder!r} does not exist")
     secure = not args.insecure_numpy_noise
+    radius: float | None
     try:  # the mechanism checks grid, space, B', mu, clip and weights
         if frame is not None:  # public centre, scale, B', clip and weights from the range
             radius, clip, weights = frame.radius, frame.clip, frame.weights
@@ -259,7 +263,7 @@ def _release_inputs(args):
     return grid_points, domain, mech, at, frame
 
 
-def run_release(args) -> int:
+def run_release(args: argparse.Namespace) -> int:
     """``python -m dpfda release``: check, read, release, write; 0 or :class:`UsageError`.
 
     Every public choice is checked (:func:`_release_inputs`) before the data are read; the
@@ -325,7 +329,7 @@ def run_release(args) -> int:
     return 0
 
 
-def _own_points_grid(args) -> str:
+def _own_points_grid(args: argparse.Namespace) -> str:
     """Without ``--grid``: check the options FTP on each subject's own points needs; its layout grid."""
     if args.domain is None:
         raise UsageError("without --grid (each subject on its own points) give --domain START,STOP: the "
@@ -344,7 +348,7 @@ def _own_points_grid(args) -> str:
     return f"{float(ends[0])!r}:{float(ends[1])!r}:101"
 
 
-def _check_plot_path(path) -> None:
+def _check_plot_path(path: str | None) -> None:
     """``--plot``: a new .png or .svg file in an existing folder (checked before the data are read)."""
     if path is None:
         return
@@ -368,6 +372,6 @@ def _draw_release(record: dict, path: str, xlabel: str) -> None:
     fig.savefig(path, metadata={"Date": None} if path.lower().endswith(".svg") else None)
 
 
-def _short_points(points) -> str:
+def _short_points(points: np.ndarray) -> str:
     shown = ", ".join(f"{p:g}" for p in points[:4])
     return f"{points.size} points: {shown}{', …' if points.size > 4 else ''}"

@@ -6,6 +6,8 @@ import datetime as _dt
 import signal
 import sys
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .._interrupt import SignalGuard, pause_for_test, shutdown_workers
 from .._version import __version__
@@ -24,6 +26,13 @@ from ._files import (
 from ._parsing import UsageError
 from ._scheduler import available_cores
 
+if TYPE_CHECKING:
+    import argparse
+
+    import pandas as pd
+
+    from ..simulation.studies import Study
+
 QUICK_N = (4, 16, 64, 256)
 """Sample sizes of ``--quick`` (the paper's run uses 2², 2³, …, 2¹²)."""
 QUICK_REPS = 20
@@ -33,7 +42,7 @@ STUDY_CHOICES = (*STUDY_NAMES, "all")
 """What ``reproduce`` accepts: a study of the paper (:data:`dpfda.simulation.studies.STUDY_NAMES`) or all."""
 
 
-def validate_reproduce(args) -> None:
+def validate_reproduce(args: argparse.Namespace) -> None:
     """Check the ``reproduce`` options; a bad one raises UsageError."""
     if args.command != "reproduce":
         raise UsageError("choose a command: reproduce or release (see python -m dpfda --help)")
@@ -70,14 +79,14 @@ def validate_reproduce(args) -> None:
     check_output_dir(args.out)
 
 
-def _chosen_studies(args) -> list:
+def _chosen_studies(args: argparse.Namespace) -> list[Study]:
     """The studies a ``reproduce`` command runs (paper sizes, or ``--quick``'s)."""
     studies = paper_studies(QUICK_N if args.quick else PAPER_N, law=args.law)
     names = list(STUDY_NAMES) if args.study == "all" else [args.study]
     return [studies[name] for name in names]
 
 
-def _check_plan(args) -> None:
+def _check_plan(args: argparse.Namespace) -> None:
     """Refuse, before anything runs, a run whose results or chunks cannot fit in memory.
 
     The plan is never built for this (:func:`dpfda.simulation.schedule.check_memory` counts it), so
@@ -90,7 +99,8 @@ def _check_plan(args) -> None:
         raise UsageError(str(exc)) from None
 
 
-def run_reproduce(args, argv, guard: SignalGuard, run_id: str, client=None) -> int:
+def run_reproduce(args: argparse.Namespace, argv: Sequence[str], guard: SignalGuard, run_id: str,
+                  client: Any = None) -> int:
     """Run the chosen studies and write their files into ``--out``; returns the exit code."""
     import matplotlib
 
@@ -105,13 +115,13 @@ def run_reproduce(args, argv, guard: SignalGuard, run_id: str, client=None) -> i
     by_name = {st.name: st for st in chosen}
     staged: list[tuple[str, str]] = []
 
-    def on_study(name, df):  # a study is done: draw it while the workers run the next ones
+    def on_study(name: str, df: pd.DataFrame) -> None:  # a study is done: draw it while the workers run the next ones
         staged.extend(stage_outputs(by_name[name], df, args.out, run))
         guard.check()
 
     try:
         t0 = time.perf_counter()
-        common = dict(chunk_reps=args.chunk_reps, progress=not args.no_progress, on_chunk=guard.check,
+        common: dict[str, Any] = dict(chunk_reps=args.chunk_reps, progress=not args.no_progress, on_chunk=guard.check,
                       on_study=on_study)
         if client is None:
             results = run_studies(chosen, args.reps, args.seed, n_jobs=args.jobs, **common)

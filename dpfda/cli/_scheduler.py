@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import socket
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +20,7 @@ def _worker_versions() -> tuple[str, str]:
     return __version__, np.__version__
 
 
-def connect_scheduler(address: str, timeout: float = SCHEDULER_TIMEOUT):
+def connect_scheduler(address: str, timeout: float = SCHEDULER_TIMEOUT) -> Any:
     """A ``distributed.Client`` on the scheduler at ``address``, ready to run a study.
 
     Raises :class:`UsageError` (one line, exit code 2) when the address is not
@@ -50,11 +51,11 @@ def connect_scheduler(address: str, timeout: float = SCHEDULER_TIMEOUT):
     # A failure is reported in our one line; distributed's own log lines are not needed.
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
 
-    async def handshake():  # distributed's own, without a Client that would linger on failure
+    async def handshake() -> None:  # distributed's own, without a Client that would linger on failure
         comm = await distributed.comm.connect(text, timeout=timeout)
         await comm.close()
 
-    async def handshake_within_timeout():  # a server that accepts and stays silent must not hang us
+    async def handshake_within_timeout() -> None:  # a server that accepts and stays silent must not hang us
         await asyncio.wait_for(handshake(), timeout)
 
     try:

@@ -18,14 +18,18 @@ a common grid.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import as_float_array, check_grid
 
 __all__ = ["Curves"]
 
 
-def _domain(domain) -> tuple[float, float]:
+def _domain(domain: Any) -> tuple[float, float]:
     try:
         start, stop = (float(v) for v in domain)
     except (TypeError, ValueError):
@@ -61,7 +65,8 @@ class Curves:
     (2, False, [[0.0, 0.5], [0.25, 0.5, 0.75]])
     """
 
-    def __init__(self, values, points, domain=(0.0, 1.0)):
+    def __init__(self, values: ArrayLike, points: ArrayLike,
+                 domain: Iterable[float] = (0.0, 1.0)) -> None:
         self.domain = _domain(domain)
         pts = as_float_array(points, "points")
         if pts.ndim != 1:
@@ -74,13 +79,14 @@ class Curves:
         if not np.all(np.isfinite(vals)):
             raise ValueError("values contain NaN or inf: for curves with missing points use "
                              "Curves.from_masked or Curves.irregular")
-        self._grid = check_grid(self._unit(pts), "points mapped onto [0, 1] by the domain")
-        self.points = pts
-        self.values = vals
-        self._subjects: list | None = None
+        self._grid: np.ndarray | None = check_grid(self._unit(pts), "points mapped onto [0, 1] by the domain")
+        self.points: np.ndarray | None = pts
+        self.values: np.ndarray | None = vals
+        self._subjects: list[tuple[np.ndarray, np.ndarray]] | None = None
 
     @classmethod
-    def irregular(cls, points, values, domain) -> Curves:
+    def irregular(cls, points: Sequence[ArrayLike], values: Sequence[ArrayLike],
+                  domain: Iterable[float]) -> Curves:
         """Each subject on its own points: ``points[i]`` and ``values[i]``, same length, >= 1 point."""
         if len(points) != len(values):
             raise ValueError(f"points and values must list the same subjects: {len(points)} against "
@@ -110,7 +116,8 @@ class Curves:
         return self
 
     @classmethod
-    def from_masked(cls, points, values, domain) -> Curves:
+    def from_masked(cls, points: ArrayLike, values: ArrayLike,
+                    domain: Iterable[float] | None) -> Curves:
         """A table (n, T) on ``points`` where NaN marks a point a subject was not measured at.
 
         Without NaN: the common grid.  With NaN: each subject on the points it has (a subject
@@ -122,11 +129,11 @@ class Curves:
             raise ValueError(f"values must have shape (n, {pts.size}), got {vals.shape}")
         seen = ~np.isnan(vals)
         if seen.all():
-            return cls(vals, pts, domain)
+            return cls(vals, pts, _domain(domain))
         empty = ~seen.any(axis=1)
         if empty.any():
             raise ValueError(f"subject {int(np.argmax(empty)) + 1} has no value at any point")
-        return cls.irregular([pts[s] for s in seen], [v[s] for v, s in zip(vals, seen)], domain)
+        return cls.irregular([pts[s] for s in seen], [v[s] for v, s in zip(vals, seen)], _domain(domain))
 
     def _unit(self, x: np.ndarray, what: str = "points") -> np.ndarray:
         start, stop = self.domain
@@ -146,26 +153,29 @@ class Curves:
     @property
     def n(self) -> int:
         """The number of curves (subjects)."""
-        if self._subjects is None:
-            return self.values.shape[-2]
-        return len(self._subjects)
+        if self._subjects is not None:
+            return len(self._subjects)
+        assert self.values is not None
+        return self.values.shape[-2]
 
     @property
     def grid(self) -> np.ndarray:
         """The common grid on [0, 1]; ``ValueError`` for curves on their own points."""
         if not self.common:
             raise ValueError("these curves are measured at their own points: they have no common grid")
+        assert self._grid is not None
         return self._grid
 
-    def subjects(self):
+    def subjects(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each subject's (points on [0, 1], values), in order (one dataset; no batch axes)."""
         if self._subjects is not None:
             return list(self._subjects)
+        assert self.values is not None and self._grid is not None
         if self.values.ndim != 2:
             raise ValueError(f"subjects() lists one dataset; these curves have batch axes {self.values.shape[:-2]}")
         return [(self._grid, row) for row in self.values]
 
-    def on_grid(self, grid, *, periodic: bool = False) -> Curves:
+    def on_grid(self, grid: ArrayLike, *, periodic: bool = False) -> Curves:
         """Each subject linearly interpolated onto the public ``grid`` (points on [0, 1]): a common grid.
 
         A map of each record alone (its own points and values, and the public grid), so a
@@ -182,5 +192,5 @@ class Curves:
         return out
 
     def __repr__(self) -> str:
-        kind = f"common grid of {self._grid.size} points" if self.common else "each on its own points"
+        kind = f"common grid of {self.grid.size} points" if self.common else "each on its own points"
         return f"Curves(n={self.n}, {kind}, domain={self.domain})"

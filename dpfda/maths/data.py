@@ -49,6 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_int, check_nonnegative, check_positive, check_rng
 from .spaces import Kernel, LegendreSpace, gaussian_kernel
@@ -77,7 +78,7 @@ LAWS = ("default",) + tuple(f"{shape}-{S:g}" for shape in ("shift", "wave") for 
 is ``shift-0`` only)."""
 
 
-def check_law(law) -> str:
+def check_law(law: object) -> str:
     """``law`` if it names a member of :data:`LAWS`, else ``ValueError``/``TypeError``."""
     if not isinstance(law, str):
         raise TypeError(f"law must be a string naming a latent law, got {type(law).__name__}")
@@ -94,7 +95,7 @@ def _law_parts(law: str) -> tuple[str, float]:
     return shape, float(share)
 
 
-def uniform_ball(n: int, dim: int, radius: float, rng) -> np.ndarray:
+def uniform_ball(n: int, dim: int, radius: float, rng: np.random.Generator) -> np.ndarray:
     """n points uniform in the dim-dimensional Euclidean ball of the given radius."""
     n = check_int(n, "n", 1)
     dim = check_int(dim, "dim", 1)
@@ -118,11 +119,11 @@ class PolynomialCurves:
         """Number of curves."""
         return self.theta.shape[0]
 
-    def values(self, t) -> np.ndarray:
+    def values(self, t: ArrayLike) -> np.ndarray:
         """(n, len(t)) curve values."""
         return self.space.evaluate(self.theta, t)
 
-    def mean_values(self, t) -> np.ndarray:
+    def mean_values(self, t: ArrayLike) -> np.ndarray:
         """Values of the sample mean f̄ at points ``t``, shape (len(t),)."""
         return self.space.evaluate(self.theta.mean(axis=0), t)
 
@@ -149,12 +150,12 @@ class KernelCurves:
         """Number of curves."""
         return self.alpha.shape[0]
 
-    def values(self, t) -> np.ndarray:
+    def values(self, t: ArrayLike) -> np.ndarray:
         """Values of the curves at points ``t``, shape (n, len(t))."""
         t = np.atleast_1d(np.asarray(t, dtype=float))
         return self.alpha @ self.kernel(self.centers[:, None], t[None, :])
 
-    def mean_values(self, t) -> np.ndarray:
+    def mean_values(self, t: ArrayLike) -> np.ndarray:
         """Values of the sample mean f̄ at points ``t``, shape (len(t),)."""
         return self.values(t).mean(axis=0)
 
@@ -174,7 +175,7 @@ def polynomial_direction(shape: str, m: int) -> np.ndarray:
     raise ValueError(f"shape must be 'shift' or 'wave', got {shape!r}")
 
 
-def kernel_direction(shape: str, kernel: Kernel, centers) -> np.ndarray:
+def kernel_direction(shape: str, kernel: Kernel, centers: ArrayLike) -> np.ndarray:
     """The coefficients α_h (on the kernel sections at ``centers``) of the ``shape`` laws' h, ||h||_H = 1.
 
     shift: h ∝ Σ_k K(c_k, ·); wave: h ∝ Σ_k sin(3πc_k) K(c_k, ·).
@@ -190,7 +191,8 @@ def kernel_direction(shape: str, kernel: Kernel, centers) -> np.ndarray:
     return h / np.sqrt(float(h @ KC @ h))
 
 
-def polynomial_curves(n: int, m: int, rng, *, B: float = 1.0, law: str = "default") -> PolynomialCurves:
+def polynomial_curves(n: int, m: int, rng: np.random.Generator, *, B: float = 1.0,
+                      law: str = "default") -> PolynomialCurves:
     """θ_i i.i.d. uniform in the m-ball of radius B (appendix, polynomial setup).
 
     With ``law="shift-S"`` or ``"wave-S"`` (module docstring), θ_i = (1 − S)·g_i
@@ -205,7 +207,7 @@ def polynomial_curves(n: int, m: int, rng, *, B: float = 1.0, law: str = "defaul
     return PolynomialCurves(space=space, theta=theta)
 
 
-def rkhs_curves(n: int, rng, *, kernel: Kernel | None = None, centers: int = 20,
+def rkhs_curves(n: int, rng: np.random.Generator, *, kernel: Kernel | None = None, centers: int = 20,
                 B: float = 1.0, law: str = "default") -> KernelCurves:
     """α_i as described in the module docstring (§5, RKHS simulation setup).
 
@@ -238,7 +240,7 @@ def rkhs_curves(n: int, rng, *, kernel: Kernel | None = None, centers: int = 20,
     return KernelCurves(kernel=kernel, centers=c, alpha=alpha)
 
 
-def observe(F, sigma0: float, rng, reps: int | None = None) -> np.ndarray:
+def observe(F: ArrayLike, sigma0: float, rng: np.random.Generator, reps: int | None = None) -> np.ndarray:
     """Noisy observations X = F + σ₀ε (eq. 2, A.2).
 
     ``F`` is (n, T); with ``reps`` the result is (reps, n, T), fresh noise per

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import AssumptionError, as_float_array, check_grid_vector, check_positive
 from .summation import fixed_point_ball_mean
@@ -72,7 +73,7 @@ class BallLeastSquares:
         Positive weights (the diagonal of W); ``None`` means W = I.
     """
 
-    def __init__(self, Phi, weights=None):
+    def __init__(self, Phi: ArrayLike, weights: ArrayLike | None = None) -> None:
         Phi = as_float_array(Phi, "Phi")
         if Phi.ndim != 2:
             raise ValueError(f"Phi must be a 2-D design matrix (T, d), got shape {Phi.shape}")
@@ -98,7 +99,7 @@ class BallLeastSquares:
         self._P = (w[:, None] * Phi) @ V  # x @ _P = Vᵀ Φᵀ W x
         self._rows: dict[int, np.ndarray] = {}  # λ tiled to (n, d), by n (_eigenvalue_rows)
 
-    def _eigenvalue_rows(self, shape) -> np.ndarray:
+    def _eigenvalue_rows(self, shape: tuple[int, ...]) -> np.ndarray:
         """λ repeated for each of the n rows of a (..., n, d) array, or λ itself.
 
         Dividing by a contiguous (n, d) array gives the same quotients as
@@ -124,12 +125,13 @@ class BallLeastSquares:
         """Number of coordinates d (columns of Phi)."""
         return self.Phi.shape[1]
 
-    def unconstrained(self, X) -> np.ndarray:
+    def unconstrained(self, X: ArrayLike) -> np.ndarray:
         """The weighted least-squares solution A⁻¹ΦᵀWx for each row of X."""
         g = np.asarray(X, dtype=float) @ self._P
         return (g / self.eigenvalues) @ self.eigenvectors.T
 
-    def _prepare(self, X, radius):
+    def _prepare(self, X: ArrayLike, radius: float
+                 ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Scaled eigenbasis coordinates of every row, and which rows are active.
 
         Returns ``(radius, g, z, e, active)``: row i's coordinates Vᵀ ΦᵀW x_i
@@ -169,7 +171,8 @@ class BallLeastSquares:
             bound = np.ldexp(radius, -e)  # B' in the row's units (inf: the row is far inside)
         return radius, g, z, e, norm > bound
 
-    def _solve_active(self, g, z, e, active, radius, nu=None):
+    def _solve_active(self, g: np.ndarray, z: np.ndarray, e: np.ndarray, active: np.ndarray,
+                      radius: float, nu: np.ndarray | None = None) -> None:
         """Overwrite the active rows of ``z`` with their constrained solutions.
 
         ``g``, ``z`` (..., d) and ``e``, ``active`` (...) come from
@@ -196,7 +199,8 @@ class BallLeastSquares:
             if nuf is not None:
                 nuf[block] = nu_block
 
-    def _active_block(self, G, e_active, radius):
+    def _active_block(self, G: np.ndarray, e_active: np.ndarray, radius: float
+                      ) -> tuple[np.ndarray, np.ndarray]:
         """Constrained solutions of one block of active rows, transposed: (θ (d, b), ν (b,)).
 
         ``G`` (d, b) holds the rows' coordinates in the eigenbasis, one row per
@@ -226,7 +230,7 @@ class BallLeastSquares:
             nu = np.ldexp(omega / rho, self._weight_exp)  # ν = ω/ρ in the caller's weights
         return zt, nu
 
-    def solve(self, X, radius) -> BallFit:
+    def solve(self, X: ArrayLike, radius: float) -> BallFit:
         """Fit every curve in ``X`` (..., T) inside the ball of radius ``radius``."""
         radius, g, z, e, active = self._prepare(X, radius)
         nu = np.zeros(active.shape)
@@ -238,7 +242,8 @@ class BallLeastSquares:
         coef = z @ self.eigenvectors.T
         return BallFit(coef=coef, active=active, multiplier=nu)
 
-    def solve_mean(self, X, radius, *, exact: bool = True):
+    def solve_mean(self, X: ArrayLike, radius: float, *,
+                   exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """The average of the ball-constrained fits of the curves in ``X`` (..., n, T).
 
         Returns ``(mean_coef (..., d), active (..., n))``: the mean of
@@ -307,7 +312,7 @@ def _row_exponents(X: np.ndarray) -> np.ndarray:
     return np.where((e > _EXP_LOW) & (e < _EXP_HIGH), 0, e)
 
 
-def _weight_vector(weights, T: int):
+def _weight_vector(weights: ArrayLike | None, T: int) -> tuple[np.ndarray, int]:
     """The diagonal of W as a checked vector, and a power of two to divide it by.
 
     A scalar means the same weight at every grid point.  The weighted fit does
@@ -429,7 +434,8 @@ def _secular_root(u: np.ndarray, L: np.ndarray) -> np.ndarray:
     return om
 
 
-def fit_ball(X, Phi, radius, weights=None) -> BallFit:
+def fit_ball(X: ArrayLike, Phi: ArrayLike, radius: float,
+             weights: ArrayLike | None = None) -> BallFit:
     """argmin (x - Φθ)ᵀW(x - Φθ) subject to ||θ||_2 <= radius, for each curve.
 
     Parameters

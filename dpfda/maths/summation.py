@@ -82,8 +82,10 @@ sensitivity there.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "MEAN_ROUNDING",
@@ -146,14 +148,14 @@ def _power_exponent(bound: np.ndarray) -> np.ndarray:
     return np.asarray(e, dtype=np.int64) + 1
 
 
-def _limb_scales(E: np.ndarray):
+def _limb_scales(E: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
     """2^(45 − E) as one or two powers of two (each representable) and whether two are needed."""
     shift = _LIMB - E
     first = np.clip(shift, -1000, 1000)
     return np.ldexp(1.0, first), np.ldexp(1.0, shift - first), bool(np.any(shift != first))
 
 
-def _chunks(B: int, n: int, rows: int):
+def _chunks(B: int, n: int, rows: int) -> Iterator[tuple[int, int, int, int]]:
     """(b0, b1, r0, r1): whole batches of curves when n <= rows, else slices of one batch's curves."""
     if n <= rows:
         per = max(1, rows // n)
@@ -234,7 +236,7 @@ def _normalise(A1: np.ndarray, A2: np.ndarray, A3: np.ndarray) -> None:
     A2 &= _MASK
 
 
-def _exact_mean(acc: np.ndarray, n: int, E) -> np.ndarray:
+def _exact_mean(acc: np.ndarray, n: int, E: np.ndarray) -> np.ndarray:
     """The mean (B, k) of the exact sums ``acc`` (3, k, B) in units 2^(E − 90), rounded once.
 
     N = A1·2^60 + A2·2^30 + A3 is split into its sign and |N| = B1·2^60 + B2·2^30
@@ -254,7 +256,7 @@ def _exact_mean(acc: np.ndarray, n: int, E) -> np.ndarray:
     return np.where(neg, -y, y).T
 
 
-def _check_shape(V: np.ndarray, what: str = "values"):
+def _check_shape(V: np.ndarray, what: str = "values") -> int:
     if V.ndim < 2:
         raise ValueError(f"{what} must have a curves axis (…, n, k), got shape {V.shape}")
     n = V.shape[-2]
@@ -265,7 +267,7 @@ def _check_shape(V: np.ndarray, what: str = "values"):
     return n
 
 
-def fixed_point_mean(values, bound) -> np.ndarray:
+def fixed_point_mean(values: ArrayLike, bound: ArrayLike) -> np.ndarray:
     """The mean over the curves axis (-2) of ``values`` (…, n, k), exact up to one rounding.
 
     Each value v in column j is cut towards zero to the grid 2^(E_j − 90)
@@ -342,7 +344,7 @@ def fixed_point_mean(values, bound) -> np.ndarray:
     return _exact_mean(acc, n, E).reshape(batch + (k,))
 
 
-def _fold(a: np.ndarray):
+def _fold(a: np.ndarray) -> tuple[np.ndarray, int]:
     """A view (R/m, m·k) of the rows of a (…, k) array (R rows in all; m = 64 when it divides R)."""
     k = a.shape[-1]
     R = a.size // max(k, 1)
@@ -350,7 +352,7 @@ def _fold(a: np.ndarray):
     return a.reshape(R // m, m * k), m
 
 
-def _norm_upper_bound(ss, d: int):
+def _norm_upper_bound(ss: np.ndarray, d: int) -> np.ndarray:
     """A rigorous upper bound of ||S_exact|| from ss = fl(Σ_j fl(S_j²)), summed in any order.
 
     S (d,) is a computed vector within 2⁻¹⁰⁷⁵ of S_exact in each coordinate (one
@@ -393,7 +395,7 @@ def bound_ball_rows(W: np.ndarray, radius: float) -> np.ndarray:
     return W
 
 
-def fixed_point_ball_mean(coords, basis, radius: float) -> np.ndarray:
+def fixed_point_ball_mean(coords: ArrayLike, basis: ArrayLike, radius: float) -> np.ndarray:
     """The mean over the curves axis (-2) of the points w_i = Σ_k coords[i, k]·basis[k], each in the ball.
 
     What FTP averages (Algorithm 1): ``coords`` (…, n, d) are the fits in an
@@ -498,7 +500,7 @@ def _shrink_points(W: np.ndarray, ss: np.ndarray, k: int, r_units: float, thresh
     W[:, over] *= (r_units / ub[over]) * (1.0 - 4 * U)
 
 
-def box_mean_excess(n: int, bounds) -> float:
+def box_mean_excess(n: int, bounds: ArrayLike) -> float:
     """ε for a mean of n points of a box ∏[−c_j, c_j] (PTF): n·γ₄ + n·2⁻¹⁰⁷⁴/min c_j.
 
     Two neighbours' cut points differ in one curve only, so their exact means

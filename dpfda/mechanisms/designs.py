@@ -79,6 +79,7 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import (
     check_data,
@@ -123,7 +124,7 @@ FITS = ("ball", "none")
 # ---------------------------------------------------------------------------
 
 
-def check_grid_space(grid, space, who: str) -> None:
+def check_grid_space(grid: object, space: object, who: str) -> None:
     """Refuse arguments given in the order (space, grid): every constructor takes (grid, space, ...).
 
     A TypeError names the argument when ``grid`` is a function space or ``space`` an array.
@@ -163,8 +164,9 @@ class Design:
         Weighted least squares in the ball of radius B', or unconstrained.
     """
 
-    def __init__(self, grid, space, radius, *, region="mix", lam=None, clip=None, ball_radius=None,
-                 noise="matched", weights=None, fit="ball"):
+    def __init__(self, grid: ArrayLike, space: FunctionSpace, radius: float, *, region: str = "mix",
+                 lam: float | None = None, clip: ArrayLike | None = None, ball_radius: float | None = None,
+                 noise: str | ArrayLike = "matched", weights: ArrayLike | None = None, fit: str = "ball") -> None:
         check_grid_space(grid, space, type(self).__name__)
         if not isinstance(space, (LegendreSpace, KernelSpace)):
             raise TypeError(f"space must be a LegendreSpace or KernelSpace, got {type(space).__name__}")
@@ -189,7 +191,7 @@ class Design:
         self.clip = ptf_clip_bounds(geom, self.radius, clip) if self._box_w > 0 else None
         if region == "ball":
             default = self.radius * float(np.linalg.norm(geom.Phi, 2))
-            self.ball_radius = default if ball_radius is None else check_radius(ball_radius)
+            self.ball_radius: float | None = default if ball_radius is None else check_radius(ball_radius)
         elif ball_radius is not None:
             raise ValueError("ball_radius applies to region='ball' only")
         else:
@@ -224,7 +226,7 @@ class Design:
         self.extent, self._extreme = self._cached_extent()
 
     # -- the set --------------------------------------------------------------
-    def _parts_weights(self):
+    def _parts_weights(self) -> tuple[float, float]:
         """(weight of the box part, weight of the E part) of the per-curve map."""
         if self.region == "box":
             return 1.0, 0.0
@@ -232,6 +234,7 @@ class Design:
             return 0.0, 1.0
         if self.region == "ball":
             return 0.0, 0.0
+        assert self.lam is not None  # region='mix' requires it
         return 1.0 - self.lam, self.lam
 
     @property
@@ -244,31 +247,33 @@ class Design:
         what = f"mix λ={self.lam:g}" if self.region == "mix" else self.region
         return f"{what}, {self.noise} noise, fit={self.fit}"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Design({self.name}, space={self.geometry.space!r}, T={self.geometry.T}, radius={self.radius})"
 
-    def _cached_extent(self):
+    def _cached_extent(self) -> tuple[float, dict[str, np.ndarray | None]]:
         """(R, maximiser) of this design's set (:func:`~dpfda.mechanisms.whitening.cached_extent`)."""
         return cached_extent(self)
 
     # -- per-curve maps and the summary ----------------------------------------
-    def _check_X(self, X):
+    def _check_X(self, X: ArrayLike) -> np.ndarray:
         return check_data(X, self.geometry.T)
 
-    def project(self, X) -> np.ndarray:
+    def project(self, X: ArrayLike) -> np.ndarray:
         """Each curve mapped into C: shape (…, n, T)."""
         X = self._check_X(X)
         if self.region == "ball":
+            assert self.ball_radius is not None
             return project_ball(X, self.ball_radius)
         out = np.zeros(X.shape)
         if self._box_w > 0:
+            assert self.clip is not None
             out += self._box_w * np.clip(X, -self.clip, self.clip)
         if self._e_w > 0:
             coef = fitter(self.geometry).solve(X, self.radius).coef
             out += self._e_w * (coef @ self.geometry.Phi.T)
         return out
 
-    def parts(self, X, *, exact: bool = True) -> dict:
+    def parts(self, X: ArrayLike, *, exact: bool = True) -> dict:
         """The per-curve work every design shares, averaged over curves (…, T).
 
         Keys: ``"box"`` (mean of clip(x) at this design's bounds), ``"ellipsoid"``
@@ -285,10 +290,11 @@ class Design:
                 out[flag] = out[flag].any(axis=-1)
         return out
 
-    def _parts_per_curve(self, X, exact: bool) -> dict:
+    def _parts_per_curve(self, X: np.ndarray, exact: bool) -> dict:
         """:meth:`parts` with per-curve flags (…, n): which curves each part moved."""
         out: dict = {}
         if self._box_w > 0:
+            assert self.clip is not None
             out["box"] = ptf_clipped_mean(X, self.clip, exact=exact)
             out["box_active"] = np.any(np.abs(X) > self.clip, axis=-1)
         if self._e_w > 0:
@@ -297,13 +303,14 @@ class Design:
             out["ellipsoid"] = mean_coef @ self.geometry.Phi.T
             out["ellipsoid_active"] = active
         if self.region == "ball":
+            assert self.ball_radius is not None
             P = project_ball(X, self.ball_radius)
             out[("ball", self.ball_radius)] = (fixed_point_mean(P, self.ball_radius) if exact
                                               else P.mean(axis=-2))
             out["ball_active"] = np.any(P != X, axis=-1)
         return out
 
-    def summarize(self, X, *, exact: bool = True):
+    def summarize(self, X: ArrayLike, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(summary (…, T), moved (…, n)): the mean of the per-curve maps, and which curves moved.
 
         A curve is moved when some part of the map changed it (clipped, fitted onto the
@@ -336,7 +343,7 @@ class Design:
         """Whether the noise is added to the mean of fits θ̄ (FTP's shape L = Φ), not to grid means."""
         return self._ftp_shaped
 
-    def grid_summary(self, X) -> np.ndarray:
+    def grid_summary(self, X: ArrayLike) -> np.ndarray:
         """The mean of the per-curve maps on the grid (…, T) (Φθ̄ for FTP's shape)."""
         s = self.summary(X)
         return s @ self.geometry.Phi.T if self._ftp_shaped else s
@@ -346,11 +353,11 @@ class Design:
         """The number k of coordinates the noise is added in (d for FTP's shape L = Φ, else T)."""
         return self.geometry.dim if self._ftp_shaped else self.geometry.T
 
-    def summary(self, X) -> np.ndarray:
+    def summary(self, X: ArrayLike) -> np.ndarray:
         """The non-private centre in the noise's coordinates (:meth:`summary_from_parts`)."""
         return self.summary_from_parts(self.parts(X))
 
-    def whiten(self, v) -> np.ndarray:
+    def whiten(self, v: ArrayLike) -> np.ndarray:
         """Coordinates M·v (…, k), M = L⁻¹ (L⁺ on the span of Φ for FTP's shape): N(0, σ²I) noise.
 
         No pseudo-inverse: M comes from :class:`~dpfda.mechanisms.whitening.Whitening` (exact for a diagonal L, QR
@@ -398,10 +405,12 @@ class Design:
         if self.region == "ball":
             # project_ball keeps a norm <= r up to the rounding of its own norm check; only
             # an ℓ₂ bound on the whole error vector is known
+            assert self.ball_radius is not None
             per, total, rho = None, MEAN_ROUNDING * self.ball_radius, gamma(T + 4)
         else:
             per, rho = np.zeros(T), 0.0
             if self._box_w > 0:
+                assert self.clip is not None
                 per = per + self._box_w * gamma(8) * self.clip
             if self._e_w > 0:
                 rho = RECORD_SLACK
@@ -487,7 +496,7 @@ class Design:
             mech.sigma(n)
         return mech
 
-    def worst_case_pair(self, n: int, scale: float = 1.0):
+    def worst_case_pair(self, n: int, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """Neighbours (X0, X1), (n, T) each, whose summaries differ by exactly Δ.
 
         The first curve of X0 is a + t·w, of X1 its negative, all others 0,
@@ -500,6 +509,7 @@ class Design:
         n = check_int(n, "n", 1)
         scale = check_positive(scale, "scale")
         x_star = self._extreme["x"]
+        assert x_star is not None
         xs, _ = scaled(x_star)
         Ms, _ = scaled(self._whitening.M)
         w = Ms.T @ (Ms @ xs)
@@ -509,6 +519,7 @@ class Design:
         if self._box_w > 0 and self._e_w > 0:
             nz = np.abs(w) > 0
             with np.errstate(over="ignore"):
+                assert self.clip is not None and anchor is not None
                 t0 = float(np.max((self.clip[nz] + np.abs(anchor[nz])) / np.abs(w[nz])))
         with np.errstate(over="ignore", invalid="ignore"):
             curve = anchor + (scale * t0) * w
@@ -548,7 +559,7 @@ class Design:
         M = M1 + M2
         return float(np.sqrt(2.0 * np.sum(M * M.T)))
 
-    def _error_covariances(self, n, mu, sigma0):
+    def _error_covariances(self, n: int, mu: float, sigma0: float) -> tuple[np.ndarray, np.ndarray]:
         n = check_int(n, "n", 1)
         sigma0 = check_nonnegative(sigma0, "sigma0")
         geom = self.geometry
@@ -569,11 +580,11 @@ class DesignMap:
 
     design: Design
 
-    def __call__(self, X, *, exact: bool = True):
+    def __call__(self, X: ArrayLike, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(summary (…, T), moved (…, n))."""
         return self.design.summarize(X, exact=exact)
 
-    def mean(self, X, *, exact: bool = True) -> np.ndarray:
+    def mean(self, X: ArrayLike, *, exact: bool = True) -> np.ndarray:
         """The summary (…, T) (:meth:`Design.summary`)."""
         return self.design.summary_from_parts(self.design.parts(X, exact=exact))
 
@@ -593,7 +604,7 @@ class DesignCalibration:
         """σ for n curves and budget μ (already checked)."""
         return self.design._calibrate(n, mu)
 
-    def secure_noisy(self, centre, n: int, mu: float, sigma) -> np.ndarray:
+    def secure_noisy(self, centre: np.ndarray, n: int, mu: float, sigma: float) -> np.ndarray:
         """The summary ``centre`` plus OpenDP's noise, drawn in the whitened coordinates.
 
         For FTP's shape ``centre`` is θ̄ and the noise σZ (d) is FTP's secure path.

@@ -59,6 +59,7 @@ def _proxy_values(proxy: ArrayLike | Curves, grid: np.ndarray) -> np.ndarray:
         if not proxy.common:
             raise ValueError("proxy is measured at its own points: put it on the public grid first "
                              "(Curves.on_grid, a map of the public proxy alone)")
+        assert proxy.values is not None
         if proxy.values.ndim != 2:
             raise ValueError(f"proxy must be one data set (n, T), got batch axes {proxy.values.shape[:-2]}")
         if proxy.grid.shape != grid.shape or not np.array_equal(proxy.grid, grid):

@@ -27,8 +27,10 @@ from __future__ import annotations
 import hashlib
 import math
 import secrets
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import (
     check_grid_vector,
@@ -38,7 +40,7 @@ from .._validation import (
     check_rng,
 )
 from ..maths.fitting import BallFit, BallLeastSquares
-from ..maths.spaces import GridGeometry, KernelSpace
+from ..maths.spaces import GridGeometry, Kernel, KernelSpace
 from ..maths.summation import ball_mean_excess, box_mean_excess, fixed_point_mean
 from . import bands
 from . import secure as opendp_noise  # a module: its sampler is looked up at each release
@@ -49,6 +51,9 @@ from .calibration import (
     declared_sensitivity,
     noise_scale,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = [
     "Release",
@@ -76,7 +81,7 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
-def check_radius(radius) -> float:
+def check_radius(radius: object) -> float:
     """The fitting radius B': a finite number in (0, 2^960] (see :data:`~dpfda.mechanisms.calibration.PARAM_MAX`)."""
     radius = check_positive(radius, "radius")
     if radius > PARAM_MAX:
@@ -107,7 +112,7 @@ def ftp_sigma(n: int, radius: float, mu: float, *, rounding: float = 0.0) -> flo
     return float(noise_scale(radius, None, n, mu, "radius", rounding))
 
 
-def ptf_sigmas(n: int, clip, mu: float, *, rounding: float = 0.0) -> np.ndarray:
+def ptf_sigmas(n: int, clip: ArrayLike, mu: float, *, rounding: float = 0.0) -> np.ndarray:
     """PTF noise scales σ_j = (2c_j/n)·sqrt(T)/μ (Algorithm 2; T = len(clip)).
 
     ``rounding`` as for :func:`ftp_sigma` (``ptf_rounding_excess``).  Raises
@@ -142,7 +147,7 @@ def ftp_rounding_excess(n: int, dim: int, radius: float) -> float:
     return ball_mean_excess(check_int(n, "n", 1), check_int(dim, "dim", 1), check_radius(radius))
 
 
-def ptf_rounding_excess(n: int, clip) -> float:
+def ptf_rounding_excess(n: int, clip: ArrayLike) -> float:
     """Proven bound ε on the relative excess of PTF's pair μ from floating point.
 
     Clipping is exact, and ``ptf_clipped_mean`` (and the unit-box mean the
@@ -174,14 +179,14 @@ def ptf_default_weights(geometry: GridGeometry) -> np.ndarray:
     return geometry.eval_norm**-2.0
 
 
-def ptf_clip_bounds(geometry: GridGeometry, radius: float, clip=None) -> np.ndarray:
+def ptf_clip_bounds(geometry: GridGeometry, radius: float, clip: ArrayLike | None = None) -> np.ndarray:
     """PTF's clipping bounds: ``clip`` checked (a scalar is used at every point), or the default."""
     if clip is None:
         return ptf_default_clip(geometry, radius)
     return check_grid_vector(clip, "clip", geometry.T)
 
 
-def ptf_weight_vector(geometry: GridGeometry, weights=None) -> np.ndarray:
+def ptf_weight_vector(geometry: GridGeometry, weights: ArrayLike | None = None) -> np.ndarray:
     """PTF's fitting weights: ``weights`` checked (a scalar is used at every point), or the default."""
     if weights is None:
         return ptf_default_weights(geometry)
@@ -191,7 +196,7 @@ def ptf_weight_vector(geometry: GridGeometry, weights=None) -> np.ndarray:
 _FITTERS: dict = {}
 
 
-def fitter(geometry: GridGeometry, weights=None) -> BallLeastSquares:
+def fitter(geometry: GridGeometry, weights: ArrayLike | None = None) -> BallLeastSquares:
     """A cached :class:`~dpfda.BallLeastSquares` for this geometry and weight vector."""
     w = None if weights is None else np.asarray(weights, dtype=float)
     key = (id(geometry), None if w is None else w.tobytes())
@@ -210,7 +215,8 @@ def fitter(geometry: GridGeometry, weights=None) -> BallLeastSquares:
 # ---------------------------------------------------------------------------
 
 
-def ftp_fit_mean(X: np.ndarray, geometry: GridGeometry, radius: float, *, exact: bool = True):
+def ftp_fit_mean(X: np.ndarray, geometry: GridGeometry, radius: float, *,
+                 exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Fit each curve in the ball of radius B' (W = I) and average (Algorithm 1, steps 1–2).
 
     Returns ``(mean_coef (…, d), active (…, n))``.  ``active`` says whose fit hit
@@ -226,7 +232,7 @@ def ftp_fit_mean(X: np.ndarray, geometry: GridGeometry, radius: float, *, exact:
     return fitter(geometry).solve_mean(X, radius, exact=exact)
 
 
-def ftp_privatize(mean_coef, geometry: GridGeometry, radius: float, mu: float, n: int,
+def ftp_privatize(mean_coef: ArrayLike, geometry: GridGeometry, radius: float, mu: float, n: int,
                   rng: np.random.Generator | None, *, secure: bool = False) -> "Release":
     """Algorithm 1, step 3: the mean of the fits plus σZ, σ = 2B'/(nμ), as a :class:`Release`.
 
@@ -272,7 +278,7 @@ def ptf_clipped_mean(X: np.ndarray, clip: np.ndarray, *, exact: bool = True) -> 
     return fixed_point_mean(clipped, clip)
 
 
-def add_noise(centre, scale, normals) -> np.ndarray:
+def add_noise(centre: np.ndarray, scale: float | np.ndarray, normals: np.ndarray) -> np.ndarray:
     """The Gaussian mechanism's step: ``centre + scale·normals`` (Algorithms 1 and 2).
 
     ``normals`` are standard normal draws of ``centre``'s shape (drawn by the
@@ -282,7 +288,7 @@ def add_noise(centre, scale, normals) -> np.ndarray:
     return centre + scale * normals
 
 
-def ptf_fit(xtilde, geometry: GridGeometry, radius: float, weights) -> BallFit:
+def ptf_fit(xtilde: ArrayLike, geometry: GridGeometry, radius: float, weights: ArrayLike | None) -> BallFit:
     """Algorithm 2's last step: the weighted fit (eq. 4) of x̃ in the ball of radius B'.
 
     Post-processing of the noisy means; ``weights`` is the diagonal of W.
@@ -371,9 +377,12 @@ class Release:
         None: independent noise of scale ``noise_scale``.
     """
 
-    def __init__(self, *, method, geometry, coef, mu, radius, n, noise_scale, active=None,
-                 clip=None, weights=None, noisy_means=None, residual_rng=None, noise_factor=None,
-                 secure=False, noisy_coordinates=None, coordinate_factor=None):
+    def __init__(self, *, method: str, geometry: GridGeometry, coef: np.ndarray, mu: float, radius: float,
+                 n: int, noise_scale: float | np.ndarray, active: np.ndarray | None = None,
+                 clip: float | np.ndarray | None = None, weights: np.ndarray | None = None,
+                 noisy_means: np.ndarray | None = None, residual_rng: np.random.Generator | None = None,
+                 noise_factor: np.ndarray | None = None, secure: bool = False,
+                 noisy_coordinates: np.ndarray | None = None, coordinate_factor: np.ndarray | None = None) -> None:
         self.method = method
         self.secure = bool(secure)
         self.geometry = geometry
@@ -390,7 +399,7 @@ class Release:
         self.noisy_coordinates = coef if noisy_coordinates is None else noisy_coordinates
         self.coordinate_factor = coordinate_factor
         # Only an RKHS FTP release has a random part off the grid (see __call__).
-        self._residual = None
+        self._residual: _ResidualGP | None = None
         self._residual_rng = residual_rng
 
     space = property(lambda self: self.geometry.space)
@@ -406,11 +415,11 @@ class Release:
         """Repetition axes of the release (() for a single dataset)."""
         return self.coef.shape[:-1]
 
-    def error(self, target_coef) -> np.ndarray:
+    def error(self, target_coef: ArrayLike) -> np.ndarray:
         """IMSE (H_m) or grid MSE (H_K) against the target coordinates (e.g. θ̄)."""
         return self.geometry.error(self.coef, target_coef)
 
-    def noise_sd(self, t=None) -> np.ndarray:
+    def noise_sd(self, t: ArrayLike | None = None) -> np.ndarray:
         """Standard deviation of the privacy noise of ``self(t)`` at each point (default: the grid).
 
         Public (σ, space, grid, weights): free post-processing.  It describes the privacy
@@ -418,7 +427,7 @@ class Release:
         """
         return bands.noise_sd(self, self.grid if t is None else t, residual=self._residual_rng is not None)
 
-    def band(self, level: float = 0.95, t=None) -> tuple[np.ndarray, np.ndarray]:
+    def band(self, level: float = 0.95, t: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(lower, upper)`` = self(t) ∓ z·noise_sd(t), P(abs(Z) <= z) = ``level`` (default t: the grid).
 
         Over repeated releases of the same data, the band covers the noiseless estimate
@@ -431,20 +440,21 @@ class Release:
         centre, sd = self(t), self.noise_sd(t)
         return centre - z * sd, centre + z * sd
 
-    def plot(self, t=None, *, level: float = 0.95, ax=None, xlabel: str = "t", ylabel: str = "released mean"):
+    def plot(self, t: ArrayLike | None = None, *, level: float = 0.95, ax: Axes | None = None, xlabel: str = "t",
+             ylabel: str = "released mean") -> Axes:
         """Draw the released curve at ``t`` (default 201 points of [0, 1]) with its :meth:`band`; the axes."""
         if self.shape != ():
             raise ValueError(f"plot draws one release, got repetitions of shape {self.shape}")
         t = np.linspace(0.0, 1.0, 201) if t is None else check_points(t)
         return bands.plot_band(t, self(t), self.noise_sd(t), level=level, ax=ax, xlabel=xlabel, ylabel=ylabel)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         # Short enough to read as one line of a notebook's output.
         reps = f", shape={self.shape}" if self.shape else ""
         return (f"Release({self.method}, {self.space!r}, T={self.geometry.T}, n={self.n}, "
                 f"mu={float(self.mu):g}, radius={float(self.radius):g}{reps})")
 
-    def __call__(self, t) -> np.ndarray:
+    def __call__(self, t: ArrayLike) -> np.ndarray:
         """Evaluate the released function at points ``t`` in [0, 1].
 
         Exact for H_m and for every PTF release.  An RKHS FTP release is
@@ -495,7 +505,7 @@ this fraction of the largest K(t, t) among the points of the call; below it the 
 value is fixed by the pivots (an error below 1e-6 standard deviations of Z_K)."""
 
 
-def _pivoted_cholesky(V: np.ndarray, tol: float):
+def _pivoted_cholesky(V: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
     """V ≈ M Mᵀ with M (s, r): LAPACK's pivoted Cholesky (``dpstrf``), stopped at pivots <= tol.
 
     Returns ``(M, piv)``: ``piv`` (r,) are the pivot rows in order, and ``M[piv]``
@@ -529,7 +539,8 @@ class _ResidualGP:
     never on the number of earlier calls (see ``RESIDUAL_POINTS``).
     """
 
-    def __init__(self, kernel, grid, batch_shape, rng):
+    def __init__(self, kernel: Kernel, grid: ArrayLike, batch_shape: tuple[int, ...],
+                 rng: np.random.Generator) -> None:
         self.kernel = kernel
         self.rng = rng
         grid = np.asarray(grid, dtype=float)
@@ -548,7 +559,7 @@ class _ResidualGP:
         """Distinct points off the grid at which R has been drawn."""
         return self.points.size - self.n_grid_points
 
-    def __call__(self, t):
+    def __call__(self, t: np.ndarray) -> np.ndarray:
         from scipy.linalg import solve_triangular  # here: importing dpfda needs no scipy
 
         new = np.unique(t[~np.isin(t, self.points)])

@@ -13,7 +13,10 @@
 
 from __future__ import annotations
 
+from typing import Any, overload
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import as_float_array, check_positive, check_rng
 from .calibration import PARAM_MAX, gaussian_sigma
@@ -30,7 +33,8 @@ __all__ = [
     "laplace_mechanism",
 ]
 
-def _array(x, name, *, lower=None, upper=None, lower_open=False, upper_open=False):
+def _array(x: ArrayLike, name: str, *, lower: float | None = None, upper: float | None = None,
+           lower_open: bool = False, upper_open: bool = False) -> np.ndarray:
     arr = as_float_array(x, name)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite (found NaN or inf)")
@@ -41,11 +45,15 @@ def _array(x, name, *, lower=None, upper=None, lower_open=False, upper_open=Fals
     return arr
 
 
-def _scalar_or_array(x):
+def _scalar_or_array(x: np.ndarray) -> float | np.ndarray:
     return float(x) if np.ndim(x) == 0 else x
 
 
-def tradeoff(alpha, mu):
+@overload
+def tradeoff(alpha: float, mu: float) -> float: ...
+@overload
+def tradeoff(alpha: ArrayLike, mu: ArrayLike) -> float | np.ndarray: ...
+def tradeoff(alpha: ArrayLike, mu: ArrayLike) -> float | np.ndarray:
     """The Gaussian trade-off function G_μ(α) = Φ(Φ⁻¹(1 - α) - μ) (Definition 2).
 
     The smallest type II error of any level-α test of N(0, 1) against N(μ, 1).
@@ -64,7 +72,7 @@ def tradeoff(alpha, mu):
     return _scalar_or_array(special.ndtr(special.ndtri(1.0 - a) - m))
 
 
-def compose(*mus) -> float:
+def compose(*mus: Any) -> float:
     """μ of the composition of μ_1-, ..., μ_k-GDP mechanisms: sqrt(Σ μ_i²)."""
     if len(mus) == 1 and np.ndim(mus[0]) == 1:
         mus = tuple(mus[0])
@@ -77,7 +85,7 @@ def compose(*mus) -> float:
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(12)
 
 
-def _log_delta(mu, eps):
+def _log_delta(mu: ArrayLike, eps: ArrayLike) -> np.ndarray:
     """log δ(ε) for μ-GDP, stable for large ε (both terms in log space) and small μ."""
     from scipy import special  # here: importing dpfda needs no scipy
     mu, eps = np.broadcast_arrays(np.asarray(mu, dtype=float), np.asarray(eps, dtype=float))
@@ -98,7 +106,11 @@ def _log_delta(mu, eps):
     return np.where(la == -np.inf, -np.inf, out)
 
 
-def delta_from_mu(mu, eps):
+@overload
+def delta_from_mu(mu: float, eps: float) -> float: ...
+@overload
+def delta_from_mu(mu: ArrayLike, eps: ArrayLike) -> float | np.ndarray: ...
+def delta_from_mu(mu: ArrayLike, eps: ArrayLike) -> float | np.ndarray:
     """δ(ε) such that μ-GDP implies (ε, δ)-DP for every ε >= 0 (Dong et al., Cor. 2.13).
 
     δ(ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2).  Vectorised; computed in log space,
@@ -109,7 +121,11 @@ def delta_from_mu(mu, eps):
     return _scalar_or_array(np.exp(_log_delta(m, e)))
 
 
-def epsilon_from_mu(mu, delta):
+@overload
+def epsilon_from_mu(mu: float, delta: float) -> float: ...
+@overload
+def epsilon_from_mu(mu: ArrayLike, delta: ArrayLike) -> float | np.ndarray: ...
+def epsilon_from_mu(mu: ArrayLike, delta: ArrayLike) -> float | np.ndarray:
     """The smallest ε with μ-GDP ⟹ (ε, δ)-DP; 0 when δ >= δ(0) = 2Φ(μ/2) - 1.
 
     Examples
@@ -129,7 +145,7 @@ def epsilon_from_mu(mu, delta):
         ld = np.log(d_i)
         if d_i >= np.exp(_log_delta(mu_i, 0.0)):  # δ >= δ(0), compared as delta_from_mu does
             continue
-        def f(e, mu_i=mu_i, ld=ld):  # decreasing in e
+        def f(e: float, mu_i: float = mu_i, ld: float = ld) -> np.ndarray:  # decreasing in e
             return _log_delta(mu_i, e) - ld
 
         hi = 1.0
@@ -144,7 +160,11 @@ def epsilon_from_mu(mu, delta):
     return _scalar_or_array(out)
 
 
-def mu_from_epsilon_delta(eps, delta):
+@overload
+def mu_from_epsilon_delta(eps: float, delta: float) -> float: ...
+@overload
+def mu_from_epsilon_delta(eps: ArrayLike, delta: ArrayLike) -> float | np.ndarray: ...
+def mu_from_epsilon_delta(eps: ArrayLike, delta: ArrayLike) -> float | np.ndarray:
     """The largest μ such that μ-GDP implies (ε, δ)-DP (inverse of ``delta_from_mu``)."""
     from scipy import optimize  # here: importing dpfda needs no scipy
     e = _array(eps, "eps", lower=0.0)
@@ -153,7 +173,7 @@ def mu_from_epsilon_delta(eps, delta):
     out = np.empty(e.shape)
     for idx in np.ndindex(e.shape):
         e_i, ld = float(e[idx]), np.log(float(d[idx]))
-        def f(mu, e_i=e_i, ld=ld):  # increasing in mu
+        def f(mu: float, e_i: float = e_i, ld: float = ld) -> np.ndarray:  # increasing in mu
             return _log_delta(mu, e_i) - ld
 
         hi = 1.0
@@ -171,12 +191,13 @@ def mu_from_epsilon_delta(eps, delta):
     return _scalar_or_array(out)
 
 
-def laplace_scale(sensitivity, epsilon) -> float:
+def laplace_scale(sensitivity: float, epsilon: float) -> float:
     """Scale b = Δ₁/ε of the Laplace mechanism (Proposition 17)."""
     return check_positive(sensitivity, "sensitivity") / check_positive(epsilon, "epsilon")
 
 
-def laplace_mechanism(value, sensitivity, epsilon, rng, *, secure=False):
+def laplace_mechanism(value: ArrayLike, sensitivity: float, epsilon: float, rng: np.random.Generator | None, *,
+                      secure: bool = False) -> np.ndarray:
     """Release value + Lap(Δ₁/ε) noise in each coordinate: ε-DP (Proposition 17).
 
     Parameters

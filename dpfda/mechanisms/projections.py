@@ -10,6 +10,7 @@ vectors of :func:`sign_vectors`.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import as_float_array
 from .pipelines import check_radius
@@ -22,7 +23,7 @@ MAX_ENUMERATION_T = 20
 """Largest grid for which a sensitivity is computed by enumerating sign vectors (2^(T−1))."""
 
 
-def robust_norm(X: np.ndarray):
+def robust_norm(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(scaled rows, exponents e, norms of the scaled rows): X = scaled·2^e, entries <= 1.
 
     Dividing a row by a power of two is exact, so the norm of any finite row is
@@ -35,7 +36,7 @@ def robust_norm(X: np.ndarray):
     return U, e, np.sqrt(np.einsum("...k,...k->...", U, U))
 
 
-def project_ball(X, radius):
+def project_ball(X: ArrayLike, radius: float) -> np.ndarray:
     """Euclidean projection of each row of ``X`` (…, T) onto the ball ||x||₂ <= radius.
 
     Rows inside are returned unchanged; the others become radius·x/||x||, with
@@ -61,7 +62,7 @@ def project_ball(X, radius):
     return out
 
 
-def trust_region_max(g: np.ndarray, G: np.ndarray):
+def trust_region_max(g: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """max over ||u|| <= 1 of ||g_s + G u||² for each row g_s of ``g`` (N, k); G (k, d).
 
     Inputs are expected on a unit scale (the caller divides by a power of two).

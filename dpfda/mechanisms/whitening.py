@@ -32,6 +32,7 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import as_float_array
 from ..maths.spaces import GridGeometry
@@ -71,7 +72,7 @@ def _exponent(x: float) -> int:
     return math.frexp(float(x))[1]
 
 
-def scaled(v):
+def scaled(v: ArrayLike) -> tuple[np.ndarray, int]:
     """(v̂, e) with v = v̂·2^e exactly and max abs(v̂) in [1/2, 1) (e = 0 for an all-zero array)."""
     v = np.asarray(v, dtype=float)
     top = float(np.max(np.abs(v))) if v.size else 0.0
@@ -81,7 +82,7 @@ def scaled(v):
     return np.ldexp(v, -e), e
 
 
-def _entrywise_product(A, c):
+def _entrywise_product(A: np.ndarray, c: ArrayLike) -> tuple[np.ndarray, int]:
     """(N̂, E) with A·diag(c) = N̂·2^E: each product formed on mantissas and exponents.
 
     No product over- or underflows on the way; only entries below 2^-1074 of the largest
@@ -122,7 +123,7 @@ class Whitening:
     direction, whose variance is what the extent is about).
     """
 
-    def __init__(self, L: np.ndarray, label: str, check: bool = True):
+    def __init__(self, L: np.ndarray, label: str, check: bool = True) -> None:
         L = np.asarray(L, dtype=float)
         T, k = L.shape
         rows = np.max(np.abs(L), axis=1)
@@ -173,7 +174,7 @@ class Whitening:
         Mt = solve_triangular(Rf, Q.T)  # L̃⁺ (k, T)
         self.M = np.ldexp(Mt, -r[None, :])
 
-    def apply(self, v):
+    def apply(self, v: ArrayLike) -> np.ndarray:
         """M·v for the rows of ``v`` (…, T), each row scaled by a power of two first."""
         v = np.asarray(v, dtype=float)
         top = np.max(np.abs(v), axis=-1, keepdims=True)
@@ -184,7 +185,7 @@ class Whitening:
 
 
 
-def noise_factor(geom: GridGeometry, noise, region: str, lam: float | None) -> np.ndarray:
+def noise_factor(geom: GridGeometry, noise: object, region: str, lam: float | None) -> np.ndarray:
     """The factor L (T, k) of a design's noise shape Σ = LLᵀ (:class:`~dpfda.mechanisms.designs.Design`).
 
     ``noise`` is a name ("matched", "diagonal", "isotropic", "ellipsoid") or a positive
@@ -227,7 +228,7 @@ def noise_factor(geom: GridGeometry, noise, region: str, lam: float | None) -> n
     return Phi
 
 
-def cached_extent(des: Design):
+def cached_extent(des: Design) -> tuple[float, dict[str, np.ndarray | None]]:
     """:func:`design_extent`, cached on everything it depends on.
 
     The key holds the geometry (by identity, checked on a hit), the set, λ, the noise
@@ -247,7 +248,7 @@ def cached_extent(des: Design):
     _EXTENTS[key] = (des.geometry, (R, {k: (None if v is None else v.copy()) for k, v in ext.items()}))
     return R, ext
 
-def design_extent(des: Design):
+def design_extent(des: Design) -> tuple[float, dict[str, np.ndarray | None]]:
     """R = max_{x ∈ C} ||L⁻¹x|| (raised by the rounding bound) and a maximiser x*.
 
     Computed scale-free: the set's size (c, r or B') and the whitening M are each
@@ -274,6 +275,7 @@ def design_extent(des: Design):
     safety = _SAFETY + W.rounding
     Ms, eM = scaled(W.M)
     if des.region == "ball":
+        assert des.ball_radius is not None
         rs, er = scaled(des.ball_radius)
         _, s, Vt = np.linalg.svd(Ms)
         return _finish(des, float(rs) * float(s[0]) * safety, er + eM), {"x": des.ball_radius * Vt[0]}
@@ -286,6 +288,7 @@ def design_extent(des: Design):
         Bs, eB = scaled(des.radius)
         return _finish(des, float(Bs) * float(s[0]) * safety, eB + eM), {"x": e, "e": e}
     c = des.clip
+    assert c is not None  # a region with a box part
     if W.diagonal and des._e_w == 0.0:
         # PTF's analysis: coordinate j moves by 2c_j/n against noise σℓ_j, so R = ||c/ℓ||.
         # Each c_j/ℓ_j is one division of mantissas (the bits of c_j/ℓ_j wherever that is a

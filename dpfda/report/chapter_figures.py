@@ -8,12 +8,18 @@ shown or saved here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
+from numpy.typing import ArrayLike
 
 from ..config import Z95, proportion_se
 from ..maths.data import LAW_SHIFTS, kernel_direction, polynomial_direction
@@ -50,7 +56,7 @@ __all__ = [
 ]
 
 
-def pipeline_diagram():
+def pipeline_diagram() -> Figure:
     """The two pipelines as block diagrams, one row each.
 
     The order in which each clips or fits, averages over the n curves, and adds
@@ -94,13 +100,13 @@ def pipeline_diagram():
 
 
 
-def _tint(colour, share: float) -> tuple:
+def _tint(colour: Any, share: float) -> tuple:
     """``colour`` mixed with white: ``share`` of the colour, the rest white (opaque)."""
     rgb = np.asarray(mpl.colors.to_rgb(colour))
     return tuple(share * rgb + (1 - share) * 1.0)
 
 
-def pipeline_run_figure(rows, t):
+def pipeline_run_figure(rows: Sequence[Mapping[str, Any]], t: np.ndarray) -> Figure:
     """One run of both pipelines (the chapter "The two pipelines"), one row per space.
 
     ``rows`` is a list of dicts, one per space, with ``title``; ``curves`` and ``fits``
@@ -140,7 +146,7 @@ def pipeline_run_figure(rows, t):
     return fig
 
 
-def _design_style(name: str, names) -> dict:
+def _design_style(name: str, names: Sequence[str]) -> dict:
     """How a design of the design-space chapter is drawn.
 
     FTP and PTF as everywhere in the book, FTP followed by the ball fit as FTP with hollow
@@ -159,8 +165,8 @@ def _design_style(name: str, names) -> dict:
     return dict(color=palette[k % len(palette)], marker=marks[k % len(marks)], ls="-")
 
 
-def design_ratio_figure(df: pd.DataFrame, designs, *, panel: str = "sigma0", reference: str = "PTF",
-                        z: float = Z95):
+def design_ratio_figure(df: pd.DataFrame, designs: Sequence[str], *, panel: str = "sigma0", reference: str = "PTF",
+                        z: float = Z95) -> Figure:
     """Error of each design relative to ``reference`` against n, one panel per ``panel`` value.
 
     ``df`` is :func:`dpfda.simulation.design_runs.compare_designs`' table (columns ``design``, ``n``,
@@ -206,8 +212,9 @@ def design_ratio_figure(df: pd.DataFrame, designs, *, panel: str = "sigma0", ref
     return fig
 
 
-def release_bands_figure(t, truth, releases, *, detail_mu=None, unit: str = "cm",
-                         ylabel: str = "mean height (cm)", xlabel: str = "age (years)"):
+def release_bands_figure(t: ArrayLike, truth: ArrayLike, releases: Mapping[float, Mapping[str, Any]], *,
+                         detail_mu: float | None = None, unit: str = "cm",
+                         ylabel: str = "mean height (cm)", xlabel: str = "age (years)") -> Figure:
     """Private mean curves: the band holding 90% of the releases, FTP against PTF.
 
     ``releases[mu][name]`` holds the releases (one per row) of pipeline ``name`` ("FTP" or
@@ -227,7 +234,7 @@ def release_bands_figure(t, truth, releases, *, detail_mu=None, unit: str = "cm"
     bottom = [fig.add_subplot(spec[1, k], sharex=top) for k in range(len(mus))]
     ftp, ptf = METHOD_STYLE["ftp"]["color"], METHOD_STYLE["ptf"]["color"]
 
-    def draw(ax, curves_by_name, offset, one):
+    def draw(ax: Axes, curves_by_name: Mapping[str, Any], offset: Any, one: bool) -> None:
         for name, colour in (("FTP", ftp), ("PTF", ptf)):
             lo, hi = np.quantile(np.asarray(curves_by_name[name], dtype=float) - offset, [0.05, 0.95], axis=0)
             if name == "FTP":
@@ -259,8 +266,9 @@ def release_bands_figure(t, truth, releases, *, detail_mu=None, unit: str = "cm"
     return fig
 
 
-def nested_bands_figure(t, panels, levels, *, label: str = "μ", ylabel: str = "", xlabel: str = "",
-                        ylim=None, mark_x=None, what: str = "FTP"):
+def nested_bands_figure(t: ArrayLike, panels: Mapping[str, Mapping[Any, Any]], levels: Sequence[Any], *,
+                        label: str = "μ", ylabel: str = "", xlabel: str = "", ylim: tuple[float, float] | None = None,
+                        mark_x: float | None = None, what: str = "FTP") -> Figure:
     """Bands of several levels (budgets) nested in one panel per group, opaque tints.
 
     ``panels[title]`` holds ``"target"`` (a curve at ``t``) and, per level in ``levels``,
@@ -295,7 +303,7 @@ def nested_bands_figure(t, panels, levels, *, label: str = "μ", ylabel: str = "
     return fig
 
 
-def activation_figure(df: pd.DataFrame):
+def activation_figure(df: pd.DataFrame) -> Figure:
     """p̂_PTF, the share of repetitions in which PTF's fit hit the ball, against n (Table 1).
 
     One panel per μ, one line per T (markers by level); error bars ±:data:`~dpfda.config.Z95`
@@ -324,7 +332,8 @@ def activation_figure(df: pd.DataFrame):
     fig.tight_layout()
     return fig
 
-def noise_collapse_figure(df: pd.DataFrame, Ts=(2, 8), levels=(2, 4, 6, 8)):
+def noise_collapse_figure(df: pd.DataFrame, Ts: Sequence[int] = (2, 8),
+                          levels: Sequence[int] = (2, 4, 6, 8)) -> Figure:
     """The noisy cells of a ratio map against x = nμ²σ₀²/(4B′²), on the curves (x + 1)/(x + T).
 
     ``df`` is a results table with the columns ``x`` and ``free`` added (the chapter
@@ -359,7 +368,7 @@ def noise_collapse_figure(df: pd.DataFrame, Ts=(2, 8), levels=(2, 4, 6, 8)):
     return fig
 
 
-def composition_ratio_figure(ratios: pd.DataFrame):
+def composition_ratio_figure(ratios: pd.DataFrame) -> Figure:
     """PTF/FTP variance ratio for constant curves against T, under pure DP and under GDP.
 
     ``ratios`` is indexed by T with the columns ``"Laplace ratio"``, ``"Laplace s.e."``,
@@ -386,7 +395,7 @@ def composition_ratio_figure(ratios: pd.DataFrame):
     fig.tight_layout()
     return fig
 
-def activation_by_norm_figure(norms, p, se, norm_bar: float):
+def activation_by_norm_figure(norms: ArrayLike, p: ArrayLike, se: ArrayLike, norm_bar: float) -> Figure:
     """P(PTF's constraint binds) against the norm of the mean curve (Table 1's example).
 
     ``p[k]`` (with standard error ``se[k]``) is the probability at the mean rescaled to norm
@@ -408,7 +417,7 @@ def activation_by_norm_figure(norms, p, se, norm_bar: float):
     fig.tight_layout()
     return fig
 
-def legendre_limit_figure(m, limits, T: int = 20):
+def legendre_limit_figure(m: ArrayLike, limits: ArrayLike, T: int = 20) -> Figure:
     """Corollary 12's limit m/(T tr A⁻¹) of the IMSE ratio against the dimension m, beside 1/m.
 
     ``limits[k]`` is the limit for dimension ``m[k]`` (Legendre basis on T points); log
@@ -431,7 +440,8 @@ def legendre_limit_figure(m, limits, T: int = 20):
     return fig
 
 
-def kernel_eigenvalue_figure(T, exact, double, floor: float, paper_T=(2, 8)):
+def kernel_eigenvalue_figure(T: ArrayLike, exact: ArrayLike, double: ArrayLike, floor: float,
+                             paper_T: Sequence[int] = (2, 8)) -> Figure:
     """The smallest eigenvalue of the Gaussian kernel matrix K_T against T (Assumption A.4).
 
     ``exact`` from high-precision arithmetic, ``double`` from double precision (drawn as
@@ -463,7 +473,8 @@ def kernel_eigenvalue_figure(T, exact, double, floor: float, paper_T=(2, 8)):
 VERDICT_COLOURS = {"holds": "#1b7837", "inconclusive": "#d9d9d9", "fails": "#b2182b"}
 
 
-def verdict_figure(matrix: pd.DataFrame, *, width: float | None = None, fontsize: float | None = None):
+def verdict_figure(matrix: pd.DataFrame, *, width: float | None = None,
+                   fontsize: float | None = None) -> Figure:
     """The verdict matrix as a heatmap: claims down, laws across, coloured by verdict.
 
     ``matrix`` is :func:`dpfda.report.claim_verdicts.verdict_matrix`'s table.  Each cell carries its
@@ -514,7 +525,7 @@ def _claim_row_label(claim_id: str) -> str:
     return f"{c.name}:\n{c.statement}"
 
 
-def law_figure(*, width: float | None = None, fontsize: float | None = None):
+def law_figure(*, width: float | None = None, fontsize: float | None = None) -> Figure:
     """The mean directions h of the shift and wave laws, in the RKHS and in H_m.
 
     RKHS: one curve on a fine grid, with its values at the grid points t_j of each T;
@@ -555,7 +566,7 @@ def law_figure(*, width: float | None = None, fontsize: float | None = None):
     return fig
 
 
-def activation_by_share_figure(shares: pd.DataFrame):
+def activation_by_share_figure(shares: pd.DataFrame) -> Figure:
     """p̂_PTF of Table 1's example under each latent law, against the share S of the mean direction.
 
     ``shares`` is :func:`dpfda.report.law_runs.activation_by_share`'s table.  The shift and wave

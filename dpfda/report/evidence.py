@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 
-def _check_z(z) -> float:
+def _check_z(z: float) -> float:
     """``z`` if it is a positive number (a multiple of the standard error), else a ValueError."""
     return check_positive(z, "z")
 
@@ -88,7 +88,7 @@ def _matching_rows(df: pd.DataFrame, criteria: dict) -> pd.DataFrame:
     return df[mask]
 
 
-def select(df: pd.DataFrame, **criteria) -> pd.DataFrame:
+def select(df: pd.DataFrame, **criteria: object) -> pd.DataFrame:
     """The settings whose columns equal the given values, ordered by n.
 
     ``select(df, family="kernel", T=8, mu=0.1)``.  Raises ``ValueError`` if none match.
@@ -99,7 +99,7 @@ def select(df: pd.DataFrame, **criteria) -> pd.DataFrame:
     return out.sort_values("n") if "n" in out.columns else out
 
 
-def one(df: pd.DataFrame, **criteria) -> pd.Series:
+def one(df: pd.DataFrame, **criteria: object) -> pd.Series:
     """The single setting with the given values (``ValueError`` unless exactly one)."""
     out = _matching_rows(df, criteria)
     if len(out) != 1:
@@ -112,7 +112,7 @@ def one(df: pd.DataFrame, **criteria) -> pd.Series:
 # ---------------------------------------------------------------------------
 
 
-def log_ratio(row) -> tuple[float, float]:
+def log_ratio(row: pd.Series) -> tuple[float, float]:
     """(log ratio, its standard error ``se_log_ratio``) of one setting; ``ValueError`` if not usable."""
     ratio = float(row["ratio"])
     se = float(row["se_log_ratio"])
@@ -123,44 +123,44 @@ def log_ratio(row) -> tuple[float, float]:
     return math.log(ratio), se
 
 
-def ratio_interval(row, z: float = Z) -> tuple[float, float]:
+def ratio_interval(row: pd.Series, z: float = Z) -> tuple[float, float]:
     """ratio · exp(∓ z·se_log_ratio): the interval the assertions below use."""
     lr, se = log_ratio(row)
     z = _check_z(z)
     return math.exp(lr - z * se), math.exp(lr + z * se)
 
 
-def ratio_above(row, value: float, z: float = Z) -> bool:
+def ratio_above(row: pd.Series, value: float, z: float = Z) -> bool:
     """The ratio exceeds ``value`` by more than z standard errors (on the log scale)."""
     return ratio_interval(row, z)[0] > check_positive(value, "value")
 
 
-def ratio_below(row, value: float, z: float = Z) -> bool:
+def ratio_below(row: pd.Series, value: float, z: float = Z) -> bool:
     """The ratio falls short of ``value`` by more than z standard errors."""
     return ratio_interval(row, z)[1] < check_positive(value, "value")
 
 
-def ratio_near(row, value: float, z: float = Z) -> bool:
+def ratio_near(row: pd.Series, value: float, z: float = Z) -> bool:
     """``value`` lies within z standard errors of the ratio (log scale)."""
     lo, hi = ratio_interval(row, z)
     value = check_positive(value, "value")
     return lo <= value <= hi
 
 
-def log_change(a, b) -> tuple[float, float]:
+def log_change(a: pd.Series, b: pd.Series) -> tuple[float, float]:
     """(log ratio(b) − log ratio(a), root-sum-square SE): two settings, independent streams."""
     la, sa = log_ratio(a)
     lb, sb = log_ratio(b)
     return lb - la, math.hypot(sa, sb)
 
 
-def ratio_falls(a, b, z: float = Z) -> bool:
+def ratio_falls(a: pd.Series, b: pd.Series, z: float = Z) -> bool:
     """Setting ``b``'s ratio is below setting ``a``'s by more than z combined SEs."""
     d, se = log_change(a, b)
     return d < -_check_z(z) * se
 
 
-def ratio_rises(a, b, z: float = Z) -> bool:
+def ratio_rises(a: pd.Series, b: pd.Series, z: float = Z) -> bool:
     """Setting ``b``'s ratio is above setting ``a``'s by more than z combined SEs."""
     d, se = log_change(a, b)
     return d > _check_z(z) * se
@@ -171,7 +171,7 @@ def ratio_rises(a, b, z: float = Z) -> bool:
 # ---------------------------------------------------------------------------
 
 
-def scaled(row, method: str) -> tuple[float, float]:
+def scaled(row: pd.Series, method: str) -> tuple[float, float]:
     """(n × error, n × SE) of ``method`` ("ftp" or "ptf") in one setting (Figures 2, 5)."""
     if method not in ("ftp", "ptf"):
         raise ValueError(f"method must be 'ftp' or 'ptf', got {method!r}")
@@ -208,7 +208,7 @@ def table1_frame(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _finite_estimate(x, se, name):
+def _finite_estimate(x: float, se: float, name: str) -> tuple[float, float]:
     """``(x, se)`` as floats if ``x`` is finite and ``se`` >= 0, else a ValueError naming ``name``."""
     x = float(x)
     if not math.isfinite(x):

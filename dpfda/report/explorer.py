@@ -15,13 +15,17 @@ from __future__ import annotations
 import functools
 import json
 from html import escape
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..mechanisms.theory import ratio_limit
 from ..simulation.studies import Setting, check_family
-from .tables import number, table
+from .tables import Table, number, table
+
+if TYPE_CHECKING:
+    from bokeh.models import LayoutDOM
 
 __all__ = ["ratio_explorer", "explorer_tables", "explorer_html", "EXPLORER_COLUMNS", "EXPLORER_NAMES"]
 
@@ -39,7 +43,7 @@ EXPLORER_NAMES = {"space": "explorer-space", "T": "explorer-T", "mu": "explorer-
                   "shown": "explorer-shown", "plot": "explorer-plot", "summary": "explorer-summary"}
 
 
-def _explorer_space_key(row) -> str:
+def _explorer_space_key(row: pd.Series) -> str:
     """The space a widget button selects: "kernel", or "legendre" and m (e.g. "legendre3")."""
     family = check_family(row["family"], "df's column family")
     return family if family == "kernel" else f"legendre{int(row['m'])}"
@@ -53,7 +57,7 @@ def _explorer_space_label(key: str) -> str:
     return f"Legendre H{sub}"
 
 
-def _explorer_rows(df):
+def _explorer_rows(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` checked for the explorer (every column, positive finite ratios), with a column ``key``."""
     missing = [c for c in EXPLORER_COLUMNS if c not in df.columns]
     if missing:
@@ -66,14 +70,14 @@ def _explorer_rows(df):
     return df.assign(key=[_explorer_space_key(r) for _, r in df.iterrows()])
 
 
-def _noiseless_limit(row, T: int) -> float:
+def _noiseless_limit(row: pd.Series, T: int) -> float:
     """The noiseless large-n ratio of the setting's space on T uniform points (theory.ratio_limit)."""
     kw = dict(m=int(row["m"])) if row["family"] == "legendre" else dict(rho=float(row["rho"]))
     setting = Setting(family=row["family"], n=4, T=int(T), mu=1.0, sigma0=0.0, radius_rule="B", **kw)
     return float(ratio_limit(setting.geometry()))
 
 
-def ratio_explorer(df, *, width: int = 660, height: int = 400):
+def ratio_explorer(df: pd.DataFrame, *, width: int = 660, height: int = 400) -> LayoutDOM:
     """A Bokeh layout: ratio FTP/PTF against n, with widgets for space, T, μ and σ₀.
 
     The Monte Carlo error ratio with its 95% interval as a band, the noiseless limit and
@@ -210,7 +214,7 @@ summary.text = '<b>' + LABELS[space.active] + '</b>, T = ' + T + ', μ = ' + fmt
     return column(space_w, T_w, mu_w, sigma0_w, plot, summary)
 
 
-def explorer_tables(df, *, digits: int = 2) -> list:
+def explorer_tables(df: pd.DataFrame, *, digits: int = 2) -> list[Table]:
     """The explorer's numbers as tables: its text alternative (a canvas is not read aloud).
 
     One :func:`~dpfda.report.tables.table` per function space, a row per setting (columns T, μ, σ₀)
@@ -249,7 +253,7 @@ def explorer_tables(df, *, digits: int = 2) -> list:
 
 
 
-def explorer_html(layout, label: str | None = None) -> str:
+def explorer_html(layout: LayoutDOM, label: str | None = None) -> str:
     """One HTML fragment: BokehJS (core and widgets) inline, then the figure's script and div.
 
     ``label`` (optional) names the figure for assistive technology: the div is wrapped in a

@@ -10,8 +10,12 @@ from typing import Any
 
 import matplotlib as mpl
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
+from matplotlib.transforms import Bbox
 
 __all__ = [
     "colour_distance",
@@ -31,7 +35,7 @@ MIN_COLOUR_DELTA_E = 30.0
 MIN_BAND_PX = 2.5
 
 
-def _cielab(colour) -> np.ndarray:
+def _cielab(colour: Any) -> np.ndarray:
     """CIELAB (D65) of a matplotlib colour."""
     rgb = np.asarray(mpl.colors.to_rgb(colour), dtype=float)
     lin = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
@@ -41,24 +45,24 @@ def _cielab(colour) -> np.ndarray:
     return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
 
 
-def colour_distance(a, b) -> float:
+def colour_distance(a: Any, b: Any) -> float:
     """CIE76 colour difference ΔE between two matplotlib colours (0: the same colour)."""
     return float(np.linalg.norm(_cielab(a) - _cielab(b)))
 
 
-def _data_lines(ax) -> list:
+def _data_lines(ax: Any) -> list:
     """Lines drawn in data coordinates (not axhline/axvline references), shown, with data."""
     return [ln for ln in ax.lines if ln.get_visible() and ln.get_transform().contains_branch(ax.transData)
             and len(ln.get_xydata()) and not ln.get_label().startswith("_child")
             and (ln.get_linestyle() not in ("None", "", " ") or ln.get_marker() not in (None, "None", "", " "))]
 
 
-def _data_bands(ax) -> list:
+def _data_bands(ax: Axes) -> list:
     return [c for c in ax.collections if isinstance(c, PolyCollection) and c.get_visible()
             and len(c.get_paths())]
 
 
-def _legend_colours(legend) -> list:
+def _legend_colours(legend: Any) -> list:
     colours = []
     for handle in getattr(legend, "legend_handles", None) or getattr(legend, "legendHandles", []):
         if handle is None:
@@ -71,18 +75,18 @@ def _legend_colours(legend) -> list:
     return colours
 
 
-def _series_colour(artist):
+def _series_colour(artist: Any) -> Any:
     if isinstance(artist, Line2D):
         return mpl.colors.to_rgb(artist.get_color())
     face = mpl.colors.to_rgba_array(artist.get_facecolor())
     return tuple(face[0][:3]) if len(face) else None
 
 
-def _overlap(a, b, pad: float = 0.5) -> bool:
+def _overlap(a: Bbox, b: Bbox, pad: float = 0.5) -> bool:
     return (a.x0 + pad < b.x1 and b.x0 + pad < a.x1 and a.y0 + pad < b.y1 and b.y0 + pad < a.y1)
 
 
-def _band_thickness(collection) -> float:
+def _band_thickness(collection: PolyCollection) -> float:
     """Mean thickness (display px) of a filled band: its area over its width."""
     area, width = 0.0, 0.0
     for path in collection.get_paths():
@@ -93,7 +97,7 @@ def _band_thickness(collection) -> float:
     return area / width if width > 0 else 0.0
 
 
-def layout_problems(fig) -> list[str]:
+def layout_problems(fig: Any) -> list[str]:
     """What a reader would trip over in ``fig``, measured on matplotlib's own bounding boxes.
 
     The figure is drawn, then checked for:
@@ -132,14 +136,14 @@ def layout_problems(fig) -> list[str]:
             + _look_alike_series(fig, data_axes))
 
 
-def _panel_name(fig, ax) -> str:
+def _panel_name(fig: Figure, ax: Axes) -> str:
     """A panel as a sentence names it: "panel 2 (μ = 1)"."""
     title = ax.get_title() or ax.get_title("left") or ax.get_ylabel()
     k = fig.axes.index(ax) + 1
     return f"panel {k}" + (f" ({title})" if title else "")
 
 
-def _series_name(fig, line) -> str:
+def _series_name(fig: Any, line: Any) -> str:
     """A line's label; an errorbar's line is named by its container."""
     for ax in fig.axes:
         for container in ax.containers:
@@ -148,7 +152,7 @@ def _series_name(fig, line) -> str:
     return line.get_label()
 
 
-def _text_boxes(fig, renderer) -> list:
+def _text_boxes(fig: Any, renderer: Any) -> list:
     """(what, window box) of the figure's title, the panels' titles and axis labels, the legends."""
     boxes = []
     if fig._suptitle is not None and fig._suptitle.get_text():
@@ -170,20 +174,20 @@ def _text_boxes(fig, renderer) -> list:
     return boxes
 
 
-def _text_outside(fig, boxes) -> list[str]:
+def _text_outside(fig: Figure, boxes: list[tuple[str, Bbox]]) -> list[str]:
     """Text that runs outside the figure."""
     frame = fig.bbox
     return [f"{what} runs outside the figure" for what, box in boxes
             if box.x0 < frame.x0 - 1 or box.x1 > frame.x1 + 1 or box.y0 < frame.y0 - 1 or box.y1 > frame.y1 + 1]
 
 
-def _text_collisions(boxes) -> list[str]:
+def _text_collisions(boxes: list[tuple[str, Bbox]]) -> list[str]:
     """Text boxes that overlap one another."""
     return [f"{a} overlaps {b}" for i, (a, box_a) in enumerate(boxes)
             for b, box_b in boxes[i + 1:] if _overlap(box_a, box_b)]
 
 
-def _drawn_ticks(ax, renderer) -> list:
+def _drawn_ticks(ax: Axes, renderer: Any) -> list:
     """The boxes of the tick labels matplotlib draws: those inside the axis' view limits."""
     box_ax = ax.get_window_extent(renderer)
     ticks = [b for t in ax.get_xticklabels() if t.get_visible() and t.get_text()
@@ -193,7 +197,7 @@ def _drawn_ticks(ax, renderer) -> list:
     return ticks
 
 
-def _text_over_ticks(fig, renderer, boxes, data_axes) -> list[str]:
+def _text_over_ticks(fig: Figure, renderer: Any, boxes: list[tuple[str, Bbox]], data_axes: list[Axes]) -> list[str]:
     """Tick labels under a title, a legend or another panel's text."""
     problems = []
     for ax in data_axes:
@@ -206,7 +210,7 @@ def _text_over_ticks(fig, renderer, boxes, data_axes) -> list[str]:
     return problems
 
 
-def _covered_points(box, ax) -> int:
+def _covered_points(box: Bbox, ax: Axes) -> int:
     """How many data vertices and filled band paths of ``ax`` lie under ``box`` (display units)."""
     covered = 0
     for line in _data_lines(ax):
@@ -220,7 +224,8 @@ def _covered_points(box, ax) -> int:
     return covered
 
 
-def _legends_over_data(fig, renderer, legends, data_axes) -> list[str]:
+def _legends_over_data(fig: Figure, renderer: Any, legends: list[tuple[Axes | None, Legend]],
+                       data_axes: list[Axes]) -> list[str]:
     """Legends that cover a point, a line vertex or a filled band of a panel's data."""
     problems = []
     for owner, legend in legends:
@@ -233,7 +238,7 @@ def _legends_over_data(fig, renderer, legends, data_axes) -> list[str]:
     return problems
 
 
-def _unnamed_colours(fig, legends, data_axes) -> list[str]:
+def _unnamed_colours(fig: Figure, legends: list[tuple[Axes | None, Legend]], data_axes: list[Axes]) -> list[str]:
     """Colours of a panel's data that no legend of the panel or of the figure names (if any legend)."""
     if not legends:
         return []
@@ -252,20 +257,20 @@ def _unnamed_colours(fig, legends, data_axes) -> list[str]:
     return problems
 
 
-def _translucent(band) -> bool:
+def _translucent(band: Any) -> bool:
     """Whether a band is drawn with an alpha strictly between 0 and 1."""
     alpha = band.get_alpha() if band.get_alpha() is not None else mpl.colors.to_rgba_array(band.get_facecolor())[0][3]
     return 0 < alpha < 1
 
 
-def _paths_meet(a, b) -> bool:
+def _paths_meet(a: PolyCollection, b: PolyCollection) -> bool:
     """Whether two collections' filled paths intersect (display units)."""
     return any(pa.intersects_path(pb, filled=True)
                for pa in (p.transformed(a.get_transform()) for p in a.get_paths())
                for pb in (p.transformed(b.get_transform()) for p in b.get_paths()))
 
 
-def _mixed_colours(fig, renderer, data_axes) -> list[str]:
+def _mixed_colours(fig: Figure, renderer: Any, data_axes: list[Axes]) -> list[str]:
     """Translucent bands of different colours overlapping: a mixed colour without a name."""
     problems = []
     for ax in data_axes:
@@ -281,7 +286,7 @@ def _mixed_colours(fig, renderer, data_axes) -> list[str]:
     return problems
 
 
-def _thin_bands(fig, data_axes) -> list[str]:
+def _thin_bands(fig: Figure, data_axes: list[Axes]) -> list[str]:
     """Bands too thin to see."""
     problems = []
     for ax in data_axes:
@@ -293,14 +298,14 @@ def _thin_bands(fig, data_axes) -> list[str]:
     return problems
 
 
-def _marked_lines(ax) -> list:
+def _marked_lines(ax: Axes) -> list:
     """The panel's data lines with markers, an errorbar's caps left out (part of its own series)."""
     caps = {cap for c in ax.containers if hasattr(c, "lines") and len(c.lines) > 1
             for cap in (c.lines[1] or ())}
     return [ln for ln in _data_lines(ax) if ln.get_marker() not in (None, "None", "", " ") and ln not in caps]
 
 
-def _hidden_series(fig, data_axes) -> list[str]:
+def _hidden_series(fig: Figure, data_axes: list[Axes]) -> list[str]:
     """Series with markers of which half the points or more sit under another series' markers."""
     px_per_pt = fig.dpi / 72
     problems = []
@@ -320,7 +325,7 @@ def _hidden_series(fig, data_axes) -> list[str]:
     return problems
 
 
-def _look_alike_series(fig, data_axes) -> list[str]:
+def _look_alike_series(fig: Figure, data_axes: list[Axes]) -> list[str]:
     """Labelled series closer in colour than MIN_COLOUR_DELTA_E with the same marker and line style."""
     series: dict[str, Any] = {}
     for ax in data_axes:

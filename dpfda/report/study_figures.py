@@ -21,10 +21,14 @@ They take the results table of :func:`dpfda.simulation.schedule.run_study`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.colors import TwoSlopeNorm
+from matplotlib.figure import Figure
 
 from ..config import Z95
 from ..simulation.studies import LAYOUTS, Layout, Study, layout_of
@@ -53,7 +57,7 @@ __all__ = [
 
 
 def ratio_figure(df: pd.DataFrame, *, group: str = "T", panel: str | None = "mu",
-                 reference: bool = True, title: str | None = None):
+                 reference: bool = True, title: str | None = None) -> Figure:
     """Error ratio FTP/PTF against n (Figures 1, 3, 4, 6), two panels to a row."""
     df = check_results(df)
     panels = levels_of(df, panel) if panel else [None]
@@ -85,7 +89,7 @@ def ratio_figure(df: pd.DataFrame, *, group: str = "T", panel: str | None = "mu"
     return fig
 
 
-def scaled_figure(df: pd.DataFrame, *, group: str = "radius_rule", title: str | None = None):
+def scaled_figure(df: pd.DataFrame, *, group: str = "radius_rule", title: str | None = None) -> Figure:
     """n × error of FTP (left) and PTF (right) against n (Figures 2, 5)."""
     df = check_results(df)
     metric = df["metric"].iloc[0]
@@ -110,7 +114,7 @@ def scaled_figure(df: pd.DataFrame, *, group: str = "radius_rule", title: str | 
 
 
 def ratio_map(df: pd.DataFrame, *, panel: str = "T", rows: str = "sigma0",
-              cols: str = "n"):
+              cols: str = "n") -> Figure:
     """The FTP/PTF ratio as a heat map over ``rows`` × ``cols``.
 
     One panel per value of ``panel``, panels stacked. Colour: log₂ of the ratio (blue: FTP more accurate, red:
@@ -152,7 +156,7 @@ def ratio_map(df: pd.DataFrame, *, panel: str = "T", rows: str = "sigma0",
 
 
 def figure(df: pd.DataFrame, study: Study | str | None = None, *, layout: Layout | None = None,
-           title: str | None = None):
+           title: str | None = None) -> Figure:
     """The figure of a study in its layout (ratio or scaled).
 
     ``study`` (a :class:`~dpfda.simulation.studies.Study` or its name) defaults to the study named
@@ -172,7 +176,7 @@ def figure(df: pd.DataFrame, study: Study | str | None = None, *, layout: Layout
     raise ValueError("the layout is a table: show dpfda.report.evidence.table1_frame(df) with plots.table")
 
 
-def caption(df_or_meta, layout: Layout | None = None) -> str:
+def caption(df_or_meta: pd.DataFrame | Mapping[str, Any], layout: Layout | None = None) -> str:
     """A caption sentence stating the source, the repetitions and the seed.
 
     What the error bars are depends on the layout (default: :data:`~dpfda.simulation.studies.LAYOUTS`' entry for

@@ -9,6 +9,7 @@ are laid out two panels to a row (:func:`panel_grid`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import matplotlib as mpl
@@ -16,6 +17,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib import ticker
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.rcsetup import cycler
 
 __all__ = [
@@ -120,7 +123,7 @@ def use_style() -> None:
     mpl.rcParams.update(STYLE)
 
 
-def level_style(value, values) -> dict:
+def level_style(value: object, values: Iterable[object]) -> dict:
     """Colour and marker of the ``value``-th level of a parameter (T, m, B′ rule, ...).
 
     The k-th level of any quantity is drawn alike in every figure.
@@ -129,7 +132,7 @@ def level_style(value, values) -> dict:
     return {"color": COLOURS[k % len(COLOURS)], "marker": MARKERS[k % len(MARKERS)]}
 
 
-def log_axes(ax, *, x_base: float | None = 2, y_log: bool = True) -> None:
+def log_axes(ax: Axes, *, x_base: float | None = 2, y_log: bool = True) -> None:
     """Log axes with readable tick labels.
 
     Sample sizes as plain integers (4, 16, ..., 4096) on a base-2 axis, and, on
@@ -148,7 +151,8 @@ def log_axes(ax, *, x_base: float | None = 2, y_log: bool = True) -> None:
             ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
 
 
-def panel_grid(k: int, *, height: float = 2.7, sharey: bool = True):
+def panel_grid(k: int, *, height: float = 2.7,
+               sharey: bool = True) -> tuple[Figure, list[Axes], Axes | None]:
     """A figure for ``k`` panels, two to a row, :data:`TEXT_WIDTH` wide.
 
     Returns ``(fig, axes, spare)``: the ``k`` panel axes in reading order and a spare
@@ -170,14 +174,14 @@ SYMBOLS = {"T": "T", "m": "m", "mu": "μ", "sigma0": "σ₀", "radius_rule": "B�
 """How a setting parameter is written in labels (μ for ``mu``, B′ for ``radius_rule``)."""
 
 
-def setting_text(v) -> str:
+def setting_text(v: object) -> str:
     """A setting's value as given: 4.0 as "4", 0.1 as "0.1"."""
     if isinstance(v, (float, np.floating)) and float(v).is_integer():
         return str(int(v))
     return f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
 
 
-def level_label(param: str, value) -> str:
+def level_label(param: str, value: Any) -> str:
     """A legend or panel label: "T = 4", "μ = 0.1", "B′ = log n" (mathtext)."""
     if param == "radius_rule":
         return f"B′ = {RULE_LABELS.get(value, value)}"
@@ -208,7 +212,7 @@ def levels_of(df: pd.DataFrame, col: str) -> list:
     return sorted(df[col].dropna().unique())
 
 
-def shared_legend(fig, axes, spare) -> None:
+def shared_legend(fig: Figure, axes: Sequence[Axes], spare: Axes | None) -> None:
     """The legend of the first panel, for the whole figure: in ``spare`` (a spare axis) or below."""
     handles, labels = axes[0].get_legend_handles_labels()
     if spare is not None:

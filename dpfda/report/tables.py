@@ -8,10 +8,13 @@ headers typeset (μ, σ₀, B′, not ``mu``; :func:`pretty`), every number form
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from .claim_verdicts import Judgement
 
 from .style import (
     setting_text,
@@ -70,7 +73,7 @@ def pretty(name: str) -> str:
     return name
 
 
-def number(v, digits: int = 3) -> str:
+def number(v: object, digits: int = 3) -> str:
     """A number as a reader should see it.
 
     Integers as integers, others to ``digits`` significant digits, very small or
@@ -122,7 +125,7 @@ class Table:
     """
 
     def __init__(self, header_rows: list[list[str]], rows: list[list[str]],
-                 caption: str | None = None, name: str | None = None):
+                 caption: str | None = None, name: str | None = None) -> None:
         if caption is not None and not (isinstance(caption, str) and caption.strip()):
             raise ValueError("caption must be a non-empty string or None")
         if name is not None and not (isinstance(name, str) and name.strip()):
@@ -172,8 +175,9 @@ class Table:
         return self.__str__()
 
 
-def table(data, caption: str | None = None, *, name: str | None = None, index: bool | None = None,
-          digits: int = 3, formats: dict | None = None, headers: dict | None = None) -> Table:
+def table(data: pd.DataFrame | pd.Series, caption: str | None = None, *, name: str | None = None,
+          index: bool | None = None, digits: int = 3, formats: dict | None = None,
+          headers: dict | None = None) -> Table:
     """A DataFrame or Series as a numbered, captioned table: the one way the book makes a table.
 
     The result displays in a notebook (and glues, ``{glue:md}`` with ``:format: myst``) as
@@ -208,7 +212,7 @@ def table(data, caption: str | None = None, *, name: str | None = None, index: b
         raise ValueError("data is empty: there is no table to show")
     formats, names = dict(formats or {}), {**HEADERS, **(headers or {})}
 
-    def head(x):
+    def head(x: object) -> str:
         if isinstance(x, tuple):
             return " ".join(head(y) for y in x)
         if x in names:
@@ -268,7 +272,7 @@ def pivot_n_by_mu_T(table1_frame: pd.DataFrame, value: str) -> pd.DataFrame:
 # ---------------------------------------------------------------------------
 
 
-def judgement_table(judgement) -> "Table":
+def judgement_table(judgement: Judgement) -> Table:
     """A claim's registry record beside this run's result, as a captioned table for a chapter.
 
     ``judgement`` is a :class:`dpfda.report.claim_verdicts.Judgement` (:func:`dpfda.report.claim_verdicts.judge`).

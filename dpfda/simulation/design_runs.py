@@ -9,6 +9,8 @@ normals (common random numbers), and tabulated with paired ratios to reference d
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,12 +20,19 @@ from ..mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean
 from .engine import Arm, per_repetition, prepare, simulate_mechanisms
 from .seeding import generator, stream_key
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..mechanisms.pipelines import Release
+    from .studies import Setting
+
 __all__ = ["simulate_designs", "compare_designs"]
 
 
 
 
-def simulate_designs(setting, designs: dict, reps: int, seed: int, *, chunk_values: int = 2_000_000):
+def simulate_designs(setting: Setting, designs: dict, reps: int, seed: int, *,
+                     chunk_values: int = 2_000_000) -> dict[str, dict[str, np.ndarray]]:
     """Errors of several designs on one simulation setting of the engine, paired.
 
     ``setting`` is a :class:`dpfda.simulation.studies.Setting` (latent curves, grid, n,
@@ -48,9 +57,9 @@ def simulate_designs(setting, designs: dict, reps: int, seed: int, *, chunk_valu
     per_chunk = max(1, chunk_values // (n * T))
     out = {name: {"err": np.empty(reps), "free": np.empty(reps, dtype=bool)} for name in built}
 
-    def summarize(X):
+    def summarize(X: np.ndarray) -> dict:
         shared = _shared_parts(built, X)
-        parts = {}
+        parts: dict = {}
         for name, des in built.items():
             own = shared[id(des)]
             parts[name] = des.summary_from_parts(own)
@@ -58,8 +67,8 @@ def simulate_designs(setting, designs: dict, reps: int, seed: int, *, chunk_valu
             parts["moved", name] = np.logical_or.reduce(moved) if moved else False
         return parts
 
-    def scorer(name):
-        def score(rel, parts, c):
+    def scorer(name: str) -> Callable[[Release, dict, int], dict[str, np.ndarray]]:
+        def score(rel: Release, parts: dict, c: int) -> dict[str, np.ndarray]:
             moved = np.broadcast_to(parts["moved", name], (c,))
             active = np.zeros(c, dtype=bool) if rel.active is None else rel.active  # None: unconstrained
             return {"err": geom.error(rel.coef[:, None, :], target)[:, 0], "free": ~(moved | active)}
@@ -75,7 +84,7 @@ def simulate_designs(setting, designs: dict, reps: int, seed: int, *, chunk_valu
             for name, des in built.items() for m in [des.mechanism(n, setting.mu)]]
     cache: dict = {}
 
-    def noiseless():
+    def noiseless() -> dict:
         if "parts" not in cache:
             cache["parts"] = summarize(F[None])
         return cache["parts"]
@@ -91,7 +100,7 @@ def simulate_designs(setting, designs: dict, reps: int, seed: int, *, chunk_valu
     return out
 
 
-def _shared_parts(built: dict, X) -> dict:
+def _shared_parts(built: dict, X: np.ndarray) -> dict:
     """Each design's :meth:`~dpfda.mechanisms.designs.Design.parts`, computing each distinct piece of work once."""
     pieces: dict = {}
     out: dict = {}
@@ -118,7 +127,8 @@ def _shared_parts(built: dict, X) -> dict:
     return out
 
 
-def compare_designs(settings, designs: dict, reps: int, seed: int, *, references=("PTF", "FTP")):
+def compare_designs(settings: Iterable[Setting], designs: dict, reps: int, seed: int, *,
+                    references: Sequence[str] = ("PTF", "FTP")) -> pd.DataFrame:
     """A results table: one row per (setting, design), with paired ratios to the references.
 
     Columns: the setting's parameters (``family``, ``T``, ``m``, ``n``, ``sigma0``,

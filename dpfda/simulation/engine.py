@@ -85,14 +85,15 @@ import ctypes
 import sys
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Callable, Hashable, Iterable
+from typing import Callable, Hashable, Iterable, Iterator, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_int, check_optional_int, check_reps, check_rng
 from ..config import quick as quick_mode
-from ..maths.data import polynomial_curves, rkhs_curves
-from ..maths.spaces import GridGeometry, gaussian_kernel
+from ..maths.data import KernelCurves, PolynomialCurves, polynomial_curves, rkhs_curves
+from ..maths.spaces import FunctionSpace, GridGeometry, gaussian_kernel
 from ..mechanisms.mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
 from ..mechanisms.pipelines import Release, ftp_fit_mean, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
 from .seeding import latent_generator, rep_generators, stream_key
@@ -135,7 +136,7 @@ def chunk_size(setting: Setting, chunk_reps: int | None = None) -> int:
     return max(1, CHUNK_BYTES // per_rep)
 
 
-def latent_curves(setting: Setting, seed: int):
+def latent_curves(setting: Setting, seed: int) -> PolynomialCurves | KernelCurves:
     """The fixed latent curves of a setting (``PolynomialCurves`` or ``KernelCurves``)."""
     seed = check_int(seed, "seed", 0)
     rng = latent_generator(setting, seed)
@@ -152,7 +153,9 @@ def latent_curves(setting: Setting, seed: int):
 # ---------------------------------------------------------------------------
 
 
-def draw_normals(streams, c: int, blocks: Iterable[int], *, F=None, sigma0: float = 0.0):
+def draw_normals(streams: np.random.Generator | Iterable[np.random.Generator], c: int, blocks: Iterable[int],
+                 *, F: np.ndarray | None = None,
+                 sigma0: float = 0.0) -> tuple[np.ndarray | None, list[np.ndarray]]:
     """The standard normals of ``c`` repetitions, drawn in the package's one order.
 
     ``streams`` is either one ``numpy.random.Generator`` for the whole chunk
@@ -175,15 +178,17 @@ def draw_normals(streams, c: int, blocks: Iterable[int], *, F=None, sigma0: floa
     """
     blocks = tuple(int(k) for k in blocks)
     noisy = sigma0 > 0.0
-    X = None
+    if noisy and F is None:
+        raise ValueError("sigma0 > 0 needs the latent values F")
+    X: np.ndarray | None = None
     if isinstance(streams, np.random.Generator):
-        if noisy:
+        if noisy and F is not None:
             X = streams.standard_normal((c,) + F.shape)
             X *= sigma0  # X = F + σ₀ε, as dpfda.maths.data.observe
             X += F
         return X, [streams.standard_normal((c, k)) for k in blocks]
     priv = np.empty((c, sum(blocks)))
-    if noisy:
+    if noisy and F is not None:
         X = np.empty((c,) + F.shape)
         for Xi, priv_i, rng in zip(X, priv, streams, strict=True):
             rng.standard_normal(out=Xi)  # observation noise ε (eq. 2) ...
@@ -210,16 +215,16 @@ class PerRepetitionFit:
     fit: Callable
 
     @property
-    def weights(self):
+    def weights(self) -> np.ndarray | None:
         """The diagonal of W of the wrapped fit (published with a release)."""
         return getattr(self.fit, "weights", None)
 
     @property
-    def grid_factor(self):
+    def grid_factor(self) -> np.ndarray | None:
         """The wrapped post-processing's map to the grid, if any (published with a release)."""
         return getattr(self.fit, "grid_factor", None)
 
-    def __call__(self, noisy):
+    def __call__(self, noisy: ArrayLike) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """(coef (c, d), active (c,) or None, grid means (c, T) or None) of noisy coordinates (c, k)."""
         coef, active, grid = self.fit(np.asarray(noisy)[..., None, :])
         return (coef[..., 0, :], None if active is None else active[..., 0],
@@ -248,7 +253,8 @@ class Arm:
     score: Callable[[Release, dict, int], dict]
 
 
-def simulate_mechanisms(arms: list[Arm], streams, c: int, blocks, *, n: int, F, sigma0: float,
+def simulate_mechanisms(arms: list[Arm], streams: np.random.Generator | Iterable[np.random.Generator], c: int,
+                        blocks: Sequence[int], *, n: int, F: np.ndarray, sigma0: float,
                         summarize: Callable[[np.ndarray], dict], noiseless: Callable[[], dict] | None = None
                         ) -> dict:
     """One chunk of ``c`` repetitions of several mechanisms on the same data and normals.
@@ -301,6 +307,7 @@ def prepare(setting: Setting, seed: int) -> Prepared:
     grid = geom.grid
     F = curves.values(grid)
     if setting.family == "legendre":
+        assert isinstance(curves, PolynomialCurves)
         target = curves.mean_coef
     else:
         target = geom.coef_from_values(curves.mean_values(grid))
@@ -346,8 +353,8 @@ def _tune_malloc() -> None:
         pass
 
 
-def _engine_summaries(prep: Prepared):
-    def summarize(X):
+def _engine_summaries(prep: Prepared) -> tuple[Callable[[np.ndarray], dict], Callable[[], dict]]:
+    def summarize(X: np.ndarray) -> dict:
         # The engine's own sums (exact=False): it estimates errors and releases nothing.
         # PTF's clipped means come straight from the stage function, with the bounds
         # repeated per curve (a faster clip, same values): the mechanism's map would
@@ -357,7 +364,7 @@ def _engine_summaries(prep: Prepared):
         return {"ftp": mean_coef, "ftp_any": active.any(axis=-1), "ftp_frac": active.mean(axis=-1),
                 "ptf": xbar}
 
-    def noiseless():
+    def noiseless() -> dict:
         assert prep.noiseless is not None  # prepared whenever sigma0 == 0
         mean_coef, active, xbar = prep.noiseless
         return {"ftp": mean_coef, "ftp_any": bool(active.any()), "ftp_frac": float(active.mean()),
@@ -370,7 +377,7 @@ def _paper_arms(prep: Prepared, keep_releases: bool) -> list[Arm]:
     """FTP (block 0: d normals) and PTF (block 1: T normals) as the engine scores them."""
     geom = prep.geometry
 
-    def ftp_score(rel, parts, c):
+    def ftp_score(rel: Release, parts: dict, c: int) -> dict:
         out = {"err": geom.error(rel.coef[:, None, :], prep.target)[:, 0],
                "any_active": np.broadcast_to(parts["ftp_any"], (c,)),
                "frac_active": np.broadcast_to(parts["ftp_frac"], (c,))}
@@ -378,7 +385,7 @@ def _paper_arms(prep: Prepared, keep_releases: bool) -> list[Arm]:
             out["coef"] = rel.coef
         return out
 
-    def ptf_score(rel, parts, c):
+    def ptf_score(rel: Release, parts: dict, c: int) -> dict:
         out = {"err": geom.error(rel.coef[:, None, :], prep.target)[:, 0], "active": rel.active}
         if keep_releases:
             out["coef"] = rel.coef
@@ -424,7 +431,7 @@ def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
     return out
 
 
-def batches(reps: int, size: int):
+def batches(reps: int, size: int) -> Iterator[tuple[int, int]]:
     """Consecutive chunks ``(start, stop)`` of at most ``size`` of ``reps`` repetitions.
 
     >>> list(batches(5, 2))
@@ -434,7 +441,8 @@ def batches(reps: int, size: int):
         yield start, min(start + size, reps)
 
 
-def repeated(release, X, reps: int, size: int, rng):
+def repeated(release: Callable[[np.ndarray, np.random.Generator], Release], X: ArrayLike, reps: int, size: int,
+             rng: np.random.Generator) -> Iterator[Release]:
     """``release(copies, rng)`` on chunks of at most ``size`` copies of the dataset ``X``.
 
     ``X`` (n, T) is broadcast to (k, n, T), never copied, so one vectorised
@@ -446,7 +454,8 @@ def repeated(release, X, reps: int, size: int, rng):
         yield release(np.broadcast_to(X, (stop - start,) + X.shape), rng)
 
 
-def repeat_mechanism(mechanism: Mechanism, X, reps: int, rng, score: Callable[[Release, dict, int], dict], *,
+def repeat_mechanism(mechanism: Mechanism, X: ArrayLike, reps: int, rng: np.random.Generator,
+                     score: Callable[[Release, dict, int], dict], *,
                      chunk: int, data: dict | None = None) -> dict:
     """``reps`` releases of one dataset by ``mechanism``, through the loop, scored chunk by chunk.
 
@@ -470,7 +479,9 @@ def repeat_mechanism(mechanism: Mechanism, X, reps: int, rng, score: Callable[[R
     return concat_chunks(out)
 
 
-def repeat_releases(pipeline, X, grid, space, radius, mu, reps, target, rng, chunk=2_000_000):
+def repeat_releases(pipeline: Callable[..., Release], X: ArrayLike, grid: ArrayLike, space: FunctionSpace,
+                    radius: float, mu: float, reps: int, target: ArrayLike, rng: np.random.Generator,
+                    chunk: int = 2_000_000) -> tuple[np.ndarray, np.ndarray]:
     """Errors of ``reps`` releases of ``pipeline`` and whether a ball constraint bound.
 
     ``pipeline`` is :func:`dpfda.ftp` or :func:`dpfda.ptf`.  ``X`` is either
@@ -493,7 +504,7 @@ def repeat_releases(pipeline, X, grid, space, radius, mu, reps, target, rng, chu
     X = np.asarray(X, dtype=float)
     reps = check_int(reps, "reps", 1)
 
-    def score(rel, parts, c):
+    def score(rel: Release, parts: dict, c: int) -> dict:
         if rel.method == "ptf":
             act = np.asarray(rel.active)
         else:

@@ -27,6 +27,7 @@ checks for exactly that).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -129,7 +130,7 @@ def pcg64_states(key: tuple, seed: int, start: int, stop: int) -> list[dict] | N
     return states
 
 
-def rep_generators(key: tuple, seed: int, start: int, stop: int):
+def rep_generators(key: tuple, seed: int, start: int, stop: int) -> Iterator[np.random.Generator]:
     """Generators in the states of ``generator(key, seed, r)``, r = start … stop - 1, in turn.
 
     One generator object is reset to each repetition's state (so use each

@@ -42,13 +42,13 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
 from .._validation import check_int, check_nonnegative, check_positive
 from ..maths.data import check_law
-from ..maths.spaces import KernelSpace, LegendreSpace, gaussian_kernel, uniform_grid
+from ..maths.spaces import GridGeometry, KernelSpace, LegendreSpace, gaussian_kernel, uniform_grid
 
 __all__ = [
     "FAMILIES",
@@ -99,6 +99,9 @@ def _rule_n_2_3(n: int, B: float) -> float:
     return n ** (2.0 / 3.0)
 
 
+# A radius rule: a name from RADIUS_RULES or a (name, function(n, B)) pair.
+_RuleSpec = str | tuple[str, Callable[[int, float], float]]
+
 RADIUS_RULES: dict[str, Callable[[int, float], float]] = {
     "B": _rule_B,
     "1.1B": _rule_1_1B,
@@ -144,7 +147,7 @@ FAMILIES = ("kernel", "legendre")
 _STREAM_TOKEN = {"legendre": "poly", "kernel": "rkhs"}
 
 
-def check_family(value, name: str = "family") -> str:
+def check_family(value: object, name: str = "family") -> str:
     """``value`` if it names a family of :data:`FAMILIES`, else a ValueError.
 
     >>> check_family("legendre")
@@ -216,7 +219,7 @@ class Setting:
     centers: int | None = None
     law: str = "default"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_family(self.family)
         assign = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
         assign("n", check_int(self.n, "n", 1))
@@ -272,7 +275,7 @@ class Setting:
         """The equally spaced grid of T points (:func:`dpfda.uniform_grid`)."""
         return uniform_grid(self.T)
 
-    def geometry(self):
+    def geometry(self) -> GridGeometry:
         """The geometry of :attr:`space` on :meth:`grid`."""
         return self.space.at(self.grid())
 
@@ -343,7 +346,7 @@ class Setting:
 # A study
 # ---------------------------------------------------------------------------
 
-def _as_list(value) -> list:
+def _as_list(value: object) -> list:
     """One value or many: strings and (name, function) pairs count as one."""
     if isinstance(value, str):
         return [value]
@@ -383,7 +386,7 @@ class Layout:
     panel: str | None = None
     reference: bool = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in _KINDS:
             raise ValueError(f"kind must be one of {_KINDS}, got {self.kind!r}")
         fields = set(Setting.__dataclass_fields__)
@@ -417,7 +420,7 @@ class Study:
     source: str = ""
     layout: Layout | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise ValueError(f"study name must be an identifier-like string, got {self.name!r}")
         settings = tuple(self.settings)
@@ -439,13 +442,16 @@ class Study:
     def __len__(self) -> int:
         return len(self.settings)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Setting]:
         return iter(self.settings)
 
     @classmethod
-    def grid(cls, name: str, *, family: str | None = None, n=PAPER_N, T=None, m=None, mu=1.0,
-             sigma0=0.0, radius_rule="1.1B", B: float = 1.0, rho=None, centers=None, law="default",
-             **study_kwargs) -> "Study":
+    def grid(cls, name: str, *, family: str | None = None, n: int | Iterable[int] = PAPER_N,
+             T: int | Iterable[int] | None = None, m: int | Iterable[int] | None = None,
+             mu: float | Iterable[float] = 1.0, sigma0: float | Iterable[float] = 0.0,
+             radius_rule: _RuleSpec | Iterable[_RuleSpec] = "1.1B", B: float = 1.0, rho: float | None = None,
+             centers: int | None = None, law: str | Iterable[str] = "default",
+             **study_kwargs: Any) -> "Study":
         """All combinations of the given parameter values, in a fixed order.
 
         Each of ``n``, ``T``, ``m``, ``mu``, ``sigma0``, ``radius_rule`` and
@@ -496,7 +502,7 @@ class Study:
                                     B=B, rho=rho, centers=centers, law=law_i))
         return cls(name=name, settings=tuple(settings), **study_kwargs)
 
-    def subset(self, **criteria) -> "Study":
+    def subset(self, **criteria: object) -> "Study":
         """The settings whose parameters take the given values (lists allowed).
 
         ``study.subset(n=[4, 4096], T=8)`` keeps n ∈ {4, 4096} and T = 8.
@@ -534,7 +540,7 @@ class Study:
 _PAPER_RULES_SCALED = ["B", "sqrt_log_n", "log_n", "sqrt_n", "n_2_3"]
 
 
-def paper_studies(n=PAPER_N, law="default") -> dict[str, Study]:
+def paper_studies(n: int | Iterable[int] = PAPER_N, law: str | Iterable[str] = "default") -> dict[str, Study]:
     """The six figures and Table 1 of the paper, in order.
 
     ``n`` may be narrowed; ``law`` (a name from :data:`dpfda.maths.data.LAWS`, or a
@@ -592,7 +598,7 @@ LAYOUTS: dict[str, Layout] = {name: study.layout for name, study in paper_studie
 """The layout of each of the paper's studies (:func:`paper_studies`), by name."""
 
 
-def layout_of(study) -> Layout:
+def layout_of(study: Study | str) -> Layout:
     """The layout of a study: a :class:`Study` (its own layout) or the name of one of the paper's.
 
     A name with a suffix after ``"__"`` (the robustness runs' ``"fig3__shift_0p5"``) is the
@@ -610,7 +616,7 @@ def layout_of(study) -> Layout:
     return LAYOUTS[base]
 
 
-def get_study(name: str, n=PAPER_N, law="default") -> Study:
+def get_study(name: str, n: int | Iterable[int] = PAPER_N, law: str | Iterable[str] = "default") -> Study:
     """One of the paper's studies by name (see :data:`STUDY_NAMES`), under ``law``."""
     studies = paper_studies(n, law)
     if name not in studies:

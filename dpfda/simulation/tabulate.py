@@ -16,6 +16,7 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._version import __version__
 from ..config import Z95, proportion_se
@@ -23,6 +24,8 @@ from .studies import Study
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from ..maths.spaces import GridGeometry
 
 __all__ = [
     "CI_METHOD",
@@ -127,7 +130,7 @@ def metadata(study: Study, reps: int, seed: int, *, started: str | None = None) 
     }
 
 
-def bias_variance(coef, target, geometry) -> dict:
+def bias_variance(coef: ArrayLike, target: ArrayLike, geometry: GridGeometry) -> dict:
     """Squared bias and variance of repeated releases, with per-repetition influence values.
 
     ``coef`` (R, d) holds the coordinates of R releases of one setting (e.g. the

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from .._validation import check_int, check_positive
-from ..maths.spaces import FunctionSpace
+from ..maths.spaces import FunctionSpace, GridGeometry
 from ..mechanisms.mechanism import Mechanism
 from ..mechanisms.pipelines import check_radius
 
 __all__ = ["check_mechanism", "check_n", "geometry", "setup"]
 
 
-def geometry(grid, space):
+def geometry(grid: ArrayLike, space: FunctionSpace) -> GridGeometry:
     if not isinstance(space, FunctionSpace):
         raise TypeError(
             f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
@@ -18,14 +21,15 @@ def geometry(grid, space):
     return space.at(grid)
 
 
-def setup(grid, space, radius, mu, n):
+def setup(grid: ArrayLike, space: FunctionSpace, radius: float, mu: float,
+          n: int) -> tuple[GridGeometry, float, float, int]:
     """The geometry and the checked (radius, mu, n) of a mechanism on ``n`` curves."""
     geom = geometry(grid, space)
     return geom, check_radius(radius), check_positive(mu, "mu"), check_int(n, "n", 1)
 
 
 
-def check_mechanism(mechanism) -> Mechanism:
+def check_mechanism(mechanism: object) -> Mechanism:
     if not isinstance(mechanism, Mechanism):
         raise TypeError(
             f"mechanism must be a dpfda.mechanisms.mechanism.Mechanism, got {type(mechanism).__name__}: build it "
@@ -36,7 +40,7 @@ def check_mechanism(mechanism) -> Mechanism:
     return mechanism
 
 
-def check_n(mechanism: Mechanism, X) -> None:
+def check_n(mechanism: Mechanism, X: np.ndarray) -> None:
     if mechanism.n is not None and X.shape[-2] != mechanism.n:
         raise ValueError(
             f"the datasets hold n={X.shape[-2]} curves but {mechanism.name} was calibrated for "

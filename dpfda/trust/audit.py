@@ -51,15 +51,19 @@ with them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special
 
 from .._validation import as_float_array, check_int, check_positive, check_rng
+from ..maths.spaces import FunctionSpace
 from ..mechanisms import mechanism as mechanisms
 from ..mechanisms.designs import check_grid_space
 from ..mechanisms.mechanism import Mechanism
+from ..mechanisms.pipelines import Release
 from ..simulation.engine import repeat_mechanism, repeated
 from ._checks import check_mechanism, check_n, geometry
 from .broken import (  # the mechanisms broken on purpose, also reachable from here
@@ -124,7 +128,7 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
-def clopper_pearson(k, n, alpha):
+def clopper_pearson(k: ArrayLike, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """One-sided Clopper–Pearson bounds (lower, upper) for a binomial proportion.
 
     Each bound alone holds with probability at least 1 - ``alpha``:
@@ -143,7 +147,7 @@ def clopper_pearson(k, n, alpha):
     return lower, upper
 
 
-def empirical_tradeoff(scores0, scores1):
+def empirical_tradeoff(scores0: ArrayLike, scores1: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """The empirical trade-off curve of threshold tests "score > t ⇒ X1".
 
     Returns ``(fpr, fnr)`` over every distinct threshold (plus ±∞), with fpr
@@ -193,12 +197,12 @@ class AuditResult:
             raise ValueError("this result has no claimed mu to compare with")
         return bool(self.mu_lower > self.mu_claimed)
 
-    def curve(self):
+    def curve(self) -> tuple[np.ndarray, np.ndarray]:
         """(fpr, fnr) of every threshold on the evaluation scores (for plots)."""
         return empirical_tradeoff(self.scores0, self.scores1)
 
 
-def _scores(s, name):
+def _scores(s: ArrayLike, name: str) -> np.ndarray:
     arr = as_float_array(s, name)
     if arr.ndim != 1 or arr.size < 1:
         raise ValueError(f"{name} must be a non-empty one-dimensional array of scores")
@@ -207,7 +211,8 @@ def _scores(s, name):
     return arr
 
 
-def mu_lower_bound(scores0, scores1, thresholds, *, alpha: float = 0.05) -> AuditResult:
+def mu_lower_bound(scores0: ArrayLike, scores1: ArrayLike, thresholds: ArrayLike, *,
+                   alpha: float = 0.05) -> AuditResult:
     """μ lower bound from scores of releases on X0 and X1 at fixed thresholds.
 
     The thresholds must not depend on these scores (choose them on other draws,
@@ -249,7 +254,8 @@ def mu_lower_bound(scores0, scores1, thresholds, *, alpha: float = 0.05) -> Audi
 # ---------------------------------------------------------------------------
 
 
-def ftp_mechanism(grid, space, radius, mu, *, n, secure=False) -> Mechanism:
+def ftp_mechanism(grid: ArrayLike, space: FunctionSpace, radius: float, mu: float, *, n: int,
+                  secure: bool = False) -> Mechanism:
     """FTP (Algorithm 1) on ``n`` curves, audited in Cameron–Martin coordinates (Theorem 6).
 
     :func:`dpfda.ftp_mechanism` with the number of curves fixed: an audit
@@ -258,7 +264,9 @@ def ftp_mechanism(grid, space, radius, mu, *, n, secure=False) -> Mechanism:
     return mechanisms.ftp_mechanism(grid, space, radius, mu, n=check_int(n, "n", 1), secure=secure)
 
 
-def ptf_mechanism(grid, space, radius, mu, *, n, clip=None, weights=None, secure=False) -> Mechanism:
+def ptf_mechanism(grid: ArrayLike, space: FunctionSpace, radius: float, mu: float, *, n: int,
+                  clip: ArrayLike | None = None, weights: ArrayLike | None = None,
+                  secure: bool = False) -> Mechanism:
     """PTF (Algorithm 2) on ``n`` curves, audited on the noisy means x̃ (Proposition 9).
 
     :func:`dpfda.ptf_mechanism` with the number of curves fixed.
@@ -267,7 +275,8 @@ def ptf_mechanism(grid, space, radius, mu, *, n, clip=None, weights=None, secure
                                     n=check_int(n, "n", 1), secure=secure)
 
 
-def probe_pairs(mechanism: Mechanism, n: int, T: int, *, size: float, directions=None):
+def probe_pairs(mechanism: Mechanism, n: int, T: int, *, size: float,
+                directions: Sequence[ArrayLike] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """Neighbouring datasets that probe a mechanism's thinnest noise directions.
 
     From first principles: the audit reads the noise law a release publishes
@@ -306,8 +315,9 @@ def probe_pairs(mechanism: Mechanism, n: int, T: int, *, size: float, directions
 # ---------------------------------------------------------------------------
 
 
-def worst_case_pair(grid, space, radius, n, *, pipeline="ftp", direction=None, factor=1.0,
-                    clip=None):
+def worst_case_pair(grid: ArrayLike, space: FunctionSpace, radius: float, n: int, *, pipeline: str = "ftp",
+                    direction: ArrayLike | None = None, factor: float = 1.0,
+                    clip: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Neighbouring datasets (X0, X1) of n curves that attain a pipeline's sensitivity.
 
     ``pipeline="ftp"``: every curve of X0 is the function with Cameron–Martin
@@ -359,7 +369,7 @@ def worst_case_pair(grid, space, radius, n, *, pipeline="ftp", direction=None, f
 # ---------------------------------------------------------------------------
 
 
-def _lda_direction(V0, V1):
+def _lda_direction(V0: np.ndarray, V1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Difference of means whitened by the pooled covariance (pseudo-inverse)."""
     m0, m1 = V0.mean(axis=0), V1.mean(axis=0)
     C = 0.5 * (np.cov(V0, rowvar=False) + np.cov(V1, rowvar=False))
@@ -369,7 +379,8 @@ def _lda_direction(V0, V1):
     return w, 0.5 * (m0 + m1)
 
 
-def _draw(mechanism, X, draws, chunk, rng, view):
+def _draw(mechanism: Mechanism, X: np.ndarray, draws: int, chunk: int, rng: np.random.Generator,
+          view: Callable[[Release], np.ndarray]) -> np.ndarray:
     """``view`` of ``draws`` releases of ``X``, one row each, in chunks of ``chunk`` (the one loop).
 
     The releases are those ``mechanism.release`` makes on ``chunk`` copies of ``X``
@@ -381,14 +392,16 @@ def _draw(mechanism, X, draws, chunk, rng, view):
                  for rel in repeated(mechanism.release, X, draws, chunk, rng)]
         return np.concatenate([p.reshape(p.shape[0], -1) for p in parts], axis=0)
 
-    def score(rel, parts, c):
+    def score(rel: Release, parts: dict, c: int) -> dict:
         return {"y": np.asarray(view(rel), dtype=float).reshape(c, -1)}
 
     return repeat_mechanism(mechanism, X, draws, rng, score, chunk=chunk)["y"]
 
 
-def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, thresholds=None,
-          n_thresholds=32, split=0.5, chunk=20000) -> AuditResult:
+def audit(mechanism: Mechanism, X0: ArrayLike, X1: ArrayLike, *, draws: int, rng: np.random.Generator,
+          statistic: str | Callable[[Release], np.ndarray] = "lr", alpha: float = 0.05,
+          thresholds: ArrayLike | None = None, n_thresholds: int = 32, split: float = 0.5,
+          chunk: int = 20000) -> AuditResult:
     """Audit a mechanism on neighbouring datasets: empirical trade-off and μ lower bound.
 
     Parameters
@@ -442,6 +455,7 @@ def audit(mechanism, X0, X1, *, draws, rng, statistic="lr", alpha=0.05, threshol
     mech = check_mechanism(mechanism)
     check_n(mech, X0)
 
+    view: Callable[[Release], np.ndarray]
     if isinstance(statistic, str) and statistic == "lr":
         # the audit's own summaries and noise law (recompute), never the mechanism's alone
         # the audit's own summaries and noise law (recompute), never the mechanism's alone;

@@ -19,9 +19,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_int, check_positive
-from ..maths.spaces import GridGeometry
+from ..maths.spaces import FunctionSpace, GridGeometry
 from ..mechanisms.designs import Design, check_grid_space
 from ..mechanisms.mechanism import (
     ClipToBox,
@@ -48,7 +49,8 @@ __all__ = [
 ]
 
 
-def _ftp_variant(name, geom, per_curve, calibration, *, mu, radius, n) -> Mechanism:
+def _ftp_variant(name: str, geom: GridGeometry, per_curve: Any, calibration: Any, *, mu: float, radius: float,
+                 n: int) -> Mechanism:
     """An FTP-like mechanism: ``per_curve``'s mean plus σZ in Cameron–Martin coordinates."""
     return Mechanism(name=name, method="ftp", geometry=geom, radius=radius, mu=mu, dim=geom.dim,
                      per_curve=per_curve, calibration=calibration, post=Identity(), n=n)
@@ -64,12 +66,13 @@ class _NoSqrtT(PTFCalibration):
         """2c_j/(nμ) — should be 2c_j√T/(nμ)."""
         return 2.0 * self.clip / (n * mu)
 
-    def secure_noisy(self, centre, n, mu, sigma):
+    def secure_noisy(self, centre: np.ndarray, n: int, mu: float, sigma: Any) -> np.ndarray:
         """Not offered: a mechanism broken on purpose is for audits only."""
         raise ValueError("a mechanism broken on purpose has no secure path")
 
 
-def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
+def broken_ptf_no_sqrt_T(grid: ArrayLike, space: FunctionSpace, radius: float, mu: float, *, n: int,
+                         clip: ArrayLike | None = None) -> Mechanism:
     """BROKEN ON PURPOSE: PTF with σ_j = 2c_j/(nμ), forgetting the √T of composition.
 
     Each coordinate is then μ-GDP, and the T of them together only √T·μ-GDP.
@@ -84,7 +87,7 @@ def broken_ptf_no_sqrt_T(grid, space, radius, mu, *, n, clip=None) -> Mechanism:
                      post=WeightedFit(geom, radius, w), clip=c, n=n)
 
 
-def grid_norm_factor(geometry, norm: str) -> float:
+def grid_norm_factor(geometry: GridGeometry, norm: str) -> float:
     """sup ||f||_norm over the Cameron–Martin unit ball, for a norm of grid values.
 
     ``"sup"``: ``max_j |f(t_j)| <= ||f||·a_j``, so the factor is max_j a_j.
@@ -100,7 +103,8 @@ def grid_norm_factor(geometry, norm: str) -> float:
     raise ValueError(f"norm must be 'sup', 'l2' or 'cm', got {norm!r}")
 
 
-def broken_ftp_grid_norm(grid, space, radius, mu, *, n, norm: str) -> Mechanism:
+def broken_ftp_grid_norm(grid: ArrayLike, space: FunctionSpace, radius: float, mu: float, *, n: int,
+                         norm: str) -> Mechanism:
     """BROKEN ON PURPOSE (when the factor is < 1): FTP with σ calibrated to a grid norm.
 
     The summary and the noise σZ are those of Algorithm 1, but σ = Δ_norm/μ,
@@ -115,7 +119,7 @@ def broken_ftp_grid_norm(grid, space, radius, mu, *, n, norm: str) -> Mechanism:
     return _ftp_variant(name, geom, FitInBall(geom, radius), calibration, mu=mu, radius=radius, n=n)
 
 
-def broken_ftp_no_radius(grid, space, radius, mu, *, n) -> Mechanism:
+def broken_ftp_no_radius(grid: ArrayLike, space: FunctionSpace, radius: float, mu: float, *, n: int) -> Mechanism:
     """BROKEN ON PURPOSE: FTP that fits without the ball constraint, still σ = 2B'/(nμ).
 
     An unconstrained fit can have any norm, so the sensitivity is unbounded.
@@ -131,17 +135,17 @@ class _UnconstrainedFits:
 
     geometry: GridGeometry
 
-    def __call__(self, X, *, exact: bool = True):
+    def __call__(self, X: ArrayLike, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(mean of the unconstrained fits, no curve moved)."""
         X = np.asarray(X, dtype=float)
         return self.mean(X), np.zeros(X.shape[:-1], dtype=bool)
 
-    def mean(self, X, *, exact: bool = True):
+    def mean(self, X: ArrayLike, *, exact: bool = True) -> np.ndarray:
         """The mean of the unconstrained fits."""
         return fitter(self.geometry).unconstrained(np.asarray(X, dtype=float)).mean(axis=-2)
 
 
-def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
+def broken_ftp_cancellation(grid: ArrayLike, space: FunctionSpace, radius: float, mu: float, *, n: int) -> Mechanism:
     """BROKEN ON PURPOSE (in floating point only): FTP whose mean of fits cancels large numbers.
 
     Algorithm 1 with the right σ = 2B'/(nμ), but the mean of the constrained
@@ -166,7 +170,7 @@ def broken_ftp_cancellation(grid, space, radius, mu, *, n) -> Mechanism:
                         FTPCalibration(geom, radius), mu=mu, radius=radius, n=n)
 
 
-def _halving_sum(terms: list):
+def _halving_sum(terms: list[np.ndarray]) -> np.ndarray:
     """Σ terms in a fixed order: the sum of the first half plus the sum of the second, recursively."""
     if len(terms) == 1:
         return terms[0]
@@ -181,7 +185,7 @@ class _CancellingFits:
     geometry: GridGeometry
     radius: float
 
-    def __call__(self, X, *, exact: bool = True):
+    def __call__(self, X: ArrayLike, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(the cancelling mean of the constrained fits, which fits hit the ball)."""
         X = np.asarray(X, dtype=float)
         solver = fitter(self.geometry)
@@ -197,7 +201,7 @@ class _CancellingFits:
             # the fit is linear inside the ball: the fit of the mean curve is the mean of the fits
             return solver.unconstrained(total / X.shape[-2]), fit.active
 
-    def mean(self, X, *, exact: bool = True):
+    def mean(self, X: ArrayLike, *, exact: bool = True) -> np.ndarray:
         """The cancelling mean alone."""
         return self(X)[0]
 
@@ -205,19 +209,22 @@ class _CancellingFits:
 class PinvDesign(Design):
     """BROKEN ON PURPOSE: a ball design whose extent is r·||pinv(L)||₂ (:func:`broken_design_pinv`)."""
 
-    def _cached_extent(self):
+    def _cached_extent(self) -> tuple[float, dict[str, np.ndarray | None]]:
         # numpy's pinv cuts off singular values below ~1e-15 of the largest, so a thin
         # noise direction is dropped silently.
         Lp = np.linalg.pinv(self.L)
         _, s, Vt = np.linalg.svd(Lp)
+        assert self.ball_radius is not None
         return self.ball_radius * float(s[0]), {"x": self.ball_radius * Vt[0]}
 
-    def rounding_excess(self, n):
+    def rounding_excess(self, n: int) -> float:
         """0: the old calibration bounded no rounding (the real bound would refuse this design)."""
         return 0.0
 
 
-def broken_design_pinv(grid, space, radius, mu, *, n, noise, ball_radius=None):
+def broken_design_pinv(grid: ArrayLike, space: FunctionSpace, radius: float, mu: float, *, n: int,
+                       noise: str | ArrayLike,
+                       ball_radius: float | None = None) -> tuple[Mechanism, PinvDesign]:
     """BROKEN ON PURPOSE: a ball design whitened by a pseudo-inverse.
 
     ``dpfda.mechanisms.designs.Design(grid, space, radius, region="ball", noise=noise)`` with one change: the
@@ -240,12 +247,12 @@ class _GridMeansOfFits:
 
     design: Design
 
-    def __call__(self, X, *, exact: bool = True):
+    def __call__(self, X: np.ndarray, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(fl(θ̄Φᵀ) (…, T), which fits hit the ball)."""
         mean_coef, active = ftp_fit_mean(X, self.design.geometry, self.design.radius, exact=exact)
         return mean_coef @ self.design.geometry.Phi.T, active
 
-    def mean(self, X, *, exact: bool = True):
+    def mean(self, X: np.ndarray, *, exact: bool = True) -> np.ndarray:
         """fl(θ̄Φᵀ) alone."""
         return self(X, exact=exact)[0]
 
@@ -257,15 +264,15 @@ class _GridNoiseCalibration:
     design: Design
     norm: str = "noise metric of a rank-d factor on the grid (broken)"
 
-    def sensitivity(self, n):
+    def sensitivity(self, n: int) -> float:
         """2B'/n."""
         return 2.0 * self.design.radius / n
 
-    def sigma(self, n, mu):
+    def sigma(self, n: int, mu: float) -> float:
         """The design's σ."""
         return self.design.sigma(n, mu)
 
-    def secure_noisy(self, centre, n, mu, sigma):
+    def secure_noisy(self, centre: np.ndarray, n: int, mu: float, sigma: Any) -> np.ndarray:
         """Not offered: a mechanism broken on purpose is for audits only."""
         raise ValueError("a mechanism broken on purpose has no secure path")
 
@@ -274,7 +281,7 @@ class _GridNoiseCalibration:
 class _RankDeficientMechanism(Mechanism):
     """BROKEN ON PURPOSE: noise σΦZ of rank d added to T grid means (the rule it breaks: full rank)."""
 
-    def __post_init__(self):  # the square-factor rule of Mechanism is what this one violates
+    def __post_init__(self) -> None:  # the square-factor rule of Mechanism is what this one violates
         pass
 
     @property
@@ -284,7 +291,8 @@ class _RankDeficientMechanism(Mechanism):
         return int(self.noise_factor.shape[1])
 
 
-def broken_design_rank_deficient(grid, space, radius, mu, *, n=None) -> Mechanism:
+def broken_design_rank_deficient(grid: ArrayLike, space: FunctionSpace, radius: float, mu: float, *,
+                                 n: int | None = None) -> Mechanism:
     """BROKEN ON PURPOSE: the ellipsoid design with FTP's noise shape added on the grid.
 
     ``Design(grid, space, radius, region="ellipsoid")`` with its noise σΦZ (rank d) added
@@ -326,15 +334,15 @@ class _ScaledCalibration:
         """The wrapped calibration's norm."""
         return self.inner.norm
 
-    def sensitivity(self, n):
+    def sensitivity(self, n: int) -> Any:
         """The wrapped sensitivity."""
         return self.inner.sensitivity(n)
 
-    def sigma(self, n, mu):
+    def sigma(self, n: int, mu: float) -> Any:
         """factor·σ."""
         sigma = self.inner.sigma(n, mu)
         return self.factor * np.asarray(sigma) if np.ndim(sigma) else self.factor * sigma
 
-    def secure_noisy(self, centre, n, mu, sigma):
+    def secure_noisy(self, centre: np.ndarray, n: int, mu: float, sigma: Any) -> np.ndarray:
         """Not offered: a mechanism broken on purpose is for audits only."""
         raise ValueError("a mechanism broken on purpose has no secure path")

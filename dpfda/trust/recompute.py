@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import as_float_array, check_int, check_rng
+from ..maths.spaces import GridGeometry
 from ..mechanisms.designs import Design
 from ..mechanisms.mechanism import Mechanism
 from ._checks import check_mechanism, check_n
@@ -46,13 +49,13 @@ AUDIT_MAX_CONDITION = 1e10
 """Largest condition number of a (scaled) published noise factor the audit will solve."""
 
 
-def _pow2_exponents(v):
+def _pow2_exponents(v: ArrayLike) -> np.ndarray:
     """Integer exponents e with v·2^-e of magnitude in [1/2, 1) (0 where v is 0)."""
     _, e = np.frexp(np.asarray(v, dtype=float))
     return e.astype(np.int64)
 
 
-def _norm_of_ratio(v, scale):
+def _norm_of_ratio(v: ArrayLike, scale: ArrayLike) -> float:
     """||v/scale|| for a vector v and a positive scale (scalar or per entry), scale-free.
 
     Every ratio is kept as mantissa·2^exponent, and the squares are summed on one
@@ -91,7 +94,7 @@ class NoiseLaw:
       the pair is told apart with certainty: its μ is inf.
     """
 
-    def __init__(self, scale, factor=None):
+    def __init__(self, scale: ArrayLike, factor: ArrayLike | None = None) -> None:
         self.scale = np.asarray(scale, dtype=float)
         if not (np.all(np.isfinite(self.scale)) and np.all(self.scale > 0)):
             raise ValueError("a release's noise_scale must be finite and > 0 to be audited")
@@ -121,7 +124,7 @@ class NoiseLaw:
                 f"columns (the limit is {AUDIT_MAX_CONDITION:g})"
             )
 
-    def outside(self, v) -> bool:
+    def outside(self, v: ArrayLike) -> bool:
         """Whether the vector v has a non-zero part off range(L), decided exactly (no tolerance).
 
         Always False for independent noise or a square L (full rank: every vector is in
@@ -131,7 +134,7 @@ class NoiseLaw:
             return False
         return not _exactly_in_range(self.factor, np.asarray(v, dtype=float))
 
-    def white(self, V):
+    def white(self, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(Z, outside): Z with V = σ·L·Z row by row (…, k), and whether each row is off range(L).
 
         Z is the least-squares solution off range(L); ``outside`` is :meth:`outside` (exact).
@@ -141,7 +144,7 @@ class NoiseLaw:
         outside = np.array([self.outside(v) for v in flat], dtype=bool)
         return self._solve(V), outside.reshape(V.shape[:-1])
 
-    def _solve(self, V):
+    def _solve(self, V: np.ndarray) -> np.ndarray:
         """Z with V = σ·L·Z row by row (…, k) (least squares off range(L); see :meth:`outside`)."""
         from scipy.linalg import solve_triangular
 
@@ -159,10 +162,10 @@ class NoiseLaw:
             Z = np.ldexp(Zs * self._c_scale() / ms, (e - es)[:, None])
         return Z.reshape(V.shape[:-1] + (Z.shape[-1],))
 
-    def _c_scale(self):
+    def _c_scale(self) -> np.ndarray:
         return np.ldexp(1.0, self._c)[None, :]
 
-    def distance(self, d) -> float:
+    def distance(self, d: ArrayLike) -> float:
         """||L⁻¹d||/σ: the μ of the pair whose summaries differ by ``d`` (inf off the range)."""
         d = np.asarray(d, dtype=float)
         if self.factor is None:
@@ -174,13 +177,13 @@ class NoiseLaw:
         return _norm_of_ratio(self._solve(d.reshape(1, -1))[0], 1.0)
 
 
-def published_law(mechanism: Mechanism, X) -> NoiseLaw:
+def published_law(mechanism: Mechanism, X: ArrayLike) -> NoiseLaw:
     """The noise law published by a release of ``mechanism`` on ``X`` (a probe with its own generator)."""
     probe = mechanism.release(np.asarray(X, dtype=float), np.random.default_rng(0))
     return NoiseLaw(probe.noise_scale, probe.coordinate_factor)
 
 
-def pair_mu(mechanism: Mechanism, X0, X1) -> float:
+def pair_mu(mechanism: Mechanism, X0: ArrayLike, X1: ArrayLike) -> float:
     """The exact μ of a Gaussian mechanism on one pair: ||L⁻¹(S(X1) - S(X0))||/σ.
 
     By the proof of Theorem 6 the two release laws are then exactly as hard to
@@ -205,7 +208,7 @@ the audit's recomputation that is put down to rounding (every proven rounding of
 is below 2⁻¹⁰ of it only where σ is raised to cover it; ordinarily below 2⁻³¹)."""
 
 
-def _mp():
+def _mp() -> Any:
     try:
         import mpmath
     except ImportError as exc:  # pragma: no cover - exercised only without mpmath
@@ -214,13 +217,13 @@ def _mp():
     return mpmath
 
 
-def _unique_rows(X):
+def _unique_rows(X: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """(distinct rows (u, T), their counts (u,)) of one dataset (n, T)."""
     rows, counts = np.unique(np.asarray(X, dtype=float), axis=0, return_counts=True)
     return rows, counts
 
 
-def _exact_box_mean(X, clip) -> np.ndarray:
+def _exact_box_mean(X: np.ndarray, clip: np.ndarray) -> np.ndarray:
     """The mean of clip(x_j) to [−c_j, c_j] over the curves, exactly (fractions), rounded once."""
     from fractions import Fraction
 
@@ -231,7 +234,7 @@ def _exact_box_mean(X, clip) -> np.ndarray:
                      for j in range(rows.shape[1])])
 
 
-def _mp_fit_in_ball(mp, Phi, x, radius):
+def _mp_fit_in_ball(mp: Any, Phi: np.ndarray, x: np.ndarray, radius: float) -> list:
     """argmin ||x − Φθ||² over ||θ|| <= B', in mpmath (eigenbasis of ΦᵀΦ, bisection on λ)."""
     A = mp.matrix(Phi.T.tolist()) * mp.matrix(Phi.tolist())
     b = mp.matrix(Phi.T.tolist()) * mp.matrix([[float(v)] for v in x])
@@ -240,7 +243,7 @@ def _mp_fit_in_ball(mp, Phi, x, radius):
     beta = [sum(V[i, k] * b[i] for i in range(d)) for k in range(d)]
     B = mp.mpf(float(radius))
 
-    def norm2(lam):
+    def norm2(lam: Any) -> Any:
         return mp.fsum((beta[k] / (alpha[k] + lam)) ** 2 for k in range(d) if beta[k] != 0)
 
     smallest = min(alpha[k] for k in range(d))
@@ -258,7 +261,7 @@ def _mp_fit_in_ball(mp, Phi, x, radius):
     return coef
 
 
-def _mp_mean_of_fits(X, geometry, radius):
+def _mp_mean_of_fits(X: np.ndarray, geometry: GridGeometry, radius: float) -> tuple[list, Any]:
     """The mean of the curves' fits in the ball (d mpf values), each fit in extended precision."""
     mp = _mp()
     rows, counts = _unique_rows(X)
@@ -271,7 +274,7 @@ def _mp_mean_of_fits(X, geometry, radius):
         return [t / n for t in total], mp
 
 
-def _mp_ball_mean(X, r) -> np.ndarray:
+def _mp_ball_mean(X: np.ndarray, r: float) -> np.ndarray:
     """The mean of the curves' projections onto the ℓ₂ ball of radius r, in extended precision."""
     mp = _mp()
     rows, counts = _unique_rows(X)
@@ -287,7 +290,7 @@ def _mp_ball_mean(X, r) -> np.ndarray:
         return np.array([float(t / n) for t in total])
 
 
-def _design_of(mech: Mechanism):
+def _design_of(mech: Mechanism) -> Design:
     des = getattr(mech.per_curve, "design", None)
     if not isinstance(des, Design):
         raise TypeError(f"{mech.name}: a design mechanism must carry its Design (per_curve.design) "
@@ -295,7 +298,7 @@ def _design_of(mech: Mechanism):
     return des
 
 
-def audit_summary(mech: Mechanism, X) -> np.ndarray:
+def audit_summary(mech: Mechanism, X: ArrayLike) -> np.ndarray:
     """The audit's own summary of data ``X`` (n, T), in the coordinates the noise is added to.
 
     From the method's definition and the public parameters, never from the mechanism's
@@ -317,6 +320,7 @@ def audit_summary(mech: Mechanism, X) -> np.ndarray:
         raise ValueError(f"the audit knows the methods ftp, ptf and design, not {mech.method!r}")
     des = _design_of(mech)
     if des.region == "ball":
+        assert des.ball_radius is not None
         return _mp_ball_mean(X, des.ball_radius)
     box_w, e_w = des._parts_weights()
     on_coef = des.coefficient_noise and mech.noise_factor is None and mech.dim == geom.dim
@@ -332,12 +336,13 @@ def audit_summary(mech: Mechanism, X) -> np.ndarray:
                 out = [e_w * mp.fsum(float(Phi[j, k]) * mean[k] for k in range(geom.dim))
                        for j in range(geom.T)]
         if box_w > 0:
+            assert des.clip is not None
             box = _exact_box_mean(X, des.clip)
             out = [o + box_w * mp.mpf(float(b)) for o, b in zip(out, box)]
         return np.array([float(v) for v in out])
 
 
-def formula_sigma(mech: Mechanism, n: int):
+def formula_sigma(mech: Mechanism, n: int) -> float | np.ndarray:
     """σ from the public parameters and the paper's formulas (not the mechanism's calibration).
 
     FTP: 2B'/(nμ) (Theorem 6, Corollaries 7–8); PTF: 2c_j√T/(nμ) (Proposition 9); a
@@ -365,7 +370,7 @@ def formula_sigma(mech: Mechanism, n: int):
         return float(2 * R / n_mu)
 
 
-def _audit_extent(mp, des: Design):
+def _audit_extent(mp: Any, des: Design) -> Any:
     """R = max over C of ||L⁻¹x||, by the audit's own arithmetic where it has a closed form.
 
     Box with a diagonal L: ||c/ℓ|| (50 digits); ball of radius r: r/s_min(L) (exact for a
@@ -376,11 +381,13 @@ def _audit_extent(mp, des: Design):
     L = np.asarray(des.L, dtype=float)
     diagonal = L.shape[0] == L.shape[1] and not np.any(L - np.diag(np.diag(L)))
     if des.region == "box" and diagonal:
+        assert des.clip is not None
         return mp.sqrt(mp.fsum((mp.mpf(float(c)) / mp.mpf(float(ell))) ** 2
                                for c, ell in zip(des.clip, np.diag(L))))
     if des.region == "ball":
         smin = mp.mpf(float(np.min(np.abs(np.diag(L))))) if diagonal else \
             mp.mpf(float(np.linalg.svd(L, compute_uv=False)[-1]))
+        assert des.ball_radius is not None
         return mp.mpf(float(des.ball_radius)) / smin
     if des.region == "ellipsoid" and L.shape[0] == L.shape[1]:
         G = NoiseLaw(1.0, L)._solve(des.geometry.Phi.T).T  # L⁻¹Φ
@@ -411,7 +418,7 @@ def _exactly_in_range(F: np.ndarray, v: np.ndarray) -> bool:
     return True
 
 
-def _same_arrays(a, b) -> bool:
+def _same_arrays(a: object, b: object) -> bool:
     if a is None or b is None:
         return a is None and b is None
     a, b = np.asarray(a), np.asarray(b)
@@ -445,7 +452,8 @@ class Recomputation:
         return not self.problems and self.mu_pair <= self.mu_claimed * (1 + 1e-8)
 
 
-def recompute(mechanism: Mechanism, X0, X1, *, draws: int = 0, rng=None) -> Recomputation:
+def recompute(mechanism: Mechanism, X0: ArrayLike, X1: ArrayLike, *, draws: int = 0,
+              rng: np.random.Generator | None = None) -> Recomputation:
     """Audit one mechanism on neighbours (X0, X1) by recomputing what it releases.
 
     1. The summaries of X0 and X1 by the audit's own arithmetic (:func:`audit_summary`),
