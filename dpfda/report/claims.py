@@ -78,7 +78,7 @@ from __future__ import annotations
 import inspect
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
@@ -88,9 +88,9 @@ import pandas as pd
 from ..maths.data import LAW_SHIFTS, LAWS, check_law
 from ..mechanisms import theory
 from ..mechanisms.pipelines import ptf_default_clip, ptf_sigmas
-from ..simulation.store import run_studies
-from ..simulation.studies import PAPER_N, STUDY_NAMES, get_study, paper_studies
+from ..simulation.studies import get_study, paper_studies
 from . import evidence as ev
+from .law_design import pilot_needs, pool, simulate_draws  # noqa: F401  (law_design's face here)
 
 __all__ = [
     "Component",
@@ -1220,7 +1220,8 @@ def pool_draws(tables) -> pd.DataFrame:
     so a chance agreement of few draws cannot make it smaller than the Monte
     Carlo error alone.  These standard errors include the variability between
     latent draws (column ``draws`` = K; where the between-draw part dominates, the
-    standard error rests on K − 1 degrees of freedom).
+    standard error rests on K − 1 degrees of freedom, and ``ratio_lo``, ``ratio_hi``
+    form a 95 % interval with Student's t on K − 1 df).
     ``reps`` is the total K·R.
     """
     tables = list(tables)
@@ -1255,8 +1256,11 @@ def pool_draws(tables) -> pd.DataFrame:
     out["ratio"] = A / Bm
     u = a / A - b / Bm
     out["se_log_ratio"] = se(u, stack["se_log_ratio"])
-    out["ratio_lo"] = out["ratio"] * np.exp(-1.96 * out["se_log_ratio"])
-    out["ratio_hi"] = out["ratio"] * np.exp(1.96 * out["se_log_ratio"])
+    from scipy.stats import t as student_t  # here: `reproduce` draws its figures without scipy
+
+    q = float(student_t.ppf(0.975, K - 1))  # a 95 % interval on the K - 1 df of the spread across draws
+    out["ratio_lo"] = out["ratio"] * np.exp(-q * out["se_log_ratio"])
+    out["ratio_hi"] = out["ratio"] * np.exp(q * out["se_log_ratio"])
     for c in ("p_ftp_active", "p_ptf_active"):
         out[c] = stack[c].mean(axis=0)
         out[f"se_{c}"] = se(stack[c], stack[f"se_{c}"])
@@ -1280,32 +1284,9 @@ def simulate(laws=LAWS, *, reps_noiseless: int, reps_noisy: int, seed: int, draw
     settings, simulated once) and the noisy ones.  ``n`` narrows the grid of
     sample sizes.
     """
-    laws = [check_law(law) for law in ([laws] if isinstance(laws, str) else laws)]
-    if not laws:
-        raise ValueError("laws must name at least one law of dpfda.maths.data.LAWS")
-    draws = int(draws)
-    if draws < 1:
-        raise ValueError(f"draws must be >= 1, got {draws}")
-    per = {"quiet": int(reps_noiseless) // draws, "noisy": int(reps_noisy) // draws}
-    if min(per.values()) < 2:
-        raise ValueError(f"each of the {draws} draws needs at least 2 repetitions; got {per}")
-    tag = {law: law.replace("-", "_").replace(".", "p") for law in laws}
-    groups: dict = {"quiet": [], "noisy": []}
-    for law in laws:
-        studies = paper_studies(PAPER_N if n is None else n, law)
-        for k in STUDY_NAMES:
-            st = replace(studies[k], name=f"{k}__{tag[law]}")
-            groups["quiet" if k in NOISELESS_STUDIES else "noisy"].append((law, k, st))
-    runs: dict = {(law, k): [] for law in laws for k in STUDY_NAMES}
-    for s in draw_seeds(seed, draws):
-        for g, items in groups.items():
-            res = run_studies([st for _, _, st in items], per[g], s, n_jobs=n_jobs)
-            for law, k, st in items:
-                runs[law, k].append(res[st.name].assign(study=k))
-    out = {}
-    for law in laws:
-        out[law] = {k: (runs[law, k][0] if draws == 1 else pool_draws(runs[law, k])) for k in STUDY_NAMES}
-    return out
+    runs = simulate_draws(laws, reps_noiseless=reps_noiseless, reps_noisy=reps_noisy, seed=seed, draws=draws,
+                          n_jobs=n_jobs, n=n)
+    return pool(runs)
 
 
 def draws_from_pilot(between_var: float, within_var_per_rep: float, reps: int, *, k_min: int = 5,
