@@ -1,19 +1,25 @@
 """How long does the claims × laws matrix of book/robustness.ipynb take?
 
-Runs what the chapter runs — :func:`dpfda.report.claims.simulate` over all the laws of
+Runs what the chapter runs — the pilot (:func:`dpfda.report.law_runs.pilot_needs` on
+10 draws of every study at n = 4, default law), then
+:func:`dpfda.report.claims.simulate` over all the laws of
 :data:`dpfda.maths.data.LAWS` with ``--draws`` independent latent draws per law (the
 repetitions split evenly between them; two engine calls per draw, covering every
-law), then the components, the Holm-corrected verdicts and the classification —
-at the chapter's sizes, and reports the wall time of each part.  ``--draws 1`` is
-the design before the law-level matrix (one draw per law), for comparison.  The
-chapter's budget: no slower than the one-draw matrix was, 165–265 s at full size
-on two cores.
+law), then the components (Student's t on K − 1 df), the Holm-corrected verdicts
+and the classification — at the chapter's sizes, and reports the wall time of each
+part.  ``--draws 5`` is the earlier design, for a paired comparison.
+
+The random-number floor: the time one process takes to draw the matrix's standard
+normals (observation noise of every repetition with σ₀ > 0 and every
+repetition's privacy noise, counted from the studies), measured after the run
+with ``bench_reproduce.rng_floor``; the simulation's wall time is reported as a
+ratio to it (target at most 1.5 on an idle two-core machine).
 
 Usage::
 
     python benchmarks/bench_claims.py                        # the chapter's full size
     python benchmarks/bench_claims.py --quiet-reps 1000 --noisy-reps 150   # quick mode
-    python benchmarks/bench_claims.py --draws 1              # one draw per law
+    python benchmarks/bench_claims.py --draws 5              # the earlier design
     python benchmarks/bench_claims.py --json out.json
 
 Exit status 1 if the total exceeds ``--max-seconds`` (default 265).
@@ -29,15 +35,57 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchmarks.bench_reproduce import rng_floor  # noqa: E402
 from dpfda.maths.data import LAWS  # noqa: E402
 from dpfda.report import claims as cl  # noqa: E402
+from dpfda.simulation import schedule  # noqa: E402
+from dpfda.simulation.studies import paper_studies  # noqa: E402
+
+
+def cpu_seconds() -> dict:
+    """CPU seconds (user + system) of this process and of each of its live descendants, by pid.
+
+    joblib's workers live on between calls, so their CPU time is read from /proc while they
+    run (psutil), not from ``getrusage``; on a shared machine CPU time, unlike wall time,
+    barely moves with the load.
+    """
+    import psutil
+
+    me = psutil.Process()
+    out = {}
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            out[p.pid] = t.user + t.system
+        except psutil.Error:
+            pass
+    return out
+
+
+def cpu_since(before: dict) -> float:
+    now = cpu_seconds()
+    return sum(v - before.get(pid, 0.0) for pid, v in now.items())
+
+
+def count_normals(quiet_reps: int, noisy_reps: int, draws: int) -> int:
+    """Standard normals the matrix draws: observation and privacy noise, every law and draw."""
+    total = 0
+    for reps, noisy in ((quiet_reps // draws, False), (noisy_reps // draws, True)):
+        studies = [st for law in LAWS for k, st in paper_studies(law=law).items()
+                   if (k in cl.NOISELESS_STUDIES) != noisy]
+        settings, _ = schedule.plan(studies, reps)
+        for s in settings.values():
+            total += draws * reps * ((s.n * s.T if s.sigma0 > 0 else 0) + s.dim + s.T)
+    return total
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quiet-reps", type=int, default=2000, help="repetitions, noiseless studies")
     ap.add_argument("--noisy-reps", type=int, default=300, help="repetitions, noisy studies")
-    ap.add_argument("--draws", type=int, default=5, help="latent draws per law (the chapter's K)")
+    ap.add_argument("--draws", type=int, default=20, help="latent draws per law (the chapter's K)")
+    ap.add_argument("--no-pilot", action="store_true", help="skip the chapter's pilot")
+    ap.add_argument("--no-floor", action="store_true", help="skip the random-number floor")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--max-seconds", type=float, default=265.0)
@@ -45,20 +93,34 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
+    if not args.no_pilot:
+        pilot = cl.simulate_draws(["default"], reps_noiseless=10 * (args.quiet_reps // 10), seed=args.seed + 1,
+                                  reps_noisy=10 * (args.noisy_reps // 5), draws=10, n=[4],
+                                  n_jobs=args.jobs)["default"]
+        cl.pilot_needs(pilot, reps_noiseless=args.quiet_reps, reps_noisy=args.noisy_reps)
+    t_pilot = time.perf_counter() - t0
+    t, c = time.perf_counter(), cpu_seconds()
     results = cl.simulate(LAWS, reps_noiseless=args.quiet_reps, reps_noisy=args.noisy_reps, seed=args.seed,
                           draws=args.draws, n_jobs=args.jobs)
-    t_sim = time.perf_counter() - t0
+    t_sim, cpu_sim = time.perf_counter() - t, cpu_since(c)
     t = time.perf_counter()
-    comps = cl.components_table(results)
+    comps = cl.components_table(results, reference="t")
     matrix = cl.verdict_matrix(cl.verdicts(comps))
     cl.classify(matrix)
     t_eval = time.perf_counter() - t
     total = time.perf_counter() - t0
     out = {"quiet_reps": args.quiet_reps, "noisy_reps": args.noisy_reps, "draws": args.draws, "jobs": args.jobs,
-           "simulate_s": t_sim, "evaluate_s": t_eval, "total_s": total, "components": len(comps),
-           "cpus": os.cpu_count()}
-    print(f"{args.draws} draws per law: simulate {t_sim:.1f} s, evaluate {t_eval:.1f} s ({len(comps)} components), "
-          f"total {total:.1f} s (budget {args.max_seconds:.0f} s)")
+           "pilot_s": t_pilot, "simulate_s": t_sim, "simulate_cpu_s": cpu_sim, "evaluate_s": t_eval, "total_s": total,
+           "components": len(comps), "cpus": os.cpu_count(), "load": os.getloadavg()}
+    print(f"{args.draws} draws per law: pilot {t_pilot:.1f} s, simulate {t_sim:.1f} s ({cpu_sim:.1f} s CPU), "
+          f"evaluate {t_eval:.1f} s ({len(comps)} components), total {total:.1f} s (budget {args.max_seconds:.0f} s)")
+    if not args.no_floor:
+        normals = count_normals(args.quiet_reps, args.noisy_reps, args.draws)
+        floor, cpu_floor = rng_floor(normals)
+        out.update(normals=normals, rng_floor_s=floor, rng_floor_cpu_s=cpu_floor, simulate_over_floor=t_sim / floor,
+                   simulate_cpu_over_floor_cpu=cpu_sim / cpu_floor)
+        print(f"random-number floor: {normals / 1e9:.2f} billion normals in {floor:.1f} s ({cpu_floor:.1f} s CPU); "
+              f"simulate / floor = {t_sim / floor:.2f} wall, {cpu_sim / cpu_floor:.2f} CPU")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=2)

@@ -78,7 +78,7 @@ LAYERS = [
                 ("claim_registry", "The registry of the paper's claims"),
                 ("claim_labels", "The labels of the verdict matrix"),
                 ("claim_verdicts", "From components to verdicts"),
-                ("law_runs", "The claims under every latent law"),
+                ("law_runs", "The claims under every latent law: draws, pilot, pooling"),
                 ("claims", "The paper's claims, judged, from one place")]),
     ("practice", [("realdata", "Real data"),
                   ("reading", "Curves from a CSV file or a DataFrame"),

@@ -42,12 +42,16 @@ from .claim_verdicts import (
 )
 from .law_runs import (
     NOISELESS_STUDIES,
+    PILOT_STATISTICS,
     activation_by_share,
     draw_seeds,
     draws_from_pilot,
     law_level_null_size,
+    pilot_needs,
+    pool,
     pool_draws,
     simulate,
+    simulate_draws,
 )
 
 __all__ = [
@@ -76,6 +80,10 @@ __all__ = [
     "draw_seeds",
     "pool_draws",
     "simulate",
+    "simulate_draws",
+    "pool",
+    "pilot_needs",
+    "PILOT_STATISTICS",
     "draws_from_pilot",
     "law_level_null_size",
     "theory_activation",

@@ -12,13 +12,14 @@ with K independent latent draws (each with its own repetitions) and pools
 them (:func:`pool_draws`): estimates are pooled means, and standard errors are
 computed across the draws (cluster-robust, so they include the between-draw
 variability, never below the within-draw part).  That answers "does the claim
-hold for this law?".  The tests keep a normal reference, as random-effects
-meta-analysis does (DerSimonian–Laird): with K = 5 draws a standard error is
-itself uncertain (K − 1 = 4 degrees of freedom where the between-draw part
-dominates), so the law-level tests are approximate and lean liberal where the
-latent draw matters most (n = 4); Student's t on 4 degrees of freedom at the
-matrix's Holm level would leave almost every verdict inconclusive
-(:func:`law_level_null_size` gives the true level of either reference).
+hold for this law?".  Such a standard error rests on K − 1 degrees of freedom
+where the between-draw part dominates, so the matrix refers its components to
+Student's t on K − 1 df (Hartung–Knapp–Sidik–Jonkman;
+``components_table(..., reference="t")``), whose true level
+:func:`law_level_null_size` computes for either reference.  How many draws the
+matrix needs is read from a pilot, setting by setting (:func:`pilot_needs`);
+:func:`simulate_draws` keeps every draw's table and :func:`pool` pools all of
+them or only the first few.
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ __all__ = [
     "draws_from_pilot",
     "law_level_null_size",
     "activation_by_share",
+    "simulate_draws",
+    "pool",
+    "pilot_needs",
+    "PILOT_STATISTICS",
 ]
 
 NOISELESS_STUDIES = ("fig1", "table1", "fig4")
@@ -81,7 +86,8 @@ def pool_draws(tables) -> pd.DataFrame:
     so a chance agreement of few draws cannot make it smaller than the Monte
     Carlo error alone.  These standard errors include the variability between
     latent draws (column ``draws`` = K; where the between-draw part dominates, the
-    standard error rests on K − 1 degrees of freedom).
+    standard error rests on K − 1 degrees of freedom, and ``ratio_lo``, ``ratio_hi``
+    form a 95 % interval with Student's t on K − 1 df).
     ``reps`` is the total K·R.
     """
     tables = list(tables)
@@ -116,8 +122,11 @@ def pool_draws(tables) -> pd.DataFrame:
     out["ratio"] = A / Bm
     u = a / A - b / Bm
     out["se_log_ratio"] = se(u, stack["se_log_ratio"])
-    out["ratio_lo"] = out["ratio"] * np.exp(-1.96 * out["se_log_ratio"])
-    out["ratio_hi"] = out["ratio"] * np.exp(1.96 * out["se_log_ratio"])
+    from scipy.stats import t as student_t  # here: `reproduce` draws its figures without scipy
+
+    q = float(student_t.ppf(0.975, K - 1))  # a 95 % interval on the K - 1 df of the spread across draws
+    out["ratio_lo"] = out["ratio"] * np.exp(-q * out["se_log_ratio"])
+    out["ratio_hi"] = out["ratio"] * np.exp(q * out["se_log_ratio"])
     for c in ("p_ftp_active", "p_ptf_active"):
         out[c] = stack[c].mean(axis=0)
         out[f"se_{c}"] = se(stack[c], stack[f"se_{c}"])
@@ -141,32 +150,9 @@ def simulate(laws=LAWS, *, reps_noiseless: int, reps_noisy: int, seed: int, draw
     settings, simulated once) and the noisy ones.  ``n`` narrows the grid of
     sample sizes.
     """
-    laws = [check_law(law) for law in ([laws] if isinstance(laws, str) else laws)]
-    if not laws:
-        raise ValueError("laws must name at least one law of dpfda.maths.data.LAWS")
-    draws = int(draws)
-    if draws < 1:
-        raise ValueError(f"draws must be >= 1, got {draws}")
-    per = {"quiet": int(reps_noiseless) // draws, "noisy": int(reps_noisy) // draws}
-    if min(per.values()) < 2:
-        raise ValueError(f"each of the {draws} draws needs at least 2 repetitions; got {per}")
-    tag = {law: law.replace("-", "_").replace(".", "p") for law in laws}
-    groups: dict = {"quiet": [], "noisy": []}
-    for law in laws:
-        studies = paper_studies(PAPER_N if n is None else n, law)
-        for k in STUDY_NAMES:
-            st = replace(studies[k], name=f"{k}__{tag[law]}")
-            groups["quiet" if k in NOISELESS_STUDIES else "noisy"].append((law, k, st))
-    runs: dict = {(law, k): [] for law in laws for k in STUDY_NAMES}
-    for s in draw_seeds(seed, draws):
-        for g, items in groups.items():
-            res = run_studies([st for _, _, st in items], per[g], s, n_jobs=n_jobs)
-            for law, k, st in items:
-                runs[law, k].append(res[st.name].assign(study=k))
-    out = {}
-    for law in laws:
-        out[law] = {k: (runs[law, k][0] if draws == 1 else pool_draws(runs[law, k])) for k in STUDY_NAMES}
-    return out
+    runs = simulate_draws(laws, reps_noiseless=reps_noiseless, reps_noisy=reps_noisy, seed=seed, draws=draws,
+                          n_jobs=n_jobs, n=n)
+    return pool(runs)
 
 
 def draws_from_pilot(between_var: float, within_var_per_rep: float, reps: int, *, k_min: int = 5,
@@ -240,3 +226,125 @@ def activation_by_share(results: dict, *, T: int = 8, n: int = 1024, mu: float =
         p, se = p_ptf_and_se(row)
         rows.append({"law": law, "shape": shape, "S": S, "p": p, "se": se, "reps": int(row["reps"])})
     return pd.DataFrame(rows)
+
+
+PILOT_STATISTICS = ("log ratio", "log FTP error", "log PTF error", "PTF activation")
+"""The statistics :func:`pilot_needs` reads: those the claims' components are built from."""
+
+_KEYS = ["T", "m", "mu", "sigma0", "radius_rule", "n"]
+
+
+def simulate_draws(laws, *, reps_noiseless: int, reps_noisy: int, seed: int, draws: int, n_jobs=2, n=None,
+                   studies=STUDY_NAMES) -> dict:
+    """Every study of ``studies`` under each law, one table per latent draw: law → study → list.
+
+    The K = ``draws`` seeds are :func:`draw_seeds`'s; each draw has
+    ``reps_noiseless // K`` repetitions in a noiseless study and ``reps_noisy // K``
+    in a noisy one.  Per draw, two :func:`dpfda.simulation.store.run_studies` calls
+    cover every law: the noiseless studies and the noisy ones (settings they share
+    are simulated once).  ``n`` narrows the grid of sample sizes.
+    """
+    laws = [check_law(law) for law in ([laws] if isinstance(laws, str) else laws)]
+    if not laws:
+        raise ValueError("laws must name at least one law of dpfda.maths.data.LAWS")
+    studies = [studies] if isinstance(studies, str) else list(studies)
+    if not studies or any(k not in STUDY_NAMES for k in studies):
+        raise ValueError(f"studies must name studies of {', '.join(STUDY_NAMES)}; got {studies}")
+    draws = int(draws)
+    if draws < 1:
+        raise ValueError(f"draws must be >= 1, got {draws}")
+    per = {"quiet": int(reps_noiseless) // draws, "noisy": int(reps_noisy) // draws}
+    if min(per.values()) < 2:
+        raise ValueError(f"each of the {draws} draws needs at least 2 repetitions; got {per}")
+    tag = {law: law.replace("-", "_").replace(".", "p") for law in laws}
+    groups: dict = {"quiet": [], "noisy": []}
+    for law in laws:
+        grid = paper_studies(PAPER_N if n is None else n, law)
+        for k in studies:
+            st = replace(grid[k], name=f"{k}__{tag[law]}")
+            groups["quiet" if k in NOISELESS_STUDIES else "noisy"].append((law, k, st))
+    runs: dict = {law: {k: [] for k in studies} for law in laws}
+    for s in draw_seeds(seed, draws):
+        for g, items in groups.items():
+            if not items:
+                continue
+            res = run_studies([st for _, _, st in items], per[g], s, n_jobs=n_jobs)
+            for law, k, st in items:
+                runs[law][k].append(res[st.name].assign(study=k))
+    return runs
+
+
+def pool(draw_tables: dict, first: int | None = None) -> dict:
+    """Law-level tables from :func:`simulate_draws`' output: law → study → pooled table.
+
+    ``first`` pools only the first draws of each list (at least two); one draw
+    is returned as it is (the conditional design).
+    """
+    if first is not None and int(first) < 2:
+        raise ValueError(f"first must be None or >= 2, got {first}")
+    out: dict = {}
+    for law, tables in draw_tables.items():
+        out[law] = {}
+        for k, ts in tables.items():
+            ts = list(ts)[:first] if first is not None else list(ts)
+            if first is not None and len(ts) < int(first):
+                raise ValueError(f"{law}/{k} has {len(ts)} draws, fewer than first={first}")
+            out[law][k] = ts[0] if len(ts) == 1 else pool_draws(ts)
+    return out
+
+
+def _estimates(d: pd.DataFrame, statistic: str) -> tuple[np.ndarray, np.ndarray]:
+    """One draw's estimate of ``statistic`` per setting and its within-draw standard error."""
+    if statistic == "log ratio":
+        return np.log(d["ratio"].to_numpy(float)), d["se_log_ratio"].to_numpy(float)
+    if statistic in ("log FTP error", "log PTF error"):
+        e, s = ("err_ftp", "se_ftp") if "FTP" in statistic else ("err_ptf", "se_ptf")
+        err = d[e].to_numpy(float)
+        return np.log(err), d[s].to_numpy(float) / err
+    return d["p_ptf_active"].to_numpy(float), d["se_p_ptf_active"].to_numpy(float)
+
+
+def pilot_needs(draws_by_study: dict, *, reps_noiseless: int, reps_noisy: int) -> pd.DataFrame:
+    """Per setting and statistic, how many latent draws the matrix needs, from a pilot.
+
+    ``draws_by_study`` maps study → list of K ≥ 3 tables of one law, one per latent
+    draw (one law of :func:`simulate_draws`' output).  For each setting and each
+    statistic of :data:`PILOT_STATISTICS`, with x_k the draw's estimate and s_k its
+    within-draw standard error from R_p repetitions:
+
+    * ``between`` = max(var_k x_k − mean_k s_k², 0), the variance between draws
+      (method of moments);
+    * ``within`` = R_p · mean_k s_k², the variance of one repetition;
+    * ``reps``: the matrix's repetitions for the study (``reps_noiseless`` or
+      ``reps_noisy``), and ``need`` = ⌈reps · between / within⌉, the number of draws
+      K for which the between part of a law-level estimate's variance,
+      between/K, is no larger than the within part, within/reps.
+
+    A statistic with no within-draw variance (an activation share of 0 or 1 in
+    every draw) has ``need`` 0 when it does not move between draws either.
+    """
+    if not hasattr(draws_by_study, "items") or not draws_by_study:
+        raise TypeError("draws_by_study must be a non-empty mapping study -> list of draw tables")
+    if int(reps_noiseless) < 1 or int(reps_noisy) < 1:
+        raise ValueError(f"reps_noiseless and reps_noisy must be >= 1, got {reps_noiseless}, {reps_noisy}")
+    rows = []
+    for study, tables in draws_by_study.items():
+        tables = list(tables)
+        if len(tables) < 3:
+            raise ValueError(f"{study}: a pilot needs at least three draws, got {len(tables)}")
+        r_p = {int(d["reps"].iloc[0]) for d in tables}
+        if len(r_p) != 1:
+            raise ValueError(f"{study}: the draws must have equal repetitions, got {sorted(r_p)}")
+        reps = int(reps_noiseless) if study in NOISELESS_STUDIES else int(reps_noisy)
+        keys = tables[0][[c for c in _KEYS if c in tables[0].columns]].reset_index(drop=True)
+        for stat in PILOT_STATISTICS:
+            x, s = map(np.stack, zip(*(_estimates(d, stat) for d in tables)))
+            se2 = np.mean(s**2, axis=0)
+            between = np.maximum(x.var(axis=0, ddof=1) - se2, 0.0)
+            within = se2 * next(iter(r_p))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                need = np.where(between > 0, np.ceil(reps * between / within), 0.0)
+            rows.append(keys.assign(study=study, statistic=stat, between=between, within=within, reps=reps,
+                                    need=need))
+    out = pd.concat(rows, ignore_index=True)
+    return out[["study", *keys.columns, "statistic", "between", "within", "reps", "need"]]
