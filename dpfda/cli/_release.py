@@ -255,9 +255,11 @@ def _release_inputs(args: argparse.Namespace
         else:
             radius, weights = args.radius, None
         if args.method == "ftp":
-            mech = ftp_mechanism(grid, space, radius, args.mu, secure=secure)
+            mech = ftp_mechanism(grid, space, radius, args.mu,  # type: ignore[arg-type]  # None: a named TypeError
+                                 secure=secure)
         else:
-            mech = ptf_mechanism(grid, space, radius, args.mu, clip=clip, weights=weights, secure=secure)
+            mech = ptf_mechanism(grid, space, radius, args.mu,  # type: ignore[arg-type]  # None: a named TypeError
+                                 clip=clip, weights=weights, secure=secure)
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     return grid_points, domain, mech, at, frame

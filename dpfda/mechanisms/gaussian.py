@@ -100,6 +100,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_data, check_int, check_rng, check_secure
 from ..maths.curves import Curves
@@ -185,7 +186,7 @@ class Mechanism:
     n: int | None = None
     secure: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         L = self.noise_factor
         if L is not None and (np.ndim(L) != 2 or L.shape != (self.dim, self.dim)):
             raise ValueError(
@@ -195,7 +196,7 @@ class Mechanism:
                 "coordinates and map them afterwards (post-processing)"
             )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         fixed = f", n={self.n}" if self.n is not None else ""
         return f"Mechanism({self.name}, {self.geometry.space!r}, T={self.geometry.T}, mu={self.mu:g}{fixed})"
 
@@ -210,7 +211,7 @@ class Mechanism:
         """The norm in which the sensitivity is measured."""
         return self.calibration.norm
 
-    def _n(self, n) -> int:
+    def _n(self, n: int) -> int:
         n = check_int(n, "n", 1)
         if self.n is not None and n != self.n:
             raise ValueError(
@@ -219,11 +220,11 @@ class Mechanism:
         return n
 
     # -- calibration and the privacy map -------------------------------------------
-    def sensitivity(self, n: int):
+    def sensitivity(self, n: int) -> float | np.ndarray:
         """Δ of the mean of n curves' maps, in :attr:`norm` (before the rounding factor)."""
         return self.calibration.sensitivity(self._n(n))
 
-    def sigma(self, n: int):
+    def sigma(self, n: int) -> float | np.ndarray:
         """σ = Δ/μ for n curves (a scalar, or one σ_j per grid point for PTF).
 
         ``ValueError`` when no finite, normal σ keeps the guarantee (see
@@ -245,13 +246,13 @@ class Mechanism:
         return epsilon_from_mu(self.privacy(n), delta)
 
     # -- the summary, for audits and simulations ----------------------------------------
-    def summarize(self, X, *, exact: bool = True):
+    def summarize(self, X: ArrayLike, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(centre (…, k), moved (…, n)): the mean of the per-curve maps and which curves moved."""
         X = check_data(X, self.geometry.T)
         self._n(X.shape[-2])
         return self.per_curve(X, exact=exact)
 
-    def summary(self, X, *, exact: bool = True) -> np.ndarray:
+    def summary(self, X: ArrayLike, *, exact: bool = True) -> np.ndarray:
         """The non-private centre (…, k) in the noise's coordinates (θ̂ for FTP, x̄ for PTF …)."""
         X = check_data(X, self.geometry.T)
         self._n(X.shape[-2])
@@ -262,13 +263,14 @@ class Mechanism:
         return rel.noisy_coordinates
 
     # -- releases ---------------------------------------------------------------------
-    def _noise(self, centre, sigma, normals) -> np.ndarray:
+    def _noise(self, centre: np.ndarray, sigma: float | np.ndarray, normals: np.ndarray) -> np.ndarray:
         """centre + σ·L·normals (``centre + σ·normals`` without L: :func:`add_noise`)."""
         if self.noise_factor is None:
             return add_noise(centre, sigma, normals)
         return centre + sigma * (normals @ self.noise_factor.T)
 
-    def privatize(self, summary, normals, n: int, *, residual_rng=None) -> Release:
+    def privatize(self, summary: ArrayLike, normals: ArrayLike, n: int, *,
+                  residual_rng: np.random.Generator | None = None) -> Release:
         """summary + σ·L·normals, then the post-processing: a :class:`~dpfda.mechanisms.pipelines.Release`.
 
         ``summary`` (…, ``dim``) must come from :meth:`summarize` (or have its
@@ -297,7 +299,8 @@ class Mechanism:
             )
         return self._publish(self._noise(summary, sigma, normals), sigma, n, residual_rng, secure=False)
 
-    def release(self, X, rng, *, secure=None) -> Release:
+    def release(self, X: ArrayLike | Curves, rng: np.random.Generator | None, *,
+                secure: bool | None = None) -> Release:
         """A release of data ``X`` (n, T) or (reps, n, T): μ-GDP.
 
         ``secure`` (default: the mechanism's own ``secure``) draws the noise with
@@ -321,7 +324,8 @@ class Mechanism:
         self.calibration.sigma(n, self.mu)  # calibration errors before any data are touched
         return self._release_summary(self.per_curve.mean(X), n, rng, secure=secure)
 
-    def _release_summary(self, centre, n: int, rng, *, secure: bool) -> Release:
+    def _release_summary(self, centre: np.ndarray, n: int, rng: np.random.Generator | None, *,
+                         secure: bool) -> Release:
         """The one noise step of every release: ``centre`` plus σ·L·Z, then the post-processing.
 
         ``centre`` is the per-curve map's mean (or a summary with its sensitivity, such as
@@ -332,13 +336,15 @@ class Mechanism:
         if secure:
             noisy = self.calibration.secure_noisy(centre, n, self.mu, sigma)
         else:
-            noisy = self._noise(centre, sigma, rng.standard_normal(centre.shape[:-1] + (self.noise_dim,)))
+            noisy = self._noise(centre, sigma, rng.standard_normal(  # type: ignore[union-attr]  # None: secure only
+                centre.shape[:-1] + (self.noise_dim,)))
         residual = None
         if isinstance(self.post, Identity) and isinstance(self.geometry.space, KernelSpace):
             residual = residual_stream(rng, secure)
         return self._publish(noisy, sigma, n, residual, secure=secure)
 
-    def post_process(self, noisy, n: int, *, secure: bool = False, residual_rng=None) -> Release:
+    def post_process(self, noisy: ArrayLike, n: int, *, secure: bool = False,
+                     residual_rng: np.random.Generator | None = None) -> Release:
         """The post-processing of coordinates this mechanism has already noised, as a Release.
 
         ``noisy`` must be the output of the Gaussian mechanism (the summary plus
@@ -350,11 +356,13 @@ class Mechanism:
         return self._publish(np.asarray(noisy, dtype=float), sigma, n, residual_rng,
                              secure=check_secure(secure))
 
-    def __call__(self, X, rng, *, secure=None) -> Release:
+    def __call__(self, X: ArrayLike | Curves, rng: np.random.Generator | None, *,
+                 secure: bool | None = None) -> Release:
         """The same as :meth:`release`."""
         return self.release(X, rng, secure=secure)
 
-    def _publish(self, noisy, sigma, n, residual_rng, *, secure) -> Release:
+    def _publish(self, noisy: np.ndarray, sigma: float | np.ndarray, n: int,
+                 residual_rng: np.random.Generator | None, *, secure: bool) -> Release:
         coef, active, grid = self.post(noisy)
         grid_factor = getattr(self.post, "grid_factor", None)
         if grid_factor is None:

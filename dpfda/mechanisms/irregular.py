@@ -126,7 +126,7 @@ def release_curves(mech: Mechanism, curves: Curves, rng: np.random.Generator | N
     secure = check_secure(secure)
     if curves.common and curves.grid.shape == mech.geometry.grid.shape and np.array_equal(
             curves.grid, mech.geometry.grid):
-        return mech.release(curves.values, rng, secure=secure)
+        return mech.release(curves.values, rng, secure=secure)  # type: ignore[arg-type]  # common: values set
     if curves.common and (mech.method != "ftp" or not isinstance(mech.geometry.space, OrthonormalSpace)):
         raise ValueError("the curves' grid (their points mapped onto [0, 1] by their domain) is not the "
                          "mechanism's public grid")

@@ -14,8 +14,10 @@ This module is also the public home of the type and its parts: ``Mechanism``,
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_int, check_positive, check_secure
+from ..maths.curves import Curves
 from ..maths.spaces import FunctionSpace, GridGeometry
 from .calibration import check_secure_budget
 from .gaussian import Mechanism
@@ -53,7 +55,7 @@ __all__ = [
 ]
 
 
-def _frozen(a) -> np.ndarray:
+def _frozen(a: ArrayLike) -> np.ndarray:
     """A read-only float copy of ``a``."""
     out = np.array(a, dtype=float)
     out.setflags(write=False)
@@ -65,7 +67,7 @@ def _frozen(a) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 
-def _geometry(grid, space) -> GridGeometry:
+def _geometry(grid: ArrayLike, space: FunctionSpace) -> GridGeometry:
     if not isinstance(space, FunctionSpace):
         raise TypeError(
             f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
@@ -73,16 +75,17 @@ def _geometry(grid, space) -> GridGeometry:
     return space.at(grid)
 
 
-def _budget(mu, secure) -> float:
+def _budget(mu: float, secure: bool) -> float:
     """μ > 0; with OpenDP's noise (``secure``) also μ²/2 a normal float (refused by name)."""
     return check_secure_budget(mu) if check_secure(secure) else check_positive(mu, "mu")
 
 
-def _declared_n(n):
+def _declared_n(n: int | None) -> int | None:
     return None if n is None else check_int(n, "n", 1)
 
 
-def ftp_mechanism(grid, space, radius, mu, *, n=None, secure=False) -> Mechanism:
+def ftp_mechanism(grid: ArrayLike, space: FunctionSpace, radius: float, mu: float, *, n: int | None = None,
+                  secure: bool = False) -> Mechanism:
     """Fit-Then-Protect (Algorithm 1) as a :class:`Mechanism`, μ-GDP by Theorem 6.
 
     Each curve is fitted in the ball of radius B' (W = I), the fits are averaged
@@ -110,8 +113,8 @@ def ftp_mechanism(grid, space, radius, mu, *, n=None, secure=False) -> Mechanism
     return mech
 
 
-def ptf_mechanism(grid, space, radius, mu, *, clip=None, weights=None, n=None,
-                  secure=False) -> Mechanism:
+def ptf_mechanism(grid: ArrayLike, space: FunctionSpace, radius: float, mu: float, *, clip: ArrayLike | None = None,
+                  weights: ArrayLike | None = None, n: int | None = None, secure: bool = False) -> Mechanism:
     """Protect-Then-Fit (Algorithm 2) as a :class:`Mechanism`, μ-GDP by Proposition 9.
 
     Values are clipped to [−c_j, c_j] and averaged (exactly, rounded once); each
@@ -140,7 +143,8 @@ def ptf_mechanism(grid, space, radius, mu, *, clip=None, weights=None, n=None,
     return mech
 
 
-def ftp(X, grid, space, radius, mu, rng=None, *, secure=False) -> Release:
+def ftp(X: ArrayLike | Curves, grid: ArrayLike | None, space: FunctionSpace, radius: float, mu: float,
+        rng: np.random.Generator | None = None, *, secure: bool = False) -> Release:
     """Fit-Then-Protect (Algorithm 1), μ-GDP by Theorem 6 and Corollaries 7–8.
 
     Each curve is fitted by least squares (W = I) inside the ball of radius B'
@@ -209,10 +213,13 @@ def ftp(X, grid, space, radius, mu, rng=None, *, secure=False) -> Release:
     >>> rel.coef.shape, rel(np.array([0.0, 1.0])).shape
     ((3,), (2,))
     """
-    return ftp_mechanism(public_grid(X, grid, space), space, radius, mu).release(X, rng, secure=secure)
+    return ftp_mechanism(public_grid(X, grid, space),  # type: ignore[arg-type]  # None: check_grid's named TypeError
+                         space, radius, mu).release(X, rng, secure=secure)
 
 
-def ptf(X, grid, space, radius, mu, rng=None, clip=None, weights=None, *, secure=False) -> Release:
+def ptf(X: ArrayLike | Curves, grid: ArrayLike | None, space: FunctionSpace, radius: float, mu: float,
+        rng: np.random.Generator | None = None, clip: ArrayLike | None = None, weights: ArrayLike | None = None, *,
+        secure: bool = False) -> Release:
     """Protect-Then-Fit (Algorithm 2), μ-GDP by Proposition 9.
 
     Coordinate j is clipped to [-c_j, c_j], averaged over curves, and released
@@ -267,5 +274,5 @@ def ptf(X, grid, space, radius, mu, rng=None, clip=None, weights=None, *, secure
     >>> rel.noise_scale  # σ_j = 2c_j·sqrt(T)/(nμ)
     array([0.08, 0.08, 0.08, 0.08])
     """
-    return ptf_mechanism(public_grid(X, grid, space), space, radius, mu, clip=clip, weights=weights).release(
-        X, rng, secure=secure)
+    return ptf_mechanism(public_grid(X, grid, space),  # type: ignore[arg-type]  # None: check_grid's named TypeError
+                         space, radius, mu, clip=clip, weights=weights).release(X, rng, secure=secure)

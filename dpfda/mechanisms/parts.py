@@ -52,10 +52,10 @@ class PerCurveMap(Protocol):
     bounded and the noise is added.
     """
 
-    def __call__(self, X, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, X: np.ndarray, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(centre, moved) of data ``X`` (…, n, T); ``exact=False``: the simulations' fast sum."""
 
-    def mean(self, X, *, exact: bool = True) -> np.ndarray:
+    def mean(self, X: np.ndarray, *, exact: bool = True) -> np.ndarray:
         """The centre alone (what a release needs; no per-curve flags computed)."""
 
 
@@ -72,14 +72,14 @@ class Calibration(Protocol):
     def sigma(self, n: int, mu: float) -> Any:
         """σ = Δ/μ, covering the rounding of the summary; ValueError where none keeps the guarantee."""
 
-    def secure_noisy(self, centre, n: int, mu: float, sigma) -> np.ndarray:
+    def secure_noisy(self, centre: np.ndarray, n: int, mu: float, sigma: Any) -> np.ndarray:
         """``centre`` (the summary the numpy path noises) plus noise drawn by OpenDP."""
 
 
 class PostFit(Protocol):
     """The post-processing of the noisy coordinates: ``noisy -> (coef, active, grid means)``."""
 
-    def __call__(self, noisy) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    def __call__(self, noisy: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """(coef (…, d), active or None, noisy grid means (…, T) or None) of ``noisy``."""
 
 
@@ -98,11 +98,11 @@ class FitInBall:
     geometry: GridGeometry
     radius: float
 
-    def __call__(self, X, *, exact: bool = True):
+    def __call__(self, X: np.ndarray, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(mean of the fits (…, d), per curve whether its fit hit the ball (…, n))."""
         return ftp_fit_mean(X, self.geometry, self.radius, exact=exact)
 
-    def mean(self, X, *, exact: bool = True) -> np.ndarray:
+    def mean(self, X: np.ndarray, *, exact: bool = True) -> np.ndarray:
         """The mean of the fits (…, d)."""
         return self(X, exact=exact)[0]
 
@@ -116,11 +116,11 @@ class ClipToBox:
 
     clip: np.ndarray
 
-    def __call__(self, X, *, exact: bool = True):
+    def __call__(self, X: np.ndarray, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(mean of the clipped curves (…, T), per curve whether a value was clipped (…, n))."""
         return self.mean(X, exact=exact), np.any(np.abs(X) > self.clip, axis=-1)
 
-    def mean(self, X, *, exact: bool = True) -> np.ndarray:
+    def mean(self, X: np.ndarray, *, exact: bool = True) -> np.ndarray:
         """The mean of the clipped curves (…, T)."""
         return ptf_clipped_mean(X, self.clip, exact=exact)
 
@@ -157,7 +157,7 @@ class FTPCalibration:
         sigma = float(noise_scale(self.radius, None, n, mu, "radius", self.excess(n)))
         return sigma if self.factor == 1.0 else self.factor * sigma
 
-    def secure_noisy(self, centre, n: int, mu: float, sigma: float):
+    def secure_noisy(self, centre: np.ndarray, n: int, mu: float, sigma: float) -> np.ndarray:
         """OpenDP's Gaussian noise on the mean of fits; OpenDP is told the floating-point Δ."""
         sens = declared_sensitivity(self.radius, n, self.excess(n))
         return opendp_noise.gaussian_release(centre, sigma, sensitivity=sens, mu=mu)
@@ -196,7 +196,7 @@ class PTFCalibration:
         """
         return self.excess(n) + n * _U
 
-    def secure_noisy(self, centre, n: int, mu: float, sigma):
+    def secure_noisy(self, centre: np.ndarray, n: int, mu: float, sigma: np.ndarray) -> np.ndarray:
         """OpenDP's noise on the clipped means x̄ in units of c_j, multiplied back (post-processing).
 
         The summary is the numpy path's x̄ itself, divided by c_j after the mean (each
@@ -219,7 +219,7 @@ class PTFCalibration:
 class Identity:
     """FTP's post-processing: none — the noisy Cameron–Martin coordinates are the release."""
 
-    def __call__(self, noisy):
+    def __call__(self, noisy: np.ndarray) -> tuple[np.ndarray, None, None]:
         """(coef, active, grid means): ``noisy`` itself, no fit flag, no grid means."""
         return noisy, None, None
 
@@ -237,7 +237,7 @@ class WeightedFit:
     weights: np.ndarray
     constrained: bool = True
 
-    def __call__(self, noisy):
+    def __call__(self, noisy: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """(coef (…, d), active (…,) or None, the noisy grid means ``noisy`` themselves)."""
         solver = fitter(self.geometry, self.weights)
         if self.constrained:
@@ -268,7 +268,7 @@ class GridThenFit:
         """The final fit's weights."""
         return self.fit.weights
 
-    def __call__(self, noisy):
+    def __call__(self, noisy: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """(coef, active, grid means fl(c̃Φᵀ))."""
         grid = np.asarray(noisy, dtype=float) @ self.grid_factor.T
         coef, active, _ = self.fit(grid)

@@ -18,7 +18,7 @@ from ..simulation.studies import get_study
 __all__ = ["theory_activation"]
 
 
-def _chi2_mix_bounds(lam, x) -> tuple[float, float]:
+def _chi2_mix_bounds(lam: np.ndarray, x: float) -> tuple[float, float]:
     """Bounds (lower, upper) on P(Σ_k λ_k Z_k² > x), Z_k independent standard normal, λ_k ≥ 0.
 
     Lower: Q ≥ λ_(j)·(Z_1² + … + Z_j²) for the j largest λ, so P(Q > x) ≥ max_j P(χ²_j > x/λ_(j)).
@@ -33,7 +33,7 @@ def _chi2_mix_bounds(lam, x) -> tuple[float, float]:
     lower = max(float(chi2.sf(x / lam[j - 1], j)) for j in range(1, lam.size + 1))
     smax = 0.5 / lam[0]
 
-    def log_bound(frac):
+    def log_bound(frac: float) -> float:
         s_ = frac * smax
         return -s_ * x - 0.5 * float(np.sum(np.log1p(-2.0 * s_ * lam)))
 

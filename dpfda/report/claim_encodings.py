@@ -37,6 +37,7 @@ from functools import lru_cache
 from typing import Callable
 
 import numpy as np
+import pandas as pd
 
 from ..mechanisms import theory
 from ..simulation.studies import get_study
@@ -82,7 +83,7 @@ class Component:
     direction: int = 1
     df: float | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         est, se = float(self.estimate), float(self.se)
         if not math.isfinite(est):
             raise ValueError(f"component {self.label!r}: estimate must be finite, got {est!r}")
@@ -102,42 +103,42 @@ class Component:
 # ---------------------------------------------------------------------------
 
 
-def _ratio_compared_to(label, row, value, direction) -> Component:
+def _ratio_compared_to(label: str, row: pd.Series, value: float, direction: int) -> Component:
     """log ratio − log value, asserted > 0 (direction 1) or < 0 (−1)."""
     lr, se = ev.log_ratio(row)
     return Component(label, lr - math.log(value), se, direction)
 
 
-def _ratio_change(label, a, b, direction) -> Component:
+def _ratio_change(label: str, a: pd.Series, b: pd.Series, direction: int) -> Component:
     """log ratio(b) − log ratio(a): rises (1) or falls (−1)."""
     d, se = ev.log_change(a, b)
     return Component(label, d, se, direction)
 
 
-def _within_margin(label, d, se, margin) -> list[Component]:
+def _within_margin(label: str, d: float, se: float, margin: float) -> list[Component]:
     """|d| < margin as two one-sided components (TOST)."""
     return [Component(f"{label} (> −δ)", d + margin, se, 1), Component(f"{label} (< δ)", margin - d, se, 1)]
 
 
-def _n_times_error(df, rule, n, method) -> tuple[float, float]:
+def _n_times_error(df: pd.DataFrame, rule: str, n: int, method: str) -> tuple[float, float]:
     """n × error of ``method`` under radius rule ``rule`` at n, and its standard error."""
     return ev.scaled(ev.one(df, radius_rule=rule, n=n), method)
 
 
-def _log_n_times_error(df, rule, n, method) -> tuple[float, float]:
+def _log_n_times_error(df: pd.DataFrame, rule: str, n: int, method: str) -> tuple[float, float]:
     """log(n × error) and its delta-method standard error."""
     x, s = _n_times_error(df, rule, n, method)
     return math.log(x), s / x
 
 
-def _rule_beats(df, a, b, n, method) -> Component:
+def _rule_beats(df: pd.DataFrame, a: str, b: str, n: int, method: str) -> Component:
     """Rule a has the smaller n × error than rule b at n."""
     xa, sa = _n_times_error(df, a, n, method)
     xb, sb = _n_times_error(df, b, n, method)
     return Component(f"{method.upper()} n={n}: {a} < {b}", xb - xa, math.hypot(sa, sb), 1)
 
 
-def _performs_well(df, rule, n, method) -> list[Component]:
+def _performs_well(df: pd.DataFrame, rule: str, n: int, method: str) -> list[Component]:
     """"``rule`` performs well at n": within a factor 1.5 of each other rule (module notes)."""
     la, sa = _log_n_times_error(df, rule, n, method)
     out = []
@@ -149,7 +150,7 @@ def _performs_well(df, rule, n, method) -> list[Component]:
     return out
 
 
-def p_ptf_and_se(row) -> tuple[float, float]:
+def p_ptf_and_se(row: pd.Series) -> tuple[float, float]:
     """p̂_PTF and its standard error.
 
     Agresti–Coull on all repetitions, or the pooled draws' standard error if
@@ -162,14 +163,14 @@ def p_ptf_and_se(row) -> tuple[float, float]:
     return p, se
 
 
-def _area_above_limit(df, key, value, limit) -> tuple[float, float]:
+def _area_above_limit(df: pd.DataFrame, key: str, value: float, limit: float) -> tuple[float, float]:
     """Σ_n log(ratio/limit) over the n of one curve: its area above the limit."""
     d = ev.select(df, **{key: value})
     lr = np.log(d["ratio"].to_numpy(float)) - math.log(limit)
     return float(lr.sum()), float(np.sqrt(np.sum(d["se_log_ratio"].to_numpy(float) ** 2)))
 
 
-def _largest_n(df) -> int:
+def _largest_n(df: pd.DataFrame) -> int:
     """The largest sample size of a results table (2¹² on the paper's grid)."""
     return int(df["n"].max())
 
@@ -179,7 +180,7 @@ def _largest_n(df) -> int:
 # ---------------------------------------------------------------------------
 
 
-def _ratios_fall_to_one_over_T(tables):
+def _ratios_fall_to_one_over_T(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """§5.1: the ratios fall with n and approach 1/T.
 
     For each T and μ: the ratio falls from n = 4 to the largest n; it does not
@@ -201,7 +202,7 @@ def _ratios_fall_to_one_over_T(tables):
     return out
 
 
-def _ptf_wins_at_small_n_under_mu_01(tables):
+def _ptf_wins_at_small_n_under_mu_01(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """§5.1: with μ = 0.1, PTF is preferable at small n.
 
     For each T: the ratio exceeds 1 at n ∈ {4, 8, 16} and exceeds 1.5 at n = 4
@@ -215,7 +216,7 @@ def _ptf_wins_at_small_n_under_mu_01(tables):
     return out
 
 
-def _larger_T_or_smaller_mu_approach_later(tables):
+def _larger_T_or_smaller_mu_approach_later(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """§5.1: larger T or smaller μ needs a larger n to approach 1/T.
 
     Reformulated: the delay is measured by the area of the log ratio above its
@@ -238,7 +239,7 @@ def _larger_T_or_smaller_mu_approach_later(tables):
     return out
 
 
-def _activation_falls_with_n_grows_with_T(tables):
+def _activation_falls_with_n_grows_with_T(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """Appendix, Table 1: p̂_PTF generally falls with n, is higher for larger T and smaller μ.
 
     "Generally" is read as aggregate contrasts: for each μ, Σ_T p̂ at n = 4 exceeds
@@ -248,11 +249,11 @@ def _activation_falls_with_n_grows_with_T(tables):
     df = tables["table1"]
     N, out = _largest_n(df), []
 
-    def total(**where):
+    def total(**where: object) -> tuple[float, float]:
         ps = [p_ptf_and_se(r) for _, r in ev.select(df, **where).iterrows()]
         return sum(p for p, _ in ps), math.sqrt(sum(s * s for _, s in ps))
 
-    def contrast(label, a, b):
+    def contrast(label: str, a: tuple[float, float], b: tuple[float, float]) -> None:
         out.append(Component(label, a[0] - b[0], math.hypot(a[1], b[1]), 1))
 
     for mu in (0.1, 1.0):
@@ -263,7 +264,7 @@ def _activation_falls_with_n_grows_with_T(tables):
     return out
 
 
-def _activation_at_T8_n1024(tables):
+def _activation_at_T8_n1024(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """Appendix, Table 1: at T = 8, n = 2¹⁰ the paper's p̂_PTF is 0.755 (μ = 0.1), 0 at μ = 1.
 
     The paper's number, as an equivalence: |p̂ − 0.755| < :data:`P_MARGIN` = 0.1
@@ -277,7 +278,7 @@ def _activation_at_T8_n1024(tables):
         Component("mu=1: p < δ", P_MARGIN - p1, se1, 1)]
 
 
-def _rare_activation_ratio_near_one_over_T(tables):
+def _rare_activation_ratio_near_one_over_T(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """Appendix: as activation becomes rare, the ratio approaches 1/T.
 
     The rows are fixed from the design before any data (theory_activation):
@@ -303,7 +304,7 @@ def _rare_activation_ratio_near_one_over_T(tables):
 # ---------------------------------------------------------------------------
 
 
-def _no_radius_rule_best_everywhere(tables):
+def _no_radius_rule_best_everywhere(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """§5.2: no single rule performs best at every n, for any of the five rules.
 
     Each rule is shown beaten somewhere, at witnesses fixed in advance (the
@@ -319,7 +320,7 @@ def _no_radius_rule_best_everywhere(tables):
     return out
 
 
-def _oracle_radius_good_early_grows_late(tables):
+def _oracle_radius_good_early_grows_late(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """§5.2: the oracle B′ = B performs well at small n, and its n × MSE increases substantially.
 
     Both pipelines.  "Performs well" at n = 4, the one reading (module notes):
@@ -339,7 +340,7 @@ def _oracle_radius_good_early_grows_late(tables):
     return out
 
 
-def _ftp_log_n_best_at_the_end(tables):
+def _ftp_log_n_best_at_the_end(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """§5.2: for FTP, log n gives the smallest error at the largest n, n × MSE → σ₀² = 1.
 
     log n beats B, √n and n²ᐟ³ and also √log n at the largest n (the paper's
@@ -356,7 +357,7 @@ def _ftp_log_n_best_at_the_end(tables):
     return out
 
 
-def _ftp_sqrt_log_n_good_early_then_rises(tables):
+def _ftp_sqrt_log_n_good_early_then_rises(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """§5.2: for FTP, √log n starts well, then its scaled error rises.
 
     "Performs well initially", the one reading (module notes) at every n from 8
@@ -371,7 +372,7 @@ def _ftp_sqrt_log_n_good_early_then_rises(tables):
     return out
 
 
-def _ptf_log_rules_improve_late(tables):
+def _ptf_log_rules_improve_late(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """§5.2: for PTF, both logarithmic rules improve at larger n, √log n the smaller at the end.
 
     "Improve at larger n": each logarithmic rule's n × MSE at the largest n is
@@ -389,7 +390,7 @@ def _ptf_log_rules_improve_late(tables):
     return out
 
 
-def _sqrt_n_flat_n23_rising(df):
+def _sqrt_n_flat_n23_rising(df: pd.DataFrame) -> list[Component]:
     """√n flat, n²ᐟ³ rising, for both pipelines.
 
     Flat: n × error at the largest n and at 64 agree within a factor 1.5;
@@ -407,7 +408,7 @@ def _sqrt_n_flat_n23_rising(df):
     return out
 
 
-def _rkhs_sqrt_n_flat_n23_rising(tables):
+def _rkhs_sqrt_n_flat_n23_rising(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """§5.2: the √n curves are about flat, the n²ᐟ³ curves rise (both pipelines).
 
     Flat: n × MSE at the largest n and at n = 64 agree within a factor 1.5
@@ -417,12 +418,12 @@ def _rkhs_sqrt_n_flat_n23_rising(tables):
     return _sqrt_n_flat_n23_rising(tables["fig2"])
 
 
-def _legendre_sqrt_n_flat_n23_rising(tables):
+def _legendre_sqrt_n_flat_n23_rising(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """Appendix, Figure 5: √n about flat, n²ᐟ³ rising (as for Figure 2's Claim 6)."""
     return _sqrt_n_flat_n23_rising(tables["fig5"])
 
 
-def _oracle_rises_late_sqrt_log_n_best(tables):
+def _oracle_rises_late_sqrt_log_n_best(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """Appendix, Figure 5: the oracle does well at intermediate n but rises; √log n best at the end.
 
     "Performs well" at n = 64, the one reading (module notes): B within a factor
@@ -441,7 +442,7 @@ def _oracle_rises_late_sqrt_log_n_best(tables):
     return out
 
 
-def _preferred_radius_depends_on_the_space(tables):
+def _preferred_radius_depends_on_the_space(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """Appendix, Figure 5 against Figure 2: FTP's preferred radius at the largest n changes with the space.
 
     A reversal between the two spaces at the largest n: in the RKHS (Figure 2)
@@ -459,7 +460,7 @@ def _preferred_radius_depends_on_the_space(tables):
 # ---------------------------------------------------------------------------
 
 
-def _dips_then_rises(df, key, value, sigma0, end_direction):
+def _dips_then_rises(df: pd.DataFrame, key: str, value: float, sigma0: float, end_direction: int) -> list[Component]:
     """Falls 4→32, rises 32→largest n, ends below (−1) or above (1) one."""
     N = _largest_n(df)
     r4, r32, rn = (ev.one(df, sigma0=sigma0, n=n, **{key: value}) for n in (4, 32, N))
@@ -468,7 +469,7 @@ def _dips_then_rises(df, key, value, sigma0, end_direction):
             _ratio_compared_to(f"{tag}: ratio({N}) {'>' if end_direction > 0 else '<'} 1", rn, 1.0, end_direction)]
 
 
-def _small_noise_ftp_keeps_advantage(tables):
+def _small_noise_ftp_keeps_advantage(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """§5.3: with σ₀ = 0.1 the ratios fall fast and FTP keeps a large advantage.
 
     For each T: the ratio falls from n = 4 to 64; at the largest n it agrees with
@@ -484,7 +485,7 @@ def _small_noise_ftp_keeps_advantage(tables):
     return out
 
 
-def _unit_noise_dip_rise_below_one(tables):
+def _unit_noise_dip_rise_below_one(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """§5.3: with σ₀ = 1 the ratios fall, then rise, and stay below one.
 
     For each T: falls from n = 4 to 32, rises from 32 to the largest n, below 1 there.
@@ -492,7 +493,7 @@ def _unit_noise_dip_rise_below_one(tables):
     return [c for T in (2, 4, 6, 8) for c in _dips_then_rises(tables["fig3"], "T", T, 1.0, -1)]
 
 
-def _large_noise_dip_climb_above_one(tables):
+def _large_noise_dip_climb_above_one(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """§5.3: with σ₀ = 10 the ratios dip, then climb, and all exceed one at the largest n.
 
     For each T: falls from n = 4 to 32, rises to the largest n, and is above 1 there.
@@ -506,7 +507,7 @@ def _legendre_limit(m: int) -> float:
     return theory.ratio_limit(get_study("fig4", n=[4]).subset(m=m, mu=1.0).settings[0].geometry())
 
 
-def _legendre_ratios_settle_near_one_over_m(tables):
+def _legendre_ratios_settle_near_one_over_m(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """Appendix, Figure 4: the IMSE ratios fall and settle near or below 1/m; larger m, smaller ratio.
 
     For each m and μ: falls from n = 4 to the largest n; there it agrees with the
@@ -532,7 +533,7 @@ def _legendre_ratios_settle_near_one_over_m(tables):
     return out
 
 
-def _strong_privacy_delays_ptf_wins_small_n(tables):
+def _strong_privacy_delays_ptf_wins_small_n(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """Appendix, Figure 4: μ = 0.1 delays the transition; PTF can win at small n, more so at μ = 0.1.
 
     For each m: the area of the log ratio above its limit, Σ_n log(ratio/limit), is
@@ -559,7 +560,7 @@ def _strong_privacy_delays_ptf_wins_small_n(tables):
     return out
 
 
-def _legendre_moderate_noise_ftp_ahead(tables):
+def _legendre_moderate_noise_ftp_ahead(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """Appendix, Figure 6: small noise stays near/below 1/m; moderate noise dips, rises, FTP ahead.
 
     σ₀ = 0.1: for each m the ratio at the largest n is below 1.5/m (δ =
@@ -574,7 +575,7 @@ def _legendre_moderate_noise_ftp_ahead(tables):
     return out
 
 
-def _legendre_large_noise_ptf_wins_m8(tables):
+def _legendre_large_noise_ptf_wins_m8(tables: dict[str, pd.DataFrame]) -> list[Component]:
     """Appendix, Figure 6: with σ₀ = 10, PTF wins for m = 8 and FTP for the smaller m at the end.
 
     At the largest n the ratio is above 1 for m = 8 and below 1 for m = 2, 4, 6.

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -98,7 +99,8 @@ def _reader_name(study: str, k: str) -> str:
     return f"{kind} {number}, claim {k}"
 
 
-def _registry(rows) -> tuple[Claim, ...]:
+def _registry(rows: list[tuple[str, str, str, list[tuple[str, str]]]
+                        | tuple[str, str, str, list[tuple[str, str]], str]]) -> tuple[Claim, ...]:
     """Claims from (id, statement, paper, thresholds[, other studies]) rows.
 
     The id "<study>-claim-<k>" gives the rest, the build function included (``BUILDS``).
@@ -235,7 +237,7 @@ CLAIMS: tuple[Claim, ...] = _registry([
 _BY_ID = {c.id: c for c in CLAIMS}
 
 
-def get_claim(claim_id) -> Claim:
+def get_claim(claim_id: str) -> Claim:
     """The claim with this id (``ValueError`` naming the known ids otherwise)."""
     if not isinstance(claim_id, str):
         raise TypeError(f"claim_id must be a string, got {type(claim_id).__name__}")
@@ -248,7 +250,7 @@ _NEEDED_COLUMNS = {"n", "ratio", "se_log_ratio", "err_ftp", "se_ftp", "err_ptf",
            "law", "mu", "sigma0", "radius_rule", "T", "m"}
 
 
-def _check_tables(claim: Claim, tables) -> dict:
+def _check_tables(claim: Claim, tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     if not isinstance(tables, dict) and not hasattr(tables, "items"):
         raise TypeError(f"tables must map study names to results tables, got {type(tables).__name__}")
     for name in claim.studies:
@@ -268,13 +270,13 @@ def _check_tables(claim: Claim, tables) -> dict:
     return tables
 
 
-def claim_components(claim, tables) -> list[Component]:
+def claim_components(claim: Claim | str, tables: dict[str, pd.DataFrame]) -> list[Component]:
     """The components of ``claim`` (a :class:`Claim` or an id) on ``tables``."""
     claim = claim if isinstance(claim, Claim) else get_claim(claim)
     return list(claim.build(_check_tables(claim, tables)))
 
 
-def registry_table(claims=CLAIMS) -> pd.DataFrame:
+def registry_table(claims: Iterable[Claim | str] = CLAIMS) -> pd.DataFrame:
     """The registry as a table, one row per claim.
 
     Columns: the paper's location, our paraphrase, our test and each threshold with its reason.
