@@ -161,7 +161,7 @@ student: $(BUILD_DEPS)
 	if [ -d _build/html ]; then rm -rf _build/html/student && cp -r _build/student/_build/html _build/html/student; fi
 
 # Static checks, first in `make test`: ruff (lint, import order, numpy-style docstrings; rules in
-# pyproject.toml), mypy on the package in basic mode, and the examples in dpfda's docstrings.
+# pyproject.toml), mypy on the package (every function annotated: disallow_untyped_defs), and the examples in dpfda's docstrings.
 test-static: venv
 	$(RUN) ruff check .
 	$(RUN) mypy

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -250,7 +250,7 @@ _NEEDED_COLUMNS = {"n", "ratio", "se_log_ratio", "err_ftp", "se_ftp", "err_ptf",
            "law", "mu", "sigma0", "radius_rule", "T", "m"}
 
 
-def _check_tables(claim: Claim, tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+def _check_tables(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> Mapping[str, pd.DataFrame]:
     if not isinstance(tables, dict) and not hasattr(tables, "items"):
         raise TypeError(f"tables must map study names to results tables, got {type(tables).__name__}")
     for name in claim.studies:
@@ -270,10 +270,10 @@ def _check_tables(claim: Claim, tables: dict[str, pd.DataFrame]) -> dict[str, pd
     return tables
 
 
-def claim_components(claim: Claim | str, tables: dict[str, pd.DataFrame]) -> list[Component]:
+def claim_components(claim: Claim | str, tables: Mapping[str, pd.DataFrame]) -> list[Component]:
     """The components of ``claim`` (a :class:`Claim` or an id) on ``tables``."""
     claim = claim if isinstance(claim, Claim) else get_claim(claim)
-    return list(claim.build(_check_tables(claim, tables)))
+    return list(claim.build(dict(_check_tables(claim, tables))))
 
 
 def registry_table(claims: Iterable[Claim | str] = CLAIMS) -> pd.DataFrame:

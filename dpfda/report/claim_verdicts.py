@@ -20,10 +20,12 @@ with a declared family shared by all the claims a chapter judges (its docstring)
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from ..maths.data import LAW_SHIFTS, LAWS, check_law
 from .claim_labels import VERDICT_MARKS
@@ -53,7 +55,8 @@ FAMILY_SIZE = len(CLAIMS)
 """The number of claims whose conditional results (:func:`judge` in a chapter) share ``FAMILY_ALPHA``."""
 
 
-def components_table(results, claims=CLAIMS, *, reference: str = "normal") -> pd.DataFrame:
+def components_table(results: Mapping[str, Mapping[str, pd.DataFrame]], claims: Iterable[Claim | str] = CLAIMS, *,
+                     reference: str = "normal") -> pd.DataFrame:
     """Every component of every claim under every law, one row each.
 
     ``results`` maps law → (study name → results table): one
@@ -101,7 +104,7 @@ def components_table(results, claims=CLAIMS, *, reference: str = "normal") -> pd
                                        "p"])
 
 
-def adjust(p, alpha: float = 0.05, method: str = "holm") -> np.ndarray:
+def adjust(p: ArrayLike, alpha: float = 0.05, method: str = "holm") -> np.ndarray:
     """Which two-sided p-values reject at family level ``alpha`` (Holm or Bonferroni).
 
     >>> adjust([0.01, 0.02, 0.5], alpha=0.05).tolist()
@@ -222,7 +225,7 @@ class Judgement:
         }]).set_index("claim")
 
 
-def judge(claim, tables, *, law: str = "default", alpha: float = FAMILY_ALPHA, method: str = "holm",
+def judge(claim: Claim | str, tables: Mapping[str, pd.DataFrame], *, law: str = "default", alpha: float = FAMILY_ALPHA, method: str = "holm",
           family_size: int = FAMILY_SIZE) -> Judgement:
     """``claim`` (a :class:`~dpfda.report.claim_registry.Claim` or an id) judged on one law's ``tables``.
 
@@ -256,7 +259,8 @@ def judge(claim, tables, *, law: str = "default", alpha: float = FAMILY_ALPHA, m
                      alpha=alpha, family_size=family_size, method=method)
 
 
-def verdict_matrix(long: pd.DataFrame, claims=CLAIMS, laws=LAWS) -> pd.DataFrame:
+def verdict_matrix(long: pd.DataFrame, claims: Iterable[Claim | str] = CLAIMS,
+                   laws: Iterable[str] = LAWS) -> pd.DataFrame:
     """The verdicts as a claims × laws table (rows in the book's order)."""
     ids = [c.id if isinstance(c, Claim) else get_claim(c).id for c in claims]
     mat = long.pivot(index="claim", columns="law", values="verdict")

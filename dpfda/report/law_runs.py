@@ -25,6 +25,7 @@ them or only the first few.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import replace
 
 import numpy as np
@@ -70,7 +71,7 @@ def draw_seeds(seed: int, draws: int) -> list[int]:
     return [int(c.generate_state(1, np.uint32)[0]) for c in np.random.SeedSequence(seed).spawn(draws)]
 
 
-def pool_draws(tables) -> pd.DataFrame:
+def pool_draws(tables: Iterable[pd.DataFrame]) -> pd.DataFrame:
     """One law-level results table from K tables of the same study, one per latent draw.
 
     Each draw has its own latent curves and its own R repetitions (equal R).
@@ -109,7 +110,7 @@ def pool_draws(tables) -> pd.DataFrame:
              ("err_ftp", "se_ftp", "err_ptf", "se_ptf", "se_log_ratio", "p_ftp_active", "p_ftp_active_curves",
               "p_ptf_active", "se_p_ptf_active", "se_p_ftp_active")}
 
-    def se(x, within):
+    def se(x: np.ndarray, within: np.ndarray) -> np.ndarray:
         return np.maximum(x.std(axis=0, ddof=1), np.sqrt(np.mean(within**2, axis=0))) / math.sqrt(K)
 
     out = base.copy()
@@ -135,8 +136,8 @@ def pool_draws(tables) -> pd.DataFrame:
     return out
 
 
-def simulate(laws=LAWS, *, reps_noiseless: int, reps_noisy: int, seed: int, draws: int = 1, n_jobs=2,
-             n=None) -> dict:
+def simulate(laws: str | Iterable[str] = LAWS, *, reps_noiseless: int, reps_noisy: int, seed: int, draws: int = 1,
+             n_jobs: int | None = 2, n: Iterable[int] | None = None) -> dict:
     """All seven studies of the paper under each law: law → (study → results table).
 
     ``draws = 1``: one latent draw per setting (the paper's conditional design),
@@ -172,7 +173,7 @@ def draws_from_pilot(between_var: float, within_var_per_rep: float, reps: int, *
 
 
 def law_level_null_size(alpha: float, draws: int, rho: float, *, reference: str, reps: int | None = None,
-                        rng=None) -> tuple[float, float]:
+                        rng: np.random.Generator | None = None) -> tuple[float, float]:
     """The true rejection rate of a law-level test of nominal two-sided level ``alpha`` under its null.
 
     Under the null a pooled component is z = N / max(√(χ²_{K−1}/(K−1)), √ρ)
@@ -194,7 +195,7 @@ def law_level_null_size(alpha: float, draws: int, rho: float, *, reference: str,
     dof = draws - 1
     crit = stats.norm.isf(alpha / 2) if reference == "normal" else stats.t.isf(alpha / 2, dof)
     if reps is None:
-        def rate_at(c2):
+        def rate_at(c2: float) -> float:
             return 2 * stats.norm.sf(crit * max(math.sqrt(c2 / dof), math.sqrt(rho))) * stats.chi2.pdf(c2, dof)
         lo = rho * dof  # below it the floor decides and the integrand's kink sits there
         val = integrate.quad(rate_at, 0, lo, limit=200)[0] if lo > 0 else 0.0
@@ -234,8 +235,9 @@ PILOT_STATISTICS = ("log ratio", "log FTP error", "log PTF error", "PTF activati
 _KEYS = ["T", "m", "mu", "sigma0", "radius_rule", "n"]
 
 
-def simulate_draws(laws, *, reps_noiseless: int, reps_noisy: int, seed: int, draws: int, n_jobs=2, n=None,
-                   studies=STUDY_NAMES) -> dict:
+def simulate_draws(laws: str | Iterable[str], *, reps_noiseless: int, reps_noisy: int, seed: int, draws: int,
+                   n_jobs: int | None = 2, n: Iterable[int] | None = None,
+                   studies: str | Iterable[str] = STUDY_NAMES) -> dict:
     """Every study of ``studies`` under each law, one table per latent draw: law → study → list.
 
     The K = ``draws`` seeds are :func:`draw_seeds`'s; each draw has
