@@ -225,8 +225,8 @@ class Judgement:
         }]).set_index("claim")
 
 
-def judge(claim: Claim | str, tables: Mapping[str, pd.DataFrame], *, law: str = "default", alpha: float = FAMILY_ALPHA, method: str = "holm",
-          family_size: int = FAMILY_SIZE) -> Judgement:
+def judge(claim: Claim | str, tables: Mapping[str, pd.DataFrame], *, law: str = "default",
+          alpha: float = FAMILY_ALPHA, method: str = "holm", family_size: int = FAMILY_SIZE) -> Judgement:
     """``claim`` (a :class:`~dpfda.report.claim_registry.Claim` or an id) judged on one law's ``tables``.
 
     On a chapter's tables (one latent draw held fixed) the result is about that
