@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -177,6 +178,75 @@ def test_shared_settings_get_the_same_numbers_in_every_study():
     pd.testing.assert_frame_equal(res["fig1"][cols], res["table1"][cols], check_exact=True)
     alone = schedule.run_study(table, 10, seed=1)
     pd.testing.assert_frame_equal(alone[cols], res["table1"][cols], check_exact=True)
+
+
+# ---------------------------------------------------------------------------
+# The laws of a setting: common random numbers, drawn once
+# ---------------------------------------------------------------------------
+
+LAW_CASES = ("default", "shift-0", "wave-0.9", "shift-0.5")
+
+
+@pytest.mark.parametrize("setting", CASES, ids=lambda s: f"{s.family}-T{s.T}-s{s.sigma0}")
+def test_the_laws_of_a_setting_run_together_exactly_as_alone(setting):
+    """simulate_laws draws a repetition's noise once for all laws and gives each law, bit for
+    bit, what simulate_chunk gives it alone; the laws share the noise (common random numbers)
+    and differ in their latent curves."""
+    laws = [replace(setting, law=law) for law in LAW_CASES]
+    together = engine.simulate_laws(laws, 5, 3, 11, keep_releases=True)
+    assert len(together) == len(laws)
+    for s, out in zip(laws, together):
+        alone = engine.simulate_chunk(s, 5, 3, 11, keep_releases=True)
+        assert out.keys() == alone.keys()
+        for k in alone:
+            np.testing.assert_array_equal(out[k], alone[k], err_msg=f"{s.law}: {k}")
+    gens = [seeding.rep_generator(s, 5, 3) for s in laws]
+    first = [g.standard_normal(4) for g in gens]
+    assert all(np.array_equal(first[0], f) for f in first[1:])  # the same noise for every law
+    curves = [engine.latent_curves(s, 5) for s in laws]
+    coords = [c.theta if setting.family == "legendre" else c.alpha for c in curves]
+    assert not any(np.array_equal(coords[0], c) for c in coords[1:])  # each law its own curves
+    assert not np.array_equal(together[0]["coef_ftp"], together[2]["coef_ftp"])
+
+
+def test_simulate_laws_refuses_settings_that_differ_in_more_than_their_law():
+    a = CASES[0]
+    with pytest.raises(ValueError, match="differ only in their latent law"):
+        engine.simulate_laws([a, replace(a, mu=0.5, law="wave-0.5")], 1, 0, 3)
+    with pytest.raises(TypeError, match="non-empty sequence of Setting"):
+        engine.simulate_laws([], 1, 0, 3)
+    with pytest.raises(ValueError, match="start < stop"):
+        engine.simulate_laws([a, replace(a, law="shift-0")], 1, 3, 3)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_run_of_several_laws_is_one_task_per_chunk_and_the_numbers_of_each_law_alone(n_jobs, tmp_path,
+                                                                                      monkeypatch):
+    """plan() groups the laws of a setting into one task (the first law's key, members() all of
+    them); run_studies gives every law the table it gets run alone, with the results store
+    off and on."""
+    from dpfda.simulation import store
+
+    laws = ("default", "wave-0.75", "shift-0.25")
+    base = _small_study().subset(n=[16]).settings
+    studies = [Study(f"s_{i}", tuple(replace(x, law=law) for x in base)) for i, law in enumerate(laws)]
+    settings, tasks = schedule.plan(studies, 12, chunk_reps=5)
+    per_law = len(studies[0].settings)
+    assert len(settings) == per_law * len(laws)
+    assert len(tasks) == per_law * 3  # chunks of 5, 5 and 2 repetitions, each for all three laws
+    yielded = {k for k, _, _ in tasks}
+    assert len(yielded) == per_law
+    for k in yielded:
+        assert [settings[m].law for m in tasks.members(k)] == list(laws)
+    together = schedule.run_studies(studies, 12, seed=4, n_jobs=n_jobs, chunk_reps=5)
+    monkeypatch.setenv("DPFDA_STORE", str(tmp_path / "store"))
+    stored = store.run_studies(studies, 12, seed=4, n_jobs=n_jobs, chunk_reps=5)
+    monkeypatch.delenv("DPFDA_STORE")
+    cols = ["err_ftp", "err_ptf", "ratio", "p_ptf_active", "p_ftp_active"]
+    for st in studies:
+        alone = schedule.run_study(st, 12, seed=4, chunk_reps=5)
+        pd.testing.assert_frame_equal(together[st.name][cols], alone[cols], check_exact=True)
+        pd.testing.assert_frame_equal(stored[st.name][cols], alone[cols], check_exact=True)
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])

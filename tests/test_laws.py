@@ -20,7 +20,7 @@ import dpfda
 from dpfda.maths.data import LAW_SHIFTS, LAWS, check_law, polynomial_curves, rkhs_curves, uniform_ball
 from dpfda.simulation.engine import latent_curves
 from dpfda.simulation.schedule import run_study
-from dpfda.simulation.seeding import stream_key
+from dpfda.simulation.seeding import latent_stream_key, stream_key
 from dpfda.simulation.studies import STUDY_NAMES, Setting, Study, get_study, paper_studies
 
 from _support import Z
@@ -97,9 +97,9 @@ def test_default_law_keeps_its_streams_and_draws():
     alpha = (u / np.sqrt(np.einsum("ij,jk,ik->i", direction, KC, direction)))[:, None] * direction
     np.testing.assert_allclose(rkhs_curves(30, np.random.default_rng(6)).alpha, alpha,
                                rtol=1e-14, atol=0)
-    keys = {stream_key(Setting("kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law=law))
-            for law in LAWS}
-    assert len(keys) == len(LAWS)  # every law has its own streams
+    settings = [Setting("kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", law=law) for law in LAWS]
+    assert len({latent_stream_key(s) for s in settings}) == len(LAWS)  # every law draws its own curves
+    assert len({stream_key(s) for s in settings}) == 1  # and all share the repetitions' noise
 
 
 def test_settings_and_studies_carry_the_law():

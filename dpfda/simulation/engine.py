@@ -35,6 +35,8 @@ privacy normals in blocks.  A setting's repetition r has its own stream (the
 order is then: its n × T observation normals, none when σ₀ = 0, then FTP's d
 privacy normals, then PTF's T — exactly what ``observe``, ``ftp`` and ``ptf``
 draw when called in that order with :func:`dpfda.simulation.seeding.rep_generator`);
+the laws of a setting share those streams (common random numbers:
+:func:`simulate_laws` draws them once for all the laws of a task);
 the designs draw from one stream a chunk, ``SeedSequence(seed,
 spawn_key=stream_key(setting) + (1014, chunk))``; a caller's generator (the
 audit, :func:`repeat_releases`) is one stream for all its chunks.
@@ -83,6 +85,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Callable, Hashable, Iterable, Iterator, Sequence
@@ -112,6 +115,7 @@ __all__ = [
     "Prepared",
     "prepare",
     "simulate_chunk",
+    "simulate_laws",
     "simulate_setting",
     "batches",
     "repeated",
@@ -267,6 +271,12 @@ def simulate_mechanisms(arms: list[Arm], streams: np.random.Generator | Iterable
     scored by the arm.  Returns a dict arm name -> its per-repetition outputs.
     """
     X, Z = draw_normals(streams, c, blocks, F=F, sigma0=sigma0)
+    return _run_arms(arms, X, Z, c, n=n, F=F, summarize=summarize, noiseless=noiseless)
+
+
+def _run_arms(arms: list[Arm], X: np.ndarray | None, Z: list[np.ndarray], c: int, *, n: int, F: np.ndarray,
+              summarize: Callable[[np.ndarray], dict], noiseless: Callable[[], dict] | None) -> dict:
+    """:func:`simulate_mechanisms` after the draws: summaries of X (or of F), then each arm's release."""
     if X is None:
         parts = noiseless() if noiseless is not None else summarize(np.asarray(F)[None])
     else:
@@ -299,11 +309,54 @@ class Prepared:
     noiseless: tuple | None  # σ₀ = 0: (FTP mean coef (d,), FTP active (n,), PTF clipped mean (T,))
 
 
+_LATENT: "OrderedDict[tuple[str, int], PolynomialCurves | KernelCurves]" = OrderedDict()
+_LATENT_MAX = 128
+
+
+def _shared_latent_curves(setting: Setting, seed: int) -> PolynomialCurves | KernelCurves:
+    """:func:`latent_curves`, cached by what they depend on: the latent key and the seed.
+
+    Settings with the same :meth:`~dpfda.simulation.studies.Setting.latent_canonical`
+    (any T, μ, σ₀ and B') draw the same curves from the same stream, so they are drawn
+    once per process (the last ``_LATENT_MAX`` keys kept).
+    """
+    key = (setting.latent_canonical(), int(seed))
+    curves = _LATENT.get(key)
+    if curves is None:
+        curves = latent_curves(setting, seed)
+        for a in vars(curves).values():
+            if isinstance(a, np.ndarray):
+                a.setflags(write=False)  # shared by every setting of the key
+        _LATENT[key] = curves
+        if len(_LATENT) > _LATENT_MAX:
+            _LATENT.popitem(last=False)
+    else:
+        _LATENT.move_to_end(key)
+    return curves
+
+
+@lru_cache(maxsize=64)
+def _public(setting: Setting) -> tuple[GridGeometry, np.ndarray, np.ndarray, Mechanism, Mechanism]:
+    """(geometry, PTF's clip bounds and weights, FTP, PTF) of a setting of the default law (cached).
+
+    None of them depends on the data: the laws of a setting and its latent draws
+    (seeds) share them.
+    """
+    geom = setting.geometry()
+    grid = geom.grid
+    clip = ptf_default_clip(geom, setting.radius)
+    weights = ptf_default_weights(geom)
+    for a in (clip, weights):
+        a.setflags(write=False)
+    return (geom, clip, weights, ftp_mechanism(grid, geom.space, setting.radius, setting.mu, n=setting.n),
+            ptf_mechanism(grid, geom.space, setting.radius, setting.mu, clip=clip, weights=weights, n=setting.n))
+
+
 @lru_cache(maxsize=32)
 def prepare(setting: Setting, seed: int) -> Prepared:
     """The latent curves of ``setting`` on its grid, f̄'s coordinates and the pipelines' calibration (cached)."""
-    geom = setting.geometry()
-    curves = latent_curves(setting, seed)
+    geom, clip, weights, ftp_mech, ptf_mech = _public(replace(setting, law="default"))
+    curves = _shared_latent_curves(setting, seed)
     grid = geom.grid
     F = curves.values(grid)
     if setting.family == "legendre":
@@ -311,8 +364,6 @@ def prepare(setting: Setting, seed: int) -> Prepared:
         target = curves.mean_coef
     else:
         target = geom.coef_from_values(curves.mean_values(grid))
-    clip = ptf_default_clip(geom, setting.radius)
-    weights = ptf_default_weights(geom)
     noiseless = None
     if setting.sigma0 == 0.0:
         mean_coef, active = ftp_fit_mean(F, geom, setting.radius, exact=False)
@@ -321,10 +372,7 @@ def prepare(setting: Setting, seed: int) -> Prepared:
         a.setflags(write=False)
     clip_rows = np.ascontiguousarray(np.broadcast_to(clip, F.shape))
     return Prepared(setting=setting, geometry=geom, F=F, target=target, clip=clip, clip_rows=clip_rows,
-                    weights=weights, ftp=ftp_mechanism(grid, geom.space, setting.radius, setting.mu, n=setting.n),
-                    ptf=ptf_mechanism(grid, geom.space, setting.radius, setting.mu, clip=clip, weights=weights,
-                                      n=setting.n),
-                    noiseless=noiseless)
+                    weights=weights, ftp=ftp_mech, ptf=ptf_mech, noiseless=noiseless)
 
 
 _MALLOC_TUNED = False
@@ -417,6 +465,11 @@ def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
         _paper_arms(prep, keep_releases), rep_generators(stream_key(setting), seed, start, stop),
         stop - start, (prep.geometry.dim, setting.T), n=setting.n, F=prep.F, sigma0=setting.sigma0,
         summarize=summarize, noiseless=noiseless)
+    return _chunk_outputs(res, keep_releases)
+
+
+def _chunk_outputs(res: dict, keep_releases: bool) -> dict:
+    """:func:`simulate_chunk`'s per-repetition arrays from the two arms' outputs."""
     a, b = res["ftp"], res["ptf"]
     out = {
         "err_ftp": a["err"],
@@ -428,6 +481,66 @@ def simulate_chunk(setting: Setting, seed: int, start: int, stop: int, *,
     if keep_releases:
         out["coef_ftp"] = a["coef"]
         out["coef_ptf"] = b["coef"]
+    return out
+
+
+def _draw_raw(streams: Iterable[np.random.Generator], c: int, blocks: tuple[int, ...],
+              shape: tuple[int, ...] | None) -> tuple[np.ndarray | None, list[np.ndarray]]:
+    """:func:`draw_normals` with one stream a repetition, returning ε itself (shape ``shape``) instead of X."""
+    priv = np.empty((c, sum(blocks)))
+    E = None if shape is None else np.empty((c,) + tuple(shape))
+    for i, rng in zip(range(c), streams, strict=True):
+        if E is not None:
+            rng.standard_normal(out=E[i])  # observation noise ε (eq. 2) ...
+        rng.standard_normal(out=priv[i])  # ... then the privacy normals, block after block
+    edges = np.cumsum((0,) + blocks)
+    return E, [priv[:, a:b] for a, b in zip(edges[:-1], edges[1:])]
+
+
+def simulate_laws(settings: Sequence[Setting], seed: int, start: int, stop: int, *,
+                  keep_releases: bool = False) -> list[dict]:
+    """:func:`simulate_chunk` of several settings that differ only in their latent law, drawn once.
+
+    The settings share their repetitions' streams
+    (:meth:`~dpfda.simulation.studies.Setting.stream_canonical`: common random numbers
+    across laws), so each repetition's observation noise ε and privacy normals are
+    drawn once, in :func:`draw_normals`' order, and every law forms its own
+    X = F + σ₀ε from them with the same two operations (σ₀ε, then + F) in the same
+    order.  The result, one dict per setting in order, is therefore bit for bit what
+    :func:`simulate_chunk` gives for each setting alone; only the random numbers are
+    drawn once instead of once a law.  Working memory: one more (c, n, T) array.
+    """
+    seed = check_int(seed, "seed", 0)
+    settings = list(settings)
+    if not settings or not all(isinstance(s, Setting) for s in settings):
+        raise TypeError("settings must be a non-empty sequence of Setting objects")
+    streams = {s.stream_canonical() for s in settings}
+    if len(streams) != 1:
+        raise ValueError("settings must differ only in their latent law (one stream_canonical() for all); "
+                         f"got {len(streams)} different ones")
+    if len(settings) == 1:
+        return [simulate_chunk(settings[0], seed, start, stop, keep_releases=keep_releases)]
+    start, stop = int(start), int(stop)
+    if not 0 <= start < stop:
+        raise ValueError(f"need 0 <= start < stop, got start={start}, stop={stop}")
+    _tune_malloc()
+    first = settings[0]
+    c = stop - start
+    preps = [prepare(s, seed) for s in settings]
+    blocks = (preps[0].geometry.dim, first.T)
+    noisy = first.sigma0 > 0.0
+    E, Z = _draw_raw(rep_generators(stream_key(first), seed, start, stop), c, blocks,
+                     preps[0].F.shape if noisy else None)
+    X = np.empty_like(E) if E is not None else None
+    out = []
+    for prep in preps:
+        if E is not None and X is not None:
+            np.multiply(E, first.sigma0, out=X)  # σ₀ε, then + F: draw_normals' two operations
+            X += prep.F
+        summarize, noiseless = _engine_summaries(prep)
+        res = _run_arms(_paper_arms(prep, keep_releases), X, Z, c, n=first.n, F=prep.F,
+                        summarize=summarize, noiseless=noiseless)
+        out.append(_chunk_outputs(res, keep_releases))
     return out
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from .._interrupt import pause_for_test
 from .._validation import check_int, check_jobs, check_reps
-from .engine import batches, chunk_size, simulate_chunk
+from .engine import batches, chunk_size, simulate_chunk, simulate_laws
 from .studies import Setting, Study
 from .tabulate import concat_chunks, frame
 
@@ -52,21 +52,31 @@ class Tasks:
     (10^12 repetitions are billions of chunks); this object holds only the
     settings and their chunk sizes, and yields the chunks in :func:`plan`'s order
     each time it is iterated.  ``len()`` and :meth:`count` are arithmetic.
+
+    Settings that differ only in their latent law share their random streams
+    (:meth:`~dpfda.simulation.studies.Setting.stream_canonical`) and run as one
+    task (:func:`dpfda.simulation.engine.simulate_laws`): only the first of them
+    (in the run's order) is yielded, and :meth:`members` names them all.
     """
 
     def __init__(self, settings: dict[str, Setting], group: dict[str, int], reps: int,
-                 sizes: dict[str, int]) -> None:
+                 sizes: dict[str, int], members: dict[str, tuple[str, ...]] | None = None) -> None:
         self._settings = settings
         self._group = group
         self.reps = reps
         self.sizes = sizes
+        self._members = members if members is not None else {key: (key,) for key in settings}
 
     def count(self, key: str) -> int:
         """How many chunks setting ``key`` is split into."""
         return -(-self.reps // self.sizes[key])
 
+    def members(self, key: str) -> tuple[str, ...]:
+        """The settings a task yielded as ``key`` runs: ``key`` and the other laws of it."""
+        return self._members[key]
+
     def __len__(self) -> int:
-        return sum(self.count(key) for key in self._settings)
+        return sum(self.count(key) for key in self._members)
 
     def _chunks(self, key: str) -> Iterator[tuple[float, str, int, int]]:
         for a, b in batches(self.reps, self.sizes[key]):
@@ -76,8 +86,8 @@ class Tasks:
         # Study by study; within a study largest first, ties in the order of the settings
         # and of their chunks (heapq.merge is stable across its inputs): the order a stable
         # sort of the whole list by (group, -cost) gives, without the list.
-        for g in sorted(set(self._group.values())):
-            keys = [k for k in self._settings if self._group[k] == g]
+        for g in sorted({self._group[k] for k in self._members}):
+            keys = [k for k in self._members if self._group[k] == g]
             for _, key, a, b in heapq.merge(*(self._chunks(k) for k in keys), key=lambda t: t[0]):
                 yield key, a, b
 
@@ -104,7 +114,11 @@ def plan(studies: Iterable[Study], reps: int,
             settings.setdefault(key, s)
             group.setdefault(key, i)
     sizes = {key: min(chunk_size(s, chunk_reps), reps) for key, s in settings.items()}
-    return settings, Tasks(settings, group, reps, sizes)
+    laws: dict[str, list[str]] = {}
+    for key, s in settings.items():  # the laws of one setting: chunk sizes do not depend on the law
+        laws.setdefault(s.stream_canonical(), []).append(key)
+    members = {keys[0]: tuple(keys) for keys in laws.values()}
+    return settings, Tasks(settings, group, reps, sizes, members)
 
 
 RESULT_BYTES_PER_REP = 26
@@ -116,12 +130,13 @@ def _chunk_memory(setting: Setting, c: int) -> int:
     """Rough working memory of one chunk of ``c`` repetitions, in bytes.
 
     The observed data, the per-curve fits, the privacy normals and a few (c, T) and
-    (c, d) arrays.
+    (c, d) arrays; with several laws of the setting in one task
+    (:func:`dpfda.simulation.engine.simulate_laws`), the observation noise ε besides X.
     """
     n, T, d = setting.n, setting.T, setting.dim
     per = 8 * 8 * (T + d)  # privacy normals, noisy means, fits, errors
     if setting.sigma0 > 0.0:
-        per += 2 * 8 * n * (T + d)  # X, the per-curve fits and their temporaries
+        per += 2 * 8 * n * (T + d) + 8 * n * T  # X and ε, the per-curve fits and their temporaries
     return c * per
 
 
@@ -204,9 +219,16 @@ def check_memory(studies: Iterable[Study], reps: int, chunk_reps: int | None = N
         )
 
 
-def _task(setting: Setting, seed: int, start: int, stop: int) -> tuple[str, int, dict]:
+def _task(settings: Sequence[Setting], seed: int, start: int, stop: int) -> list[tuple[str, int, dict]]:
     pause_for_test("simulation")  # a no-op unless a test asks for it (dpfda._interrupt)
-    return setting.canonical(), start, simulate_chunk(setting, seed, start, stop)
+    if len(settings) == 1:
+        return [(settings[0].canonical(), start, simulate_chunk(settings[0], seed, start, stop))]
+    return [(s.canonical(), start, arrays)
+            for s, arrays in zip(settings, simulate_laws(settings, seed, start, stop), strict=True)]
+
+
+def _alone(key: str) -> tuple[str, ...]:
+    return (key,)
 
 
 def _execute(settings: dict[str, Setting], tasks: Tasks | Sequence[tuple[str, int, int]], seed: int,
@@ -227,10 +249,12 @@ def _execute(settings: dict[str, Setting], tasks: Tasks | Sequence[tuple[str, in
 
     if isinstance(tasks, Tasks):
         remaining = {key: tasks.count(key) for key in settings}
+        members: Callable[[str], tuple[str, ...]] = tasks.members
     else:
         remaining = {}
         for key, _, _ in tasks:
             remaining[key] = remaining.get(key, 0) + 1
+        members = _alone
     parts: dict[str, dict[int, dict]] = {key: {} for key in settings}
     bar = None
     if progress:
@@ -240,18 +264,19 @@ def _execute(settings: dict[str, Setting], tasks: Tasks | Sequence[tuple[str, in
     results = None
     try:
         if n_jobs == 1:
-            results = (_task(settings[k], seed, a, b) for k, a, b in tasks)
+            results = (_task([settings[m] for m in members(k)], seed, a, b) for k, a, b in tasks)
         else:
             results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
-                delayed(_task)(settings[k], seed, a, b) for k, a, b in tasks)
-        for key, start, arrays in results:
-            parts[key][start] = arrays
-            remaining[key] -= 1
-            if remaining[key] == 0:
-                done = parts.pop(key)
-                on_setting(key, concat_chunks([done[a] for a in sorted(done)]))
-                if bar is not None:
-                    bar.update(1)
+                delayed(_task)([settings[m] for m in members(k)], seed, a, b) for k, a, b in tasks)
+        for batch in results:
+            for key, start, arrays in batch:
+                parts[key][start] = arrays
+                remaining[key] -= 1
+                if remaining[key] == 0:
+                    done = parts.pop(key)
+                    on_setting(key, concat_chunks([done[a] for a in sorted(done)]))
+                    if bar is not None:
+                        bar.update(1)
             if on_chunk is not None:
                 on_chunk()
     finally:

@@ -12,7 +12,9 @@ only on (``seed``, the setting, the repetition):
 * repetition r: a PCG64 generator seeded by
   ``SeedSequence(seed, spawn_key=stream_key(setting) + (r,))``
   (:func:`rep_generator`); what it draws, and in which order, is the rule of
-  :func:`dpfda.simulation.engine.draw_normals`.
+  :func:`dpfda.simulation.engine.draw_normals`.  The repetition key leaves out the
+  latent law: the laws of one setting share their observation and privacy noise
+  (common random numbers), and differ only in their latent curves.
 
 Setting keys are SHA-256 hashes of the setting's canonical description
 (:meth:`~dpfda.simulation.studies.Setting.canonical`; never Python's salted ``hash``).
@@ -53,8 +55,13 @@ def hash_words(text: str, k: int = 4) -> tuple[int, ...]:
 
 
 def stream_key(setting: Setting) -> tuple[int, ...]:
-    """Spawn key of a setting's repetition streams: four 32-bit words of SHA-256 of its canonical text."""
-    return hash_words(setting.canonical())
+    """Spawn key of a setting's repetition streams: four 32-bit words of SHA-256 of its canonical text.
+
+    The text is :meth:`~dpfda.simulation.studies.Setting.stream_canonical`, the canonical
+    text without the latent law, so settings that differ only in their law share their
+    repetitions' streams (common random numbers across laws).
+    """
+    return hash_words(setting.stream_canonical())
 
 
 def latent_stream_key(setting: Setting) -> tuple[int, ...]:

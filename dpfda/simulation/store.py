@@ -288,8 +288,12 @@ def simulate_setting(setting: Setting, reps: int, seed: int, *, chunk_reps: int 
     return found
 
 
-def _chunk(setting: Setting, seed: int, start: int, stop: int) -> tuple[Setting, int, dict]:
-    return setting, start, engine.simulate_chunk(setting, seed, start, stop)
+def _chunk(settings: list[Setting], seed: int, start: int, stop: int) -> list[tuple[Setting, int, dict]]:
+    """One task of :func:`dpfda.simulation.schedule.plan`: a setting, or the laws of one (drawn once)."""
+    if len(settings) == 1:
+        return [(settings[0], start, engine.simulate_chunk(settings[0], seed, start, stop))]
+    return list(zip(settings, [start] * len(settings), engine.simulate_laws(settings, seed, start, stop),
+                    strict=True))
 
 
 def _compute(missing: list[Setting], reps: int, seed: int, n_jobs: int | None,
@@ -301,14 +305,16 @@ def _compute(missing: list[Setting], reps: int, seed: int, n_jobs: int | None,
                   settings=tuple(missing))
     settings, tasks = schedule.plan([study], reps, chunk_reps)
     if n_jobs == 1:
-        results = [_chunk(settings[k], seed, a, b) for k, a, b in tasks]
+        results = [_chunk([settings[m] for m in tasks.members(k)], seed, a, b) for k, a, b in tasks]
     else:
         from joblib import Parallel, delayed  # here, as in the engine: only a parallel run needs it
 
-        results = Parallel(n_jobs=n_jobs)(delayed(_chunk)(settings[k], seed, a, b) for k, a, b in tasks)
+        results = Parallel(n_jobs=n_jobs)(delayed(_chunk)([settings[m] for m in tasks.members(k)], seed, a, b)
+                                          for k, a, b in tasks)
     parts: dict[str, dict[int, dict]] = {k: {} for k in settings}
-    for s, start, arrays in results:
-        parts[s.canonical()][start] = arrays
+    for batch in results:
+        for s, start, arrays in batch:
+            parts[s.canonical()][start] = arrays
     return {k: {name: np.concatenate([p[a][name] for a in sorted(p)]) for name in ARRAYS}
             for k, p in parts.items()}
 

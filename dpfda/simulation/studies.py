@@ -200,10 +200,11 @@ class Setting:
     law : str
         The latent law, a member of :data:`dpfda.maths.data.LAWS` (default
         ``"default"``, the laws of the paper's setups as :mod:`dpfda.maths.data` reads
-        them).  Part of the setting's stream keys (:func:`dpfda.simulation.seeding.stream_key`,
-        :func:`dpfda.simulation.seeding.latent_stream_key`), so each law
-        has its own random streams; ``"default"`` adds nothing to the keys
-        (see ``_STREAM_TOKEN``).
+        them).  Part of the latent curves' stream key
+        (:func:`dpfda.simulation.seeding.latent_stream_key`), so each law draws its
+        own curves, but not of the repetitions' (:meth:`stream_canonical`): the
+        laws share their observation and privacy noise (common random numbers);
+        ``"default"`` adds nothing to the keys (see ``_STREAM_TOKEN``).
     """
 
     family: str
@@ -286,6 +287,17 @@ class Setting:
         The figure or study a setting belongs to is *not* part of it: two
         studies that contain the same setting get the same numbers.
         """
+        return self.stream_canonical() + self._law_key()
+
+    def stream_canonical(self) -> str:
+        """:meth:`canonical` without the law: the key of the repetitions' random streams.
+
+        Settings that differ only in their latent law draw the same observation
+        and privacy normals in each repetition (common random numbers across
+        laws; :func:`dpfda.simulation.seeding.stream_key`), so a run holding
+        several laws draws them once (:func:`dpfda.simulation.engine.simulate_laws`).
+        For the default law it is :meth:`canonical` itself.
+        """
         parts = [
             f"space={_STREAM_TOKEN[self.family]}",  # "poly"/"rkhs": see _STREAM_TOKEN
             f"n={self.n}",
@@ -298,7 +310,7 @@ class Setting:
             f"rho={self.rho!r}",
             f"centers={self.centers}",
         ]
-        return "setting|" + "|".join(parts) + self._law_key()
+        return "setting|" + "|".join(parts)
 
     def _law_key(self) -> str:
         """"" for the default law (see ``_STREAM_TOKEN``), else "|law=…"."""
