@@ -13,7 +13,10 @@ The random-number floor: the time one process takes to draw the matrix's standar
 normals (observation noise of every repetition with σ₀ > 0 and every
 repetition's privacy noise, counted from the studies), measured after the run
 with ``bench_reproduce.rng_floor``; the simulation's wall time is reported as a
-ratio to it (target at most 1.5 on an idle two-core machine).
+ratio to it.  The laws of a setting share their noise (common random numbers, drawn
+once), so two floors are printed: that of the normals drawn, and that of a design
+drawing independent noise for every law (the earlier design; target: simulation wall
+at most 1.5 of it on an idle two-core machine).
 
 Usage::
 
@@ -67,14 +70,20 @@ def cpu_since(before: dict) -> float:
     return sum(v - before.get(pid, 0.0) for pid, v in now.items())
 
 
-def count_normals(quiet_reps: int, noisy_reps: int, draws: int) -> int:
-    """Standard normals the matrix draws: observation and privacy noise, every law and draw."""
+def count_normals(quiet_reps: int, noisy_reps: int, draws: int, *, shared: bool = True) -> int:
+    """Standard normals of the matrix's observation and privacy noise, every law and draw.
+
+    ``shared``: what the engine draws, once for all the laws of a setting (they share
+    their streams: common random numbers); ``shared=False``: what a design with
+    independent noise for every law would draw (the earlier design's floor).
+    """
     total = 0
     for reps, noisy in ((quiet_reps // draws, False), (noisy_reps // draws, True)):
         studies = [st for law in LAWS for k, st in paper_studies(law=law).items()
                    if (k in cl.NOISELESS_STUDIES) != noisy]
         settings, _ = schedule.plan(studies, reps)
-        for s in settings.values():
+        drawn = {(s.stream_canonical() if shared else s.canonical()): s for s in settings.values()}
+        for s in drawn.values():
             total += draws * reps * ((s.n * s.T if s.sigma0 > 0 else 0) + s.dim + s.T)
     return total
 
@@ -116,11 +125,17 @@ def main(argv=None) -> int:
           f"evaluate {t_eval:.1f} s ({len(comps)} components), total {total:.1f} s (budget {args.max_seconds:.0f} s)")
     if not args.no_floor:
         normals = count_normals(args.quiet_reps, args.noisy_reps, args.draws)
+        independent = count_normals(args.quiet_reps, args.noisy_reps, args.draws, shared=False)
         floor, cpu_floor = rng_floor(normals)
+        scale = independent / normals  # the same generator's rate, for the normals of independent laws
         out.update(normals=normals, rng_floor_s=floor, rng_floor_cpu_s=cpu_floor, simulate_over_floor=t_sim / floor,
-                   simulate_cpu_over_floor_cpu=cpu_sim / cpu_floor)
-        print(f"random-number floor: {normals / 1e9:.2f} billion normals in {floor:.1f} s ({cpu_floor:.1f} s CPU); "
-              f"simulate / floor = {t_sim / floor:.2f} wall, {cpu_sim / cpu_floor:.2f} CPU")
+                   simulate_cpu_over_floor_cpu=cpu_sim / cpu_floor, normals_independent=independent,
+                   rng_floor_independent_s=floor * scale,
+                   simulate_over_independent_floor=t_sim / (floor * scale))
+        print(f"random-number floor: {normals / 1e9:.2f} billion normals drawn in {floor:.1f} s "
+              f"({cpu_floor:.1f} s CPU); simulate / floor = {t_sim / floor:.2f} wall, {cpu_sim / cpu_floor:.2f} CPU")
+        print(f"floor of independent noise per law: {independent / 1e9:.2f} billion normals, {floor * scale:.1f} s; "
+              f"simulate / that floor = {t_sim / (floor * scale):.2f} wall")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=2)
