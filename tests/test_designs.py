@@ -73,6 +73,22 @@ def test_ftp_is_projection_onto_E_plus_E_shaped_noise(space_name):
     np.testing.assert_allclose(rel.coef, ftp.coef, rtol=0, atol=1e-11)
 
 
+@pytest.mark.parametrize("member", MEMBERS)
+def test_public_weights_are_those_of_the_per_curve_map(member):
+    """box_weight·clip(x) + ellipsoid_weight·(FTP's fit of x) is the summary's per-curve map."""
+    des = _design("legendre", member)
+    kw = MEMBERS[member]
+    lam = {"box": 0.0, "ellipsoid": 1.0, "ball": None}.get(kw["region"], kw.get("lam"))
+    expect = (0.0, 0.0) if lam is None else (1.0 - lam, lam)
+    assert (des.box_weight, des.ellipsoid_weight) == expect
+    assert des.whitening.M.shape[1] == GRID.size
+    X = 3.0 * _rng(9).standard_normal((5, GRID.size))
+    if kw["region"] != "ball":
+        parts = des.parts(X)
+        direct = sum(w * parts[k] for w, k in ((des.box_weight, "box"), (des.ellipsoid_weight, "ellipsoid")) if w)
+        np.testing.assert_allclose(des.grid_summary(X), direct, rtol=1e-12, atol=1e-13)
+
+
 @pytest.mark.parametrize("space_name", SPACES)
 @pytest.mark.parametrize("member", [dict(region="box"), dict(region="mix", lam=0.0)])
 def test_ptf_is_the_box_member(space_name, member):

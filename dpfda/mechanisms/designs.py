@@ -243,6 +243,16 @@ class Design:
         return self._e_w
 
     @property
+    def box_weight(self) -> float:
+        """The weight of PTF's box part in the per-curve map (1 − λ for a mix; 1, or 0)."""
+        return self._box_w
+
+    @property
+    def whitening(self) -> Whitening:
+        """The noise metric M = L⁻¹ (:class:`~dpfda.mechanisms.whitening.Whitening`) of this design."""
+        return self._whitening
+
+    @property
     def name(self) -> str:  # noqa: D102 - the design's label, documented in the class docstring
         what = f"mix λ={self.lam:g}" if self.region == "mix" else self.region
         return f"{what}, {self.noise} noise, fit={self.fit}"
@@ -615,7 +625,7 @@ class DesignCalibration:
         des = self.design
         excess = des.rounding_excess(n)
         R = des.extent
-        if des._ftp_shaped:
+        if des.coefficient_noise:
             return opendp_noise.gaussian_release(centre, sigma, mu=mu,
                                                  sensitivity=declared_sensitivity(R, n, excess))
         unit = float(noise_scale(1.0, None, n, mu, "radius", excess))  # 2/(nμ)·factor = σ/R

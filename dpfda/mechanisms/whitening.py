@@ -271,7 +271,8 @@ def design_extent(des: Design) -> tuple[float, dict[str, np.ndarray | None]]:
     magnitude; σ = 2R/(nμ) is then at least the exact σ, so the pair μ of any two
     neighbours is at most μ in exact arithmetic on the rounded summaries.
     """
-    geom, W = des.geometry, des._whitening
+    geom, W = des.geometry, des.whitening
+    box_w, e_w = des.box_weight, des.ellipsoid_weight
     safety = _SAFETY + W.rounding
     Ms, eM = scaled(W.M)
     if des.region == "ball":
@@ -283,13 +284,13 @@ def design_extent(des: Design) -> tuple[float, dict[str, np.ndarray | None]]:
         Gs = Ms @ geom.Phi
         _, s, Vt = np.linalg.svd(Gs)
         e = des.radius * (geom.Phi @ Vt[0])
-        if des._ftp_shaped:
+        if des.coefficient_noise:
             return des.radius, {"x": e, "e": e}  # L⁺Φ = I: R = B' exactly (FTP)
         Bs, eB = scaled(des.radius)
         return _finish(des, float(Bs) * float(s[0]) * safety, eB + eM), {"x": e, "e": e}
     c = des.clip
     assert c is not None  # a region with a box part
-    if W.diagonal and des._e_w == 0.0:
+    if W.diagonal and e_w == 0.0:
         # PTF's analysis: coordinate j moves by 2c_j/n against noise σℓ_j, so R = ||c/ℓ||.
         # Each c_j/ℓ_j is one division of mantissas (the bits of c_j/ℓ_j wherever that is a
         # normal float), the sum of T squares on a common exponent and the root round to a
@@ -308,10 +309,10 @@ def design_extent(des: Design) -> tuple[float, dict[str, np.ndarray | None]]:
     MPhi, eMPhi = scaled(Ms @ geom.Phi)
     Bs, eB = scaled(des.radius)
     EG = eB + eM + eMPhi
-    E = max(Eb, EG) if des._e_w > 0 else Eb
+    E = max(Eb, EG) if e_w > 0 else Eb
     with np.errstate(under="ignore"):
-        g = des._box_w * (signs @ np.ldexp(Nb, Eb - E).T)  # (N, k)
-        G = np.ldexp(des._e_w * float(Bs) * MPhi, EG - E) if des._e_w > 0 else np.zeros_like(MPhi)
+        g = box_w * (signs @ np.ldexp(Nb, Eb - E).T)  # (N, k)
+        G = np.ldexp(e_w * float(Bs) * MPhi, EG - E) if e_w > 0 else np.zeros_like(MPhi)
     # Prune: ||g + Gu||² <= ||g||² + 2||Gᵀg|| + ||G||₂² for ||u|| <= 1, so a sign vector
     # whose bound is below a value attained by another cannot hold the maximum.
     gG = g @ G
@@ -325,10 +326,10 @@ def design_extent(des: Design) -> tuple[float, dict[str, np.ndarray | None]]:
     values, u = trust_region_max(g[keep], G)
     best = int(np.argmax(values))
     u, best = u[best:best + 1], int(keep[best])
-    b = des._box_w * signs[best] * c
-    e = des._e_w * des.radius * (geom.Phi @ u[0])
+    b = box_w * signs[best] * c
+    e = e_w * des.radius * (geom.Phi @ u[0])
     return (_finish(des, float(np.sqrt(np.max(values))) * safety, E),
-            {"x": b + e, "e": e / des._e_w if des._e_w else None})
+            {"x": b + e, "e": e / e_w if e_w else None})
 
 def _finish(des: Design, mantissa: float, exponent: int) -> float:
     """R = mantissa·2^exponent as a float, or a ValueError about the user's radius."""
