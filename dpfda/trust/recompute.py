@@ -234,11 +234,17 @@ def _exact_box_mean(X: np.ndarray, clip: np.ndarray) -> np.ndarray:
                      for j in range(rows.shape[1])])
 
 
-def _mp_fit_in_ball(mp: Any, Phi: np.ndarray, x: np.ndarray, radius: float) -> list:
+def _mp_eigenbasis(mp: Any, Phi: np.ndarray) -> tuple[list, Any, Any]:
+    """(eigenvalues α, eigenvectors V of ΦᵀΦ, Φᵀ), in mpmath: what every curve's fit shares."""
+    Phi_t = mp.matrix(Phi.T.tolist())
+    alpha, V = mp.eigsy(Phi_t * mp.matrix(Phi.tolist()))
+    return list(alpha), V, Phi_t
+
+
+def _mp_fit_in_ball(mp: Any, basis: tuple[list, Any, Any], x: np.ndarray, radius: float) -> list:
     """argmin ||x − Φθ||² over ||θ|| <= B', in mpmath (eigenbasis of ΦᵀΦ, bisection on λ)."""
-    A = mp.matrix(Phi.T.tolist()) * mp.matrix(Phi.tolist())
-    b = mp.matrix(Phi.T.tolist()) * mp.matrix([[float(v)] for v in x])
-    alpha, V = mp.eigsy(A)
+    alpha, V, Phi_t = basis
+    b = Phi_t * mp.matrix([[float(v)] for v in x])
     d = len(alpha)
     beta = [sum(V[i, k] * b[i] for i in range(d)) for k in range(d)]
     B = mp.mpf(float(radius))
@@ -262,14 +268,18 @@ def _mp_fit_in_ball(mp: Any, Phi: np.ndarray, x: np.ndarray, radius: float) -> l
 
 
 def _mp_mean_of_fits(X: np.ndarray, geometry: GridGeometry, radius: float) -> tuple[list, Any]:
-    """The mean of the curves' fits in the ball (d mpf values), each fit in extended precision."""
+    """The mean of the curves' fits in the ball (d mpf values), each fit in extended precision.
+
+    ΦᵀΦ is diagonalised once (in the same precision) and shared by every curve's fit.
+    """
     mp = _mp()
     rows, counts = _unique_rows(X)
     n = int(counts.sum())
     with mp.workdps(AUDIT_DIGITS):
+        basis = _mp_eigenbasis(mp, geometry.Phi)
         total = [mp.mpf(0)] * geometry.dim
         for x, k in zip(rows, counts):
-            fit = _mp_fit_in_ball(mp, geometry.Phi, x, radius)
+            fit = _mp_fit_in_ball(mp, basis, x, radius)
             total = [t + int(k) * f for t, f in zip(total, fit)]
         return [t / n for t in total], mp
 
@@ -322,7 +332,16 @@ def audit_summary(mech: Mechanism, X: ArrayLike) -> np.ndarray:
     if des.region == "ball":
         assert des.ball_radius is not None
         return _mp_ball_mean(X, des.ball_radius)
-    box_w, e_w = des._parts_weights()
+    # The per-curve map's weights from the design's public definition, not from its code:
+    # the box alone, the ellipsoid alone, or the mix (1 − λ)·box + λ·ellipsoid.
+    if des.region == "box":
+        box_w, e_w = 1.0, 0.0
+    elif des.region == "ellipsoid":
+        box_w, e_w = 0.0, 1.0
+    elif des.region == "mix" and des.lam is not None:
+        box_w, e_w = 1.0 - des.lam, des.lam
+    else:
+        raise ValueError(f"the audit knows the regions box, ellipsoid, mix (with lam) and ball, not {des.region!r}")
     on_coef = des.coefficient_noise and mech.noise_factor is None and mech.dim == geom.dim
     mp = _mp()
     with mp.workdps(AUDIT_DIGITS):
