@@ -298,3 +298,35 @@ def test_worst_case_pair_refuses_the_space_then_grid_order_by_name():
     with pytest.raises(TypeError, match="got an array as `space`"):
         A.worst_case_pair(GRID, list(GRID), RADIUS, N)
     assert A.worst_case_pair(GRID, space, RADIUS, N)[0].shape == (N, GRID.size)
+
+
+# ---------------------------------------------------------------------------
+# The audit's own 50-digit fit in the ball
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(SPACES))
+def test_extended_fit_in_ball_meets_its_optimality_conditions(name):
+    """θ = argmin ||x − Φθ||² over ||θ|| <= B' exactly when g = Φᵀ(x − Φθ) = λθ with λ >= 0 and
+    λ(||θ|| − B') = 0; checked in 50 digits, on curves from deep inside to far outside the ball."""
+    import mpmath as mp
+
+    from dpfda.trust import recompute as R
+
+    geom = SPACES[name].at(GRID)
+    rng = _rng(7, len(name))
+    with mp.workdps(R.AUDIT_DIGITS):
+        basis = R._mp_eigenbasis(mp, geom.Phi)
+        Phi = mp.matrix(geom.Phi.tolist())
+        tight = mp.mpf(10) ** -(R.AUDIT_DIGITS - 12)
+        for scale in (1e-9, 0.01, 1.0, 3.0, 1e4, 1e12):
+            for radius in (1e-3, 0.5, 2.0):
+                x = rng.standard_normal(GRID.size) * scale
+                theta = mp.matrix(R._mp_fit_in_ball(mp, basis, x, radius))
+                g = Phi.T * (mp.matrix(x.tolist()) - Phi * theta)
+                norm, B = mp.norm(theta), mp.mpf(radius)
+                assert norm <= B
+                lam = mp.fdot(g, theta) / mp.fdot(theta, theta)
+                assert mp.norm(g - lam * theta) <= tight * (mp.norm(g) + mp.norm(Phi.T * Phi * theta))
+                assert lam >= -tight * mp.norm(Phi.T * Phi)
+                if lam > tight * mp.norm(Phi.T * Phi):  # the constraint binds: on the sphere
+                    assert B - norm <= tight * B

@@ -242,28 +242,49 @@ def _mp_eigenbasis(mp: Any, Phi: np.ndarray) -> tuple[list, Any, Any]:
 
 
 def _mp_fit_in_ball(mp: Any, basis: tuple[list, Any, Any], x: np.ndarray, radius: float) -> list:
-    """argmin ||x − Φθ||² over ||θ|| <= B', in mpmath (eigenbasis of ΦᵀΦ, bisection on λ)."""
+    """argmin ||x − Φθ||² over ||θ|| <= B', in mpmath (eigenbasis of ΦᵀΦ, safeguarded Newton on λ).
+
+    θ(λ) = Σ_k v_k β_k / (α_k + λ), with λ = 0 when that is inside the ball and otherwise the
+    root of ||θ(λ)|| = B'. ψ(λ) = 1/||θ(λ)|| is increasing and concave in λ, so a Newton step
+    on ψ − 1/B' lands left of the root from either side. A step from the left is nudged right
+    by a quarter of the tolerance below, one from the right nudged left, so the points fall on
+    both sides and close the bracket from both ends; a step that would leave the bracket is
+    replaced by bisection. The bracket [lo, hi] keeps ||θ(lo)|| > B' >= ||θ(hi)||, and the fit
+    is taken at hi (inside the ball) once hi − lo is below 10^−(AUDIT_DIGITS − 10) of α_min + hi,
+    so every 1/(α_k + λ) is within that relative distance of its value at the root.
+    """
     alpha, V, Phi_t = basis
     b = Phi_t * mp.matrix([[float(v)] for v in x])
     d = len(alpha)
     beta = [sum(V[i, k] * b[i] for i in range(d)) for k in range(d)]
     B = mp.mpf(float(radius))
+    live = [k for k in range(d) if beta[k] != 0]
 
     def norm2(lam: Any) -> Any:
-        return mp.fsum((beta[k] / (alpha[k] + lam)) ** 2 for k in range(d) if beta[k] != 0)
+        return mp.fsum((beta[k] / (alpha[k] + lam)) ** 2 for k in live)
 
     smallest = min(alpha[k] for k in range(d))
-    if smallest > 0 and norm2(mp.mpf(0)) <= B * B:
+    if not live or (smallest > 0 and norm2(mp.mpf(0)) <= B * B):
         lam = mp.mpf(0)
     else:
+        tol = mp.mpf(10) ** -(AUDIT_DIGITS - 10)
         lo = max(mp.mpf(0), -smallest)
         hi = lo + mp.sqrt(mp.fsum(v * v for v in beta)) / B + 1
-        for _ in range(4 * AUDIT_DIGITS):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if norm2(mid) > B * B else (lo, mid)
         lam = hi
-    coef = [mp.fsum(V[i, k] * beta[k] / (alpha[k] + lam) for k in range(d) if beta[k] != 0)
-            for i in range(d)]
+        for _ in range(4 * AUDIT_DIGITS):
+            S = norm2(lam)
+            if S > B * B:
+                lo = lam
+            else:
+                hi = lam
+            if hi - lo <= tol * (smallest + hi):
+                break
+            slope = mp.fsum(beta[k] ** 2 / (alpha[k] + lam) ** 3 for k in live) / (S * mp.sqrt(S))
+            step = lam - (1 / mp.sqrt(S) - 1 / B) / slope
+            step += (tol / 4 if S > B * B else -tol / 4) * (smallest + step)
+            lam = step if lo < step < hi else (lo + hi) / 2
+        lam = hi
+    coef = [mp.fsum(V[i, k] * beta[k] / (alpha[k] + lam) for k in live) for i in range(d)]
     return coef
 
 
