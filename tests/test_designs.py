@@ -21,6 +21,8 @@ import numpy as np
 import pytest
 
 import dpfda
+from dpfda.maths.rounding import solve_rtol
+from dpfda.mechanisms import theory
 from dpfda.mechanisms.designs import Design
 from dpfda.report import evidence as ev
 from dpfda.simulation.design_runs import simulate_designs
@@ -263,6 +265,59 @@ def test_unconstrained_error_formula_matches_simulation(family):
         assert sampling == 0.0
         se = err.std(ddof=1) / np.sqrt(err.size)
         assert abs(err.mean() - privacy) <= ev.bonferroni_z(len(specs)) * se, name
+
+
+PAPER_SPECS = {"box": MEMBERS["box"], "mix-0.3": MEMBERS["mix-0.3"], "ftp": MEMBERS["ftp"],
+               "ellipsoid": MEMBERS["ellipsoid"], "ball": MEMBERS["ball"]}
+FLOOR_CASES = [("kernel", T, None) for T in (2, 8, 12)] + [("legendre", 20, 4), ("legendre", 12, 6)]
+
+
+def _floor_geometry(family, T, m):
+    rule = "log_n" if family == "kernel" else "sqrt_log_n"
+    return Setting(family=family, n=4, T=T, m=m, mu=1.0, sigma0=1.0, radius_rule=rule).geometry()
+
+
+def _below_ftp(geom, n, sigma0, designs):
+    """The design-space chapter's check: the names of designs with a term below FTP's closed form."""
+    floor = np.array(theory.ftp_unconstrained_terms(geom, RADIUS, n, MU, sigma0))
+    rtol = max(solve_rtol(geom.Phi.T @ (d.weights[:, None] * geom.Phi), geom.T + geom.dim)
+               for d in designs.values())
+    return [k for k, d in designs.items()
+            if not np.all(np.array(d.unconstrained_error(n, MU, sigma0)) >= floor * (1 - rtol))]
+
+
+@pytest.mark.parametrize("family, T, m", FLOOR_CASES)
+def test_no_design_below_ftps_closed_form_within_the_rounding_bound(family, T, m):
+    geom = _floor_geometry(family, T, m)
+    designs = {k: Design(geom.grid, geom.space, RADIUS, **v) for k, v in PAPER_SPECS.items()}
+    for n, sigma0 in ((4, 0.1), (99, 1.0), (4096, 10.0)):
+        assert _below_ftp(geom, n, sigma0, designs) == []
+        floor = theory.ftp_unconstrained_terms(geom, RADIUS, n, MU, sigma0)
+        A = geom.Phi.T @ geom.Phi
+        assert np.allclose(designs["ftp"].unconstrained_error(n, MU, sigma0), floor,
+                           rtol=solve_rtol(A, geom.T + geom.dim), atol=0)
+
+
+def test_the_rounding_bound_covers_the_deviation_seen_on_avx512():
+    """On an AVX-512 machine (OpenBLAS's SkylakeX kernels) every design's sampling term on the
+    Gaussian kernel with T = 12 was 1.0-1.4e-11 from its exact value, and a design fell
+    3.8e-12 below FTP's computed term: the old rule (computed against computed, rtol 1e-12)
+    failed there. The bound must exceed those deviations and still resolve a real deficit."""
+    geom = _floor_geometry("kernel", 12, None)
+    rtol = solve_rtol(geom.Phi.T @ geom.Phi, geom.T + geom.dim)
+    assert 1.4e-11 < rtol < 1e-6
+
+
+def test_a_design_below_ftp_fails_the_check(monkeypatch):
+    """Negative control: a design whose noise is a relative 1e-5 too small is caught."""
+    geom = _floor_geometry("kernel", 12, None)
+    designs = {k: Design(geom.grid, geom.space, RADIUS, **v) for k, v in PAPER_SPECS.items()}
+    assert _below_ftp(geom, 99, 1.0, designs) == []
+    wrong = designs["ellipsoid"]
+    sigma = type(wrong).sigma
+    monkeypatch.setattr(type(wrong), "sigma",
+                        lambda self, n, mu: sigma(self, n, mu) * (1 - 1e-5 * (self is wrong)))
+    assert _below_ftp(geom, 99, 1.0, designs) == ["ellipsoid"]
 
 
 def test_simulation_is_reproducible_and_keyed_by_seed():

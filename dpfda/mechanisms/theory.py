@@ -31,6 +31,7 @@ __all__ = [
     "Bound",
     "tau",
     "ftp_noiseless_error",
+    "ftp_unconstrained_terms",
     "ptf_unconstrained_error",
     "ftp_imse_bound",
     "ptf_imse_lower_bound",
@@ -119,6 +120,24 @@ def ftp_noiseless_error(geometry: GridGeometry, radius: float, n: int, mu: float
     if _is_legendre(geometry):
         return s2 * geometry.dim
     return s2 * np.trace(geometry.Phi @ geometry.Phi.T) / geometry.T
+
+
+def ftp_unconstrained_terms(geometry: GridGeometry, radius: float, n: int, mu: float,
+                            sigma0: float) -> tuple[float, float]:
+    """FTP's error when nothing binds, as (sampling part, privacy part), in closed form.
+
+    The sampling part is (σ₀²/n)·tr(Q(ΦᵀΦ)⁻¹), with Q the metric of the space: I for the
+    IMSE of H_m, ΦᵀΦ/T for the grid MSE of an RKHS, where it is σ₀²·d/(nT) exactly. The
+    privacy part is :func:`ftp_noiseless_error`. These are the floors of the design-space
+    chapter's proposition, which ``Design.unconstrained_error`` attains for FTP.
+    """
+    radius, n, mu = _common(geometry, radius, n, mu)
+    sigma0 = check_nonnegative(sigma0, "sigma0")
+    if _is_legendre(geometry):
+        trace = float(np.trace(np.linalg.inv(geometry.Phi.T @ geometry.Phi)))
+    else:
+        trace = geometry.dim / geometry.T
+    return sigma0**2 / n * trace, ftp_noiseless_error(geometry, radius, n, mu)
 
 
 def ptf_unconstrained_error(geometry: GridGeometry, radius: float, n: int, mu: float) -> float:
