@@ -87,6 +87,7 @@ __all__ = [
     "moment_rounding_excess",
     "metric_root",
     "moment_fit_matrix",
+    "moment_map",
     "psd_project",
     "sample_covariance",
     "hs_error",
@@ -302,6 +303,31 @@ def moment_fit_matrix(geometry: GridGeometry, weights: ArrayLike) -> np.ndarray:
     Phi = geometry.Phi
     A = Phi.T @ (w[:, None] * Phi)
     return np.linalg.solve((A + A.T) / 2.0, Phi.T * w[None, :])
+
+
+_MAPS: dict = {}
+
+
+def moment_map(geometry: GridGeometry, clip: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The linear map (K, d²) from PTF's packed unit moment to P·(ccᵀ ⊙ U)·Pᵀ: public parameters only.
+
+    With q_j the j-th column of P·diag(c), the free coordinate (j, l) of U contributes
+    q_jq_jᵀ (j = l) or (q_jq_lᵀ + q_lq_jᵀ)/√2 (j < l), the inverse of its √2 weight.  Cached
+    by geometry, clip and weights.
+    """
+    key = (id(geometry), clip.tobytes(), weights.tobytes())
+    hit = _MAPS.get(key)
+    if hit is not None and hit[0] is geometry:
+        return hit[1]
+    Q = moment_fit_matrix(geometry, weights) * clip[None, :]  # (d, T)
+    rows, cols, w = _layout(geometry.T)
+    A = Q.T[rows][:, :, None] * Q.T[cols][:, None, :]  # (K, d, d): q_j q_lᵀ
+    L = ((A + np.swapaxes(A, -1, -2)) * (w / 2.0)[:, None, None]).reshape(rows.size, -1)
+    L.setflags(write=False)
+    if len(_MAPS) > 32:
+        _MAPS.clear()
+    _MAPS[key] = (geometry, L)
+    return L
 
 
 def psd_project(A: ArrayLike) -> np.ndarray:
@@ -584,15 +610,15 @@ class CovarianceMechanism:
         """The noisy second moment in Cameron–Martin coordinates (…, d, d): post-processing.
 
         FTP: the unpacked matrix itself.  PTF: the grid moment c_jc_l·Ũ_jl fitted on both
-        sides by P (:func:`moment_fit_matrix`).
+        sides by P (:func:`moment_fit_matrix`), P·(ccᵀ ⊙ Ũ)·Pᵀ, computed as one linear map of
+        the free coordinates (:func:`moment_map`), so a batch never builds its T×T matrices.
         """
-        M = unpack_symmetric(noisy_moment)
+        noisy_moment = np.asarray(noisy_moment, dtype=float)
         if self.method == "ftp":
-            return M
-        c = np.asarray(self.clip, dtype=float)
-        P = moment_fit_matrix(self.geometry, np.asarray(self.weights, dtype=float))
-        Mx = M * (c[:, None] * c[None, :])
-        out = P @ Mx @ P.T
+            return unpack_symmetric(noisy_moment)
+        L = moment_map(self.geometry, np.asarray(self.clip, dtype=float), np.asarray(self.weights, dtype=float))
+        d = self.geometry.dim
+        out = (noisy_moment @ L).reshape(noisy_moment.shape[:-1] + (d, d))
         return (out + np.swapaxes(out, -1, -2)) / 2.0
 
     def post(self, mean_release: Release, noisy_moment: ArrayLike, n: int, *,
