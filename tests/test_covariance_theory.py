@@ -103,6 +103,7 @@ def test_the_gaussian_kernel_ratios_have_their_closed_forms(T):
     ftp = cv.covariance_mechanism(grid, space, 1.0, 1.0, method="ftp")
     ptf = cv.covariance_mechanism(grid, space, 1.0, 1.0, method="ptf")
     K = space.at(grid).K
+    # the closed forms against K_T^{1/2} computed by eigh: rounding within κ(K_T)·γ_{8T} <= 7e-12 (T = 8)
     mean = np.random.default_rng(14).standard_normal(T)
     f, p = th.error_terms(ftp, 30, mean), th.error_terms(ptf, 30, mean)
     assert f["moment"] / p["moment"] == pytest.approx((T**2 + np.sum(K * K)) / (T**2 * (T**2 + T)), rel=1e-9)
