@@ -99,6 +99,7 @@ from ..maths.summation import (
     fixed_point_mean,
     gamma,
 )
+from ..trust._checks import check_grid_space
 from . import secure as opendp_noise  # a module: its sampler is looked up at each release
 from .calibration import PARAM_MAX, check_secure_budget, declared_sensitivity, noise_scale
 from .mechanism import GridThenFit, Mechanism, WeightedFit
@@ -125,19 +126,6 @@ FITS = ("ball", "none")
 # ---------------------------------------------------------------------------
 # The mechanism
 # ---------------------------------------------------------------------------
-
-
-def check_grid_space(grid: object, space: object, who: str) -> None:
-    """Refuse arguments given in the order (space, grid): every constructor takes (grid, space, ...).
-
-    A TypeError names the argument when ``grid`` is a function space or ``space`` an array.
-    """
-    if isinstance(grid, FunctionSpace):
-        raise TypeError(f"{who} takes (grid, space, ...): got a space as `grid` "
-                        f"({type(grid).__name__}); write {who}(grid, space, ...)")
-    if isinstance(space, (np.ndarray, list, tuple)):
-        raise TypeError(f"{who} takes (grid, space, ...): got an array as `space`; "
-                        f"write {who}(grid, space, ...)")
 
 
 class Design:

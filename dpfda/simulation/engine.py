@@ -16,16 +16,19 @@ paper (:mod:`dpfda.simulation.tabulate`; :mod:`dpfda.simulation.schedule` runs w
 
 One loop
 --------
-Every simulation of the package — the paper's settings (:func:`simulate_chunk`),
-the designs of :mod:`dpfda.mechanisms.designs` (:func:`dpfda.simulation.design_runs.simulate_designs`) and
-repeated releases of one dataset (:func:`repeat_releases`, the audit) — runs
-chunk by chunk through :func:`simulate_mechanisms`: draw the random numbers
+Every simulation of the book — the paper's settings (:func:`simulate_chunk`) and
+the designs of :mod:`dpfda.mechanisms.designs` (:func:`dpfda.simulation.design_runs.simulate_designs`) —
+runs chunk by chunk through :func:`simulate_mechanisms`: draw the random numbers
 (:func:`draw_normals`, the one rule for their order), form X = F + σ₀ε, compute
 each distinct summary once for all mechanisms, then privatize every mechanism's
 summary with its block of the pre-drawn normals
 (:meth:`dpfda.Mechanism.privatize`; each mechanism is an
 :class:`Arm`).  Mechanisms that take the same block share it (common random
-numbers, so differences between them are measured precisely).
+numbers, so differences between them are measured precisely).  Repeated releases
+of one dataset (:func:`repeat_releases`, the audit) are that loop for one mechanism
+on noiseless data, from one generator: :func:`dpfda.trust.draws.repeat_mechanism`,
+whose normals a chunk, one ``(c, k)`` draw, are those :func:`draw_normals` draws for
+one block from one generator.
 
 Random streams
 --------------
@@ -88,7 +91,7 @@ import sys
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Callable, Hashable, Iterable, Iterator, Sequence
+from typing import Callable, Hashable, Iterable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -99,6 +102,7 @@ from ..maths.data import KernelCurves, PolynomialCurves, polynomial_curves, rkhs
 from ..maths.spaces import FunctionSpace, GridGeometry, gaussian_kernel
 from ..mechanisms.mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
 from ..mechanisms.pipelines import Release, ftp_fit_mean, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
+from ..trust.draws import batches, repeat_mechanism, repeated  # the audit's draws: one summary, fresh normals
 from .seeding import latent_generator, rep_generators, stream_key
 from .studies import Setting
 from .tabulate import concat_chunks
@@ -542,54 +546,6 @@ def simulate_laws(settings: Sequence[Setting], seed: int, start: int, stop: int,
                         summarize=summarize, noiseless=noiseless)
         out.append(_chunk_outputs(res, keep_releases))
     return out
-
-
-def batches(reps: int, size: int) -> Iterator[tuple[int, int]]:
-    """Consecutive chunks ``(start, stop)`` of at most ``size`` of ``reps`` repetitions.
-
-    >>> list(batches(5, 2))
-    [(0, 2), (2, 4), (4, 5)]
-    """
-    for start in range(0, reps, size):
-        yield start, min(start + size, reps)
-
-
-def repeated(release: Callable[[np.ndarray, np.random.Generator], Release], X: ArrayLike, reps: int, size: int,
-             rng: np.random.Generator) -> Iterator[Release]:
-    """``release(copies, rng)`` on chunks of at most ``size`` copies of the dataset ``X``.
-
-    ``X`` (n, T) is broadcast to (k, n, T), never copied, so one vectorised
-    call per chunk draws k releases of the same data, with fresh noise from
-    ``rng``.  A generator of the releases, in order.
-    """
-    X = np.asarray(X, dtype=float)
-    for start, stop in batches(reps, size):
-        yield release(np.broadcast_to(X, (stop - start,) + X.shape), rng)
-
-
-def repeat_mechanism(mechanism: Mechanism, X: ArrayLike, reps: int, rng: np.random.Generator,
-                     score: Callable[[Release, dict, int], dict], *,
-                     chunk: int, data: dict | None = None) -> dict:
-    """``reps`` releases of one dataset by ``mechanism``, through the loop, scored chunk by chunk.
-
-    ``X`` (n, T) is summarised once (exactly, as a release sums); the chunks of at
-    most ``chunk`` repetitions draw their normals from ``rng`` (one stream, a chunk
-    after the other: :func:`draw_normals`), the same normals a release of ``chunk``
-    copies of ``X`` with ``rng`` draws.  ``X`` (reps, n, T) is released once per
-    repetition, in one chunk.  ``score(release, parts, c)`` turns a chunk's release
-    into per-repetition arrays (``parts``: ``centre`` and ``moved``, the summary and
-    its per-curve flags, and ``data``); returns them joined over the chunks.
-    """
-    X = np.asarray(X, dtype=float)
-    centre, moved = mechanism.summarize(X)
-    parts = {"centre": centre, "moved": moved, **(data or {})}
-    n = X.shape[-2]
-    sizes = batches(reps, chunk) if X.ndim == 2 else [(0, X.shape[0])]
-    arm = Arm("mechanism", mechanism, "centre", 0, score)
-    out = [simulate_mechanisms([arm], rng, b - a, (mechanism.noise_dim,), n=n, F=X, sigma0=0.0,
-                               summarize=lambda Y: parts, noiseless=lambda: parts)["mechanism"]
-           for a, b in sizes]
-    return concat_chunks(out)
 
 
 def repeat_releases(pipeline: Callable[..., Release], X: ArrayLike, grid: ArrayLike, space: FunctionSpace,

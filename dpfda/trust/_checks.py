@@ -10,7 +10,20 @@ from ..maths.spaces import FunctionSpace, GridGeometry
 from ..mechanisms.mechanism import Mechanism
 from ..mechanisms.pipelines import check_radius
 
-__all__ = ["check_mechanism", "check_n", "geometry", "setup"]
+__all__ = ["check_grid_space", "check_mechanism", "check_n", "geometry", "setup"]
+
+
+def check_grid_space(grid: object, space: object, who: str) -> None:
+    """Refuse arguments given in the order (space, grid): every constructor takes (grid, space, ...).
+
+    A TypeError names the argument when ``grid`` is a function space or ``space`` an array.
+    """
+    if isinstance(grid, FunctionSpace):
+        raise TypeError(f"{who} takes (grid, space, ...): got a space as `grid` "
+                        f"({type(grid).__name__}); write {who}(grid, space, ...)")
+    if isinstance(space, (np.ndarray, list, tuple)):
+        raise TypeError(f"{who} takes (grid, space, ...): got an array as `space`; "
+                        f"write {who}(grid, space, ...)")
 
 
 def geometry(grid: ArrayLike, space: FunctionSpace) -> GridGeometry:

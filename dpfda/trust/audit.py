@@ -66,11 +66,9 @@ from .._validation import as_float_array, check_int, check_positive, check_rng
 from ..maths.spaces import FunctionSpace
 from ..mechanisms import mechanism as mechanisms
 from ..mechanisms.covariance import CovarianceMechanism
-from ..mechanisms.designs import check_grid_space
 from ..mechanisms.mechanism import Mechanism
 from ..mechanisms.pipelines import Release
-from ..simulation.engine import repeat_mechanism, repeated
-from ._checks import check_mechanism, check_n, geometry
+from ._checks import check_grid_space, check_mechanism, check_n, geometry
 from .broken import (  # the mechanisms broken on purpose, also reachable from here
     PinvDesign,
     broken_covariance_add_remove,
@@ -83,6 +81,7 @@ from .broken import (  # the mechanisms broken on purpose, also reachable from h
     broken_sigma_too_small,
     grid_norm_factor,
 )
+from .draws import repeat_mechanism, repeated
 from .recompute import (  # the audit's own recomputation, also reachable from here
     AUDIT_DIGITS,
     AUDIT_MAX_CONDITION,
@@ -404,7 +403,7 @@ def _draw(mechanism: Mechanism, X: np.ndarray, draws: int, chunk: int, rng: np.r
     """``view`` of ``draws`` releases of ``X``, one row each, in chunks of ``chunk`` (the one loop).
 
     The releases are those ``mechanism.release`` makes on ``chunk`` copies of ``X``
-    with ``rng`` (:func:`dpfda.simulation.engine.repeat_mechanism`); with OpenDP's noise
+    with ``rng`` (:func:`dpfda.trust.draws.repeat_mechanism`); with OpenDP's noise
     (``secure``) each chunk is a release of the copies.
     """
     if mechanism.secure:

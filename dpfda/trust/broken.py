@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike
 from .._validation import check_int, check_positive
 from ..maths.spaces import FunctionSpace, GridGeometry
 from ..mechanisms.covariance import SQRT2, CovarianceMechanism, covariance_mechanism
-from ..mechanisms.designs import Design, check_grid_space
+from ..mechanisms.designs import Design
 from ..mechanisms.mechanism import (
     ClipToBox,
     FitInBall,
@@ -37,7 +37,7 @@ from ..mechanisms.mechanism import (
     WeightedFit,
 )
 from ..mechanisms.pipelines import fitter, ftp_fit_mean, ptf_clip_bounds, ptf_default_weights
-from ._checks import check_mechanism, setup
+from ._checks import check_grid_space, check_mechanism, setup
 
 __all__ = [
     "broken_ptf_no_sqrt_T",

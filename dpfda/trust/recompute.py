@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -23,7 +23,6 @@ from numpy.typing import ArrayLike
 from .._validation import as_float_array, check_int, check_rng
 from ..maths.spaces import GridGeometry
 from ..mechanisms.covariance import CovarianceMechanism
-from ..mechanisms.designs import Design
 from ..mechanisms.mechanism import Mechanism
 from ._checks import check_mechanism, check_n
 
@@ -43,6 +42,7 @@ __all__ = [
     "covariance_composed_mu",
     "recompute_covariance",
     "CovarianceRecomputation",
+    "DesignRegion",
 ]
 
 
@@ -327,11 +327,56 @@ def _mp_ball_mean(X: np.ndarray, r: float) -> np.ndarray:
         return np.array([float(t / n) for t in total])
 
 
-def _design_of(mech: Mechanism) -> Design:
+@runtime_checkable
+class DesignRegion(Protocol):
+    """What the audit reads of a mechanism of method ``"design"``: the public definition of its set.
+
+    A design maps each curve into a convex set C, averages, adds N(0, σ²LLᵀ) and fits
+    (the book's design space, ``dpfda_book.mechanisms.designs.Design``, satisfies this
+    protocol; so do the designs broken on purpose).  Such a mechanism carries it as
+    ``mechanism.per_curve.design``, and the audit recomputes the summary and σ from these
+    public fields alone, never through the design's own code: ``region`` (``"box"``,
+    ``"ellipsoid"``, ``"mix"`` or ``"ball"``), ``lam`` (the mix's λ), ``radius`` (B', the
+    ellipsoid's), ``clip`` (the box's c_j), ``ball_radius``, the noise shape ``L``, the
+    grid ``geometry``, ``coefficient_noise`` (the noise is added to the mean of fits θ̄)
+    and the published ``extent`` R = max over C of ||L⁻¹x||, used only for the sets with
+    no closed form (a box with a correlated L, a mix).
+    """
+
+    @property
+    def region(self) -> str: ...  # noqa: D102
+
+    @property
+    def lam(self) -> float | None: ...  # noqa: D102
+
+    @property
+    def radius(self) -> float: ...  # noqa: D102
+
+    @property
+    def clip(self) -> np.ndarray | None: ...  # noqa: D102
+
+    @property
+    def ball_radius(self) -> float | None: ...  # noqa: D102
+
+    @property
+    def L(self) -> np.ndarray: ...  # noqa: D102
+
+    @property
+    def geometry(self) -> GridGeometry: ...  # noqa: D102
+
+    @property
+    def coefficient_noise(self) -> bool: ...  # noqa: D102
+
+    @property
+    def extent(self) -> float: ...  # noqa: D102
+
+
+def _design_of(mech: Mechanism) -> DesignRegion:
     des = getattr(mech.per_curve, "design", None)
-    if not isinstance(des, Design):
-        raise TypeError(f"{mech.name}: a design mechanism must carry its Design (per_curve.design) "
-                        "for the audit to recompute its summary")
+    if not isinstance(des, DesignRegion):
+        raise TypeError(f"{mech.name}: a design mechanism must carry the public definition of its set "
+                        "(per_curve.design, a dpfda.trust.recompute.DesignRegion) for the audit to recompute "
+                        "its summary")
     return des
 
 
@@ -344,7 +389,7 @@ def audit_summary(mech: Mechanism, X: ArrayLike) -> np.ndarray:
     values clipped to [−c_j, c_j] (exact, with fractions); a design its region's map:
     (1−λ)·the box mean + λ·(Φ times) the mean of fits, or the mean of projections onto
     its ball.  The coordinates are the mechanism's: d for FTP and a design whose noise
-    is on θ̄ (``noise_factor`` None and ``Design.coefficient_noise``), T otherwise.
+    is on θ̄ (``noise_factor`` None and :attr:`DesignRegion.coefficient_noise`), T otherwise.
     """
     X = as_float_array(X, "X")
     geom = mech.geometry
@@ -394,7 +439,7 @@ def formula_sigma(mech: Mechanism, n: int) -> float | np.ndarray:
     FTP: 2B'/(nμ) (Theorem 6, Corollaries 7–8); PTF: 2c_j√T/(nμ) (Proposition 9); a
     design: 2R/(nμ) with R = B' for noise on θ̄ (R of FTP), ||c/ℓ|| for a box with a
     diagonal noise shape (PTF's argument), and otherwise the design's published extent R
-    (max over C of ||L⁻¹x||, ``Design.sensitivity``).  Computed in 50-digit arithmetic
+    (max over C of ||L⁻¹x||, :attr:`DesignRegion.extent`).  Computed in 50-digit arithmetic
     and rounded once; the rounding cover of the summary (at most 2⁻³¹ of σ below about
     a million curves) is not included.
     """
@@ -416,7 +461,7 @@ def formula_sigma(mech: Mechanism, n: int) -> float | np.ndarray:
         return float(2 * R / n_mu)
 
 
-def _audit_extent(mp: Any, des: Design) -> Any:
+def _audit_extent(mp: Any, des: DesignRegion) -> Any:
     """R = max over C of ||L⁻¹x||, by the audit's own arithmetic where it has a closed form.
 
     Box with a diagonal L: ||c/ℓ|| (50 digits); ball of radius r: r/s_min(L) (exact for a
