@@ -27,7 +27,7 @@ RUN     := PATH="$(BIN):$$PATH"
 # The book's builds: always full size (DPFDA_QUICK removed: the execution cache in
 # _build/.jupyter_cache is keyed by the notebooks' code only, so a quick-mode build would
 # hand its small-sample outputs to the next full build), with the results store of
-# dpfda.simulation.store in _build/.dpfda_store (the chapters share simulated settings through it,
+# dpfda_book.simulation.store in _build/.dpfda_store (the chapters share simulated settings through it,
 # and an unchanged setting is not simulated again; `make clean` empties it).
 STORE   := $(CURDIR)/_build/.dpfda_store
 RUN_BOOK := env -u DPFDA_QUICK DPFDA_STORE="$(STORE)" $(RUN)

@@ -22,7 +22,7 @@ Phases (``--phases``, comma-separated, in this order):
     Runs nothing: reports the notebooks in DIR's execution cache.
 
 With ``DIR/_build/.dpfda_store/log.jsonl`` present (a build with the results
-store of :mod:`dpfda.simulation.store`), the table also counts the store's hits and
+store of :mod:`dpfda_book.simulation.store`), the table also counts the store's hits and
 misses, and any setting simulated more than once.
 
 It prints Markdown tables and appends nothing anywhere: copy them into

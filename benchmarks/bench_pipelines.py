@@ -49,19 +49,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dpfda  # noqa: E402
-from dpfda import (  # noqa: E402
-    BallLeastSquares,
-    KernelSpace,
-    LegendreSpace,
-    ftp,
-    gaussian_kernel,
-    observe,
-    polynomial_curves,
-    ptf,
-    rkhs_curves,
-    uniform_grid,
-)
+from dpfda import BallLeastSquares, KernelSpace, LegendreSpace, ftp, gaussian_kernel, ptf, uniform_grid
 from dpfda.mechanisms.pipelines import ftp_fit_mean  # noqa: E402
+from dpfda_book.simulation.models import observe, polynomial_curves, rkhs_curves
 
 # ---------------------------------------------------------------------------
 # The per-curve loop implementations

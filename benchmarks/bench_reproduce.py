@@ -62,10 +62,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dpfda.maths.data import observe  # noqa: E402
 from dpfda.mechanisms.pipelines import fitter  # noqa: E402
-from dpfda.simulation import engine, schedule, seeding  # noqa: E402
-from dpfda.simulation.studies import STUDY_NAMES, paper_studies  # noqa: E402
+from dpfda_book.simulation import engine, schedule, seeding  # noqa: E402
+from dpfda_book.simulation.models import observe  # noqa: E402
+from dpfda_book.simulation.studies import STUDY_NAMES, paper_studies  # noqa: E402
 
 GIB = 2**30
 

@@ -1,6 +1,6 @@
 """The results store against joblib.Memory: the cost of a miss (write) and a hit (read) per entry.
 
-``dpfda.simulation.store`` keeps one small file per (setting, seed, repetitions) entry; the
+``dpfda_book.simulation.store`` keeps one small file per (setting, seed, repetitions) entry; the
 robustness matrix alone writes some 26,000. ``joblib.Memory`` (already a dependency) would cache
 the same function calls. This benchmark stores ``--entries`` entries of the store's real shape
 (the five per-repetition arrays of ``store.ARRAYS`` at ``--reps`` repetitions) both ways, in
@@ -22,7 +22,7 @@ from pathlib import Path
 import joblib
 import numpy as np
 
-from dpfda.simulation import store
+from dpfda_book.simulation import store
 
 
 def _arrays(i: int, reps: int) -> dict:

@@ -4,17 +4,17 @@ Runs, with fixed repetitions and seeds, and writes one SHA-256 per array to a
 JSON file (``--out``):
 
 * ``engine``: every chunk of every setting that ``reproduce all`` runs (the
-  studies of :func:`dpfda.simulation.studies.paper_studies`, σ₀ = 0 settings included),
-  chunked as ``reproduce all --reps R`` chunks them (:func:`dpfda.simulation.engine.plan`),
-  through :func:`dpfda.simulation.engine.simulate_chunk` with ``keep_releases=True``:
+  studies of :func:`dpfda_book.simulation.studies.paper_studies`, σ₀ = 0 settings included),
+  chunked as ``reproduce all --reps R`` chunks them (:func:`dpfda_book.simulation.engine.plan`),
+  through :func:`dpfda_book.simulation.engine.simulate_chunk` with ``keep_releases=True``:
   keys ``engine/<setting hash>/<start>/<array>``;
-* ``designs``: :func:`dpfda.simulation.design_runs.simulate_designs` of the design-space
+* ``designs``: :func:`dpfda_book.simulation.design_runs.simulate_designs` of the design-space
   chapter's designs on its 72 settings (fewer repetitions than the chapter, but
   several chunks a setting): ``designs/<setting hash>/<design>/<array>``;
 * ``audit``: :func:`dpfda.trust.audit.audit` of FTP and PTF (the mechanism
   constructors and a plain ``dpfda.ftp`` callable; Neyman–Pearson and
   black-box scores) with fixed generators: ``audit/<case>/<field>``;
-* ``repeat``: :func:`dpfda.simulation.engine.repeat_releases` (the finite-dimensional and
+* ``repeat``: :func:`dpfda_book.simulation.engine.repeat_releases` (the finite-dimensional and
   RKHS chapters' helper) on noiseless and noisy data.
 
 Run it on the tree before a change and after it, and compare::

@@ -60,7 +60,6 @@ from typing import TYPE_CHECKING
 from ._validation import AssumptionError
 from ._version import __version__ as __version__
 from .maths.curves import Curves
-from .maths.data import KernelCurves, PolynomialCurves, observe, polynomial_curves, rkhs_curves, uniform_ball
 from .maths.fitting import BallFit, BallLeastSquares, fit_ball
 from .maths.spaces import (
     BrownianKernel,
@@ -120,13 +119,11 @@ __all__ = [
     "GaussianKernel",
     "GridGeometry",
     "Kernel",
-    "KernelCurves",
     "KernelGeometry",
     "KernelSpace",
     "Mechanism",
     "LegendreGeometry",
     "LegendreSpace",
-    "PolynomialCurves",
     "PublicFrame",
     "Release",
     "brownian_kernel",
@@ -143,17 +140,13 @@ __all__ = [
     "laplace_scale",
     "legendre_derivative",
     "mu_from_epsilon_delta",
-    "observe",
-    "polynomial_curves",
     "ptf",
     "ptf_mechanism",
     "ptf_sigmas",
-    "rkhs_curves",
     "audit",
     "designs",
     "secure",
     "theory",
     "tradeoff",
-    "uniform_ball",
     "uniform_grid",
 ]

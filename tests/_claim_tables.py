@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from dpfda.report import claim_verdicts as cv
-from dpfda.simulation.studies import get_study
-from dpfda.simulation.tabulate import RESULT_COLUMNS
+from dpfda_book.simulation.studies import get_study
+from dpfda_book.simulation.tabulate import RESULT_COLUMNS
 
 __all__ = ["fig6_table", "results_table", "verdict"]
 

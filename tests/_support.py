@@ -2,12 +2,12 @@
 
 Every stochastic check compares a Monte Carlo mean with an exact value and
 allows ``z`` standard errors, SE = (sample standard deviation) / sqrt(reps).
-The conventions are the package's (:mod:`dpfda.config`): z = ``Z`` = 4, with
+The conventions are the package's (:mod:`dpfda_book.settings`): z = ``Z`` = 4, with
 which a correct implementation fails a given check with probability about
 6e-5 (the seeds are fixed, so a run is reproducible); when one test makes k
 simultaneous comparisons, ``bonferroni_z(k)`` keeps the family-wise
 false-alarm rate at the same level instead of loosening anything by hand;
-quick mode is ``dpfda.config.quick()``.
+quick mode is ``dpfda_book.settings.quick()``.
 
 ``MACHINE_RTOL`` is the determinism contract's tolerance across machines (the
 README's "Determinism"): a stored Monte Carlo summary computed with BLAS
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpfda.config import Z, bonferroni_z, proportion_se, quick
+from dpfda_book.montecarlo import Z, bonferroni_z, proportion_se
+from dpfda_book.settings import quick
 
 __all__ = ["MACHINE_RTOL", "QUICK", "Z", "assert_mc_close", "bonferroni_z", "mc_mean_se", "proportion_se", "reps"]
 

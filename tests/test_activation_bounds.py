@@ -8,7 +8,7 @@ import math
 from dpfda.report import activation_bounds as ab
 from dpfda.report import claim_encodings as enc
 from dpfda.report import claim_registry as reg
-from dpfda.simulation.studies import get_study
+from dpfda_book.simulation.studies import get_study
 
 from _claim_tables import results_table
 
@@ -16,7 +16,7 @@ from _claim_tables import results_table
 def test_table1_claim_6_rows_come_from_bounds_that_hold():
     """The quiet/busy rows are fixed by bounds from the design; the bounds contain the engine's
     activation share (default law and a law near the boundary), within Monte Carlo error."""
-    from dpfda.simulation.schedule import run_study
+    from dpfda_book.simulation.schedule import run_study
 
     lo, hi = ab.theory_activation(2, 1.0, 512)
     assert hi <= enc.QUIET_P and lo == 0.0

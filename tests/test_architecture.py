@@ -3,7 +3,7 @@
 (a) No module imports a private name (one leading underscore, not a dunder such as
     ``__version__``) of another dpfda module: not by ``from .x import _y``, not by
     ``from dpfda.x import _y``, not as ``x._y`` on an imported dpfda module.  A module whose
-    own name is private (``dpfda._validation``, ``dpfda._interrupt``) may be imported; the
+    own name is private (``dpfda._validation``, ``dpfda_book.interrupt``) may be imported; the
     names it shares are public in it.  A helper two modules need is public in one of them.
 (b) Every import inside a function is listed in :data:`INSIDE_FUNCTION_IMPORTS`, keyed by
     (module, function, imported module), with the reason it is not at the top of its module:
@@ -271,10 +271,10 @@ def test_no_import_is_both_allowed_and_a_todo():
 
 def test_the_scan_finds_what_it_should():
     """The checks themselves: a private import, a private attribute, an import inside a method."""
-    source = ("from ..report import plots\nfrom ..simulation.engine import _prepare\nimport dpfda.simulation.studies\n"
+    source = ("from ..report import plots\nfrom ..simulation.engine import _prepare\nimport dpfda_book.simulation.studies\n"
               "from .._validation import check_int\n"
               "class A:\n    def f(self):\n        import pandas as pd\n        from ..mechanisms import theory\n"
-              "        return plots._fmt, dpfda.simulation.studies._RENAMED, theory.x\n")
+              "        return plots._fmt, dpfda_book.simulation.studies._RENAMED, theory.x\n")
     scan = _Scan("dpfda.cli._reproduce")
     scan.visit(ast.parse(source))
     assert sorted(key for key, _ in scan.private) == [("_reproduce", "engine", "_prepare"),

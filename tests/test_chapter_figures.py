@@ -213,8 +213,8 @@ def test_activation_figure_one_panel_per_mu_a_line_per_T():
 
 
 def test_the_chapters_figures_fit_and_refuse_bad_input():
-    from dpfda.maths.data import LAW_SHIFTS, LAWS
     from dpfda.report import claims as cl
+    from dpfda_book.simulation.models import LAW_SHIFTS, LAWS
 
     style.use_style()
     ids = [c.id for c in cl.CLAIMS[:3]]

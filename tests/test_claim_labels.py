@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dpfda.maths.data import LAWS
 from dpfda.report import claim_labels as lab
 from dpfda.report import claim_verdicts as cv
+from dpfda_book.simulation.models import LAWS
 
 
 def test_every_verdict_has_its_own_mark():

@@ -14,7 +14,7 @@ import pytest
 
 from dpfda.report import claim_encodings as enc
 from dpfda.report import claim_registry as reg
-from dpfda.simulation.studies import get_study
+from dpfda_book.simulation.studies import get_study
 
 from _claim_tables import fig6_table, results_table
 

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpfda.maths.data import LAWS
 from dpfda.report import claim_verdicts as cv
+from dpfda_book.simulation.models import LAWS
 
 from _claim_tables import fig6_table
 

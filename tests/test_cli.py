@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from dpfda import cli
-from dpfda.simulation.studies import get_study
+from dpfda_book.simulation.studies import get_study
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -181,7 +181,7 @@ def test_huge_reps_is_one_line_and_exit_2_within_seconds(tmp_path, extra, fragme
 
 
 def test_a_chunk_that_cannot_fit_is_refused_naming_chunk_reps(tmp_path, capsys, monkeypatch):
-    from dpfda.simulation import schedule
+    from dpfda_book.simulation import schedule
 
     monkeypatch.setattr(schedule, "memory_limit", lambda: 8 * 2**30)
     out = tmp_path / "res"
@@ -214,7 +214,7 @@ def test_the_plan_is_made_lazily():
     import itertools
     import tracemalloc
 
-    from dpfda.simulation import schedule
+    from dpfda_book.simulation import schedule
 
     studies = [get_study("fig5", n=cli.QUICK_N)]
     tracemalloc.start()

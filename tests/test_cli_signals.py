@@ -34,7 +34,7 @@ import pytest
 from test_cli import ENV, ROOT, run_cli
 
 from dpfda import cli
-from dpfda._interrupt import SignalGuard, Terminated
+from dpfda_book.interrupt import SignalGuard, Terminated
 
 CORES = cli.available_cores()
 JOBS = min(2, CORES)  # --jobs 2, as the run will use it on this machine
@@ -356,8 +356,8 @@ def test_signal_guard_takes_sighup_like_sigterm_and_restores_the_mask(signals_at
 def test_engine_stops_its_workers_when_the_loop_is_interrupted():
     """An exception out of run_studies' loop (here from on_chunk; a Ctrl-C in a notebook
     is the same) terminates joblib's workers at once instead of leaving them busy."""
-    from dpfda.simulation.schedule import run_studies
-    from dpfda.simulation.studies import get_study
+    from dpfda_book.simulation.schedule import run_studies
+    from dpfda_book.simulation.studies import get_study
 
     def children():
         mine = str(os.getpid())

@@ -1,4 +1,4 @@
-"""The shared conventions (dpfda.config) and the function-space interface."""
+"""The shared conventions (dpfda_book.settings) and the function-space interface."""
 
 import math
 
@@ -7,55 +7,55 @@ import pytest
 from scipy import stats
 
 import dpfda
-from dpfda import config
 from dpfda.maths.spaces import FunctionSpace, KernelGeometry, LegendreGeometry
 from dpfda.mechanisms import theory
 from dpfda.report import evidence
+from dpfda_book import montecarlo, settings
 
 
 @pytest.mark.parametrize("text, on", [("1", True), ("yes", True), (" On ", True), ("0", False),
                                       ("false", False), ("", False)])
 def test_quick_reads_dpfda_quick(monkeypatch, text, on):
     monkeypatch.setenv("DPFDA_QUICK", text)
-    assert config.quick() is on
+    assert settings.quick() is on
 
 
 def test_quick_refuses_an_unclear_value(monkeypatch):
     monkeypatch.setenv("DPFDA_QUICK", "maybe")
     with pytest.raises(ValueError, match="DPFDA_QUICK"):
-        config.quick()
+        settings.quick()
 
 
 def test_n_jobs_reads_dpfda_jobs(monkeypatch):
     monkeypatch.setenv("DPFDA_JOBS", "-1")
-    assert config.n_jobs() == -1
+    assert settings.n_jobs() == -1
     monkeypatch.delenv("DPFDA_JOBS")
-    assert 1 <= config.n_jobs() <= config.MAX_DEFAULT_JOBS
+    assert 1 <= settings.n_jobs() <= settings.MAX_DEFAULT_JOBS
     for bad in ("0", "-2", "two", "1.5"):
         monkeypatch.setenv("DPFDA_JOBS", bad)
         with pytest.raises(ValueError, match="DPFDA_JOBS"):
-            config.n_jobs()
+            settings.n_jobs()
 
 
 def test_one_tolerance_and_one_bonferroni_rule():
-    assert evidence.Z is config.Z and evidence.bonferroni_z is config.bonferroni_z
-    assert config.ALPHA == pytest.approx(2 * stats.norm.sf(config.Z), rel=1e-12)
-    assert config.bonferroni_z(1) == pytest.approx(config.Z, rel=1e-12)
+    assert evidence.Z is montecarlo.Z and evidence.bonferroni_z is montecarlo.bonferroni_z
+    assert montecarlo.ALPHA == pytest.approx(2 * stats.norm.sf(montecarlo.Z), rel=1e-12)
+    assert montecarlo.bonferroni_z(1) == pytest.approx(montecarlo.Z, rel=1e-12)
     # k checks at the family rate of one: each at ALPHA/k
-    assert config.bonferroni_z(8) == pytest.approx(stats.norm.isf(config.ALPHA / 16), rel=1e-12)
-    assert config.Z95 == pytest.approx(stats.norm.isf(0.025), rel=1e-15)
+    assert montecarlo.bonferroni_z(8) == pytest.approx(stats.norm.isf(montecarlo.ALPHA / 16), rel=1e-12)
+    assert montecarlo.Z95 == pytest.approx(stats.norm.isf(0.025), rel=1e-15)
 
 
 def test_proportion_se_is_vectorised_and_checked():
     p = np.array([0.0, 0.5, 1.0])
-    se = config.proportion_se(p, 100)
+    se = montecarlo.proportion_se(p, 100)
     assert se.shape == (3,) and np.all(se > 0)
     assert se[1] == pytest.approx(math.sqrt(0.25 / 104))
-    assert config.proportion_se(0.5, 100) == pytest.approx(se[1])
+    assert montecarlo.proportion_se(0.5, 100) == pytest.approx(se[1])
     with pytest.raises(ValueError, match="proportion"):
-        config.proportion_se([0.2, 1.5], 10)
+        montecarlo.proportion_se([0.2, 1.5], 10)
     with pytest.raises(ValueError, match="reps"):
-        config.proportion_se(0.5, 0)
+        montecarlo.proportion_se(0.5, 0)
 
 
 def test_spaces_implement_the_interface_and_geometries_carry_typed_fields():

@@ -21,8 +21,8 @@ import time
 import pandas as pd
 import pytest
 
-from dpfda.simulation import schedule
-from dpfda.simulation.studies import Study, get_study
+from dpfda_book.simulation import schedule
+from dpfda_book.simulation.studies import Study, get_study
 
 distributed = pytest.importorskip("distributed", reason="dask[distributed] is in requirements.txt")
 joblib = pytest.importorskip("joblib")
@@ -45,7 +45,7 @@ def test_dask_backend_is_bit_identical_to_serial():
         with joblib.parallel_config(backend="dask"):
             on_dask = schedule.run_study(study, 16, seed=31, n_jobs=None, chunk_reps=3)
         # The work really ran on the cluster's worker processes.
-        imported = client.run(lambda: "dpfda.simulation.engine" in __import__("sys").modules)
+        imported = client.run(lambda: "dpfda_book.simulation.engine" in __import__("sys").modules)
         assert len(imported) == 2 and all(imported.values()), imported
     pd.testing.assert_frame_equal(serial, on_dask, check_exact=True)
     assert (serial["p_ftp_active"] > 0).any() and (serial["p_ptf_active"] > 0).any()
@@ -87,7 +87,7 @@ def test_cli_on_a_dask_scheduler_writes_the_local_csv(tmp_path):
                        "--scheduler", address)
         assert proc.returncode == 0, proc.stderr
         # The repetitions ran on the cluster's worker processes.
-        ran = client.run(lambda: "dpfda.simulation.engine" in __import__("sys").modules)
+        ran = client.run(lambda: "dpfda_book.simulation.engine" in __import__("sys").modules)
         assert len(ran) == 2 and all(ran.values()), ran
     assert sorted(os.listdir(remote)) == ["fig1.csv", "fig1.json", "fig1.png"]
     body_local, id_local = _csv_without_run_id(local / "fig1.csv")

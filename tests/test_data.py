@@ -6,16 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpfda import (
-    LegendreSpace,
-    brownian_kernel,
-    gaussian_kernel,
-    observe,
-    polynomial_curves,
-    rkhs_curves,
-    uniform_ball,
-    uniform_grid,
-)
+from dpfda import LegendreSpace, brownian_kernel, gaussian_kernel, uniform_grid
+from dpfda_book.simulation.models import observe, polynomial_curves, rkhs_curves, uniform_ball
 
 from _support import assert_mc_close, bonferroni_z, reps
 

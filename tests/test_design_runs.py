@@ -1,4 +1,4 @@
-"""dpfda.simulation.design_runs: paired Monte Carlo of several designs, and their results table.
+"""dpfda_book.simulation.design_runs: paired Monte Carlo of several designs, and their results table.
 
 (The exactness of the unconstrained error and the published bits are checked in test_designs.py
 and test_loop.py.)
@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from dpfda.simulation.design_runs import compare_designs, simulate_designs
-from dpfda.simulation.studies import Setting
+from dpfda_book.simulation.design_runs import compare_designs, simulate_designs
+from dpfda_book.simulation.studies import Setting
 
 SPECS = {"PTF": {"region": "box"}, "mix": {"region": "mix", "lam": 0.5},
          "FTP": {"region": "ellipsoid", "noise": "ellipsoid", "fit": "none"}}

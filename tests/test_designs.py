@@ -25,9 +25,9 @@ from dpfda.maths.rounding import solve_rtol
 from dpfda.mechanisms import theory
 from dpfda.mechanisms.designs import Design, below_ftp
 from dpfda.report import evidence as ev
-from dpfda.simulation.design_runs import simulate_designs
-from dpfda.simulation.studies import Setting
 from dpfda.trust import audit as A
+from dpfda_book.simulation.design_runs import simulate_designs
+from dpfda_book.simulation.studies import Setting
 
 GRID = np.linspace(0.0, 1.0, 6)
 RADIUS, MU, N = 1.1, 1.0, 7

@@ -23,7 +23,6 @@ import pandas as pd
 import pytest
 
 import dpfda
-from dpfda.maths.data import observe
 from dpfda.mechanisms import theory
 from dpfda.mechanisms.pipelines import (
     add_noise,
@@ -35,8 +34,9 @@ from dpfda.mechanisms.pipelines import (
     ptf_fit,
     ptf_sigmas,
 )
-from dpfda.simulation import engine, schedule, seeding, tabulate
-from dpfda.simulation.studies import (
+from dpfda_book.simulation import engine, schedule, seeding, tabulate
+from dpfda_book.simulation.models import observe
+from dpfda_book.simulation.studies import (
     Setting,
     Study,
     get_study,
@@ -225,7 +225,7 @@ def test_a_run_of_several_laws_is_one_task_per_chunk_and_the_numbers_of_each_law
     """plan() groups the laws of a setting into one task (the first law's key, members() all of
     them); run_studies gives every law the table it gets run alone, with the results store
     off and on."""
-    from dpfda.simulation import store
+    from dpfda_book.simulation import store
 
     laws = ("default", "wave-0.75", "shift-0.25")
     base = _small_study().subset(n=[16]).settings

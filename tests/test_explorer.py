@@ -19,8 +19,8 @@ from dpfda.mechanisms import theory
 from dpfda.report.explorer import explorer_html
 from dpfda.report.plots import EXPLORER_NAMES as NAMES
 from dpfda.report.plots import ratio_explorer
-from dpfda.simulation.schedule import run_studies
-from dpfda.simulation.studies import Setting, Study
+from dpfda_book.simulation.schedule import run_studies
+from dpfda_book.simulation.studies import Setting, Study
 
 
 @pytest.fixture(scope="module")

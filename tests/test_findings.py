@@ -13,10 +13,10 @@ Standard errors used:
   settings are independent, so their log-difference has variance
   se₁² + se₂²;
 * an activation probability p̂ from R repetitions:
-  :func:`dpfda.config.proportion_se` (Agresti–Coull, positive when p̂ is 0 or 1).
+  :func:`dpfda_book.montecarlo.proportion_se` (Agresti–Coull, positive when p̂ is 0 or 1).
 
 Where our results depart from the paper (the RKHS latent-curve law is not
-specified there; ours is documented in ``dpfda.maths.data``), the test says so with
+specified there; ours is documented in ``dpfda_book.simulation.models``), the test says so with
 a strict ``xfail`` rather than a loosened tolerance.
 """
 
@@ -28,10 +28,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpfda.config import bonferroni_z, proportion_se
 from dpfda.mechanisms import theory
-from dpfda.simulation.schedule import run_studies
-from dpfda.simulation.studies import get_study
+from dpfda_book.montecarlo import bonferroni_z, proportion_se
+from dpfda_book.simulation.schedule import run_studies
+from dpfda_book.simulation.studies import get_study
 
 from _support import Z, reps
 
@@ -169,7 +169,7 @@ def test_high_noise_ratios_rise_with_n_and_ptf_wins_on_coarse_grids(results):
 
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason=(
-    "Departure from the paper: with our RKHS latent-curve law (dpfda.maths.data; the paper leaves it "
+    "Departure from the paper: with our RKHS latent-curve law (dpfda_book.simulation.models; the paper leaves it "
     "open) the sigma0 = 10 ratios for T = 6 and T = 8 are still below one at n = 4096. They rise "
     "with n (checked above) and cross one later: about n = 2^13-2^14 for T = 6 and beyond 2^16 "
     "for T = 8 in our runs. Strict, so that a change that restores the paper's picture is noticed."))

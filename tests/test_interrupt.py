@@ -1,4 +1,4 @@
-"""dpfda._interrupt: signals as exceptions, the exit codes, and the test pause hook."""
+"""dpfda_book.interrupt: signals as exceptions, the exit codes, and the test pause hook."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from dpfda import _interrupt
-from dpfda._interrupt import EXIT_CODES, SignalGuard, Terminated, pause_for_test, shutdown_workers
+from dpfda_book import interrupt as _interrupt
+from dpfda_book.interrupt import EXIT_CODES, SignalGuard, Terminated, pause_for_test, shutdown_workers
 
 POSIX = pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="SIGHUP is POSIX only")
 

@@ -16,7 +16,7 @@ from scipy.stats import t as student_t
 from dpfda.report import claim_encodings as enc
 from dpfda.report import claim_verdicts as cv
 from dpfda.report import law_runs as runs
-from dpfda.simulation.studies import get_study
+from dpfda_book.simulation.studies import get_study
 
 from _claim_tables import fig6_table, results_table
 
@@ -33,7 +33,7 @@ def test_pooled_standard_error_matches_a_brute_force_nested_simulation():
     """Toy setting (Figure 1, T = 6, μ = 0.1, n = 4: the latent draw matters). Repeat the whole
     K-draw experiment M times: the spread of the pooled log ratio across the M experiments is
     what its standard error must estimate. The within-draw standard error alone falls short."""
-    from dpfda.simulation.schedule import run_study
+    from dpfda_book.simulation.schedule import run_study
 
     study = get_study("fig1", n=[4]).subset(T=6, mu=0.1)
     K, R, M = 5, 100, 60

@@ -1,6 +1,6 @@
 """The latent laws as a study dimension.
 
-The family is fixed in dpfda.maths.data.LAWS: ``default`` and ``shift-S``/``wave-S``
+The family is fixed in dpfda_book.simulation.models.LAWS: ``default`` and ``shift-S``/``wave-S``
 with S ∈ {0, 0.25, 0.5, 0.75, 0.9}.  Every curve keeps ||f_i|| <= B; the mean's
 norm grows with S; S = 0 is one centred law under both names; the default law
 keeps the random streams (and so the results) it had before laws existed.
@@ -17,11 +17,11 @@ import pandas as pd
 import pytest
 
 import dpfda
-from dpfda.maths.data import LAW_SHIFTS, LAWS, check_law, polynomial_curves, rkhs_curves, uniform_ball
-from dpfda.simulation.engine import latent_curves
-from dpfda.simulation.schedule import run_study
-from dpfda.simulation.seeding import latent_stream_key, stream_key
-from dpfda.simulation.studies import STUDY_NAMES, Setting, Study, get_study, paper_studies
+from dpfda_book.simulation.engine import latent_curves
+from dpfda_book.simulation.models import LAW_SHIFTS, LAWS, check_law, polynomial_curves, rkhs_curves, uniform_ball
+from dpfda_book.simulation.schedule import run_study
+from dpfda_book.simulation.seeding import latent_stream_key, stream_key
+from dpfda_book.simulation.studies import STUDY_NAMES, Setting, Study, get_study, paper_studies
 
 from _support import Z
 

@@ -1,7 +1,7 @@
-"""The one simulation loop (dpfda.simulation.engine.simulate_mechanisms) and its one rule for the draws.
+"""The one simulation loop (dpfda_book.simulation.engine.simulate_mechanisms) and its one rule for the draws.
 
 What the published numbers rest on is checked under the determinism contract
-(the README's "Determinism", :mod:`dpfda.simulation.engine`): bit identity
+(the README's "Determinism", :mod:`dpfda_book.simulation.engine`): bit identity
 between two runs made here (a chunk against the same repetitions in two
 chunks, a design alone against it among others, an audit in chunks of 70
 against one chunk), and agreement with stored values to ``MACHINE_RTOL``
@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 import dpfda
-from dpfda.simulation import engine, seeding
-from dpfda.simulation.design_runs import simulate_designs
-from dpfda.simulation.studies import Setting, get_study, paper_studies
 from dpfda.trust import audit as A
+from dpfda_book.simulation import engine, seeding
+from dpfda_book.simulation.design_runs import simulate_designs
+from dpfda_book.simulation.studies import Setting, get_study, paper_studies
 
 from _support import MACHINE_RTOL
 

@@ -23,11 +23,8 @@ from dpfda import (
     ftp,
     ftp_sigma,
     gaussian_kernel,
-    observe,
-    polynomial_curves,
     ptf,
     ptf_sigmas,
-    rkhs_curves,
     theory,
     uniform_grid,
 )
@@ -39,6 +36,7 @@ from dpfda.mechanisms.pipelines import (
     ptf_default_clip,
     ptf_default_weights,
 )
+from dpfda_book.simulation.models import observe, polynomial_curves, rkhs_curves
 
 from _support import assert_mc_close, bonferroni_z, reps
 

@@ -39,7 +39,7 @@ def test_the_names_in_use_are_still_there(name):
 
 
 def test_layouts_are_the_studies():
-    from dpfda.simulation import studies
+    from dpfda_book.simulation import studies
 
     assert plots.Layout is studies.Layout and plots.LAYOUTS is studies.LAYOUTS
     assert plots.layout_of is studies.layout_of

@@ -18,6 +18,7 @@ from scipy import stats
 import dpfda
 from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean
 from dpfda.trust import audit as A
+from dpfda_book.simulation import models
 
 opendp = pytest.importorskip("opendp", reason="the [secure] extra (opendp) is part of requirements.txt")
 dp_accounting = pytest.importorskip("dp_accounting")
@@ -37,9 +38,9 @@ Z = 5.0
 
 def _data(space, seed):
     rng = np.random.default_rng(seed)
-    F = dpfda.rkhs_curves(N, rng).values(GRID) if isinstance(space, dpfda.KernelSpace) else \
-        dpfda.polynomial_curves(N, space.m, rng).values(GRID)
-    return dpfda.observe(F, 0.2, rng)
+    F = models.rkhs_curves(N, rng).values(GRID) if isinstance(space, dpfda.KernelSpace) else \
+        models.polynomial_curves(N, space.m, rng).values(GRID)
+    return models.observe(F, 0.2, rng)
 
 
 def _zk(k):

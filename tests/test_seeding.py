@@ -1,4 +1,4 @@
-"""dpfda.simulation.seeding: the random streams of the simulations.
+"""dpfda_book.simulation.seeding: the random streams of the simulations.
 
 Keys are stable (SHA-256, not Python's salted hash) and pinned to dpfda 0.1's; every
 repetition's stream is numpy's own ``SeedSequence(seed, spawn_key=key + (r,))``, the
@@ -15,8 +15,8 @@ import sys
 import numpy as np
 import pytest
 
-from dpfda.simulation import engine, seeding
-from dpfda.simulation.studies import Setting, get_study
+from dpfda_book.simulation import engine, seeding
+from dpfda_book.simulation.studies import Setting, get_study
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -83,8 +83,8 @@ def test_stream_keys_and_first_draws_are_those_of_dpfda_0_1(pinned):
 def test_setting_keys_are_stable_across_interpreters():
     """Keys come from SHA-256, not Python's salted hash: another process agrees."""
     s = get_study("fig3").settings[17]
-    code = ("from dpfda.simulation.seeding import latent_stream_key, stream_key; "
-            "from dpfda.simulation.studies import get_study; "
+    code = ("from dpfda_book.simulation.seeding import latent_stream_key, stream_key; "
+            "from dpfda_book.simulation.studies import get_study; "
             "s = get_study('fig3').settings[17]; print(stream_key(s), latent_stream_key(s))")
     env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=ROOT)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,

@@ -1,4 +1,4 @@
-"""The content-addressed results store (dpfda.simulation.store).
+"""The content-addressed results store (dpfda_book.simulation.store).
 
 * Off (``DPFDA_STORE`` unset or empty) it is the engine: nothing is written.
 * On, a stored result equals a fresh one bit for bit (arrays and tables), for
@@ -16,13 +16,14 @@ import json
 import multiprocessing
 import os
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dpfda.simulation import engine, schedule, store
-from dpfda.simulation.studies import Setting, Study, get_study
+from dpfda_book.simulation import engine, schedule, store
+from dpfda_book.simulation.studies import Setting, Study, get_study
 
 SETTING = Setting("legendre", n=8, T=10, mu=1.0, sigma0=0.5, radius_rule="B", m=4)
 QUIET = Setting("kernel", n=16, T=12, mu=0.5, sigma0=0.0, radius_rule="B")
@@ -138,6 +139,18 @@ def test_key_holds_the_package_source(folder, monkeypatch):
     # an edited package gives other keys: the hash covers every .py file's bytes
     monkeypatch.setattr(store, "code_hash", lambda: "0" * 64)
     assert key() != json.dumps(text, sort_keys=True)
+
+
+def test_the_code_hash_covers_the_library_and_the_books_package():
+    """A stored setting depends on dpfda's fits as much as on the engine: both packages are hashed."""
+    import dpfda
+    import dpfda_book
+
+    files = {p.resolve() for p in store.code_files()}
+    lib, book = Path(dpfda.__file__).resolve().parent, Path(dpfda_book.__file__).resolve().parent
+    assert lib / "maths" / "fitting.py" in files and lib / "mechanisms" / "pipelines.py" in files
+    assert book / "simulation" / "engine.py" in files and book / "simulation" / "models.py" in files
+    assert files == set(lib.rglob("*.py")) | set(book.rglob("*.py"))
 
 
 def test_quick_and_full_entries_never_meet(folder, monkeypatch):

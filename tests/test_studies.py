@@ -1,4 +1,4 @@
-"""dpfda.simulation.studies: the paper's studies as data, settings and their validation."""
+"""dpfda_book.simulation.studies: the paper's studies as data, settings and their validation."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 
 import dpfda
-from dpfda.simulation.studies import (
+from dpfda_book.simulation.studies import (
     FAMILIES,
     PAPER_N,
     RADIUS_RULES,

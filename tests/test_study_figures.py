@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from dpfda.report import chapter_figures, study_figures, style
-from dpfda.simulation import studies
+from dpfda_book.simulation import studies
 
 
 def test_ratio_figure_is_two_panels_to_a_row_at_column_width():
@@ -44,7 +44,7 @@ def test_pipeline_diagram_and_ratio_map_fit_the_column():
 
 
 def test_each_paper_study_carries_its_layout_and_layout_of_reads_it():
-    from dpfda.simulation.studies import STUDY_NAMES, Study, get_study, paper_studies
+    from dpfda_book.simulation.studies import STUDY_NAMES, Study, get_study, paper_studies
 
     assert set(studies.LAYOUTS) == set(STUDY_NAMES)
     assert all(st.layout == studies.LAYOUTS[name] for name, st in paper_studies(n=(4, 8)).items())

@@ -1,4 +1,4 @@
-"""dpfda.simulation.tabulate: summaries of per-repetition errors, the results table, metadata."""
+"""dpfda_book.simulation.tabulate: summaries of per-repetition errors, the results table, metadata."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import dpfda
-from dpfda.config import Z95, proportion_se
-from dpfda.simulation import tabulate
-from dpfda.simulation.studies import Setting, Study
-from dpfda.simulation.tabulate import bias_variance, concat_chunks, summarize
+from dpfda_book.montecarlo import Z95, proportion_se
+from dpfda_book.simulation import tabulate
+from dpfda_book.simulation.studies import Setting, Study
+from dpfda_book.simulation.tabulate import bias_variance, concat_chunks, summarize
 
 
 def _per_rep(R, seed=0):

@@ -13,19 +13,9 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from dpfda import (
-    KernelSpace,
-    LegendreSpace,
-    brownian_kernel,
-    ftp,
-    gaussian_kernel,
-    observe,
-    polynomial_curves,
-    ptf,
-    theory,
-    uniform_grid,
-)
+from dpfda import KernelSpace, LegendreSpace, brownian_kernel, ftp, gaussian_kernel, ptf, theory, uniform_grid
 from dpfda.mechanisms.pipelines import ftp_fit_mean
+from dpfda_book.simulation.models import observe, polynomial_curves
 
 from _support import mc_mean_se, reps
 
@@ -254,7 +244,7 @@ def test_theorem_11_lower_bound_holds():
 @pytest.mark.parametrize("kind", ["legendre", "gaussian"])
 def test_identical_curves_error_matches_a_direct_simulation(kind):
     import dpfda
-    from dpfda.simulation.engine import repeat_releases
+    from dpfda_book.simulation.engine import repeat_releases
 
     if kind == "legendre":
         space, grid = dpfda.LegendreSpace(3), dpfda.uniform_grid(10)
@@ -268,7 +258,7 @@ def test_identical_curves_error_matches_a_direct_simulation(kind):
     radius = 1.0 + np.sqrt(geom.dim) * sigma0 / np.sqrt(lam[0])
     ic = theory.ftp_identical_curves(geom, radius, coef, sigma0, 200_000, rng)
     n, reps = 20, 4000
-    X = dpfda.observe(np.tile(geom.Phi @ coef, (n, 1)), sigma0, rng, reps=reps)
+    X = observe(np.tile(geom.Phi @ coef, (n, 1)), sigma0, rng, reps=reps)
     errs, _ = repeat_releases(dpfda.ftp, X, grid, space, radius, 1.0, reps, coef, rng)
     est, se = ic.estimate(n, 1.0)
     direct_se = errs.std(ddof=1) / np.sqrt(reps)

@@ -25,16 +25,13 @@ from dpfda import (
     laplace_mechanism,
     laplace_scale,
     mu_from_epsilon_delta,
-    observe,
-    polynomial_curves,
     ptf,
     ptf_sigmas,
-    rkhs_curves,
     theory,
     tradeoff,
-    uniform_ball,
     uniform_grid,
 )
+from dpfda_book.simulation.models import observe, polynomial_curves, rkhs_curves, uniform_ball
 
 GRID = uniform_grid(20)
 LEG = LegendreSpace(4)

@@ -1,10 +1,10 @@
 """Command line: ``python -m dpfda reproduce {fig1,…,fig6,table1,all}`` and ``python -m dpfda release``.
 
 Re-runs the paper's simulation studies (§5 and the appendix) with
-:func:`dpfda.simulation.schedule.run_studies` and writes, for each study, into ``--out``:
+:func:`dpfda_book.simulation.schedule.run_studies` and writes, for each study, into ``--out``:
 
 * ``<study>.csv`` — the results table (one row per setting, see
-  :func:`dpfda.simulation.schedule.run_study`), and ``<study>.json`` — the run's metadata
+  :func:`dpfda_book.simulation.schedule.run_study`), and ``<study>.json`` — the run's metadata
   (seed, repetitions, CI method, versions, timestamps, wall time);
 * ``<study>.png`` — the figure (Figures 1–6);
 * for Table 1, ``table1.md`` and ``table1.html`` — the table as in the paper.
@@ -70,8 +70,9 @@ import sys
 import uuid
 from collections.abc import Sequence
 
-from .._interrupt import SignalGuard, shutdown_workers
-from ..simulation.studies import STUDY_NAMES  # noqa: F401 (re-exported)
+from dpfda_book.interrupt import SignalGuard, shutdown_workers
+from dpfda_book.simulation.studies import STUDY_NAMES  # noqa: F401 (re-exported)
+
 from ._files import LOCK_NAME, FolderLock, stage_file, text_writer  # noqa: F401 (re-exported)
 from ._parsing import Parser, UsageError, integer_option
 from ._release import (  # noqa: F401 (re-exported)
@@ -119,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="repetitions per chunk (default: by memory; results do not depend on it)")
     rep.add_argument("--law", default="default",
                      help="latent law of the curves: default, shift-S or wave-S with S in "
-                          "{0, 0.25, 0.5, 0.75, 0.9} (see dpfda.maths.data); default: default")
+                          "{0, 0.25, 0.5, 0.75, 0.9} (see dpfda_book.simulation.models); default: default")
     rep.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_release_parser(sub)
     add_example_parser(sub)

@@ -11,13 +11,14 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ..simulation.studies import layout_of
+from dpfda_book.simulation.studies import layout_of
+
 from ._parsing import UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..simulation.studies import Study
+    from dpfda_book.simulation.studies import Study
 
 # What stage_file calls to write a file: write(tmp) with the temporary path.
 _Writer = Callable[[str], object]

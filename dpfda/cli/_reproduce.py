@@ -9,11 +9,12 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._interrupt import SignalGuard, pause_for_test, shutdown_workers
+from dpfda_book.interrupt import SignalGuard, pause_for_test, shutdown_workers
+from dpfda_book.simulation.models import check_law
+from dpfda_book.simulation.schedule import check_memory, run_studies
+from dpfda_book.simulation.studies import PAPER_N, STUDY_NAMES, paper_studies
+
 from .._version import __version__
-from ..maths.data import check_law
-from ..simulation.schedule import check_memory, run_studies
-from ..simulation.studies import PAPER_N, STUDY_NAMES, paper_studies
 from ._files import (
     check_final_names,
     check_output_dir,
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from ..simulation.studies import Study
+    from dpfda_book.simulation.studies import Study
 
 QUICK_N = (4, 16, 64, 256)
 """Sample sizes of ``--quick`` (the paper's run uses 2², 2³, …, 2¹²)."""
@@ -39,7 +40,7 @@ QUICK_REPS = 20
 """Default repetitions of ``--quick``."""
 
 STUDY_CHOICES = (*STUDY_NAMES, "all")
-"""What ``reproduce`` accepts: a study of the paper (:data:`dpfda.simulation.studies.STUDY_NAMES`) or all."""
+"""What ``reproduce`` accepts: a study of the paper (:data:`dpfda_book.simulation.studies.STUDY_NAMES`) or all."""
 
 
 def validate_reproduce(args: argparse.Namespace) -> None:
@@ -89,7 +90,7 @@ def _chosen_studies(args: argparse.Namespace) -> list[Study]:
 def _check_plan(args: argparse.Namespace) -> None:
     """Refuse, before anything runs, a run whose results or chunks cannot fit in memory.
 
-    The plan is never built for this (:func:`dpfda.simulation.schedule.check_memory` counts it), so
+    The plan is never built for this (:func:`dpfda_book.simulation.schedule.check_memory` counts it), so
     ``--reps 1000000000000`` is refused at once rather than after gigabytes of chunks.
     """
     try:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpfda.maths.summation import gamma
+from .summation import gamma
 
 __all__ = ["solve_rtol"]
 

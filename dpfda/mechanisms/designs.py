@@ -283,7 +283,7 @@ class Design:
         some curve was moved.  Flags are diagnostics for simulations, never part
         of a release.  Every mean is exact up to one rounding
         (:func:`dpfda.maths.summation.fixed_point_mean`); ``exact=False`` is the
-        simulations' faster sum (:func:`dpfda.simulation.design_runs.simulate_designs`; no release uses it).
+        simulations' faster sum (:func:`dpfda_book.simulation.design_runs.simulate_designs`; no release uses it).
         """
         out = self._parts_per_curve(self._check_X(X), exact)
         for flag in ("box_active", "ellipsoid_active", "ball_active"):

@@ -21,8 +21,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 from numpy.typing import ArrayLike
 
-from ..config import Z95, proportion_se
-from ..maths.data import LAW_SHIFTS, kernel_direction, polynomial_direction
+from dpfda_book.montecarlo import Z95, proportion_se
+from dpfda_book.simulation.models import LAW_SHIFTS, kernel_direction, polynomial_direction
+
 from ..maths.spaces import LegendreSpace, gaussian_kernel
 from .claims import P_MARGIN, PAPER_P, VERDICT_MARKS, VERDICTS, get_claim, law_label
 from .style import (
@@ -169,7 +170,7 @@ def design_ratio_figure(df: pd.DataFrame, designs: Sequence[str], *, panel: str 
                         z: float = Z95) -> Figure:
     """Error of each design relative to ``reference`` against n, one panel per ``panel`` value.
 
-    ``df`` is :func:`dpfda.simulation.design_runs.compare_designs`' table (columns ``design``, ``n``,
+    ``df`` is :func:`dpfda_book.simulation.design_runs.compare_designs`' table (columns ``design``, ``n``,
     ``panel``, ``ratio_<reference>``, ``se_log_ratio_<reference>``). Error bars: the paired
     confidence interval exp(±z·se_log_ratio). The designs of one n are drawn side by side
     (a small horizontal offset on the log axis), so no design hides another where their
@@ -306,8 +307,8 @@ def nested_bands_figure(t: ArrayLike, panels: Mapping[str, Mapping[Any, Any]], l
 def activation_figure(df: pd.DataFrame) -> Figure:
     """p̂_PTF, the share of repetitions in which PTF's fit hit the ball, against n (Table 1).
 
-    One panel per μ, one line per T (markers by level); error bars ±:data:`~dpfda.config.Z95`
-    Agresti–Coull standard errors (:func:`dpfda.config.proportion_se`), so an observed 0
+    One panel per μ, one line per T (markers by level); error bars ±:data:`~dpfda_book.montecarlo.Z95`
+    Agresti–Coull standard errors (:func:`dpfda_book.montecarlo.proportion_se`), so an observed 0
     or 1 still carries an uncertainty.  ``df`` is the results table of Table 1's (or
     Figure 1's) study.
     """
@@ -399,7 +400,7 @@ def activation_by_norm_figure(norms: ArrayLike, p: ArrayLike, se: ArrayLike, nor
     """P(PTF's constraint binds) against the norm of the mean curve (Table 1's example).
 
     ``p[k]`` (with standard error ``se[k]``) is the probability at the mean rescaled to norm
-    ``norms[k]``; error bars ±:data:`~dpfda.config.Z95` standard errors.  A dashed line
+    ``norms[k]``; error bars ±:data:`~dpfda_book.montecarlo.Z95` standard errors.  A dashed line
     marks ``norm_bar``, the norm of the run's own mean, and a dotted one the paper's
     0.755 (:data:`dpfda.report.claim_encodings.PAPER_P`).
     """
@@ -571,7 +572,7 @@ def activation_by_share_figure(shares: pd.DataFrame) -> Figure:
 
     ``shares`` is :func:`dpfda.report.law_runs.activation_by_share`'s table.  The shift and wave
     laws as two series (offset a little in S, so neither hides the other; circles and
-    squares), error bars ±:data:`~dpfda.config.Z95` standard errors; the default law as
+    squares), error bars ±:data:`~dpfda_book.montecarlo.Z95` standard errors; the default law as
     a dashed line, the paper's 0.755 (:data:`dpfda.report.claim_encodings.PAPER_P`) dotted, and the
     margin of Table 1's claim 5 (:data:`dpfda.report.claim_encodings.P_MARGIN`) shaded.
     """

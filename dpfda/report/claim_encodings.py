@@ -13,7 +13,7 @@ are encoded with a stated margin δ: "x agrees with y" becomes the two component
 y" becomes ``δ − (x − y) > 0`` (non-inferiority).  Ratios are compared on the log scale
 with the engine's ``se_log_ratio``; two settings have independent streams, so a difference
 has the root-sum-square standard error; activation probabilities carry Agresti–Coull
-standard errors (:func:`dpfda.config.proportion_se`).
+standard errors (:func:`dpfda_book.montecarlo.proportion_se`).
 
 Two words have one reading each, in every claim that uses them:
 
@@ -39,8 +39,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from dpfda_book.simulation.studies import get_study
+
 from ..mechanisms import theory
-from ..simulation.studies import get_study
 from . import evidence as ev
 from .activation_bounds import theory_activation
 

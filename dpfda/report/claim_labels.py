@@ -6,7 +6,7 @@ The chapter book/robustness.ipynb shows the matrix; its figures are in
 
 from __future__ import annotations
 
-from ..maths.data import check_law
+from dpfda_book.simulation.models import check_law
 
 __all__ = ["VERDICT_MARKS", "law_label"]
 

@@ -4,7 +4,7 @@ Every qualitative conclusion the paper draws from its simulations (§5.1–5.3,
 the appendix's Figures 4–6 and Table 1) is a :class:`Claim` here, and nowhere
 else.  A record carries, side by side,
 
-* ``where``: the paper's location (the study's ``dpfda.simulation.studies.Study.source``);
+* ``where``: the paper's location (the study's ``dpfda_book.simulation.studies.Study.source``);
 * ``paper``: our paraphrase of what the paper says (MyST markdown);
 * ``test``: our operationalisation, the components it tests (the docstring of
   its build function);
@@ -33,7 +33,8 @@ from typing import Callable
 
 import pandas as pd
 
-from ..simulation.studies import paper_studies
+from dpfda_book.simulation.studies import paper_studies
+
 from .claim_encodings import BUILDS, Component
 
 __all__ = [

@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ..maths.data import LAW_SHIFTS, LAWS, check_law
+from dpfda_book.simulation.models import LAW_SHIFTS, LAWS, check_law
+
 from .claim_labels import VERDICT_MARKS
 from .claim_registry import CLAIMS, Claim, claim_components, get_claim
 
@@ -60,7 +61,7 @@ def components_table(results: Mapping[str, Mapping[str, pd.DataFrame]], claims: 
     """Every component of every claim under every law, one row each.
 
     ``results`` maps law → (study name → results table): one
-    :func:`dpfda.simulation.schedule.run_studies` output per law (the conditional design) or
+    :func:`dpfda_book.simulation.schedule.run_studies` output per law (the conditional design) or
     :func:`~dpfda.report.law_runs.simulate`'s pooled law-level tables.  Columns: ``claim``, ``law``,
     ``component``, ``estimate``, ``se``, ``direction``, ``z`` (the estimate over
     its standard error, signed by the asserted direction), ``df`` (NaN: a
@@ -277,7 +278,7 @@ def _law_at(shape: str, S: float) -> str:
 
 
 def classify(matrix: pd.DataFrame) -> pd.Series:
-    """Sort each claim of a verdict matrix (all of :data:`~dpfda.maths.data.LAWS` as columns) into a category.
+    """Sort each claim of a verdict matrix (every law of :data:`~dpfda_book.simulation.models.LAWS`) into a category.
 
     Only decisive contrasts count (a law where the claim holds against one where
     it fails); a difference between "holds" and "inconclusive" may be a matter

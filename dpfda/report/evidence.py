@@ -2,7 +2,7 @@
 
 The book states each qualitative claim of §5 and of the appendix's polynomial
 section in words and then asserts it on the results table of
-:func:`dpfda.simulation.schedule.run_study`.  The helpers here turn "the ratio falls",
+:func:`dpfda_book.simulation.schedule.run_study`.  The helpers here turn "the ratio falls",
 "the ratio lies below one", "this curve is flat" into comparisons whose
 tolerance is a multiple ``z`` of the Monte Carlo standard error — never a
 hand-picked margin.
@@ -12,19 +12,19 @@ Conventions
 * A *row* is one setting of a results table (a ``pandas.Series``).  Its error
   ratio FTP/PTF is judged on the log scale, with the table's
   ``se_log_ratio`` (delta method on the paired errors; see
-  :data:`dpfda.simulation.tabulate.CI_METHOD`).
+  :data:`dpfda_book.simulation.tabulate.CI_METHOD`).
 * Two different settings have independent random streams (the engine keys
   every stream by the setting), so the standard error of a difference
   between them is ``sqrt(se_a² + se_b²)``.  FTP and PTF in the *same*
   setting share their data; compare them only through the ratio.
-* ``z`` defaults to :data:`dpfda.config.Z` = 4 (a two-sided level of about
+* ``z`` defaults to :data:`dpfda_book.montecarlo.Z` = 4 (a two-sided level of about
   6e-5 for one comparison).  When one assertion makes k comparisons, use
-  :func:`~dpfda.config.bonferroni_z` (``bonferroni_z(1) == Z``).  Both, and
-  :func:`~dpfda.config.proportion_se`, live in :mod:`dpfda.config` and are
+  :func:`~dpfda_book.montecarlo.bonferroni_z` (``bonferroni_z(1) == Z``).  Both, and
+  :func:`~dpfda_book.montecarlo.proportion_se`, live in :mod:`dpfda_book.settings` and are
   re-exported here for the chapters.
 
 This module only reads results tables; simulations are the engine's
-(:mod:`dpfda.simulation.engine`, :mod:`dpfda.simulation.schedule`).
+(:mod:`dpfda_book.simulation.engine`, :mod:`dpfda_book.simulation.schedule`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ import numbers
 import numpy as np
 import pandas as pd
 
+from dpfda_book.montecarlo import Z, bonferroni_z, proportion_se
+from dpfda_book.simulation.studies import check_family
+
 from .._validation import check_nonnegative, check_positive
-from ..config import Z, bonferroni_z, proportion_se
-from ..simulation.studies import check_family
 
 __all__ = [
     "Z",
@@ -191,7 +192,7 @@ _TABLE1_COLUMNS = {"mu": "mu", "T": "T", "n": "n", "err_ftp": "MSE_FTP", "err_pt
 def table1_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Table 1's numbers: per (μ, T, n) the two MSEs, their ratio (with its 95% CI) and p̂_PTF.
 
-    ``df`` is the results table of the study ``table1`` (:func:`dpfda.simulation.schedule.run_study`).
+    ``df`` is the results table of the study ``table1`` (:func:`dpfda_book.simulation.schedule.run_study`).
     Rows are ordered by μ, T, n, as the settings of Figure 1; :func:`dpfda.report.tables.table`
     shows it, :func:`dpfda.report.tables.pivot_n_by_mu_T` lays one of its columns out as the paper does.
     """

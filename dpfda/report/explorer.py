@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from dpfda_book.simulation.studies import Setting, check_family
+
 from ..mechanisms.theory import ratio_limit
-from ..simulation.studies import Setting, check_family
 from .tables import Table, number, table
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def ratio_explorer(df: pd.DataFrame, *, width: int = 660, height: int = 400) -> 
     Parameters
     ----------
     df : pandas.DataFrame
-        Results of :func:`dpfda.simulation.schedule.run_study`; every combination of the widgets'
+        Results of :func:`dpfda_book.simulation.schedule.run_study`; every combination of the widgets'
         values that a reader can select must be present for every n (checked).
     width, height : int
         Size of the plot in pixels.

@@ -31,9 +31,10 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ..maths.data import LAWS, check_law
-from ..simulation.store import run_studies
-from ..simulation.studies import PAPER_N, STUDY_NAMES, paper_studies
+from dpfda_book.simulation.models import LAWS, check_law
+from dpfda_book.simulation.store import run_studies
+from dpfda_book.simulation.studies import PAPER_N, STUDY_NAMES, paper_studies
+
 from . import evidence as ev
 from .claim_encodings import p_ptf_and_se
 
@@ -145,8 +146,9 @@ def simulate(laws: str | Iterable[str] = LAWS, *, reps_noiseless: int, reps_nois
     (:func:`draw_seeds`), the repetitions split evenly between them
     (``reps_noiseless // K`` and ``reps_noisy // K`` each), pooled by
     :func:`pool_draws` into law-level tables.  Per draw, two
-    :func:`dpfda.simulation.store.run_studies` calls (:func:`dpfda.simulation.schedule.run_studies`, through the
-    results store when one is on) cover every law: the noiseless
+    :func:`dpfda_book.simulation.store.run_studies` calls
+    (:func:`dpfda_book.simulation.schedule.run_studies`, through the results store when one is
+    on) cover every law: the noiseless
     studies (:data:`NOISELESS_STUDIES`; Figure 1 and Table 1 share their
     settings, simulated once) and the noisy ones.  ``n`` narrows the grid of
     sample sizes.
@@ -242,13 +244,13 @@ def simulate_draws(laws: str | Iterable[str], *, reps_noiseless: int, reps_noisy
 
     The K = ``draws`` seeds are :func:`draw_seeds`'s; each draw has
     ``reps_noiseless // K`` repetitions in a noiseless study and ``reps_noisy // K``
-    in a noisy one.  Per draw, two :func:`dpfda.simulation.store.run_studies` calls
+    in a noisy one.  Per draw, two :func:`dpfda_book.simulation.store.run_studies` calls
     cover every law: the noiseless studies and the noisy ones (settings they share
     are simulated once).  ``n`` narrows the grid of sample sizes.
     """
     laws = [check_law(law) for law in ([laws] if isinstance(laws, str) else laws)]
     if not laws:
-        raise ValueError("laws must name at least one law of dpfda.maths.data.LAWS")
+        raise ValueError("laws must name at least one law of dpfda_book.simulation.models.LAWS")
     studies = [studies] if isinstance(studies, str) else list(studies)
     if not studies or any(k not in STUDY_NAMES for k in studies):
         raise ValueError(f"studies must name studies of {', '.join(STUDY_NAMES)}; got {studies}")

@@ -10,7 +10,7 @@ one job:
   :func:`~dpfda.report.tables.number`);
 * :mod:`dpfda.report.study_figures`: the paper's studies drawn as the paper draws them
   (:func:`~dpfda.report.study_figures.figure`), in the layout each study carries
-  (:class:`dpfda.simulation.studies.Layout`);
+  (:class:`dpfda_book.simulation.studies.Layout`);
 * :mod:`dpfda.report.chapter_figures`: the figures of single chapters;
 * :mod:`dpfda.report.figure_checks`: what a drawn figure gets wrong
   (:func:`~dpfda.report.figure_checks.layout_problems`);
@@ -21,7 +21,8 @@ Nothing is shown or saved here (the command line, :mod:`dpfda.cli`, writes a run
 
 from __future__ import annotations
 
-from ..simulation.studies import LAYOUTS, Layout, layout_of
+from dpfda_book.simulation.studies import LAYOUTS, Layout, layout_of
+
 from . import chapter_figures, explorer, figure_checks, study_figures, style, tables
 from .chapter_figures import *  # noqa: F403
 from .explorer import *  # noqa: F403

@@ -1,13 +1,13 @@
 """The paper's study figures: the simulation studies drawn as the paper draws them.
 
-How a study is drawn is its :class:`~dpfda.simulation.studies.Layout` (each of the paper's
+How a study is drawn is its :class:`~dpfda_book.simulation.studies.Layout` (each of the paper's
 studies carries its own; :func:`figure` draws a study in its layout):
 
 * ``kind="ratio"`` (Figures 1, 3, 4, 6): the FTP/PTF error ratio against n on
   log–log axes, one panel per μ (Figures 1, 4) or σ₀ (Figures 3, 6), colour and
   marker by T (RKHS) or m (H_m), dashed lines at the noiseless reference 1/T
   (Corollary 15) or 1/m (Corollary 12) in the matching colour; error bars are
-  the 95% confidence intervals of the ratio (:data:`dpfda.simulation.tabulate.CI_METHOD`).
+  the 95% confidence intervals of the ratio (:data:`dpfda_book.simulation.tabulate.CI_METHOD`).
   A thin grey line marks ratio 1, above which PTF is the more accurate.
 * ``kind="scaled"`` (Figures 2, 5): n × MSE (or n × IMSE) against n, FTP in
   the left panel and PTF in the right, one line per radius rule; error bars
@@ -16,7 +16,7 @@ studies carries its own; :func:`figure` draws a study in its layout):
   :func:`~dpfda.report.tables.pivot_n_by_mu_T` lays one of its quantities out as the paper does (rows n,
   columns T within μ).
 
-They take the results table of :func:`dpfda.simulation.schedule.run_study`.
+They take the results table of :func:`dpfda_book.simulation.schedule.run_study`.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ import pandas as pd
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
-from ..config import Z95
-from ..simulation.studies import LAYOUTS, Layout, Study, layout_of
+from dpfda_book.montecarlo import Z95
+from dpfda_book.simulation.studies import LAYOUTS, Layout, Study, layout_of
+
 from .style import (
     MIN_FONT_PT,
     SYMBOLS,
@@ -159,8 +160,8 @@ def figure(df: pd.DataFrame, study: Study | str | None = None, *, layout: Layout
            title: str | None = None) -> Figure:
     """The figure of a study in its layout (ratio or scaled).
 
-    ``study`` (a :class:`~dpfda.simulation.studies.Study` or its name) defaults to the study named
-    in ``df["study"]``; its layout is :data:`~dpfda.simulation.studies.LAYOUTS`' entry for it unless ``layout`` is
+    ``study`` (a :class:`~dpfda_book.simulation.studies.Study` or its name) defaults to the study named
+    in ``df["study"]``; its layout is :data:`~dpfda_book.simulation.studies.LAYOUTS`' entry for it unless ``layout`` is
     given (a study of one's own needs one).
     """
     df = check_results(df)
@@ -179,7 +180,7 @@ def figure(df: pd.DataFrame, study: Study | str | None = None, *, layout: Layout
 def caption(df_or_meta: pd.DataFrame | Mapping[str, Any], layout: Layout | None = None) -> str:
     """A caption sentence stating the source, the repetitions and the seed.
 
-    What the error bars are depends on the layout (default: :data:`~dpfda.simulation.studies.LAYOUTS`' entry for
+    What the error bars are depends on the layout (default: :data:`~dpfda_book.simulation.studies.LAYOUTS`' entry for
     the run's study, if it is one of the paper's).
     """
     meta = df_or_meta.attrs.get("dpfda", {}) if isinstance(df_or_meta, pd.DataFrame) else dict(df_or_meta)

@@ -53,7 +53,7 @@ RULE_LABELS = {
     "sqrt_n": r"$\sqrt{n}$",
     "n_2_3": r"$n^{2/3}$",
 }
-"""Figure labels of the named radius rules (:data:`dpfda.simulation.studies.RADIUS_RULES`; matplotlib mathtext)."""
+"""Figure labels of the named radius rules (:data:`dpfda_book.simulation.studies.RADIUS_RULES`; matplotlib mathtext)."""
 
 RULE_TEXT = {
     "B": "B",

@@ -58,10 +58,11 @@ WIDTH, HEIGHT = 1280, 1800
 
 CODE = r"""import numpy as np, matplotlib.pyplot as plt, dpfda
 from IPython.display import Math, display
+from dpfda_book.simulation import models
 rng = np.random.default_rng(0)
 space = dpfda.LegendreSpace(4)
 grid = dpfda.uniform_grid(20)
-curves = dpfda.polynomial_curves(200, 4, rng)
+curves = models.polynomial_curves(200, 4, rng)
 rel = dpfda.ftp(curves.values(grid), grid, space, 1.1, 1.0, rng)
 t = np.linspace(0, 1, 101)
 plt.plot(t, curves.mean_values(t), label="mean"); plt.plot(t, rel(t), label="FTP release"); plt.legend()

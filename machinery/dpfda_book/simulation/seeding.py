@@ -6,18 +6,18 @@ only on (``seed``, the setting, the repetition):
 * latent curves: ``SeedSequence(seed, spawn_key=latent_stream_key(setting))``,
   where the latent key is ("poly", m, n, B) or ("rkhs", n, ρ, centres, B) (the
   stream tokens of the families "legendre" and "kernel",
-  ``dpfda.simulation.studies._STREAM_TOKEN``) — it leaves out T, μ, σ₀ and B', so every
+  ``dpfda_book.simulation.studies._STREAM_TOKEN``) — it leaves out T, μ, σ₀ and B', so every
   figure uses the same latent functions for the same n (and m), and the RKHS
   functions are evaluated on each grid;
 * repetition r: a PCG64 generator seeded by
   ``SeedSequence(seed, spawn_key=stream_key(setting) + (r,))``
   (:func:`rep_generator`); what it draws, and in which order, is the rule of
-  :func:`dpfda.simulation.engine.draw_normals`.  The repetition key leaves out the
+  :func:`dpfda_book.simulation.engine.draw_normals`.  The repetition key leaves out the
   latent law: the laws of one setting share their observation and privacy noise
   (common random numbers), and differ only in their latent curves.
 
 Setting keys are SHA-256 hashes of the setting's canonical description
-(:meth:`~dpfda.simulation.studies.Setting.canonical`; never Python's salted ``hash``).
+(:meth:`~dpfda_book.simulation.studies.Setting.canonical`; never Python's salted ``hash``).
 :func:`rep_generators` computes the PCG64 states of a whole chunk of
 repetitions at once, checked against numpy's constructor in every chunk.
 The repetitions never share one stream at offsets (repetition r starting
@@ -33,7 +33,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .._validation import check_int
+from dpfda._validation import check_int
+
 from .studies import Setting
 
 __all__ = [
@@ -57,7 +58,7 @@ def hash_words(text: str, k: int = 4) -> tuple[int, ...]:
 def stream_key(setting: Setting) -> tuple[int, ...]:
     """Spawn key of a setting's repetition streams: four 32-bit words of SHA-256 of its canonical text.
 
-    The text is :meth:`~dpfda.simulation.studies.Setting.stream_canonical`, the canonical
+    The text is :meth:`~dpfda_book.simulation.studies.Setting.stream_canonical`, the canonical
     text without the latent law, so settings that differ only in their law share their
     repetitions' streams (common random numbers across laws).
     """
@@ -159,7 +160,7 @@ def rep_generators(key: tuple, seed: int, start: int, stop: int) -> Iterator[np.
 def rep_generator(setting: Setting, seed: int, rep: int) -> np.random.Generator:
     """A new generator in the state repetition ``rep`` of ``setting`` starts from.
 
-    Drawing from it what the engine draws (:func:`dpfda.simulation.engine.draw_normals`) reproduces the
+    Drawing from it what the engine draws (:func:`dpfda_book.simulation.engine.draw_normals`) reproduces the
     repetition: e.g. ``X = observe(F, σ₀, g)``, then ``ftp(X, …, g)``, then
     ``ptf(X, …, g)``.
     """

@@ -12,12 +12,12 @@ appendix's polynomial setup):
 
 The errors are averaged over repetitions (conditional on the latent curves),
 and the reported ratio is the ratio of the two Monte Carlo means, as in the
-paper (:mod:`dpfda.simulation.tabulate`; :mod:`dpfda.simulation.schedule` runs whole studies).
+paper (:mod:`dpfda_book.simulation.tabulate`; :mod:`dpfda_book.simulation.schedule` runs whole studies).
 
 One loop
 --------
 Every simulation of the book — the paper's settings (:func:`simulate_chunk`) and
-the designs of :mod:`dpfda.mechanisms.designs` (:func:`dpfda.simulation.design_runs.simulate_designs`) —
+the designs of :mod:`dpfda.mechanisms.designs` (:func:`dpfda_book.simulation.design_runs.simulate_designs`) —
 runs chunk by chunk through :func:`simulate_mechanisms`: draw the random numbers
 (:func:`draw_normals`, the one rule for their order), form X = F + σ₀ε, compute
 each distinct summary once for all mechanisms, then privatize every mechanism's
@@ -32,12 +32,12 @@ one block from one generator.
 
 Random streams
 --------------
-:mod:`dpfda.simulation.seeding` makes the generators; :func:`draw_normals` says what is
+:mod:`dpfda_book.simulation.seeding` makes the generators; :func:`draw_normals` says what is
 drawn from them and in which order: the observation noise first, then the
 privacy normals in blocks.  A setting's repetition r has its own stream (the
 order is then: its n × T observation normals, none when σ₀ = 0, then FTP's d
 privacy normals, then PTF's T — exactly what ``observe``, ``ftp`` and ``ptf``
-draw when called in that order with :func:`dpfda.simulation.seeding.rep_generator`);
+draw when called in that order with :func:`dpfda_book.simulation.seeding.rep_generator`);
 the laws of a setting share those streams (common random numbers:
 :func:`simulate_laws` draws them once for all the laws of a task);
 the designs draw from one stream a chunk, ``SeedSequence(seed,
@@ -96,13 +96,14 @@ from typing import Callable, Hashable, Iterable, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_int, check_optional_int, check_reps, check_rng
-from ..config import quick as quick_mode
-from ..maths.data import KernelCurves, PolynomialCurves, polynomial_curves, rkhs_curves
-from ..maths.spaces import FunctionSpace, GridGeometry, gaussian_kernel
-from ..mechanisms.mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
-from ..mechanisms.pipelines import Release, ftp_fit_mean, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
-from ..trust.draws import batches, repeat_mechanism, repeated  # the audit's draws: one summary, fresh normals
+from dpfda._validation import check_int, check_optional_int, check_reps, check_rng
+from dpfda.maths.spaces import FunctionSpace, GridGeometry, gaussian_kernel
+from dpfda.mechanisms.mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
+from dpfda.mechanisms.pipelines import Release, ftp_fit_mean, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
+from dpfda.trust.draws import batches, repeat_mechanism, repeated  # the audit's draws: one summary, fresh normals
+
+from ..settings import quick as quick_mode
+from .models import KernelCurves, PolynomialCurves, polynomial_curves, rkhs_curves
 from .seeding import latent_generator, rep_generators, stream_key
 from .studies import Setting
 from .tabulate import concat_chunks
@@ -169,7 +170,7 @@ def draw_normals(streams: np.random.Generator | Iterable[np.random.Generator], c
     ``streams`` is either one ``numpy.random.Generator`` for the whole chunk
     (the designs' per-chunk streams, a caller's generator) or an iterable of
     ``c`` generators, one a repetition (the engine's streams,
-    :func:`dpfda.simulation.seeding.rep_generators`).  From each stream, in this order:
+    :func:`dpfda_book.simulation.seeding.rep_generators`).  From each stream, in this order:
 
     1. the observation noise ε, n × T normals a repetition (only if
        ``sigma0 > 0``; ``F`` (n, T) holds the latent values);
@@ -192,7 +193,7 @@ def draw_normals(streams: np.random.Generator | Iterable[np.random.Generator], c
     if isinstance(streams, np.random.Generator):
         if noisy and F is not None:
             X = streams.standard_normal((c,) + F.shape)
-            X *= sigma0  # X = F + σ₀ε, as dpfda.maths.data.observe
+            X *= sigma0  # X = F + σ₀ε, as dpfda_book.simulation.models.observe
             X += F
         return X, [streams.standard_normal((c, k)) for k in blocks]
     priv = np.empty((c, sum(blocks)))
@@ -201,7 +202,7 @@ def draw_normals(streams: np.random.Generator | Iterable[np.random.Generator], c
         for Xi, priv_i, rng in zip(X, priv, streams, strict=True):
             rng.standard_normal(out=Xi)  # observation noise ε (eq. 2) ...
             rng.standard_normal(out=priv_i)  # ... then the privacy normals, block after block
-            Xi *= sigma0  # X = F + σ₀ε, as dpfda.maths.data.observe (while Xi is in cache)
+            Xi *= sigma0  # X = F + σ₀ε, as dpfda_book.simulation.models.observe (while Xi is in cache)
             Xi += F
     else:
         for priv_i, rng in zip(priv, streams, strict=True):
@@ -320,7 +321,7 @@ _LATENT_MAX = 128
 def _shared_latent_curves(setting: Setting, seed: int) -> PolynomialCurves | KernelCurves:
     """:func:`latent_curves`, cached by what they depend on: the latent key and the seed.
 
-    Settings with the same :meth:`~dpfda.simulation.studies.Setting.latent_canonical`
+    Settings with the same :meth:`~dpfda_book.simulation.studies.Setting.latent_canonical`
     (any T, μ, σ₀ and B') draw the same curves from the same stream, so they are drawn
     once per process (the last ``_LATENT_MAX`` keys kept).
     """
@@ -506,7 +507,7 @@ def simulate_laws(settings: Sequence[Setting], seed: int, start: int, stop: int,
     """:func:`simulate_chunk` of several settings that differ only in their latent law, drawn once.
 
     The settings share their repetitions' streams
-    (:meth:`~dpfda.simulation.studies.Setting.stream_canonical`: common random numbers
+    (:meth:`~dpfda_book.simulation.studies.Setting.stream_canonical`: common random numbers
     across laws), so each repetition's observation noise ε and privacy normals are
     drawn once, in :func:`draw_normals`' order, and every law forms its own
     X = F + σ₀ε from them with the same two operations (σ₀ε, then + F) in the same

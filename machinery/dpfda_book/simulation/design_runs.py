@@ -1,8 +1,8 @@
 """Monte Carlo over designs: paired errors of several mechanism designs on one simulation setting.
 
 The simulations of the design-space chapter: every design of :mod:`dpfda.mechanisms.designs` built on
-a setting of :mod:`dpfda.simulation.studies`, run through the engine's one loop
-(:func:`dpfda.simulation.engine.simulate_mechanisms`) with shared observation noise and privacy
+a setting of :mod:`dpfda_book.simulation.studies`, run through the engine's one loop
+(:func:`dpfda_book.simulation.engine.simulate_mechanisms`) with shared observation noise and privacy
 normals (common random numbers), and tabulated with paired ratios to reference designs.
 """
 
@@ -14,16 +14,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._validation import check_int
-from ..mechanisms.designs import Design
-from ..mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean
+from dpfda._validation import check_int
+from dpfda.mechanisms.designs import Design
+from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean
+
 from .engine import Arm, per_repetition, prepare, simulate_mechanisms
 from .seeding import generator, stream_key
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..mechanisms.pipelines import Release
+    from dpfda.mechanisms.pipelines import Release
+
     from .studies import Setting
 
 __all__ = ["simulate_designs", "compare_designs"]
@@ -35,15 +37,15 @@ def simulate_designs(setting: Setting, designs: dict, reps: int, seed: int, *,
                      chunk_values: int = 2_000_000) -> dict[str, dict[str, np.ndarray]]:
     """Errors of several designs on one simulation setting of the engine, paired.
 
-    ``setting`` is a :class:`dpfda.simulation.studies.Setting` (latent curves, grid, n,
-    μ, σ₀, B' as in :mod:`dpfda.simulation.engine`); ``designs`` maps a name to the
+    ``setting`` is a :class:`dpfda_book.simulation.studies.Setting` (latent curves, grid, n,
+    μ, σ₀, B' as in :mod:`dpfda_book.simulation.engine`); ``designs`` maps a name to the
     keyword arguments of :class:`~dpfda.mechanisms.designs.Design`.  Every repetition draws fresh
     observation noise and one set of privacy normals (Z_T, Z_d) shared by all
     designs (common random numbers, so differences between designs are
     measured precisely); the curves' projections are computed once per
     repetition and shared.  Streams: ``SeedSequence(seed, spawn_key=stream_key(setting)
-    + (1014, chunk))`` (:func:`dpfda.simulation.seeding.stream_key`) with chunks fixed by the setting, so results do not
-    depend on anything but (seed, setting, reps).
+    + (1014, chunk))`` (:func:`dpfda_book.simulation.seeding.stream_key`) with chunks fixed by the
+    setting, so results do not depend on anything but (seed, setting, reps).
 
     Returns a dict name -> dict of per-repetition arrays ``err`` (IMSE or grid
     MSE against f̄) and ``free`` (no curve clipped or projected and the final

@@ -1,12 +1,12 @@
 """Scheduling simulations: plan the chunks, check memory, run them (joblib or Dask).
 
-A run splits each setting's repetitions into chunks (:func:`dpfda.simulation.engine.chunk_size`),
+A run splits each setting's repetitions into chunks (:func:`dpfda_book.simulation.engine.chunk_size`),
 generated as they are needed (:class:`Tasks`), never listed.  :func:`run_studies`
 first checks (:func:`check_memory`) that every setting's per-repetition results
 and the largest chunk fit in the memory this process may use: a run that cannot
 fit is refused with ``ValueError`` before anything runs.  The chunks run in this
 process or in joblib's workers (any backend, e.g. Dask); a setting's results do
-not depend on the chunking, the workers or the order (:mod:`dpfda.simulation.seeding`).
+not depend on the chunking, the workers or the order (:mod:`dpfda_book.simulation.seeding`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from .._interrupt import pause_for_test
-from .._validation import check_int, check_jobs, check_reps
+from dpfda._validation import check_int, check_jobs, check_reps
+
+from ..interrupt import pause_for_test
 from .engine import batches, chunk_size, simulate_chunk, simulate_laws
 from .studies import Setting, Study
 from .tabulate import concat_chunks, frame
@@ -54,8 +55,8 @@ class Tasks:
     each time it is iterated.  ``len()`` and :meth:`count` are arithmetic.
 
     Settings that differ only in their latent law share their random streams
-    (:meth:`~dpfda.simulation.studies.Setting.stream_canonical`) and run as one
-    task (:func:`dpfda.simulation.engine.simulate_laws`): only the first of them
+    (:meth:`~dpfda_book.simulation.studies.Setting.stream_canonical`) and run as one
+    task (:func:`dpfda_book.simulation.engine.simulate_laws`): only the first of them
     (in the run's order) is yielded, and :meth:`members` names them all.
     """
 
@@ -131,7 +132,7 @@ def _chunk_memory(setting: Setting, c: int) -> int:
 
     The observed data, the per-curve fits, the privacy normals and a few (c, T) and
     (c, d) arrays; with several laws of the setting in one task
-    (:func:`dpfda.simulation.engine.simulate_laws`), the observation noise ε besides X.
+    (:func:`dpfda_book.simulation.engine.simulate_laws`), the observation noise ε besides X.
     """
     n, T, d = setting.n, setting.T, setting.dim
     per = 8 * 8 * (T + d)  # privacy normals, noisy means, fits, errors
@@ -220,7 +221,7 @@ def check_memory(studies: Iterable[Study], reps: int, chunk_reps: int | None = N
 
 
 def _task(settings: Sequence[Setting], seed: int, start: int, stop: int) -> list[tuple[str, int, dict]]:
-    pause_for_test("simulation")  # a no-op unless a test asks for it (dpfda._interrupt)
+    pause_for_test("simulation")  # a no-op unless a test asks for it (dpfda_book.interrupt)
     if len(settings) == 1:
         return [(settings[0].canonical(), start, simulate_chunk(settings[0], seed, start, stop))]
     return [(s.canonical(), start, arrays)
@@ -342,7 +343,7 @@ def run_study(study: Study, reps: int, seed: int, n_jobs: int | None = 1, chunk_
     Parameters
     ----------
     study : Study
-        E.g. ``dpfda.simulation.studies.get_study("fig1")`` or a custom ``Study.grid(...)``.
+        E.g. ``dpfda_book.simulation.studies.get_study("fig1")`` or a custom ``Study.grid(...)``.
     reps : int
         Repetitions per setting (>= 2; the paper uses 1000).
     seed : int
@@ -352,7 +353,7 @@ def run_study(study: Study, reps: int, seed: int, n_jobs: int | None = 1, chunk_
         workers; None uses joblib's current configuration (e.g. inside
         ``joblib.parallel_config(backend="dask")``).  Results do not depend on it.
     chunk_reps : int, optional
-        Repetitions per chunk (default: as many as fit in :data:`dpfda.simulation.engine.CHUNK_BYTES`).
+        Repetitions per chunk (default: as many as fit in :data:`dpfda_book.simulation.engine.CHUNK_BYTES`).
         Results do not depend on it.
     progress : bool
         Show a tqdm progress bar over settings.
@@ -360,12 +361,12 @@ def run_study(study: Study, reps: int, seed: int, n_jobs: int | None = 1, chunk_
     Returns
     -------
     pandas.DataFrame
-        One row per setting with the columns :data:`~dpfda.simulation.tabulate.RESULT_COLUMNS`: the
+        One row per setting with the columns :data:`~dpfda_book.simulation.tabulate.RESULT_COLUMNS`: the
         parameters; ``err_ftp``/``err_ptf`` — the Monte Carlo mean of the IMSE
         (``metric="IMSE"``, H_m) or grid MSE (``"MSE"``, RKHS) against f̄ — with
         standard errors ``se_ftp``/``se_ptf``; ``ratio`` = err_ftp/err_ptf with
         the 95% delta-method interval ``ratio_lo``–``ratio_hi``
-        (:data:`~dpfda.simulation.tabulate.CI_METHOD`); ``p_ftp_active`` (share of repetitions in which
+        (:data:`~dpfda_book.simulation.tabulate.CI_METHOD`); ``p_ftp_active`` (share of repetitions in which
         some curve's FTP constraint was active), ``p_ftp_active_curves`` (mean
         share of curves), ``p_ptf_active`` (share of repetitions in which PTF's
         constraint was active), with binomial standard errors.

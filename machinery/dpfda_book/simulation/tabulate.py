@@ -6,7 +6,7 @@ F̄/P̄ with a 95% confidence interval from the delta method on the log ratio,
 log(F̄/P̄) ± 1.96·sd(F_r/F̄ - P_r/P̄)/√R, which accounts for the correlation
 of the two errors (both pipelines see the same data in each repetition).
 Activation probabilities are proportions, with the standard error of
-:func:`dpfda.config.proportion_se` (the one the book uses everywhere).
+:func:`dpfda_book.montecarlo.proportion_se` (the one the book uses everywhere).
 """
 
 from __future__ import annotations
@@ -18,14 +18,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._version import __version__
-from ..config import Z95, proportion_se
+from dpfda._version import __version__
+
+from ..montecarlo import Z95, proportion_se
 from .studies import Study
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..maths.spaces import GridGeometry
+    from dpfda.maths.spaces import GridGeometry
 
 __all__ = [
     "CI_METHOD",
@@ -134,7 +135,7 @@ def bias_variance(coef: ArrayLike, target: ArrayLike, geometry: GridGeometry) ->
     """Squared bias and variance of repeated releases, with per-repetition influence values.
 
     ``coef`` (R, d) holds the coordinates of R releases of one setting (e.g. the
-    ``coef_ftp`` of :func:`dpfda.simulation.engine.simulate_setting` with ``keep_releases=True``), ``target``
+    ``coef_ftp`` of :func:`dpfda_book.simulation.engine.simulate_setting` with ``keep_releases=True``), ``target``
     (d,) the truth, in the error metric of ``geometry`` (IMSE of H_m, grid MSE of an
     RKHS).  Returns ``bias2`` (the squared bias, corrected for the Monte Carlo error of
     the mean release), ``var`` (the mean squared distance of a release from the mean

@@ -1,14 +1,5 @@
-"""Conventions shared by the package, the book's chapters and the tests.
+"""Monte Carlo tolerances and standard errors: how the chapters and tests assert a simulated claim.
 
-One place for each of them, so that every chapter and test reads them the
-same way:
-
-* :func:`quick` — quick mode, from the environment variable ``DPFDA_QUICK``
-  (``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off``/unset):
-  Monte Carlo sizes shrink for tests, tolerances do not.
-* :func:`n_jobs` — how many worker processes a chapter gives
-  :func:`dpfda.simulation.schedule.run_study`, from ``DPFDA_JOBS`` (default: the cores
-  available, at most :data:`MAX_DEFAULT_JOBS`).  Results never depend on it.
 * :data:`Z` — the Monte Carlo tolerance: a claim is asserted with a margin of
   ``Z`` standard errors.  A single check of a correct computation then fails
   with probability :data:`ALPHA` = 2·(1 − Φ(4)) ≈ 6.3e-5.
@@ -25,23 +16,19 @@ same way:
 from __future__ import annotations
 
 import math
-import os
 from typing import overload
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import check_int, check_positive
+from dpfda._validation import check_int, check_positive
 
 __all__ = [
     "ALPHA",
-    "MAX_DEFAULT_JOBS",
     "Z",
     "Z95",
     "bonferroni_z",
-    "n_jobs",
     "proportion_se",
-    "quick",
 ]
 
 Z = 4.0
@@ -52,67 +39,6 @@ ALPHA = math.erfc(Z / math.sqrt(2.0))
 
 Z95 = 1.959963984540054
 """Φ⁻¹(0.975), the half-width, in standard errors, of a two-sided 95% normal interval."""
-
-MAX_DEFAULT_JOBS = 8
-"""The most worker processes :func:`n_jobs` chooses by itself (``DPFDA_JOBS`` may ask more)."""
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"", "0", "false", "no", "off"}
-
-
-def quick() -> bool:
-    """Whether quick mode is on: the environment variable ``DPFDA_QUICK``.
-
-    Raises ``ValueError`` for a value that is neither on nor off, rather
-    than guessing.
-
-    >>> import os
-    >>> saved = os.environ.pop("DPFDA_QUICK", None)
-    >>> os.environ["DPFDA_QUICK"] = "1"; quick()
-    True
-    >>> os.environ["DPFDA_QUICK"] = "0"; quick()
-    False
-    >>> del os.environ["DPFDA_QUICK"]; quick()
-    False
-    >>> if saved is not None: os.environ["DPFDA_QUICK"] = saved
-    """
-    text = os.environ.get("DPFDA_QUICK", "").strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise ValueError(
-        f"DPFDA_QUICK must be 1/true/yes/on or 0/false/no/off (or unset), got {text!r}"
-    )
-
-
-def n_jobs() -> int:
-    """Worker processes for a chapter's simulations: ``DPFDA_JOBS``, or a default.
-
-    ``DPFDA_JOBS`` is a positive integer or -1 (all cores).  Unset, it is the
-    number of cores joblib may use (CPU affinity and cgroup quota counted), at
-    most :data:`MAX_DEFAULT_JOBS`.  Results are the same for any value.
-
-    >>> import os
-    >>> saved = os.environ.pop("DPFDA_JOBS", None)
-    >>> os.environ["DPFDA_JOBS"] = "3"; n_jobs()
-    3
-    >>> del os.environ["DPFDA_JOBS"]; 1 <= n_jobs() <= MAX_DEFAULT_JOBS
-    True
-    >>> if saved is not None: os.environ["DPFDA_JOBS"] = saved
-    """
-    text = os.environ.get("DPFDA_JOBS", "").strip()
-    if not text:
-        from joblib import cpu_count
-
-        return max(1, min(int(cpu_count()), MAX_DEFAULT_JOBS))
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1 and value != -1:
-        raise ValueError(f"DPFDA_JOBS must be a positive integer or -1 (all cores), got {text!r}")
-    return value
 
 
 def bonferroni_z(k: int, alpha: float | None = None) -> float:
@@ -127,7 +53,7 @@ def bonferroni_z(k: int, alpha: float | None = None) -> float:
     >>> round(bonferroni_z(10), 2)
     4.51
     """
-    from scipy.special import ndtri  # here: importing dpfda (a simulation worker) needs no scipy
+    from scipy.special import ndtri  # here: importing dpfda_book (a simulation worker) needs no scipy
 
     k = check_int(k, "k", 1)
     if alpha is None:

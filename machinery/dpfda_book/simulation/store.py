@@ -2,7 +2,7 @@
 
 The simulation chapters and the robustness matrix call :func:`run_study`,
 :func:`run_studies` and :func:`simulate_setting` from here instead of from
-:mod:`dpfda.simulation.engine`.  With the store off (the default) these are the engine's
+:mod:`dpfda_book.simulation.engine`.  With the store off (the default) these are the engine's
 functions, unchanged.  With the store on, every setting's per-repetition arrays
 are kept in one file, and a later call that needs the same setting with the
 same seed and repetitions reads them instead of simulating them again: two
@@ -23,12 +23,12 @@ An entry's name is the SHA-256 hash of a JSON text (:func:`key_text`) holding
 everything its arrays depend on:
 
 * dpfda's version and a hash of the text of every ``.py`` file of the
-  installed package (:func:`code_hash`): an edited engine, data model or
-  pipeline never serves results computed by the old code;
+  installed packages dpfda and dpfda_book (:func:`code_hash`): an edited engine,
+  data model or pipeline never serves results computed by the old code;
 * the versions of numpy and scipy and of Python, and the machine's
   architecture (the random streams and the rounding of the arithmetic; the
   store lives in one build folder on one machine, so its BLAS is the same);
-* the setting's canonical text (:meth:`~dpfda.simulation.studies.Setting.canonical`: the
+* the setting's canonical text (:meth:`~dpfda_book.simulation.studies.Setting.canonical`: the
   family, n, T, m, μ, σ₀, B', B, ρ, centres and the latent law) and the law's
   name itself;
 * the seed (which fixes the latent draw), the number of repetitions, the
@@ -37,7 +37,7 @@ everything its arrays depend on:
   entry even where their sizes agree.
 
 The engine's results do not depend on the chunking or on the number of
-workers (:mod:`dpfda.simulation.engine`), so the arrays computed here, chunk by chunk in
+workers (:mod:`dpfda_book.simulation.engine`), so the arrays computed here, chunk by chunk in
 joblib's workers, are the engine's bit for bit (``tests/test_store.py``
 checks it).
 
@@ -85,8 +85,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._version import __version__
-from ..config import quick
+import dpfda
+from dpfda._version import __version__
+
+from ..settings import STORE_ENV, quick, store_folder
 from . import engine, schedule, tabulate
 from .studies import Setting, Study
 
@@ -107,14 +109,14 @@ __all__ = [
     "run_study",
 ]
 
-ENV = "DPFDA_STORE"
-"""The environment variable that names the store's folder; no store when it is unset or empty."""
+ENV = STORE_ENV
+"""The environment variable that names the store's folder (:data:`dpfda_book.settings.STORE_ENV`)."""
 
 FORMAT = 1
 """Version of the entries' layout, part of every key."""
 
 ARRAYS = ("err_ftp", "err_ptf", "ftp_any_active", "ftp_frac_active", "ptf_active")
-"""The per-repetition arrays of a setting (:func:`dpfda.simulation.engine.simulate_chunk`)."""
+"""The per-repetition arrays of a setting (:func:`dpfda_book.simulation.engine.simulate_chunk`)."""
 
 MAGIC = b"dpfda-store 1"
 """The first line of every entry file."""
@@ -124,21 +126,34 @@ RELEASES = ("coef_ftp", "coef_ptf")
 
 
 def location() -> Path | None:
-    """The store's folder from ``DPFDA_STORE``, or None when the store is off."""
-    text = os.environ.get(ENV, "").strip()
-    return Path(text) if text else None
+    """The store's folder from ``DPFDA_STORE``; None when the store is off (``settings.store_folder``)."""
+    return store_folder()
+
+
+def _package_roots() -> tuple[Path, Path]:
+    """The folders of the installed packages dpfda and dpfda_book."""
+    return Path(dpfda.__file__).resolve().parent, Path(__file__).resolve().parents[1]
+
+
+def code_files() -> list[Path]:
+    """Every ``.py`` file of the installed packages dpfda and dpfda_book: what an entry's key hashes."""
+    return [path for root in _package_roots() for path in sorted(root.rglob("*.py"))]
 
 
 @lru_cache(maxsize=1)
 def code_hash() -> str:
-    """SHA-256 of every ``.py`` file of the installed dpfda package (paths and contents)."""
-    root = Path(__file__).resolve().parent
+    """SHA-256 of :func:`code_files`: each file's path (from its package's folder) and contents.
+
+    The library and the book's package both: a change to a fit in ``dpfda`` changes the
+    numbers as surely as a change to the engine.
+    """
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root).as_posix()
-        data = path.read_bytes()
-        h.update(f"{rel}\0{len(data)}\0".encode())
-        h.update(data)
+    for root in _package_roots():
+        for path in sorted(root.rglob("*.py")):
+            rel = f"{root.name}/{path.relative_to(root).as_posix()}"
+            data = path.read_bytes()
+            h.update(f"{rel}\0{len(data)}\0".encode())
+            h.update(data)
     return h.hexdigest()
 
 
@@ -271,7 +286,7 @@ def _log(folder: Path, rows: list[tuple]) -> None:
 
 def simulate_setting(setting: Setting, reps: int, seed: int, *, chunk_reps: int | None = None,
                      keep_releases: bool = False) -> dict:
-    """:func:`dpfda.simulation.engine.simulate_setting`, read from the store when it holds the result."""
+    """:func:`dpfda_book.simulation.engine.simulate_setting`, read from the store when it holds the result."""
     folder = location()
     if folder is None:
         return engine.simulate_setting(setting, reps, seed, chunk_reps=chunk_reps, keep_releases=keep_releases)
@@ -289,7 +304,7 @@ def simulate_setting(setting: Setting, reps: int, seed: int, *, chunk_reps: int 
 
 
 def _chunk(settings: list[Setting], seed: int, start: int, stop: int) -> list[tuple[Setting, int, dict]]:
-    """One task of :func:`dpfda.simulation.schedule.plan`: a setting, or the laws of one (drawn once)."""
+    """One task of :func:`dpfda_book.simulation.schedule.plan`: a setting, or the laws of one (drawn once)."""
     if len(settings) == 1:
         return [(settings[0], start, engine.simulate_chunk(settings[0], seed, start, stop))]
     return list(zip(settings, [start] * len(settings), engine.simulate_laws(settings, seed, start, stop),
@@ -301,7 +316,7 @@ def _compute(missing: list[Setting], reps: int, seed: int, n_jobs: int | None,
     """Per-repetition arrays of ``missing`` (distinct settings), chunked and in parallel like the engine."""
     if not missing:
         return {}
-    study = Study(name="store", title="settings missing from the store", source="dpfda.simulation.store",
+    study = Study(name="store", title="settings missing from the store", source="dpfda_book.simulation.store",
                   settings=tuple(missing))
     settings, tasks = schedule.plan([study], reps, chunk_reps)
     if n_jobs == 1:
@@ -320,14 +335,14 @@ def _compute(missing: list[Setting], reps: int, seed: int, n_jobs: int | None,
 
 
 def _frame(study: Study, per_setting: dict, reps: int, seed: int, started: str) -> "pd.DataFrame":
-    """:func:`dpfda.simulation.tabulate.frame` of ``study`` from the store's arrays (keyed by text and law)."""
+    """:func:`dpfda_book.simulation.tabulate.frame` of ``study`` from the store's arrays (keyed by text and law)."""
     own = {s.canonical(): per_setting[s.canonical(), s.law] for s in study.settings}
     return tabulate.frame(study, own, reps, seed, started)
 
 
 def run_studies(studies: Iterable[Study], reps: int, seed: int, n_jobs: int | None = 1,
                 chunk_reps: int | None = None, progress: bool = False) -> "OrderedDict[str, pd.DataFrame]":
-    """:func:`dpfda.simulation.schedule.run_studies`, simulating only the settings the store lacks.
+    """:func:`dpfda_book.simulation.schedule.run_studies`, simulating only the settings the store lacks.
 
     With the store off, the engine's function itself.  With it on, each
     setting (once, however many studies share it) is read from the store or
@@ -379,7 +394,7 @@ def run_studies(studies: Iterable[Study], reps: int, seed: int, n_jobs: int | No
 
 def run_study(study: Study, reps: int, seed: int, n_jobs: int | None = 1, chunk_reps: int | None = None,
               progress: bool = False) -> "pd.DataFrame":
-    """:func:`dpfda.simulation.schedule.run_study`, simulating only the settings the store lacks."""
+    """:func:`dpfda_book.simulation.schedule.run_study`, simulating only the settings the store lacks."""
     if not isinstance(study, Study):
         raise TypeError(f"study must be a Study, got {type(study).__name__}")
     return run_studies([study], reps, seed, n_jobs=n_jobs, chunk_reps=chunk_reps, progress=progress)[study.name]

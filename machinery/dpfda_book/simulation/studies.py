@@ -3,7 +3,7 @@
 A :class:`Setting` is one cell of a simulation: a function space on a grid, a
 sample size, a privacy budget, an observation-noise level and a fitting
 radius B'.  A :class:`Study` is a named, ordered collection of settings.  The
-engine (:mod:`dpfda.simulation.engine`) runs any study; :mod:`dpfda.report.plots` draws it (how
+engine (:mod:`dpfda_book.simulation.engine`) runs any study; :mod:`dpfda.report.plots` draws it (how
 each study is laid out is its :class:`Layout`, :data:`LAYOUTS` for the paper's).
 
 The paper's studies (all with B = 1 and 1000 repetitions in the paper):
@@ -46,9 +46,10 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from .._validation import check_int, check_nonnegative, check_positive
-from ..maths.data import check_law
-from ..maths.spaces import GridGeometry, KernelSpace, LegendreSpace, gaussian_kernel, uniform_grid
+from dpfda._validation import check_int, check_nonnegative, check_positive
+from dpfda.maths.spaces import GridGeometry, KernelSpace, LegendreSpace, gaussian_kernel, uniform_grid
+
+from .models import check_law
 
 __all__ = [
     "FAMILIES",
@@ -198,10 +199,10 @@ class Setting:
     centers : int, optional
         Number of kernel centres of the latent curves (``"kernel"`` only; default 20).
     law : str
-        The latent law, a member of :data:`dpfda.maths.data.LAWS` (default
-        ``"default"``, the laws of the paper's setups as :mod:`dpfda.maths.data` reads
+        The latent law, a member of :data:`dpfda_book.simulation.models.LAWS` (default
+        ``"default"``, the laws of the paper's setups as :mod:`dpfda_book.simulation.models` reads
         them).  Part of the latent curves' stream key
-        (:func:`dpfda.simulation.seeding.latent_stream_key`), so each law draws its
+        (:func:`dpfda_book.simulation.seeding.latent_stream_key`), so each law draws its
         own curves, but not of the repetitions' (:meth:`stream_canonical`): the
         laws share their observation and privacy noise (common random numbers);
         ``"default"`` adds nothing to the keys (see ``_STREAM_TOKEN``).
@@ -294,8 +295,8 @@ class Setting:
 
         Settings that differ only in their latent law draw the same observation
         and privacy normals in each repetition (common random numbers across
-        laws; :func:`dpfda.simulation.seeding.stream_key`), so a run holding
-        several laws draws them once (:func:`dpfda.simulation.engine.simulate_laws`).
+        laws; :func:`dpfda_book.simulation.seeding.stream_key`), so a run holding
+        several laws draws them once (:func:`dpfda_book.simulation.engine.simulate_laws`).
         For the default law it is :meth:`canonical` itself.
         """
         parts = [
@@ -555,7 +556,7 @@ _PAPER_RULES_SCALED = ["B", "sqrt_log_n", "log_n", "sqrt_n", "n_2_3"]
 def paper_studies(n: int | Iterable[int] = PAPER_N, law: str | Iterable[str] = "default") -> dict[str, Study]:
     """The six figures and Table 1 of the paper, in order.
 
-    ``n`` may be narrowed; ``law`` (a name from :data:`dpfda.maths.data.LAWS`, or a
+    ``n`` may be narrowed; ``law`` (a name from :data:`dpfda_book.simulation.models.LAWS`, or a
     list of them) replaces the latent law of every setting.
     """
     return {
