@@ -1,8 +1,8 @@
 """How long does the claims × laws matrix of book/robustness.ipynb take?
 
-Runs what the chapter runs — the pilot (:func:`dpfda.report.law_runs.pilot_needs` on
+Runs what the chapter runs — the pilot (:func:`dpfda_book.report.law_runs.pilot_needs` on
 10 draws of every study at n = 4, default law), then
-:func:`dpfda.report.claims.simulate` over all the laws of
+:func:`dpfda_book.report.claims.simulate` over all the laws of
 :data:`dpfda_book.simulation.models.LAWS` with ``--draws`` independent latent draws per law (the
 repetitions split evenly between them; two engine calls per draw, covering every
 law), then the components (Student's t on K − 1 df), the Holm-corrected verdicts
@@ -39,7 +39,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.bench_reproduce import rng_floor  # noqa: E402
-from dpfda.report import claims as cl  # noqa: E402
+from dpfda_book.report import claims as cl  # noqa: E402
 from dpfda_book.simulation import schedule  # noqa: E402
 from dpfda_book.simulation.models import LAWS  # noqa: E402
 from dpfda_book.simulation.studies import paper_studies  # noqa: E402

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from dpfda.report import claim_verdicts as cv
+from dpfda_book.report import claim_verdicts as cv
 from dpfda_book.simulation.studies import get_study
 from dpfda_book.simulation.tabulate import RESULT_COLUMNS
 

@@ -1,13 +1,13 @@
-"""PTF's activation bounds from the design: dpfda.report.activation_bounds.
+"""PTF's activation bounds from the design: dpfda_book.report.activation_bounds.
 """
 
 from __future__ import annotations
 
 import math
 
-from dpfda.report import activation_bounds as ab
-from dpfda.report import claim_encodings as enc
-from dpfda.report import claim_registry as reg
+from dpfda_book.report import activation_bounds as ab
+from dpfda_book.report import claim_encodings as enc
+from dpfda_book.report import claim_registry as reg
 from dpfda_book.simulation.studies import get_study
 
 from _claim_tables import results_table

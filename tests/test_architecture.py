@@ -202,7 +202,7 @@ class _Scan(ast.NodeVisitor):
         self._imported(node, targets)
 
     def _resolve(self, node) -> str | None:
-        """The dpfda module an expression names (``plots``, ``dpfda.report.plots``), or None."""
+        """The dpfda module an expression names (``plots``, ``dpfda_book.report.plots``), or None."""
         if isinstance(node, ast.Name):
             return self.bound.get(node.id)
         if isinstance(node, ast.Attribute):

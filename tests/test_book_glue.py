@@ -13,7 +13,7 @@ import json
 import re
 from pathlib import Path
 
-from dpfda.report import claims as cl
+from dpfda_book.report import claims as cl
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 CROSS = re.compile(r"\{glue:(?:text|any|)\}`([^`:]+)::([^`]+?)(?::[^`:]*)?`")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from dpfda.report import plots
+from dpfda_book.report import plots
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 NOTEBOOKS = sorted(BOOK.glob("*.ipynb"))

@@ -1,4 +1,4 @@
-"""dpfda.report.chapter_figures: the chapters' figures fit the column, pass the layout checks
+"""dpfda_book.report.chapter_figures: the chapters' figures fit the column, pass the layout checks
 and refuse bad input."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpfda.report import chapter_figures, figure_checks, style
+from dpfda_book.report import chapter_figures, figure_checks, style
 
 
 # --- figures a reader can read (issue #23 item 2): figure_checks.layout_problems on the old and the
@@ -213,7 +213,7 @@ def test_activation_figure_one_panel_per_mu_a_line_per_T():
 
 
 def test_the_chapters_figures_fit_and_refuse_bad_input():
-    from dpfda.report import claims as cl
+    from dpfda_book.report import claims as cl
     from dpfda_book.simulation.models import LAW_SHIFTS, LAWS
 
     style.use_style()

@@ -1,4 +1,4 @@
-"""Each claim's components: dpfda.report.claim_encodings.
+"""Each claim's components: dpfda_book.report.claim_encodings.
 
 The encodings on synthetic tables whose verdict is known (holds / fails / inconclusive), the one
 reading of "close to" and "performs well", no selection inside a test, bad input.
@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpfda.report import claim_encodings as enc
-from dpfda.report import claim_registry as reg
-from dpfda.report import claim_verdicts as cv
+from dpfda_book.report import claim_encodings as enc
+from dpfda_book.report import claim_registry as reg
+from dpfda_book.report import claim_verdicts as cv
 
 from _claim_tables import fig6_table, results_table, verdict
 
@@ -143,12 +143,12 @@ def test_bad_input_errors():
 
 
 def test_no_duplicated_helpers():
-    """The log-ratio helpers live in dpfda.report.evidence, the sources in Study.source."""
-    import dpfda.report.claim_encodings as mod
+    """The log-ratio helpers live in dpfda_book.report.evidence, the sources in Study.source."""
+    import dpfda_book.report.claim_encodings as mod
 
     for name in ("_lr", "_SOURCES"):
         assert not hasattr(mod, name), name
-    assert enc._ratio_compared_to.__module__ == "dpfda.report.claim_encodings"
+    assert enc._ratio_compared_to.__module__ == "dpfda_book.report.claim_encodings"
     src = Path(mod.__file__).read_text()
     assert "ev.log_ratio(" in src and "def _lr(" not in src
 

@@ -1,11 +1,11 @@
-"""The labels of the verdict matrix: dpfda.report.claim_labels."""
+"""The labels of the verdict matrix: dpfda_book.report.claim_labels."""
 
 from __future__ import annotations
 
 import pytest
 
-from dpfda.report import claim_labels as lab
-from dpfda.report import claim_verdicts as cv
+from dpfda_book.report import claim_labels as lab
+from dpfda_book.report import claim_verdicts as cv
 from dpfda_book.simulation.models import LAWS
 
 

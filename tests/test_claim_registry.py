@@ -1,4 +1,4 @@
-"""The registry of the paper's claims: dpfda.report.claim_registry.
+"""The registry of the paper's claims: dpfda_book.report.claim_registry.
 
 Every Part II observation has exactly one record, each record carries the paper's location, our
 paraphrase, our test and its reasons; the chapters show the registry's verdicts and compute none.
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dpfda.report import claim_encodings as enc
-from dpfda.report import claim_registry as reg
+from dpfda_book.report import claim_encodings as enc
+from dpfda_book.report import claim_registry as reg
 from dpfda_book.simulation.studies import get_study
 
 from _claim_tables import fig6_table, results_table

@@ -1,4 +1,4 @@
-"""From components to verdicts: dpfda.report.claim_verdicts.
+"""From components to verdicts: dpfda_book.report.claim_verdicts.
 
 The verdict rule (one opposite component fails a claim), the Holm and Bonferroni corrections and
 their family, judge, classify, bad input.
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpfda.report import claim_verdicts as cv
+from dpfda_book.report import claim_verdicts as cv
 from dpfda_book.simulation.models import LAWS
 
 from _claim_tables import fig6_table
@@ -130,7 +130,7 @@ def test_judge_on_one_claim():
 def test_judge_corrects_at_alpha_over_the_number_of_claims():
     """A chapter's family is declared and common: each claim at alpha / C, C = len(CLAIMS), so
     that the C claims' conditional results together keep alpha (a union bound)."""
-    from dpfda.report.claim_registry import CLAIMS
+    from dpfda_book.report.claim_registry import CLAIMS
 
     tables = {"fig6": fig6_table({2: 0.5, 4: 0.5, 6: 0.5, 8: 2.0}.get)}
     j = cv.judge("fig6-claim-6", tables)

@@ -1,6 +1,6 @@
-"""The face of the claims: dpfda.report.claims re-exports every name from the module of its job.
+"""The face of the claims: dpfda_book.report.claims re-exports every name from the module of its job.
 
-The chapters, the benchmarks and the tests write ``from dpfda.report import claims as cl`` and
+The chapters, the benchmarks and the tests write ``from dpfda_book.report import claims as cl`` and
 ``cl.judge(...)``; each name is defined in one of the claim modules (their own tests are
 tests/test_claim_*.py, test_activation_bounds.py and test_law_runs.py).
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from dpfda.report import activation_bounds, claim_encodings, claim_labels, claim_registry, claim_verdicts, law_runs
-from dpfda.report import claims as cl
+from dpfda_book.report import activation_bounds, claim_encodings, claim_labels, claim_registry, claim_verdicts, law_runs
+from dpfda_book.report import claims as cl
 
 from _claim_tables import fig6_table
 
@@ -29,7 +29,7 @@ def test_every_name_of_the_face_is_the_object_of_its_home_module():
                                         ("Component", "claim_encodings"), ("simulate", "law_runs"),
                                         ("theory_activation", "activation_bounds"), ("law_label", "claim_labels")])
 def test_the_functions_are_defined_in_their_home_not_in_the_face(name, home):
-    assert getattr(cl, name).__module__ == f"dpfda.report.{home}"
+    assert getattr(cl, name).__module__ == f"dpfda_book.report.{home}"
 
 
 def test_the_face_judges_as_the_home_module_does():

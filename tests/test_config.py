@@ -9,8 +9,8 @@ from scipy import stats
 import dpfda
 from dpfda.maths.spaces import FunctionSpace, KernelGeometry, LegendreGeometry
 from dpfda.mechanisms import theory
-from dpfda.report import evidence
 from dpfda_book import montecarlo, settings
+from dpfda_book.report import evidence
 
 
 @pytest.mark.parametrize("text, on", [("1", True), ("yes", True), (" On ", True), ("0", False),

@@ -24,8 +24,8 @@ import dpfda
 from dpfda.maths.rounding import solve_rtol
 from dpfda.mechanisms import theory
 from dpfda.mechanisms.designs import Design, below_ftp
-from dpfda.report import evidence as ev
 from dpfda.trust import audit as A
+from dpfda_book.report import evidence as ev
 from dpfda_book.simulation.design_runs import simulate_designs
 from dpfda_book.simulation.studies import Setting
 

@@ -1,11 +1,11 @@
-"""Tests of dpfda.report.evidence: the claim checks used by the simulation chapters."""
+"""Tests of dpfda_book.report.evidence: the claim checks used by the simulation chapters."""
 
 import math
 
 import pandas as pd
 import pytest
 
-from dpfda.report import evidence as ev
+from dpfda_book.report import evidence as ev
 
 
 def _row(ratio, se_log, n=64, err_ftp=1.0, se_ftp=0.1, err_ptf=2.0, se_ptf=0.1):

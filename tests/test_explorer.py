@@ -1,5 +1,5 @@
-"""The static ratio explorer: dpfda.report.plots.ratio_explorer (its data, limits, checks) and
-dpfda.report.explorer (its HTML).
+"""The static ratio explorer: dpfda_book.report.plots.ratio_explorer (its data, limits, checks) and
+dpfda_book.report.explorer (its HTML).
 
 The browser side (moving a slider redraws the figure, nothing leaves the page) is tested in
 tests/browser/test_explorer.py on the built book.
@@ -16,9 +16,9 @@ import pytest
 from bokeh.models import ColumnDataSource, CustomJS, Slider
 
 from dpfda.mechanisms import theory
-from dpfda.report.explorer import explorer_html
-from dpfda.report.plots import EXPLORER_NAMES as NAMES
-from dpfda.report.plots import ratio_explorer
+from dpfda_book.report.explorer import explorer_html
+from dpfda_book.report.plots import EXPLORER_NAMES as NAMES
+from dpfda_book.report.plots import ratio_explorer
 from dpfda_book.simulation.schedule import run_studies
 from dpfda_book.simulation.studies import Setting, Study
 
@@ -104,8 +104,8 @@ def test_bad_tables_are_refused(df, mutate, match):
 def test_text_alternative_tables_hold_every_number_and_the_verdict(df):
     """The explorer's text alternative: one table per space, every setting a row,
     every n a column with the ratio and its interval, and the figure's sentence."""
-    from dpfda.report import plots
-    from dpfda.report.plots import explorer_tables
+    from dpfda_book.report import plots
+    from dpfda_book.report.plots import explorer_tables
 
     tables = explorer_tables(df)
     assert len(tables) == 2

@@ -1,4 +1,4 @@
-"""dpfda.report.figure_checks: what a drawn figure gets wrong."""
+"""dpfda_book.report.figure_checks: what a drawn figure gets wrong."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 
-from dpfda.report import figure_checks, style
+from dpfda_book.report import figure_checks, style
 
 
 def test_layout_problems_finds_colliding_text_and_passes_a_clean_figure():

@@ -1,4 +1,4 @@
-"""The claims under every latent law: dpfda.report.law_runs.
+"""The claims under every latent law: dpfda_book.report.law_runs.
 
 K latent draws, pooled: the standard error includes the between-draw part; the t reference on
 K - 1 df; the true level of the law-level test under its null.
@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 from scipy.stats import t as student_t
 
-from dpfda.report import claim_encodings as enc
-from dpfda.report import claim_verdicts as cv
-from dpfda.report import law_runs as runs
+from dpfda_book.report import claim_encodings as enc
+from dpfda_book.report import claim_verdicts as cv
+from dpfda_book.report import law_runs as runs
 from dpfda_book.simulation.studies import get_study
 
 from _claim_tables import fig6_table, results_table

@@ -188,7 +188,7 @@ def test_audit_draws_are_those_published():
 def test_noiseless_ftp_error_matches_theorem_10():
     """σ₀ = 0 and B' > B: FTP's IMSE is σ²·m in expectation (Theorem 10), through the loop."""
     from dpfda.mechanisms.pipelines import ftp_sigma
-    from dpfda.report import evidence as ev
+    from dpfda_book.report import evidence as ev
 
     s = Setting(family="legendre", n=50, T=10, m=3, mu=1.0, sigma0=0.0, radius_rule="1.1B")
     per = engine.simulate_setting(s, 400, seed=7)

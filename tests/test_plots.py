@@ -1,4 +1,4 @@
-"""dpfda.report.plots: one place from which every figure and table of the book is reached."""
+"""dpfda_book.report.plots: one place from which every figure and table of the book is reached."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-from dpfda.report import plots
+from dpfda_book.report import plots
 
 MODULES = ["style", "tables", "study_figures", "chapter_figures", "figure_checks", "explorer"]
 
@@ -22,12 +22,12 @@ MIN_COLOUR_DELTA_E MIN_BAND_PX""".split()
 
 
 def test_every_name_of_the_report_modules_is_reached_from_plots_once():
-    names = [n for m in MODULES for n in importlib.import_module(f"dpfda.report.{m}").__all__]
+    names = [n for m in MODULES for n in importlib.import_module(f"dpfda_book.report.{m}").__all__]
     assert len(names) == len(set(names)), "two report modules define the same public name"
     assert set(plots.__all__) == set(names) | {"Layout", "LAYOUTS", "layout_of"}
     assert len(plots.__all__) == len(set(plots.__all__))
     for m in MODULES:
-        module = importlib.import_module(f"dpfda.report.{m}")
+        module = importlib.import_module(f"dpfda_book.report.{m}")
         for n in module.__all__:
             assert getattr(plots, n) is getattr(module, n), (m, n)
 
@@ -35,7 +35,7 @@ def test_every_name_of_the_report_modules_is_reached_from_plots_once():
 @pytest.mark.parametrize("name", USED)
 def test_the_names_in_use_are_still_there(name):
     assert name in plots.__all__
-    exec(f"from dpfda.report.plots import {name}", {})
+    exec(f"from dpfda_book.report.plots import {name}", {})
 
 
 def test_layouts_are_the_studies():

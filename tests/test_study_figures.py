@@ -1,4 +1,4 @@
-"""dpfda.report.study_figures: the paper's studies drawn in their layouts."""
+"""dpfda_book.report.study_figures: the paper's studies drawn in their layouts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import pandas as pd
 import pytest
 
-from dpfda.report import chapter_figures, study_figures, style
+from dpfda_book.report import chapter_figures, study_figures, style
 from dpfda_book.simulation import studies
 
 

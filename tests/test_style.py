@@ -1,4 +1,4 @@
-"""dpfda.report.style: one style for every figure, and the helpers the figures share."""
+"""dpfda_book.report.style: one style for every figure, and the helpers the figures share."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpfda.report import style
+from dpfda_book.report import style
 
 
 def test_use_style_sets_the_books_sizes():

@@ -1,4 +1,4 @@
-"""dpfda.report.tables: tables for readers (numbers, headers, captions)."""
+"""dpfda_book.report.tables: tables for readers (numbers, headers, captions)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpfda.report import tables
+from dpfda_book.report import tables
 
 
 @pytest.mark.parametrize("value, text", [
@@ -81,7 +81,7 @@ def test_no_reprs_in_a_table():
 
 
 def test_table1_frame_is_the_data_and_the_pivot_its_layout():
-    from dpfda.report import evidence
+    from dpfda_book.report import evidence
 
     rows = [dict(mu=mu, T=T, n=n, err_ftp=1.0 * T, err_ptf=2.0, ratio=T / 2, ratio_lo=T / 3, ratio_hi=T,
                  p_ptf_active=0.5, extra="x")

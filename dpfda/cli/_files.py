@@ -240,8 +240,8 @@ def stage_outputs(study: Study, df: pd.DataFrame, out: str, run: dict) -> list[t
     Returns (temporary, final) pairs.  Called as soon as the study's
     simulation is done, while the workers go on with the other studies.
     """
-    from ..report import plots
-    from ..report.evidence import table1_frame
+    from dpfda_book.report import plots
+    from dpfda_book.report.evidence import table1_frame
 
     staged, stage = _staging(out)
     try:
@@ -274,7 +274,7 @@ def stage_outputs(study: Study, df: pd.DataFrame, out: str, run: dict) -> list[t
 
 def stage_metadata(study: Study, df: pd.DataFrame, out: str, meta: dict, run: dict) -> list[tuple[str, str]]:
     """Write a study's JSON sidecar under a temporary name (once the whole run is done)."""
-    from ..report import plots
+    from dpfda_book.report import plots
 
     staged, stage = _staging(out)
     meta = {**df.attrs.get("dpfda", {}), **meta, **run}  # the run's start time wins

@@ -3,7 +3,7 @@
 The page ``book/explorer.html`` of ``_build/html`` is served on 127.0.0.1 and opened in
 headless Chromium with no network besides loopback (``_browser.py``). The test
 
-* waits for BokehJS (inlined into the page by ``dpfda.report.explorer``) to render the figure;
+* waits for BokehJS (inlined into the page by ``dpfda_book.report.explorer``) to render the figure;
 * drags the μ slider's handle with real mouse events (press, move, release at screen
   coordinates), as a reader would;
 * checks that the slider's value, the plotted data, the sentence under the figure and the

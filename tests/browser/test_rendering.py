@@ -22,7 +22,7 @@ What a reader should never see: numpy scalar reprs, pandas' ``dtype:``
 footer, floats to 12+ digits, unresolved roles, plain numbers typeset as display math, a
 table that is not numbered and captioned as a table (or sits in a figure), the same figure
 twice, an HTML id used twice, two search fields. Every figure is measured in a
-1,400-px window: its smallest text, drawn at ``dpfda.report.plots.MIN_FONT_PT`` into a PNG whose
+1,400-px window: its smallest text, drawn at ``dpfda_book.report.plots.MIN_FONT_PT`` into a PNG whose
 dpi the PNG records, must be at least 9 CSS px tall as displayed, at 150 dpi or more and
 never upscaled; one page is switched to the theme's dark mode and screenshotted, and its
 first figure must keep a light face with dark text (contrast at least 7:1).
@@ -718,7 +718,7 @@ def test_showcase_screenshots(page, build, open_page):
 
 # --- figures: legible at page width, readable in dark mode --------------------------
 # A reader's window: 1,400 CSS px wide. Every figure's smallest text, drawn at the book
-# style's smallest font size (dpfda.report.plots.MIN_FONT_PT points) into a PNG of known dpi (its
+# style's smallest font size (dpfda_book.report.plots.MIN_FONT_PT points) into a PNG of known dpi (its
 # pHYs chunk, written by matplotlib), must be at least MIN_TEXT_PX CSS px tall as shown:
 # text px = points / 72 * dpi * displayed width / natural width.
 READER_WIDTH = 1400
@@ -763,7 +763,7 @@ def luminance(rgb) -> float:
 
 @pytest.mark.parametrize("page", figure_pages() or ["<no page with a figure>"])
 def test_figures_are_legible_at_page_width(page, build, open_page):
-    from dpfda.report import plots
+    from dpfda_book.report import plots
 
     assert (build / page).is_file(), "no page has a figure: build the book first"
     visit = open_page(page, width=READER_WIDTH)

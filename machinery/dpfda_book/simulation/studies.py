@@ -3,7 +3,7 @@
 A :class:`Setting` is one cell of a simulation: a function space on a grid, a
 sample size, a privacy budget, an observation-noise level and a fitting
 radius B'.  A :class:`Study` is a named, ordered collection of settings.  The
-engine (:mod:`dpfda_book.simulation.engine`) runs any study; :mod:`dpfda.report.plots` draws it (how
+engine (:mod:`dpfda_book.simulation.engine`) runs any study; :mod:`dpfda_book.report.plots` draws it (how
 each study is laid out is its :class:`Layout`, :data:`LAYOUTS` for the paper's).
 
 The paper's studies (all with B = 1 and 1000 repetitions in the paper):
@@ -377,7 +377,7 @@ _KINDS = ("ratio", "scaled", "table")
 
 @dataclass(frozen=True)
 class Layout:
-    """How a study's results are drawn (:func:`dpfda.report.study_figures.figure` draws them).
+    """How a study's results are drawn (:func:`dpfda_book.report.study_figures.figure` draws them).
 
     Parameters
     ----------
@@ -424,7 +424,7 @@ class Study:
         Where the study comes from (e.g. "§5.1, Figure 1").
     layout : Layout or None
         How its results are drawn; None for a study that has no figure of its own
-        (:func:`dpfda.report.study_figures.figure` then needs one).
+        (:func:`dpfda_book.report.study_figures.figure` then needs one).
     """
 
     name: str

@@ -12,9 +12,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from dpfda_book.simulation.studies import get_study
+from dpfda.mechanisms.pipelines import ptf_default_clip, ptf_sigmas
 
-from ..mechanisms.pipelines import ptf_default_clip, ptf_sigmas
+from ..simulation.studies import get_study
 
 __all__ = ["theory_activation"]
 

@@ -1,28 +1,27 @@
 """Every figure and table of the book, from one place: the names of the report modules.
 
-``from dpfda.report import plots`` and then ``plots.figure``, ``plots.table``, ... reach
+``from dpfda_book.report import plots`` and then ``plots.figure``, ``plots.table``, ... reach
 every figure and table of the book; each is defined, and documented, in the module of its
 one job:
 
-* :mod:`dpfda.report.style`: one style for every figure (colours, markers, fonts, sizes)
+* :mod:`dpfda_book.report.style`: one style for every figure (colours, markers, fonts, sizes)
   and the helpers the figures share;
-* :mod:`dpfda.report.tables`: tables for readers (:func:`~dpfda.report.tables.table`,
-  :func:`~dpfda.report.tables.number`);
-* :mod:`dpfda.report.study_figures`: the paper's studies drawn as the paper draws them
-  (:func:`~dpfda.report.study_figures.figure`), in the layout each study carries
+* :mod:`dpfda_book.report.tables`: tables for readers (:func:`~dpfda_book.report.tables.table`,
+  :func:`~dpfda_book.report.tables.number`);
+* :mod:`dpfda_book.report.study_figures`: the paper's studies drawn as the paper draws them
+  (:func:`~dpfda_book.report.study_figures.figure`), in the layout each study carries
   (:class:`dpfda_book.simulation.studies.Layout`);
-* :mod:`dpfda.report.chapter_figures`: the figures of single chapters;
-* :mod:`dpfda.report.figure_checks`: what a drawn figure gets wrong
-  (:func:`~dpfda.report.figure_checks.layout_problems`);
-* :mod:`dpfda.report.explorer`: the interactive ratio explorer.
+* :mod:`dpfda_book.report.chapter_figures`: the figures of single chapters;
+* :mod:`dpfda_book.report.figure_checks`: what a drawn figure gets wrong
+  (:func:`~dpfda_book.report.figure_checks.layout_problems`);
+* :mod:`dpfda_book.report.explorer`: the interactive ratio explorer.
 
 Nothing is shown or saved here (the command line, :mod:`dpfda.cli`, writes a run's files).
 """
 
 from __future__ import annotations
 
-from dpfda_book.simulation.studies import LAYOUTS, Layout, layout_of
-
+from ..simulation.studies import LAYOUTS, Layout, layout_of
 from . import chapter_figures, explorer, figure_checks, study_figures, style, tables
 from .chapter_figures import *  # noqa: F403
 from .explorer import *  # noqa: F403

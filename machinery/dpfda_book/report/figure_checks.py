@@ -31,7 +31,7 @@ __all__ = [
 #: Two series of one figure whose colours are closer than this (CIE76 ΔE in CIELAB) look
 #: alike to many readers (and in print); each must then differ in marker or line style too.
 MIN_COLOUR_DELTA_E = 30.0
-#: A filled band thinner than this on average (display pixels at :data:`~dpfda.report.style.DPI`) is not seen.
+#: A filled band thinner than this on average (display pixels at :data:`~dpfda_book.report.style.DPI`) is not seen.
 MIN_BAND_PX = 2.5
 
 

@@ -35,10 +35,10 @@ import numbers
 import numpy as np
 import pandas as pd
 
-from dpfda_book.montecarlo import Z, bonferroni_z, proportion_se
-from dpfda_book.simulation.studies import check_family
+from dpfda._validation import check_nonnegative, check_positive
 
-from .._validation import check_nonnegative, check_positive
+from ..montecarlo import Z, bonferroni_z, proportion_se
+from ..simulation.studies import check_family
 
 __all__ = [
     "Z",
@@ -193,8 +193,8 @@ def table1_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Table 1's numbers: per (μ, T, n) the two MSEs, their ratio (with its 95% CI) and p̂_PTF.
 
     ``df`` is the results table of the study ``table1`` (:func:`dpfda_book.simulation.schedule.run_study`).
-    Rows are ordered by μ, T, n, as the settings of Figure 1; :func:`dpfda.report.tables.table`
-    shows it, :func:`dpfda.report.tables.pivot_n_by_mu_T` lays one of its columns out as the paper does.
+    Rows are ordered by μ, T, n, as the settings of Figure 1; :func:`dpfda_book.report.tables.table`
+    shows it, :func:`dpfda_book.report.tables.pivot_n_by_mu_T` lays one of its columns out as the paper does.
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a results DataFrame from run_study, got {type(df).__name__}")

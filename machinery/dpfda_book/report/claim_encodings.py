@@ -3,9 +3,9 @@
 A claim is tested through :class:`Component` records, each one signed comparison
 (``direction · estimate > 0``) with its standard error, read from rows of the results tables
 (``pandas.Series``).  Every claim has one build function here, from its results tables to
-its components; the registry (:mod:`dpfda.report.claim_registry`) finds it by the claim's id
+its components; the registry (:mod:`dpfda_book.report.claim_registry`) finds it by the claim's id
 in ``BUILDS`` and shows its docstring as the claim's test.  Whether a component is
-significant, and what that makes of the claim, is :mod:`dpfda.report.claim_verdicts`' job.
+significant, and what that makes of the claim, is :mod:`dpfda_book.report.claim_verdicts`' job.
 
 Statements of equality or of "no more than" cannot be shown by a significance test; they
 are encoded with a stated margin δ: "x agrees with y" becomes the two components
@@ -25,7 +25,7 @@ Two words have one reading each, in every claim that uses them:
 
 No selection inside a test: which settings a component reads is fixed by the
 claim (or, for Table 1's claim 6, by a bound computed from the design before
-any data, :func:`~dpfda.report.activation_bounds.theory_activation`), never
+any data, :func:`~dpfda_book.report.activation_bounds.theory_activation`), never
 chosen from the results it tests.
 """
 
@@ -39,9 +39,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from dpfda_book.simulation.studies import get_study
+from dpfda.mechanisms import theory
 
-from ..mechanisms import theory
+from ..simulation.studies import get_study
 from . import evidence as ev
 from .activation_bounds import theory_activation
 
@@ -66,7 +66,7 @@ PAPER_P = 0.755
 
 QUIET_P = 1e-3
 """For Table 1's claim 6, a setting is *quiet* if PTF's constraint binds with probability at most this,
-under every law (a bound from the design, :func:`~dpfda.report.activation_bounds.theory_activation`)."""
+under every law (a bound from the design, :func:`~dpfda_book.report.activation_bounds.theory_activation`)."""
 
 _SCALED_RULES = ("B", "sqrt_log_n", "log_n", "sqrt_n", "n_2_3")
 
@@ -155,7 +155,7 @@ def p_ptf_and_se(row: pd.Series) -> tuple[float, float]:
     """p̂_PTF and its standard error.
 
     Agresti–Coull on all repetitions, or the pooled draws' standard error if
-    that is larger (law-level tables, :func:`~dpfda.report.law_runs.pool_draws`).
+    that is larger (law-level tables, :func:`~dpfda_book.report.law_runs.pool_draws`).
     """
     p = float(row["p_ptf_active"])
     se = ev.proportion_se(p, int(row["reps"]))

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from dpfda_book.simulation.studies import Setting, check_family
+from dpfda.mechanisms.theory import ratio_limit
 
-from ..mechanisms.theory import ratio_limit
+from ..simulation.studies import Setting, check_family
 from .tables import Table, number, table
 
 if TYPE_CHECKING:
@@ -32,13 +32,13 @@ __all__ = ["ratio_explorer", "explorer_tables", "explorer_html", "EXPLORER_COLUM
 
 
 # ---------------------------------------------------------------------------
-# The interactive ratio explorer (Bokeh; embedded in a page by dpfda.report.explorer.explorer_html)
+# The interactive ratio explorer (Bokeh; embedded in a page by dpfda_book.report.explorer.explorer_html)
 # ---------------------------------------------------------------------------
 
 EXPLORER_COLUMNS = ("family", "T", "m", "rho", "n", "mu", "sigma0", "ratio", "ratio_lo", "ratio_hi")
 """Columns the ratio explorer (:func:`ratio_explorer`) reads from an engine results table."""
 
-#: Model names of the explorer's Bokeh document, for the page's script (:mod:`dpfda.report.explorer`)
+#: Model names of the explorer's Bokeh document, for the page's script (:mod:`dpfda_book.report.explorer`)
 #: and the browser test.
 EXPLORER_NAMES = {"space": "explorer-space", "T": "explorer-T", "mu": "explorer-mu", "sigma0": "explorer-sigma0",
                   "shown": "explorer-shown", "plot": "explorer-plot", "summary": "explorer-summary"}
@@ -84,7 +84,7 @@ def ratio_explorer(df: pd.DataFrame, *, width: int = 660, height: int = 400) -> 
     The Monte Carlo error ratio with its 95% interval as a band, the noiseless limit and
     the ratio 1 as reference lines.  Every setting's numbers are embedded and the redraw
     is a small JavaScript callback: nothing is computed or fetched when a reader moves a
-    slider.  Needs the optional dependency ``bokeh``; :func:`dpfda.report.explorer.explorer_html`
+    slider.  Needs the optional dependency ``bokeh``; :func:`dpfda_book.report.explorer.explorer_html`
     embeds the layout in a page, :func:`explorer_tables` is its text alternative.
 
     Parameters
@@ -218,7 +218,7 @@ summary.text = '<b>' + LABELS[space.active] + '</b>, T = ' + T + ', μ = ' + fmt
 def explorer_tables(df: pd.DataFrame, *, digits: int = 2) -> list[Table]:
     """The explorer's numbers as tables: its text alternative (a canvas is not read aloud).
 
-    One :func:`~dpfda.report.tables.table` per function space, a row per setting (columns T, μ, σ₀)
+    One :func:`~dpfda_book.report.tables.table` per function space, a row per setting (columns T, μ, σ₀)
     and a column per n holding the ratio FTP/PTF, marked "▼" where its whole 95% interval
     lies below 1 (FTP clearly more accurate) and "▲" where it lies above 1 (PTF clearly more
     accurate); a last column says what the sentence under the figure says: from which n on

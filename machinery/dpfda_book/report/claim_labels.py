@@ -1,17 +1,17 @@
 """The labels of the verdict matrix: a mark for each verdict, a short name for each law.
 
 The chapter book/robustness.ipynb shows the matrix; its figures are in
-:mod:`dpfda.report.chapter_figures`.
+:mod:`dpfda_book.report.chapter_figures`.
 """
 
 from __future__ import annotations
 
-from dpfda_book.simulation.models import check_law
+from ..simulation.models import check_law
 
 __all__ = ["VERDICT_MARKS", "law_label"]
 
 VERDICT_MARKS = {"holds": "✓", "inconclusive": "?", "fails": "✗"}
-"""The marks of the verdicts (with :data:`dpfda.report.chapter_figures.VERDICT_COLOURS`); they keep the
+"""The marks of the verdicts (with :data:`dpfda_book.report.chapter_figures.VERDICT_COLOURS`); they keep the
 matrix readable without colour."""
 
 

@@ -1,24 +1,24 @@
 """The paper's claims, judged: the registry and its verdicts, from one place.
 
-``from dpfda.report import claims as cl`` and then ``cl.judge``, ``cl.CLAIMS``,
+``from dpfda_book.report import claims as cl`` and then ``cl.judge``, ``cl.CLAIMS``,
 ``cl.simulate``, ... reach every name of the claims; each is defined, and documented, in
 the module of its one job:
 
-* :mod:`dpfda.report.activation_bounds`: bounds on PTF's activation probability from the
-  design alone (:func:`~dpfda.report.activation_bounds.theory_activation`);
-* :mod:`dpfda.report.claim_encodings`: each claim as signed comparisons
-  (:class:`~dpfda.report.claim_encodings.Component`), with the margins and the one reading
+* :mod:`dpfda_book.report.activation_bounds`: bounds on PTF's activation probability from the
+  design alone (:func:`~dpfda_book.report.activation_bounds.theory_activation`);
+* :mod:`dpfda_book.report.claim_encodings`: each claim as signed comparisons
+  (:class:`~dpfda_book.report.claim_encodings.Component`), with the margins and the one reading
   of "close to" and of "performs well";
-* :mod:`dpfda.report.claim_registry`: one record per claim
-  (:class:`~dpfda.report.claim_registry.Claim`,
-  :data:`~dpfda.report.claim_registry.CLAIMS`);
-* :mod:`dpfda.report.claim_labels`: the marks of the verdicts and the short names of the
+* :mod:`dpfda_book.report.claim_registry`: one record per claim
+  (:class:`~dpfda_book.report.claim_registry.Claim`,
+  :data:`~dpfda_book.report.claim_registry.CLAIMS`);
+* :mod:`dpfda_book.report.claim_labels`: the marks of the verdicts and the short names of the
   laws;
-* :mod:`dpfda.report.claim_verdicts`: from components to verdicts, Holm's correction
-  included (:func:`~dpfda.report.claim_verdicts.judge`,
-  :func:`~dpfda.report.claim_verdicts.verdicts`);
-* :mod:`dpfda.report.law_runs`: the studies under every latent law, K latent draws pooled
-  (:func:`~dpfda.report.law_runs.simulate`).
+* :mod:`dpfda_book.report.claim_verdicts`: from components to verdicts, Holm's correction
+  included (:func:`~dpfda_book.report.claim_verdicts.judge`,
+  :func:`~dpfda_book.report.claim_verdicts.verdicts`);
+* :mod:`dpfda_book.report.law_runs`: the studies under every latent law, K latent draws pooled
+  (:func:`~dpfda_book.report.law_runs.simulate`).
 """
 
 from __future__ import annotations

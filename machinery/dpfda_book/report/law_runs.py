@@ -4,7 +4,7 @@ Two designs, two questions
 --------------------------
 *Conditional* (the paper's, and the figures'): one draw of the latent curves
 per setting, held fixed over the repetitions; standard errors are Monte Carlo
-errors given that draw.  :func:`~dpfda.report.claim_verdicts.judge` on a chapter's
+errors given that draw.  :func:`~dpfda_book.report.claim_verdicts.judge` on a chapter's
 table answers "does the claim hold for these curves?".
 
 *Law-level* (the matrix): :func:`simulate` with ``draws = K`` runs each law
@@ -31,10 +31,9 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from dpfda_book.simulation.models import LAWS, check_law
-from dpfda_book.simulation.store import run_studies
-from dpfda_book.simulation.studies import PAPER_N, STUDY_NAMES, paper_studies
-
+from ..simulation.models import LAWS, check_law
+from ..simulation.store import run_studies
+from ..simulation.studies import PAPER_N, STUDY_NAMES, paper_studies
 from . import evidence as ev
 from .claim_encodings import p_ptf_and_se
 

@@ -2,7 +2,7 @@
 
 The pipelines, the designs, the growth data, the claims' verdict matrix, the laws, ...
 
-They are matplotlib figures in the book's style (:mod:`dpfda.report.style`); nothing is
+They are matplotlib figures in the book's style (:mod:`dpfda_book.report.style`); nothing is
 shown or saved here.
 """
 
@@ -21,10 +21,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 from numpy.typing import ArrayLike
 
-from dpfda_book.montecarlo import Z95, proportion_se
-from dpfda_book.simulation.models import LAW_SHIFTS, kernel_direction, polynomial_direction
+from dpfda.maths.spaces import LegendreSpace, gaussian_kernel
 
-from ..maths.spaces import LegendreSpace, gaussian_kernel
+from ..montecarlo import Z95, proportion_se
+from ..simulation.models import LAW_SHIFTS, kernel_direction, polynomial_direction
 from .claims import P_MARGIN, PAPER_P, VERDICT_MARKS, VERDICTS, get_claim, law_label
 from .style import (
     COLOURS,
@@ -402,7 +402,7 @@ def activation_by_norm_figure(norms: ArrayLike, p: ArrayLike, se: ArrayLike, nor
     ``p[k]`` (with standard error ``se[k]``) is the probability at the mean rescaled to norm
     ``norms[k]``; error bars ±:data:`~dpfda_book.montecarlo.Z95` standard errors.  A dashed line
     marks ``norm_bar``, the norm of the run's own mean, and a dotted one the paper's
-    0.755 (:data:`dpfda.report.claim_encodings.PAPER_P`).
+    0.755 (:data:`dpfda_book.report.claim_encodings.PAPER_P`).
     """
     norms, p, se = (np.asarray(a, dtype=float) for a in (norms, p, se))
     if not norms.shape == p.shape == se.shape or norms.ndim != 1:
@@ -470,7 +470,7 @@ def kernel_eigenvalue_figure(T: ArrayLike, exact: ArrayLike, double: ArrayLike, 
 # ---------------------------------------------------------------------------
 
 #: Green, grey and red for the three verdicts (each cell also carries its mark,
-#: :data:`dpfda.report.claim_labels.VERDICT_MARKS`).
+#: :data:`dpfda_book.report.claim_labels.VERDICT_MARKS`).
 VERDICT_COLOURS = {"holds": "#1b7837", "inconclusive": "#d9d9d9", "fails": "#b2182b"}
 
 
@@ -478,11 +478,11 @@ def verdict_figure(matrix: pd.DataFrame, *, width: float | None = None,
                    fontsize: float | None = None) -> Figure:
     """The verdict matrix as a heatmap: claims down, laws across, coloured by verdict.
 
-    ``matrix`` is :func:`dpfda.report.claim_verdicts.verdict_matrix`'s table.  Each cell carries its
-    verdict's mark (:data:`dpfda.report.claim_labels.VERDICT_MARKS`) as well as its colour
+    ``matrix`` is :func:`dpfda_book.report.claim_verdicts.verdict_matrix`'s table.  Each cell carries its
+    verdict's mark (:data:`dpfda_book.report.claim_labels.VERDICT_MARKS`) as well as its colour
     (:data:`VERDICT_COLOURS`).  ``width`` defaults to the book's column
-    (:data:`~dpfda.report.style.TEXT_WIDTH`) and ``fontsize`` to its smallest legible size
-    (:data:`~dpfda.report.style.MIN_FONT_PT`).
+    (:data:`~dpfda_book.report.style.TEXT_WIDTH`) and ``fontsize`` to its smallest legible size
+    (:data:`~dpfda_book.report.style.MIN_FONT_PT`).
     """
     width = TEXT_WIDTH if width is None else width
     fontsize = MIN_FONT_PT if fontsize is None else fontsize
@@ -570,14 +570,14 @@ def law_figure(*, width: float | None = None, fontsize: float | None = None) -> 
 def activation_by_share_figure(shares: pd.DataFrame) -> Figure:
     """p̂_PTF of Table 1's example under each latent law, against the share S of the mean direction.
 
-    ``shares`` is :func:`dpfda.report.law_runs.activation_by_share`'s table.  The shift and wave
+    ``shares`` is :func:`dpfda_book.report.law_runs.activation_by_share`'s table.  The shift and wave
     laws as two series (offset a little in S, so neither hides the other; circles and
     squares), error bars ±:data:`~dpfda_book.montecarlo.Z95` standard errors; the default law as
-    a dashed line, the paper's 0.755 (:data:`dpfda.report.claim_encodings.PAPER_P`) dotted, and the
-    margin of Table 1's claim 5 (:data:`dpfda.report.claim_encodings.P_MARGIN`) shaded.
+    a dashed line, the paper's 0.755 (:data:`dpfda_book.report.claim_encodings.PAPER_P`) dotted, and the
+    margin of Table 1's claim 5 (:data:`dpfda_book.report.claim_encodings.P_MARGIN`) shaded.
     """
     if not isinstance(shares, pd.DataFrame) or not {"shape", "S", "p", "se", "law"} <= set(shares.columns):
-        raise ValueError("shares must be the table of dpfda.report.claims.activation_by_share")
+        raise ValueError("shares must be the table of dpfda_book.report.claims.activation_by_share")
     fig, ax = plt.subplots(figsize=(TEXT_WIDTH, 4.0), layout="constrained")
     for k, shape in enumerate(["shift", "wave"]):
         d = shares[shares["shape"] == shape].sort_values("S")

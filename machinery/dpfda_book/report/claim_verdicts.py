@@ -1,6 +1,6 @@
 """From a claim's components to its verdict: holds, fails or inconclusive.
 
-Each component (:class:`~dpfda.report.claim_encodings.Component`) is a test of
+Each component (:class:`~dpfda_book.report.claim_encodings.Component`) is a test of
 ``estimate = 0`` (two-sided).  Over a family of components (all components of the whole
 matrix, or one claim's components in a chapter) the p-values are corrected together, by
 Holm's step-down method (default) or Bonferroni, at family level ``alpha`` (0.05).  A
@@ -12,9 +12,9 @@ estimate's sign.  Then a claim, under one law,
 * is **inconclusive** otherwise (including a claim with no component).
 
 The verdict of a claim is the matrix's: :func:`verdicts` over every claim under every latent
-law of the pooled tables of :func:`dpfda.report.law_runs.simulate`, one family, one verdict per
+law of the pooled tables of :func:`dpfda_book.report.law_runs.simulate`, one family, one verdict per
 claim and law.  :func:`judge` on a chapter's tables is evidence about the latent curves of that
-one draw (the conditional design, :mod:`dpfda.report.law_runs` says how the two designs differ),
+one draw (the conditional design, :mod:`dpfda_book.report.law_runs` says how the two designs differ),
 with a declared family shared by all the claims a chapter judges (its docstring).
 """
 
@@ -27,8 +27,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from dpfda_book.simulation.models import LAW_SHIFTS, LAWS, check_law
-
+from ..simulation.models import LAW_SHIFTS, LAWS, check_law
 from .claim_labels import VERDICT_MARKS
 from .claim_registry import CLAIMS, Claim, claim_components, get_claim
 
@@ -62,7 +61,7 @@ def components_table(results: Mapping[str, Mapping[str, pd.DataFrame]], claims: 
 
     ``results`` maps law → (study name → results table): one
     :func:`dpfda_book.simulation.schedule.run_studies` output per law (the conditional design) or
-    :func:`~dpfda.report.law_runs.simulate`'s pooled law-level tables.  Columns: ``claim``, ``law``,
+    :func:`~dpfda_book.report.law_runs.simulate`'s pooled law-level tables.  Columns: ``claim``, ``law``,
     ``component``, ``estimate``, ``se``, ``direction``, ``z`` (the estimate over
     its standard error, signed by the asserted direction), ``df`` (NaN: a
     normal reference; a component may carry its own) and ``p`` (two-sided).
@@ -72,8 +71,8 @@ def components_table(results: Mapping[str, Mapping[str, pd.DataFrame]], claims: 
     freedom, the Hartung–Knapp–Sidik–Jonkman reference for a standard error
     estimated across K draws.  A component that combines several settings gets
     K − 1, the smallest Welch–Satterthwaite df its terms allow, so the test
-    stays conservative; with the within-draw floor of :func:`~dpfda.report.law_runs.pool_draws` it is
-    conservative again (:func:`~dpfda.report.law_runs.law_level_null_size`).  Tables without ``draws``
+    stays conservative; with the within-draw floor of :func:`~dpfda_book.report.law_runs.pool_draws` it is
+    conservative again (:func:`~dpfda_book.report.law_runs.law_level_null_size`).  Tables without ``draws``
     (one latent draw) keep the normal reference.
     """
     if reference not in ("normal", "t"):
@@ -228,7 +227,7 @@ class Judgement:
 
 def judge(claim: Claim | str, tables: Mapping[str, pd.DataFrame], *, law: str = "default",
           alpha: float = FAMILY_ALPHA, method: str = "holm", family_size: int = FAMILY_SIZE) -> Judgement:
-    """``claim`` (a :class:`~dpfda.report.claim_registry.Claim` or an id) judged on one law's ``tables``.
+    """``claim`` (a :class:`~dpfda_book.report.claim_registry.Claim` or an id) judged on one law's ``tables``.
 
     On a chapter's tables (one latent draw held fixed) the result is about that
     draw, the conditional design: evidence beside the claim's verdict, which is

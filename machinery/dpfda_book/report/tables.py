@@ -258,7 +258,7 @@ def table(data: pd.DataFrame | pd.Series, caption: str | None = None, *, name: s
 def pivot_n_by_mu_T(table1_frame: pd.DataFrame, value: str) -> pd.DataFrame:
     """One quantity of Table 1 as the paper lays it out: rows n, columns T within μ.
 
-    ``table1_frame`` is :func:`dpfda.report.evidence.table1_frame`'s table; the columns carry two
+    ``table1_frame`` is :func:`dpfda_book.report.evidence.table1_frame`'s table; the columns carry two
     header levels ("μ = 0.1" above "T = 2"), for :func:`table`.
     """
     if value not in table1_frame.columns:
@@ -275,10 +275,11 @@ def pivot_n_by_mu_T(table1_frame: pd.DataFrame, value: str) -> pd.DataFrame:
 def judgement_table(judgement: Judgement) -> Table:
     """A claim's registry record beside this run's result, as a captioned table for a chapter.
 
-    ``judgement`` is a :class:`dpfda.report.claim_verdicts.Judgement` (:func:`dpfda.report.claim_verdicts.judge`).
+    ``judgement`` is a :class:`~dpfda_book.report.claim_verdicts.Judgement`
+    (:func:`dpfda_book.report.claim_verdicts.judge`).
     The claim's verdict is the matrix's (chapter ``robustness``); the table shows the
     evidence of one run, one draw of the latent curves (the conditional design).
     """
     return table(judgement.record(), f"The registry's record of {judgement.claim.name} "
-                 f"(`dpfda.report.claims`) and the test on this run: one draw of the curves, "
+                 f"(`dpfda_book.report.claims`) and the test on this run: one draw of the curves, "
                  f"conditional design ({judgement.law} law; {judgement.family_text()}).")

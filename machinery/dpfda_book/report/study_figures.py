@@ -12,8 +12,8 @@ studies carries its own; :func:`figure` draws a study in its layout):
 * ``kind="scaled"`` (Figures 2, 5): n × MSE (or n × IMSE) against n, FTP in
   the left panel and PTF in the right, one line per radius rule; error bars
   ± 1.96 n·SE.
-* ``kind="table"`` (Table 1): :func:`dpfda.report.evidence.table1_frame` computes the table, and
-  :func:`~dpfda.report.tables.pivot_n_by_mu_T` lays one of its quantities out as the paper does (rows n,
+* ``kind="table"`` (Table 1): :func:`dpfda_book.report.evidence.table1_frame` computes the table, and
+  :func:`~dpfda_book.report.tables.pivot_n_by_mu_T` lays one of its quantities out as the paper does (rows n,
   columns T within μ).
 
 They take the results table of :func:`dpfda_book.simulation.schedule.run_study`.
@@ -30,9 +30,8 @@ import pandas as pd
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
-from dpfda_book.montecarlo import Z95
-from dpfda_book.simulation.studies import LAYOUTS, Layout, Study, layout_of
-
+from ..montecarlo import Z95
+from ..simulation.studies import LAYOUTS, Layout, Study, layout_of
 from .style import (
     MIN_FONT_PT,
     SYMBOLS,
@@ -174,7 +173,7 @@ def figure(df: pd.DataFrame, study: Study | str | None = None, *, layout: Layout
                             title=title)
     if layout.kind == "scaled":
         return scaled_figure(df, group=layout.group, title=title)
-    raise ValueError("the layout is a table: show dpfda.report.evidence.table1_frame(df) with plots.table")
+    raise ValueError("the layout is a table: show dpfda_book.report.evidence.table1_frame(df) with plots.table")
 
 
 def caption(df_or_meta: pd.DataFrame | Mapping[str, Any], layout: Layout | None = None) -> str:

@@ -13,13 +13,13 @@ else.  A record carries, side by side,
   in code (``"fig3-claim-2"``) and ``label`` the observation box of the book
   (``"sim-noise-claim-2"``) where the claim is shown;
 * ``studies`` and ``build``: the results tables it reads, and the function that
-  turns them into signed :class:`~dpfda.report.claim_encodings.Component`
-  comparisons (one per claim, in :mod:`dpfda.report.claim_encodings`).
+  turns them into signed :class:`~dpfda_book.report.claim_encodings.Component`
+  comparisons (one per claim, in :mod:`dpfda_book.report.claim_encodings`).
 
 The chapter ``robustness`` gives each claim its verdict under every latent law, one family
-for all claims and laws (:func:`~dpfda.report.claim_verdicts.verdicts` over
-:func:`~dpfda.report.claim_verdicts.components_table`); the chapters of Part II show that
-verdict beside the record, and assert what :func:`~dpfda.report.claim_verdicts.judge` finds
+for all claims and laws (:func:`~dpfda_book.report.claim_verdicts.verdicts` over
+:func:`~dpfda_book.report.claim_verdicts.components_table`); the chapters of Part II show that
+verdict beside the record, and assert what :func:`~dpfda_book.report.claim_verdicts.judge` finds
 on their own run (one draw of the curves, the conditional design).
 """
 
@@ -33,8 +33,7 @@ from typing import Callable
 
 import pandas as pd
 
-from dpfda_book.simulation.studies import paper_studies
-
+from ..simulation.studies import paper_studies
 from .claim_encodings import BUILDS, Component
 
 __all__ = [
