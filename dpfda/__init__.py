@@ -90,15 +90,14 @@ from .mechanisms.privacy import (
 )
 from .practice.realdata import Domain, PublicFrame, legendre_derivative
 
-_LAZY = {"audit": "trust.audit", "designs": "mechanisms.designs", "secure": "mechanisms.secure",
-         "theory": "mechanisms.theory"}
+_LAZY = {"audit": "trust.audit", "secure": "mechanisms.secure", "theory": "mechanisms.theory"}
 """Submodules of ``__all__`` imported on first use (``dpfda.trust.audit``, ``from dpfda import theory``)
 if ``import dpfda`` has not loaded them: ``audit`` imports scipy, which a simulation worker never needs."""
 
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from .mechanisms import designs, secure, theory
+    from .mechanisms import secure, theory
     from .trust import audit
 
 
@@ -144,7 +143,6 @@ __all__ = [
     "ptf_mechanism",
     "ptf_sigmas",
     "audit",
-    "designs",
     "secure",
     "theory",
     "tradeoff",

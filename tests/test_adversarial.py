@@ -38,6 +38,7 @@ from dpfda.mechanisms.pipelines import (
     ptf_sigmas,
 )
 from dpfda.trust import audit as A
+from dpfda_book.mechanisms import broken
 
 GRID = np.arange(1, 11) / 10  # t = 0 left out for the Brownian kernel (A.4)
 N, RADIUS, MU = 13, 1.0, 1.0  # n differs from T = 10, d = 4 and the batch sizes below
@@ -360,7 +361,7 @@ def test_audit_at_scale_1e17_real_ftp_passes_naive_ftp_fails(space_name):
     real = A.ftp_mechanism(GRID, space, RADIUS, MU, n=N)
     res = A.audit(real, X0, X1, draws=20_000, rng=_rng(12, len(space_name)))
     assert not res.violation and res.mu_lower <= MU
-    naive = A.broken_ftp_cancellation(GRID, space, RADIUS, MU, n=N)
+    naive = broken.broken_ftp_cancellation(GRID, space, RADIUS, MU, n=N)
     # same mechanism in exact arithmetic: at scale 1 the naive mean is right ...
     Y0, Y1 = A.worst_case_pair(GRID, space, RADIUS, N, factor=1.0)
     assert A.pair_mu(naive, Y0, Y1) == pytest.approx(MU, rel=1e-9)
@@ -371,9 +372,9 @@ def test_audit_at_scale_1e17_real_ftp_passes_naive_ftp_fails(space_name):
 
 
 def test_releases_through_the_audit_helper_carry_no_flags():
-    for build in (A.ftp_mechanism, A.broken_ftp_grid_norm, A.broken_ftp_no_radius,
-                  A.broken_ftp_cancellation):
-        kw = {"norm": "sup"} if build is A.broken_ftp_grid_norm else {}
+    for build in (A.ftp_mechanism, broken.broken_ftp_grid_norm, broken.broken_ftp_no_radius,
+                  broken.broken_ftp_cancellation):
+        kw = {"norm": "sup"} if build is broken.broken_ftp_grid_norm else {}
         mech = build(GRID, SPACES["legendre"], RADIUS, MU, n=N, **kw)
         X0, _ = A.worst_case_pair(GRID, SPACES["legendre"], RADIUS, N)
         assert mech(X0, _rng(14)).active is None

@@ -18,6 +18,7 @@ from scipy import special, stats
 import dpfda
 from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean, ptf_default_clip
 from dpfda.trust import audit as A
+from dpfda_book.mechanisms import broken
 
 GRID = dpfda.uniform_grid(8)
 N = 10
@@ -236,7 +237,7 @@ def test_bad_arguments_raise_clear_errors():
     with pytest.raises(ValueError, match="direction"):
         A.worst_case_pair(GRID, space, RADIUS, N, direction=np.zeros(4))
     with pytest.raises(ValueError, match="norm"):
-        A.broken_ftp_grid_norm(GRID, space, RADIUS, MU, n=N, norm="linf")
+        broken.broken_ftp_grid_norm(GRID, space, RADIUS, MU, n=N, norm="linf")
     with pytest.raises(ValueError, match="scores0"):
         A.mu_lower_bound([np.nan, 1.0], [0.0, 1.0], [0.5])
     with pytest.raises(ValueError, match="alpha"):

@@ -17,6 +17,7 @@ import pytest
 import dpfda
 from dpfda.mechanisms import covariance as cv
 from dpfda.trust import audit as au
+from dpfda_book.mechanisms import broken
 from tests._support import reps
 
 SPACES = [
@@ -60,7 +61,7 @@ def test_the_joint_worst_pair_of_the_composition():
 @pytest.mark.parametrize("method", ["ftp", "ptf"])
 def test_the_broken_covariance_is_caught(method):
     space, grid = SPACES[0]
-    bad = au.broken_covariance_add_remove(grid, space, 1.1, 1.0, method=method, n=20)
+    bad = broken.broken_covariance_add_remove(grid, space, 1.1, 1.0, method=method, n=20)
     pair = au.worst_case_covariance_pair(grid, space, 1.1, 20, method=method)
     rec = au.recompute_covariance(bad, *pair)
     assert not rec.passed and rec.mu_pair > bad.mu
@@ -73,12 +74,12 @@ def test_the_empirical_audit_bounds_the_good_and_refutes_the_broken():
     space, grid = SPACES[1]
     draws = reps(60000, 30000)
     good = cv.covariance_mechanism(grid, space, 1.1, 1.0, method="ftp", n=20)
-    bad = au.broken_covariance_add_remove(grid, space, 1.1, 1.0, method="ftp", n=20)
+    bad = broken.broken_covariance_add_remove(grid, space, 1.1, 1.0, method="ftp", n=20)
     pair = au.worst_case_covariance_pair(grid, space, 1.1, 20, method="ftp")
     res = au.audit_covariance(good, *pair, draws=draws, rng=np.random.default_rng(21))
     assert not res.violation and 0 < res.mu_lower <= res.mu_pair
-    broken = au.audit_covariance(bad, *pair, draws=draws, rng=np.random.default_rng(22))
-    assert broken.violation, (broken.mu_lower, broken.mu_pair)
+    caught = au.audit_covariance(bad, *pair, draws=draws, rng=np.random.default_rng(22))
+    assert caught.violation, (caught.mu_lower, caught.mu_pair)
 
 
 def test_the_audit_summaries_are_computed_from_the_definitions():

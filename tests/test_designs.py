@@ -1,4 +1,4 @@
-"""The design space between PTF and FTP (dpfda.mechanisms.designs, issue #14).
+"""The design space between PTF and FTP (dpfda_book.mechanisms.designs, issue #14).
 
 * the identities: FTP = projection onto E + noise N(0, σ²ΦΦᵀ), PTF = the box
   member, release for release under one noise stream, in both spaces;
@@ -23,8 +23,8 @@ import pytest
 import dpfda
 from dpfda.maths.rounding import solve_rtol
 from dpfda.mechanisms import theory
-from dpfda.mechanisms.designs import Design, below_ftp
 from dpfda.trust import audit as A
+from dpfda_book.mechanisms.designs import Design, below_ftp
 from dpfda_book.report import evidence as ev
 from dpfda_book.simulation.design_runs import simulate_designs
 from dpfda_book.simulation.studies import Setting

@@ -1,4 +1,4 @@
-"""Calibration of dpfda.mechanisms.designs that no public parameter can break (issue #19, defects 1–3, 11).
+"""Calibration of dpfda_book.mechanisms.designs that no public parameter can break (issue #19, defects 1–3, 11).
 
 Every pair μ here is computed from first principles, with nothing of the
 design's own whitening: the summaries' difference d and the published noise
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import dpfda
-from dpfda.mechanisms.designs import Design
+from dpfda_book.mechanisms.designs import Design
 
 MU, N = 1.0, 7
 TOL = 1e-9

@@ -32,8 +32,8 @@ import scipy.linalg
 
 import dpfda
 from dpfda.mechanisms import secure as S
-from dpfda.mechanisms.designs import Design
 from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean
+from dpfda_book.mechanisms.designs import Design
 
 GRID = np.array([0.25, 0.75])
 SPACE = dpfda.LegendreSpace(1)

@@ -21,7 +21,6 @@ import pytest
 
 import dpfda
 from dpfda import KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
-from dpfda.mechanisms.designs import Design
 from dpfda.mechanisms.mechanism import Mechanism, ftp_mechanism, ptf_mechanism
 from dpfda.mechanisms.pipelines import (
     add_noise,
@@ -36,6 +35,8 @@ from dpfda.mechanisms.pipelines import (
     ptf_sigmas,
 )
 from dpfda.trust import audit as A
+from dpfda_book.mechanisms import broken
+from dpfda_book.mechanisms.designs import Design
 
 GRID = (np.arange(9) + 0.5) / 9
 SPACES = {
@@ -143,11 +144,11 @@ def _constructors():
         "design ball": lambda: Design(GRID, leg, RADIUS, region="ball").mechanism(40, MU),
         "design ellipsoid": lambda: Design(GRID, leg, RADIUS, region="ellipsoid").mechanism(40, MU),
         "design mix": lambda: Design(GRID, gau, RADIUS, region="mix", lam=0.3, fit="none").mechanism(40, MU),
-        "no sqrt T": lambda: A.broken_ptf_no_sqrt_T(GRID, gau, RADIUS, MU, n=40),
-        "grid norm": lambda: A.broken_ftp_grid_norm(GRID, gau, RADIUS, MU, n=40, norm="sup"),
-        "no radius": lambda: A.broken_ftp_no_radius(GRID, leg, RADIUS, MU, n=40),
-        "cancellation": lambda: A.broken_ftp_cancellation(GRID, leg, RADIUS, MU, n=40),
-        "pinv": lambda: A.broken_design_pinv(grid6, leg, RADIUS, MU, n=40, noise=_thin_noise())[0],
+        "no sqrt T": lambda: broken.broken_ptf_no_sqrt_T(GRID, gau, RADIUS, MU, n=40),
+        "grid norm": lambda: broken.broken_ftp_grid_norm(GRID, gau, RADIUS, MU, n=40, norm="sup"),
+        "no radius": lambda: broken.broken_ftp_no_radius(GRID, leg, RADIUS, MU, n=40),
+        "cancellation": lambda: broken.broken_ftp_cancellation(GRID, leg, RADIUS, MU, n=40),
+        "pinv": lambda: broken.broken_design_pinv(grid6, leg, RADIUS, MU, n=40, noise=_thin_noise())[0],
     }
 
 

@@ -23,11 +23,12 @@ from hypothesis import strategies as st
 
 import dpfda
 from dpfda import KernelSpace, LegendreSpace, gaussian_kernel, uniform_grid
-from dpfda.mechanisms import calibration, designs, mechanism, pipelines, privacy, secure
-from dpfda.mechanisms.designs import Design
+from dpfda.mechanisms import calibration, mechanism, pipelines, privacy, secure
 from dpfda.mechanisms.mechanism import Mechanism
 from dpfda.trust import audit as A
-from dpfda.trust import broken as B
+from dpfda_book.mechanisms import broken, designs
+from dpfda_book.mechanisms import broken as B
+from dpfda_book.mechanisms.designs import Design
 
 MU = 1.0
 
@@ -70,11 +71,11 @@ def test_rank_deficient_attack_fails_on_the_noise_rule(T):
     res = _complement_attack(fixed, X0, X1, 4000, 1)
     assert res.mu_lower <= MU, res
     # the same attack has the power to separate the mechanism that adds σΦZ on the grid
-    broken = A.broken_design_rank_deficient(grid, space, 1.0, MU, n=n)
-    res_b = _complement_attack(broken, X0, X1, 4000, 1)
+    rank_deficient = broken.broken_design_rank_deficient(grid, space, 1.0, MU, n=n)
+    res_b = _complement_attack(rank_deficient, X0, X1, 4000, 1)
     assert res_b.mu_lower > MU, res_b
     # and the audit says why, from one release of each dataset
-    rec = A.recompute(broken, X0, X1)
+    rec = A.recompute(rank_deficient, X0, X1)
     assert rec.mu_pair == np.inf and not rec.passed
     assert any("outside its noise's range" in p for p in rec.problems)
     assert A.recompute(fixed, X0, X1).passed
@@ -176,16 +177,16 @@ def _thin_noise():
 
 
 BROKEN = {
-    "rank-deficient design": lambda: A.broken_design_rank_deficient(GRID, SPACE, 1.0, MU, n=N),
-    "FTP σ×0.9": lambda: A.broken_sigma_too_small(A.ftp_mechanism(GRID, SPACE, 1.0, MU, n=N)),
-    "PTF σ×0.9": lambda: A.broken_sigma_too_small(A.ptf_mechanism(GRID, SPACE, 1.0, MU, n=N)),
-    "design σ×0.9": lambda: A.broken_sigma_too_small(Design(GRID, SPACE, 1.0, region="mix", lam=0.3)
+    "rank-deficient design": lambda: broken.broken_design_rank_deficient(GRID, SPACE, 1.0, MU, n=N),
+    "FTP σ×0.9": lambda: broken.broken_sigma_too_small(A.ftp_mechanism(GRID, SPACE, 1.0, MU, n=N)),
+    "PTF σ×0.9": lambda: broken.broken_sigma_too_small(A.ptf_mechanism(GRID, SPACE, 1.0, MU, n=N)),
+    "design σ×0.9": lambda: broken.broken_sigma_too_small(Design(GRID, SPACE, 1.0, region="mix", lam=0.3)
                                                      .mechanism(N, MU)),
-    "PTF without √T": lambda: A.broken_ptf_no_sqrt_T(GRID, SPACE, 1.0, MU, n=N),
-    "FTP grid sup-norm": lambda: A.broken_ftp_grid_norm(GRID, KernelSpace(gaussian_kernel(0.3)), 1.0, MU,
+    "PTF without √T": lambda: broken.broken_ptf_no_sqrt_T(GRID, SPACE, 1.0, MU, n=N),
+    "FTP grid sup-norm": lambda: broken.broken_ftp_grid_norm(GRID, KernelSpace(gaussian_kernel(0.3)), 1.0, MU,
                                                         n=N, norm="l2"),
-    "FTP without the radius": lambda: A.broken_ftp_no_radius(GRID, SPACE, 1.0, MU, n=N),
-    "pinv design": lambda: A.broken_design_pinv(GRID, SPACE, 1.0, MU, n=N, noise=_thin_noise())[0],
+    "FTP without the radius": lambda: broken.broken_ftp_no_radius(GRID, SPACE, 1.0, MU, n=N),
+    "pinv design": lambda: broken.broken_design_pinv(GRID, SPACE, 1.0, MU, n=N, noise=_thin_noise())[0],
 }
 
 
@@ -203,7 +204,7 @@ def test_the_audit_catches_the_broken_family(name):
 
 
 def test_sigma_times_09_is_caught_by_the_formula_and_by_the_noise_itself():
-    mech = A.broken_sigma_too_small(A.ftp_mechanism(GRID, SPACE, 1.0, MU, n=N), 0.9)
+    mech = broken.broken_sigma_too_small(A.ftp_mechanism(GRID, SPACE, 1.0, MU, n=N), 0.9)
     X0, X1 = A.worst_case_pair(GRID, SPACE, 1.0, N)
     rec = A.recompute(mech, X0, X1, draws=2000, rng=np.random.default_rng(4))
     assert rec.mu_pair == pytest.approx(MU / 0.9, rel=1e-9)

@@ -16,7 +16,6 @@ import pytest
 import dpfda
 from dpfda import KernelSpace, LegendreSpace, gaussian_kernel
 from dpfda.mechanisms import gaussian, mechanism, parts
-from dpfda.mechanisms.designs import Design
 from dpfda.mechanisms.mechanism import ftp_mechanism, ptf_mechanism
 from dpfda.mechanisms.parts import (
     ClipToBox,
@@ -37,6 +36,7 @@ from dpfda.mechanisms.pipelines import (
     ptf_rounding_excess,
     ptf_sigmas,
 )
+from dpfda_book.mechanisms.designs import Design
 
 GRID = (np.arange(9) + 0.5) / 9
 SPACES = {

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dpfda.mechanisms.postprocess import ball_projection, james_stein, james_stein_risk
+from dpfda_book.mechanisms.postprocess import ball_projection, james_stein, james_stein_risk
 
 
 def test_james_stein_shrinks_by_the_positive_part_factor():

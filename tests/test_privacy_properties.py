@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 
 import dpfda
 from dpfda.mechanisms import secure as S
-from dpfda.mechanisms.designs import Design
 from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean
+from dpfda_book.mechanisms.designs import Design
 
 TOL = 1e-9
 SETTINGS = settings(derandomize=True, database=None, deadline=None, max_examples=150,

@@ -1,4 +1,4 @@
-"""Tests of dpfda.mechanisms.projections: the ball projection is feasible at every
+"""Tests of dpfda_book.mechanisms.projections: the ball projection is feasible at every
 magnitude, the trust-region maximum is an upper bound that its maximiser attains, and
 the sign vectors cover a symmetric box once each."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpfda.mechanisms.projections import (
+from dpfda_book.mechanisms.projections import (
     MAX_ENUMERATION_T,
     project_ball,
     robust_norm,

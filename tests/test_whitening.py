@@ -1,4 +1,4 @@
-"""Tests of dpfda.mechanisms.whitening: the noise metric is formed with no pseudo-inverse
+"""Tests of dpfda_book.mechanisms.whitening: the noise metric is formed with no pseudo-inverse
 (exact for a diagonal factor, QR with a condition check otherwise), noise shapes are the
 stated factors, and extents are cached on everything they depend on."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import dpfda
-from dpfda.mechanisms.designs import Design
-from dpfda.mechanisms.whitening import MAX_ROUNDING, Whitening, noise_factor, scaled
+from dpfda_book.mechanisms.designs import Design
+from dpfda_book.mechanisms.whitening import MAX_ROUNDING, Whitening, noise_factor, scaled
 
 GRID6 = np.linspace(0.0, 1.0, 6)
 SPACES = {"legendre": dpfda.LegendreSpace(3), "gaussian": dpfda.KernelSpace(dpfda.gaussian_kernel(0.2))}

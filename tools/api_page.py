@@ -120,7 +120,7 @@ used.
 LAZY = """### Modules imported on first use
 
 `dpfda.audit`, `dpfda.designs`, `dpfda.secure` and `dpfda.theory` are in `dpfda.__all__` too (the
-modules `dpfda.trust.audit`, `dpfda.mechanisms.designs`, `dpfda.mechanisms.secure` and
+modules `dpfda.trust.audit`, `dpfda_book.mechanisms.designs`, `dpfda.mechanisms.secure` and
 `dpfda.mechanisms.theory`); each is imported when first used, if `import dpfda` has not loaded it (`dpfda.trust.audit`
 needs scipy, which `import dpfda` never loads). They are documented with the modules below:
 {ref}`audit <api-audit>`, {ref}`designs <api-designs>`, {ref}`secure <api-secure>`,

@@ -1,7 +1,7 @@
 """The one calibration of every Gaussian mechanism: σ, its rounding factor, OpenDP's Δ, the limits.
 
 Every mechanism of the package — FTP (Theorem 6), PTF (Proposition 9), every
-:class:`~dpfda.mechanisms.designs.Design`, the command line and the chapters — takes
+:class:`~dpfda_book.mechanisms.designs.Design`, the command line and the chapters — takes
 its noise scale from here:
 
 * :func:`noise_scale` — σ = 2·bound·factor/(n·μ)·(1 + rounding cover), computed on

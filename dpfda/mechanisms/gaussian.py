@@ -11,7 +11,7 @@ A :class:`dpfda.Mechanism` is that pipeline with its parts named:
   (:class:`~dpfda.mechanisms.parts.FitInBall`: FTP's fits in the ball of radius B',
   Algorithm 1, k = d; :class:`~dpfda.mechanisms.parts.ClipToBox`: PTF's clipping to
   ∏[−c_j, c_j], Algorithm 2, k = T; a design's map,
-  :meth:`dpfda.mechanisms.designs.Design.mechanism`).  ``exact=True`` sums exactly and rounds
+  :meth:`dpfda_book.mechanisms.designs.Design.mechanism`).  ``exact=True`` sums exactly and rounds
   once (:func:`dpfda.maths.summation.fixed_point_mean`), as every release does;
   ``exact=False`` is the simulations' fast sum, which no release uses.
 * ``calibration`` — the sensitivity of that mean in a named norm and the noise scale
@@ -57,7 +57,7 @@ Mechanisms covered (:func:`dpfda.trust.recompute.recompute` checks each one):
   an RKHS release's grid values and residual off the grid are post-processing.
 * PTF (Algorithm 2, ``ptf_mechanism``): independent noise σ_j on the T clipped
   means; the fit is post-processing.  Secure path: x̄_j/c_j noised with 2√T/(nμ).
-* every :class:`~dpfda.mechanisms.designs.Design` region (box, ball, ellipsoid, mix)
+* every :class:`~dpfda_book.mechanisms.designs.Design` region (box, ball, ellipsoid, mix)
   with a square noise shape (diagonal, isotropic, matched, a covariance): noise σL on
   the T grid means; with FTP's shape L = Φ (rank d, the ellipsoid and the mix at λ = 1):
   noise σI_d on θ̄, grid means Φ(θ̄ + σZ) after (``GridThenFit``).
@@ -120,7 +120,7 @@ class Mechanism:
 
     See the module docstring (:mod:`dpfda.mechanisms.gaussian`).  Build it with
     ``ftp_mechanism``, ``ptf_mechanism`` or
-    :meth:`dpfda.mechanisms.designs.Design.mechanism`, not field by field: the constructors
+    :meth:`dpfda_book.mechanisms.designs.Design.mechanism`, not field by field: the constructors
     check every public parameter.
 
     Attributes

@@ -362,7 +362,7 @@ class Release:
         release).  None for FTP: which curves' fits hit the ball is a fact
         about individuals, available to simulations from :func:`~dpfda.mechanisms.pipelines.ftp_fit_mean`.
     noise_factor : ndarray (T, k) or None
-        A design's (:class:`dpfda.mechanisms.designs.Design`) public noise shape L: its noisy
+        A design's (:class:`dpfda_book.mechanisms.designs.Design`) public noise shape L: its noisy
         means are x̃ = centre + σLZ, Z ~ N(0, I_k), so their covariance is
         σ²LLᵀ.  None for FTP and PTF (independent noise of scale ``noise_scale``
         on each coordinate of ``coef`` or ``noisy_means``).

@@ -47,8 +47,8 @@ def check_mechanism(mechanism: object) -> Mechanism:
         raise TypeError(
             f"mechanism must be a dpfda.mechanisms.mechanism.Mechanism, got {type(mechanism).__name__}: build it "
             "with dpfda.trust.audit.ftp_mechanism / ptf_mechanism (or dpfda.mechanisms.mechanism.ftp_mechanism / "
-            "ptf_mechanism, dpfda.mechanisms.designs.Design(...).mechanism(n, mu), or a broken_* constructor "
-            "of dpfda.trust.broken); a plain function (X, rng) -> Release does not say what to audit"
+            "ptf_mechanism, dpfda_book.mechanisms.designs.Design(...).mechanism(n, mu), or a broken_* constructor "
+            "of dpfda_book.mechanisms.broken); a plain function (X, rng) -> Release does not say what to audit"
         )
     return mechanism
 

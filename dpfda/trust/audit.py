@@ -37,20 +37,22 @@ Two scores:
 Worst-case neighbours (:func:`worst_case_pair`) attain the sensitivities of both
 pipelines, and :func:`probe_pairs` builds neighbours along the published noise's thinnest
 directions, both from the definitions (B'·a_j, the noise law a release publishes), not from
-the mechanisms' calibration code.  The mechanisms *broken on purpose*
-(:mod:`dpfda.trust.broken`: PTF without the √T of composition, FTP calibrated to a grid
+the mechanisms' calibration code.  The book's mechanisms *broken on purpose*
+(``dpfda_book.mechanisms.broken``: PTF without the √T of composition, FTP calibrated to a grid
 norm, without the radius or with a cancelling mean, a design whitened by a
 pseudo-inverse or with rank-deficient noise on the grid, σ × 0.9, a covariance calibrated
-for added or removed records) show that the audit catches miscalibration.  The private
+for added or removed records) show that the audit catches miscalibration: any
+:class:`dpfda.Mechanism` is audited, and a design through the public definition of its set
+(:class:`~dpfda.trust.recompute.DesignRegion`).  The private
 covariances (:mod:`dpfda.mechanisms.covariance`) have their own worst-case neighbours
 (:func:`worst_case_covariance_pair`), recomputation
 (:func:`~dpfda.trust.recompute.recompute_covariance`) and empirical audit
 (:func:`audit_covariance`).  The privacy checks recompute what they audit, in 50-digit or
 exact rational arithmetic, with the noise law solved by the audit itself
 (:mod:`dpfda.trust.recompute`; :func:`~dpfda.trust.recompute.pair_mu` and the ``"lr"``
-score use its summaries).  The names of both modules can also be imported from here.
-They exist for the audit only and are not exported by ``dpfda``; never release data
-with them.
+score use its summaries).  The names of :mod:`dpfda.trust.recompute` can also be imported
+from here.  They exist for the audit only and are not exported by ``dpfda``; never release
+data with them.
 """
 
 from __future__ import annotations
@@ -69,18 +71,6 @@ from ..mechanisms.covariance import CovarianceMechanism
 from ..mechanisms.mechanism import Mechanism
 from ..mechanisms.pipelines import Release
 from ._checks import check_grid_space, check_mechanism, check_n, geometry
-from .broken import (  # the mechanisms broken on purpose, also reachable from here
-    PinvDesign,
-    broken_covariance_add_remove,
-    broken_design_pinv,
-    broken_design_rank_deficient,
-    broken_ftp_cancellation,
-    broken_ftp_grid_norm,
-    broken_ftp_no_radius,
-    broken_ptf_no_sqrt_T,
-    broken_sigma_too_small,
-    grid_norm_factor,
-)
 from .draws import repeat_mechanism, repeated
 from .recompute import (  # the audit's own recomputation, also reachable from here
     AUDIT_DIGITS,
@@ -110,16 +100,7 @@ __all__ = [
     "probe_pairs",
     "ptf_mechanism",
     "worst_case_pair",
-    # defined in dpfda.trust.broken and dpfda.trust.recompute, importable from here too
-    "broken_ptf_no_sqrt_T",
-    "grid_norm_factor",
-    "broken_ftp_grid_norm",
-    "broken_ftp_no_radius",
-    "broken_ftp_cancellation",
-    "PinvDesign",
-    "broken_design_pinv",
-    "broken_design_rank_deficient",
-    "broken_sigma_too_small",
+    # defined in dpfda.trust.recompute, importable from here too
     "NoiseLaw",
     "published_law",
     "pair_mu",
@@ -133,7 +114,6 @@ __all__ = [
     "worst_case_covariance_pair",
     "joint_worst_angle",
     "audit_covariance",
-    "broken_covariance_add_remove",
     "audit_covariance_summary",
     "covariance_formula_sigma",
     "covariance_composed_mu",
@@ -427,7 +407,7 @@ def audit(mechanism: Mechanism, X0: ArrayLike, X1: ArrayLike, *, draws: int, rng
     ----------
     mechanism : Mechanism
         A :class:`dpfda.Mechanism`, e.g. from :func:`ftp_mechanism`,
-        :func:`ptf_mechanism` or :meth:`dpfda.mechanisms.designs.Design.mechanism`.  Its
+        :func:`ptf_mechanism` or a design of the book's (``dpfda_book.mechanisms.designs``).  Its
         ``release`` is called on a batch (size, n, T) of identical copies, so many
         releases cost one vectorised call per ``chunk``.
     X0, X1 : arrays (n, T)

@@ -1,6 +1,6 @@
 """Monte Carlo over designs: paired errors of several mechanism designs on one simulation setting.
 
-The simulations of the design-space chapter: every design of :mod:`dpfda.mechanisms.designs` built on
+The simulations of the design-space chapter: every design of :mod:`dpfda_book.mechanisms.designs` built on
 a setting of :mod:`dpfda_book.simulation.studies`, run through the engine's one loop
 (:func:`dpfda_book.simulation.engine.simulate_mechanisms`) with shared observation noise and privacy
 normals (common random numbers), and tabulated with paired ratios to reference designs.
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dpfda._validation import check_int
-from dpfda.mechanisms.designs import Design
 from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean
 
+from ..mechanisms.designs import Design
 from .engine import Arm, per_repetition, prepare, simulate_mechanisms
 from .seeding import generator, stream_key
 
@@ -39,7 +39,7 @@ def simulate_designs(setting: Setting, designs: dict, reps: int, seed: int, *,
 
     ``setting`` is a :class:`dpfda_book.simulation.studies.Setting` (latent curves, grid, n,
     μ, σ₀, B' as in :mod:`dpfda_book.simulation.engine`); ``designs`` maps a name to the
-    keyword arguments of :class:`~dpfda.mechanisms.designs.Design`.  Every repetition draws fresh
+    keyword arguments of :class:`~dpfda_book.mechanisms.designs.Design`.  Every repetition draws fresh
     observation noise and one set of privacy normals (Z_T, Z_d) shared by all
     designs (common random numbers, so differences between designs are
     measured precisely); the curves' projections are computed once per
@@ -103,7 +103,7 @@ def simulate_designs(setting: Setting, designs: dict, reps: int, seed: int, *,
 
 
 def _shared_parts(built: dict, X: np.ndarray) -> dict:
-    """Each design's :meth:`~dpfda.mechanisms.designs.Design.parts`, computing each distinct piece of work once."""
+    """Each design's :meth:`~dpfda_book.mechanisms.designs.Design.parts`, computing each distinct piece of work once."""
     pieces: dict = {}
     out: dict = {}
     for des in built.values():
@@ -136,8 +136,8 @@ def compare_designs(settings: Iterable[Setting], designs: dict, reps: int, seed:
     Columns: the setting's parameters (``family``, ``T``, ``m``, ``n``, ``sigma0``,
     ``radius`` …), ``design``, ``err`` and ``se`` (Monte Carlo mean and standard
     error), ``free`` (share of repetitions in which no constraint bound),
-    ``formula`` (:meth:`~dpfda.mechanisms.designs.Design.unconstrained_error`, exact when nothing binds) with
-    ``formula_se`` (:meth:`~dpfda.mechanisms.designs.Design.unconstrained_sd` over √reps: the exact standard
+    ``formula`` (:meth:`~dpfda_book.mechanisms.designs.Design.unconstrained_error`, exact when nothing binds) with
+    ``formula_se`` (:meth:`~dpfda_book.mechanisms.designs.Design.unconstrained_sd` over √reps: the exact standard
     error of ``err`` when nothing binds), and
     for each reference R in ``references`` ``ratio_R`` = err/err_R with
     ``se_log_ratio_R``, the delta-method standard error of its logarithm from

@@ -17,7 +17,7 @@ paper (:mod:`dpfda_book.simulation.tabulate`; :mod:`dpfda_book.simulation.schedu
 One loop
 --------
 Every simulation of the book — the paper's settings (:func:`simulate_chunk`) and
-the designs of :mod:`dpfda.mechanisms.designs` (:func:`dpfda_book.simulation.design_runs.simulate_designs`) —
+the designs of :mod:`dpfda_book.mechanisms.designs` (:func:`dpfda_book.simulation.design_runs.simulate_designs`) —
 runs chunk by chunk through :func:`simulate_mechanisms`: draw the random numbers
 (:func:`draw_normals`, the one rule for their order), form X = F + σ₀ε, compute
 each distinct summary once for all mechanisms, then privatize every mechanism's

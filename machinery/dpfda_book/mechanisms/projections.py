@@ -3,7 +3,7 @@
 :func:`project_ball` maps each curve onto a Euclidean ball with its norm computed on a
 power-of-two-scaled row (no overflow or underflow for any finite curve);
 :func:`trust_region_max` bounds max_{||u|| <= 1} ||g + Gu|| through its convex dual, the
-step of a box-with-ellipsoid extent (:mod:`dpfda.mechanisms.whitening`), over the sign
+step of a box-with-ellipsoid extent (:mod:`dpfda_book.mechanisms.whitening`), over the sign
 vectors of :func:`sign_vectors`.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array
-from .pipelines import check_radius
+from dpfda._validation import as_float_array
+from dpfda.mechanisms.pipelines import check_radius
 
 __all__ = ["MAX_ENUMERATION_T", "project_ball", "robust_norm", "sign_vectors", "trust_region_max"]
 

@@ -23,11 +23,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_int, check_positive
-from ..maths.spaces import FunctionSpace, GridGeometry
-from ..mechanisms.covariance import SQRT2, CovarianceMechanism, covariance_mechanism
-from ..mechanisms.designs import Design
-from ..mechanisms.mechanism import (
+from dpfda._validation import check_int, check_positive
+from dpfda.maths.spaces import FunctionSpace, GridGeometry
+from dpfda.mechanisms.covariance import SQRT2, CovarianceMechanism, covariance_mechanism
+from dpfda.mechanisms.mechanism import (
     ClipToBox,
     FitInBall,
     FTPCalibration,
@@ -36,8 +35,10 @@ from ..mechanisms.mechanism import (
     PTFCalibration,
     WeightedFit,
 )
-from ..mechanisms.pipelines import fitter, ftp_fit_mean, ptf_clip_bounds, ptf_default_weights
-from ._checks import check_grid_space, check_mechanism, setup
+from dpfda.mechanisms.pipelines import fitter, ftp_fit_mean, ptf_clip_bounds, ptf_default_weights
+from dpfda.trust._checks import check_grid_space, check_mechanism, setup
+
+from .designs import Design
 
 __all__ = [
     "broken_ptf_no_sqrt_T",
@@ -231,7 +232,7 @@ def broken_design_pinv(grid: ArrayLike, space: FunctionSpace, radius: float, mu:
                        ball_radius: float | None = None) -> tuple[Mechanism, PinvDesign]:
     """BROKEN ON PURPOSE: a ball design whitened by a pseudo-inverse.
 
-    ``dpfda.mechanisms.designs.Design(grid, space, radius, region="ball", noise=noise)`` with one change: the
+    ``dpfda_book.mechanisms.designs.Design(grid, space, radius, region="ball", noise=noise)`` with one change: the
     extent R = r·||L⁺||₂ is computed with ``numpy.linalg.pinv``, which silently
     drops singular values below about 1e-15 of the largest.  With a noise shape
     that has a thin direction (a grid point of tiny variance), R misses it, σ is

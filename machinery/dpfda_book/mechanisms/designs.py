@@ -29,14 +29,14 @@ Every design does the same four things (chapter *The design space*)::
   through its convex dual (a guaranteed upper bound, tight to rounding).
 
 Floating point.  The extent R is computed with no pseudo-inverse, scale-free and with its
-rounding covered, and cached on everything it depends on (:mod:`dpfda.mechanisms.whitening`);
+rounding covered, and cached on everything it depends on (:mod:`dpfda_book.mechanisms.whitening`);
 σ = 2R/(nμ) is formed on mantissas and exponents as :func:`dpfda.ftp_sigma` is, and a
 design whose R or σ leaves the float range is refused with a message about the radius, n
 and μ.
 
 * **the summaries.**  Each curve's point of C is computed exactly as PTF's
   clipping (exact), FTP's constrained fit (norm <= B' to a few ulps, see
-  ``dpfda.ftp_fit_mean``) or :func:`~dpfda.mechanisms.projections.project_ball` (norm <= r for every
+  ``dpfda.ftp_fit_mean``) or :func:`~dpfda_book.mechanisms.projections.project_ball` (norm <= r for every
   finite row) — so each curve's contribution stays in C; their average over
   curves is the one step whose rounding depends on the order of the curves,
   treated for every mechanism alike (:meth:`Design.parts`).
@@ -63,7 +63,7 @@ package's one noise rule (:mod:`dpfda.mechanisms.gaussian`, with its floating-po
 argument), such a design adds σI_d to the mean of fits θ̄ itself and forms the grid
 means Φ(θ̄ + σZ) afterwards, as post-processing — never σΦZ on rounded grid means,
 whose rounding outside span(Φ) would be published without noise
-(:func:`dpfda.trust.broken.broken_design_rank_deficient`).
+(:func:`dpfda_book.mechanisms.broken.broken_design_rank_deficient`).
 
 With the same noise stream, ``Design(..., region="mix", lam=0)`` releases what
 :func:`dpfda.ptf` releases, and ``Design(..., region="ellipsoid", noise="ellipsoid",
@@ -82,16 +82,16 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import (
+from dpfda._validation import (
     check_data,
     check_int,
     check_nonnegative,
     check_positive,
     check_secure,
 )
-from ..maths.rounding import solve_rtol
-from ..maths.spaces import FunctionSpace, GridGeometry, KernelSpace, LegendreSpace
-from ..maths.summation import (
+from dpfda.maths.rounding import solve_rtol
+from dpfda.maths.spaces import FunctionSpace, GridGeometry, KernelSpace, LegendreSpace
+from dpfda.maths.summation import (
     MEAN_ROUNDING,
     RECORD_SLACK,
     TINY_ERR,
@@ -99,11 +99,10 @@ from ..maths.summation import (
     fixed_point_mean,
     gamma,
 )
-from ..trust._checks import check_grid_space
-from . import secure as opendp_noise  # a module: its sampler is looked up at each release
-from .calibration import PARAM_MAX, check_secure_budget, declared_sensitivity, noise_scale
-from .mechanism import GridThenFit, Mechanism, WeightedFit
-from .pipelines import (
+from dpfda.mechanisms import secure as opendp_noise  # a module: its sampler is looked up at each release
+from dpfda.mechanisms.calibration import PARAM_MAX, check_secure_budget, declared_sensitivity, noise_scale
+from dpfda.mechanisms.mechanism import GridThenFit, Mechanism, WeightedFit
+from dpfda.mechanisms.pipelines import (
     check_radius,
     fitter,
     ftp_fit_mean,
@@ -112,8 +111,10 @@ from .pipelines import (
     ptf_clipped_mean,
     ptf_weight_vector,
 )
+from dpfda.mechanisms.theory import ftp_unconstrained_terms
+from dpfda.trust._checks import check_grid_space
+
 from .projections import project_ball, robust_norm
-from .theory import ftp_unconstrained_terms
 from .whitening import Whitening, cached_extent, noise_factor, scaled
 
 __all__ = ["SETS", "NOISES", "FITS", "Design", "DesignMap", "DesignCalibration", "below_ftp", "project_ball"]
@@ -240,7 +241,7 @@ class Design:
 
     @property
     def whitening(self) -> Whitening:
-        """The noise metric M = L⁻¹ (:class:`~dpfda.mechanisms.whitening.Whitening`) of this design."""
+        """The noise metric M = L⁻¹ (:class:`~dpfda_book.mechanisms.whitening.Whitening`) of this design."""
         return self._whitening
 
     @property
@@ -252,7 +253,7 @@ class Design:
         return f"Design({self.name}, space={self.geometry.space!r}, T={self.geometry.T}, radius={self.radius})"
 
     def _cached_extent(self) -> tuple[float, dict[str, np.ndarray | None]]:
-        """(R, maximiser) of this design's set (:func:`~dpfda.mechanisms.whitening.cached_extent`)."""
+        """(R, maximiser) of this design's set (:func:`~dpfda_book.mechanisms.whitening.cached_extent`)."""
         return cached_extent(self)
 
     # -- per-curve maps and the summary ----------------------------------------
@@ -361,7 +362,7 @@ class Design:
     def whiten(self, v: ArrayLike) -> np.ndarray:
         """Coordinates M·v (…, k), M = L⁻¹ (L⁺ on the span of Φ for FTP's shape): N(0, σ²I) noise.
 
-        No pseudo-inverse: M comes from :class:`~dpfda.mechanisms.whitening.Whitening` (exact for a diagonal L, QR
+        No pseudo-inverse: M comes from :class:`~dpfda_book.mechanisms.whitening.Whitening` (exact for a diagonal L, QR
         with a condition check otherwise), and each row of ``v`` is scaled by a power of
         two before the product, so it over- or underflows only where the result does.
         """

@@ -11,7 +11,7 @@ R = max_{x ∈ C} ||L⁻¹x|| of its set C, for every public parameter it accept
   (10⁻⁶) is refused with a ValueError that says what to change (:class:`Whitening`).
   A pseudo-inverse would instead drop a direction of tiny variance silently — the
   direction in which the noise protects least (kept broken on purpose as
-  :func:`dpfda.trust.broken.broken_design_pinv`).
+  :func:`dpfda_book.mechanisms.broken.broken_design_pinv`).
 * **scale-free extents.**  The set's size (c, r, B') and L⁻¹ are written as
   mantissa·2^exponent, the maximisation runs on the mantissas and the exponents
   are added at the end: R/B' has the same relative accuracy for every B' in
@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array
-from ..maths.spaces import GridGeometry
+from dpfda._validation import as_float_array
+from dpfda.maths.spaces import GridGeometry
+
 from .projections import sign_vectors, trust_region_max
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ class Whitening:
 
 
 def noise_factor(geom: GridGeometry, noise: object, region: str, lam: float | None) -> np.ndarray:
-    """The factor L (T, k) of a design's noise shape Σ = LLᵀ (:class:`~dpfda.mechanisms.designs.Design`).
+    """The factor L (T, k) of a design's noise shape Σ = LLᵀ (:class:`~dpfda_book.mechanisms.designs.Design`).
 
     ``noise`` is a name ("matched", "diagonal", "isotropic", "ellipsoid") or a positive
     definite (T, T) covariance (its Cholesky factor); "matched" picks the shape of
@@ -264,7 +265,7 @@ def design_extent(des: Design) -> tuple[float, dict[str, np.ndarray | None]]:
       (relative error <= (T + 2)·2⁻⁵³);
     * box with any other L, and the mix: the maximum over the 2^(T−1) sign vectors s
       of max_{||u||<=1} ||M((1−λ)c∘s + λB'Φu)||, by the trust-region dual
-      (:func:`~dpfda.mechanisms.projections.trust_region_max`: an upper bound up to O(d·2⁻⁵²)).
+      (:func:`~dpfda_book.mechanisms.projections.trust_region_max`: an upper bound up to O(d·2⁻⁵²)).
 
     Every R is then multiplied by 1 + 10⁻¹⁰ + ``rounding`` (:class:`Whitening`: the
     error M itself may carry), which covers these relative errors by orders of
