@@ -5,7 +5,7 @@
 #   make test     static checks (ruff, mypy, doctests), unit tests, notebook tests (quick
 #                 mode), the Binder replay, the full book build (with the student edition),
 #                 the browser tests of that build, the PDF
-#   make test-static  ruff on the repository, mypy on dpfda, the doctests of dpfda
+#   make test-static  ruff on the repository, mypy and the doctests of dpfda and dpfda_book
 #   make test-binder   every notebook, full size, in a fresh environment installed as Binder does
 #   make test-browser  the built book in headless Chromium, driven by Playwright, with the
 #                 axe-core accessibility check on every page (after `make book`)
@@ -56,7 +56,7 @@ AXE         := $(AXE_DIR)/axe.min.js
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml machinery/pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --upgrade pip
 	$(VENV)/bin/python -m pip install -r requirements.txt
@@ -119,24 +119,28 @@ book: $(BUILD_DEPS)
 # autograder zips only). `otter assign` writes, for each, _build/assignments/NAME/student/NAME.ipynb
 # (the questions with `...` and the public checks) and _build/assignments/NAME/autograder/ (the
 # reference solution and NAME-autograder_*.zip with the hidden tests); the student notebook is
-# also zipped to _build/assignments/NAME-student.zip, which the course guide links. dpfda is
-# built as a wheel (_build/assignments/wheel/, from a copy of its sources: no build/ left in the
-# tree) and tools/autograder_env.py puts it into every autograder zip with pinned requirements on
+# also zipped to _build/assignments/NAME-student.zip, which the course guide links. dpfda and the
+# book's package dpfda_book (the assignments draw from its data models) are built as wheels
+# (_build/assignments/wheel/, from a copy of their sources: no build/ left in the tree) and
+# tools/autograder_env.py puts them into every autograder zip with pinned requirements on
 # Python 3.11 (requirements.txt, environment.yml), so
 # the zip alone sets up a grader (Gradescope, or a venv). Grade a submission offline, without Docker:
 #   mkdir -p OUT && .venv/bin/otter run -a _build/assignments/NAME/autograder/NAME-autograder_*.zip -o OUT SUBMISSION.ipynb
 assignments: venv
 	rm -rf _build/assignments
 	mkdir -p _build/assignments/src
-	cp -r pyproject.toml README.md LICENSE dpfda _build/assignments/src/
+	cp -r pyproject.toml README.md LICENSE dpfda machinery _build/assignments/src/
+	rm -rf _build/assignments/src/machinery/*.egg-info
 	$(BIN)/python -m pip wheel --no-deps -q -w _build/assignments/wheel _build/assignments/src
+	$(BIN)/python -m pip wheel --no-deps -q -w _build/assignments/wheel _build/assignments/src/machinery
 	rm -rf _build/assignments/src
 	for src in book/assignments/part*.ipynb; do \
 	  name=$$(basename $$src .ipynb); \
 	  $(RUN) otter assign $$src _build/assignments/$$name || exit 1; \
 	  $(BIN)/python -m zipfile -c _build/assignments/$$name-student.zip _build/assignments/$$name/student/$$name.ipynb || exit 1; \
 	done
-	$(BIN)/python tools/autograder_env.py _build/assignments _build/assignments/wheel/dpfda-*.whl
+	$(BIN)/python tools/autograder_env.py _build/assignments _build/assignments/wheel/dpfda-*.whl \
+	  _build/assignments/wheel/dpfda_book-*.whl
 
 # Student edition: the same book with every solution left out (sphinx-exercise's
 # hide_solutions, made to cover gated solutions by _ext/student_edition.py). Jupyter Book 1
@@ -146,7 +150,7 @@ assignments: venv
 # first, as for `make book`, so a failing chapter stops this build too, and its pages are
 # checked the same way. The same script writes the solution-free chapters to
 # _build/student_repository/, a git repository with one
-# commit (book/NAME.ipynb, requirements.txt, runtime.txt, dpfda's wheel, the licences): push it
+# commit (book/NAME.ipynb, requirements.txt, runtime.txt, the wheels of dpfda and dpfda_book, the licences): push it
 # to STUDENT_REPOSITORY, a public repository, and the student edition's Binder button and
 # repository link open it (never the book's own repository, which holds the solutions).
 # `make student STUDENT_REPOSITORY=` builds an edition with neither.
@@ -161,11 +165,12 @@ student: $(BUILD_DEPS)
 	if [ -d _build/html ]; then rm -rf _build/html/student && cp -r _build/student/_build/html _build/html/student; fi
 
 # Static checks, first in `make test`: ruff (lint, import order, numpy-style docstrings; rules in
-# pyproject.toml), mypy on the package (every function annotated: disallow_untyped_defs), and the examples in dpfda's docstrings.
+# pyproject.toml), mypy on both packages (every function annotated: disallow_untyped_defs), and the
+# examples in the docstrings of dpfda and dpfda_book.
 test-static: venv
 	$(RUN) ruff check .
 	$(RUN) mypy
-	$(RUN) pytest -p no:cacheprovider --doctest-modules dpfda
+	$(RUN) pytest -p no:cacheprovider --doctest-modules dpfda machinery/dpfda_book
 
 # Unit and property tests. pytest exits 5 when it collects nothing: accepted only when
 # tests/ holds no test files at all. The browser test (marker `browser`) needs the built

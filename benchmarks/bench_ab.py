@@ -1,4 +1,4 @@
-"""Paired A/B timing of ``python -m dpfda reproduce all`` in two source trees.
+"""Paired A/B timing of ``python -m dpfda_book reproduce all`` in two source trees.
 
 Runs the same command alternately with tree A and tree B on the Python path (A, B, A, B,
 ...; ``--rounds`` pairs), so a change in the machine's load hits both alike, and prints
@@ -11,7 +11,9 @@ Usage::
     git -C . worktree add /tmp/before 716896e        # the tree to compare against
     python benchmarks/bench_ab.py /tmp/before . --reps 1000 --rounds 3
 
-Each run starts a fresh interpreter with ``PYTHONPATH=TREE`` (the tree's own ``dpfda``) and
+Each run starts a fresh interpreter with ``PYTHONPATH=TREE:TREE/machinery`` (the tree's own
+``dpfda`` and ``dpfda_book``; in a tree from before the book's package, ``python -m dpfda
+reproduce``) and
 without the results store (``DPFDA_STORE`` unset), so nothing is read from an earlier run.
 The load average before and after each run is printed beside it: the figures say something
 about speed only on an otherwise idle machine.
@@ -36,8 +38,9 @@ HERE = Path(__file__).resolve().parent
 def run_once(tree: Path, reps: int, jobs: int, out: Path) -> dict:
     """One ``reproduce all`` with ``tree`` first on the path: wall and CPU seconds."""
     env = {k: v for k, v in os.environ.items() if k not in ("DPFDA_STORE", "DPFDA_QUICK")}
-    env["PYTHONPATH"] = str(tree)
-    cmd = [sys.executable, "-m", "dpfda", "reproduce", "all", "--reps", str(reps), "--jobs", str(jobs),
+    env["PYTHONPATH"] = os.pathsep.join([str(tree), str(tree / "machinery")])
+    command = "dpfda_book" if (tree / "machinery" / "dpfda_book").is_dir() else "dpfda"  # an older tree: dpfda
+    cmd = [sys.executable, "-m", command, "reproduce", "all", "--reps", str(reps), "--jobs", str(jobs),
            "--out", str(out)]
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

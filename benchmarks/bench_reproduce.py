@@ -1,8 +1,8 @@
-"""How fast is ``python -m dpfda reproduce all``, against two yardsticks?
+"""How fast is ``python -m dpfda_book reproduce all``, against two yardsticks?
 
 Measures, in one run on this machine:
 
-1. **The command.**  ``python -m dpfda reproduce all --reps R --jobs J`` in a
+1. **The command.**  ``python -m dpfda_book reproduce all --reps R --jobs J`` in a
    subprocess: wall time, CPU time (user + system of the process and its
    workers), peak resident memory — the largest single process (from
    ``getrusage(RUSAGE_CHILDREN)``) and the largest sum over the whole process
@@ -60,7 +60,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "machinery")]
 
 from dpfda.mechanisms.pipelines import fitter  # noqa: E402
 from dpfda_book.simulation import engine, schedule, seeding  # noqa: E402
@@ -160,9 +160,10 @@ def _tree_rss(pid: int) -> int:
 
 
 def run_command(reps: int, jobs: int, out: str) -> dict:
-    cmd = [sys.executable, "-m", "dpfda", "reproduce", "all", "--reps", str(reps), "--jobs", str(jobs),
+    cmd = [sys.executable, "-m", "dpfda_book", "reproduce", "all", "--reps", str(reps), "--jobs", str(jobs),
            "--out", out, "--no-progress"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "machinery"),
+                                                      os.environ.get("PYTHONPATH", "")]))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -284,7 +285,7 @@ def main(argv=None) -> int:
           f"({total / floor_before / 1e6:.0f} M normals/s), load {lf0[0]:.2f} -> {lf1[0]:.2f}", flush=True)
     with tempfile.TemporaryDirectory(prefix="dpfda-bench-") as tmp:
         out = os.path.join(tmp, "results")
-        print(f"running: python -m dpfda reproduce all --reps {args.reps} --jobs {args.jobs} ...", flush=True)
+        print(f"running: python -m dpfda_book reproduce all --reps {args.reps} --jobs {args.jobs} ...", flush=True)
         cmd, lc0, lc1 = measured(run_command, args.reps, args.jobs, out)
     print(f"  wall {cmd['wall_s']:.1f} s, CPU {cmd['cpu_s']:.1f} s, peak RSS "
           f"{cmd['peak_rss_tree_bytes'] / GIB:.2f} GiB (process tree), "

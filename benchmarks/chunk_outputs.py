@@ -19,7 +19,7 @@ JSON file (``--out``):
 
 Run it on the tree before a change and after it, and compare::
 
-    PYTHONPATH=/tmp/base python benchmarks/chunk_outputs.py --out before.json
+    PYTHONPATH=/tmp/base:/tmp/base/machinery python benchmarks/chunk_outputs.py --out before.json
     python benchmarks/chunk_outputs.py --out after.json --compare before.json
 
 ``--compare`` exits 1 and names the first differences if any fingerprint
@@ -48,17 +48,34 @@ def digest(a) -> str:
     return h.hexdigest()
 
 
+def _packages() -> tuple[str, ...]:
+    """("dpfda_book", "dpfda") when the book's package is the one beside this dpfda (the same
+    tree: TREE/dpfda and TREE/machinery/dpfda_book), else ("dpfda",): an older tree, run with
+    PYTHONPATH, must not pick up another tree's installed dpfda_book."""
+    import importlib.util
+
+    import dpfda
+
+    spec = importlib.util.find_spec("dpfda_book")
+    if spec is None or spec.origin is None:
+        return ("dpfda",)
+    same = Path(spec.origin).resolve().parents[2] == Path(dpfda.__file__).resolve().parents[1]
+    return ("dpfda_book", "dpfda") if same else ("dpfda",)
+
+
 def _module(*paths: str):
-    """The first of dpfda's modules ``paths`` that exists: the layered package and, for a
-    comparison with an older checkout, the flat modules it grew from (``"designs"``)."""
+    """The first of the modules ``paths`` that exists, in the book's package or the library: the
+    two packages, and, for a comparison with an older checkout, the single package they grew from
+    (``"simulation.engine"``) and its flat modules (``"designs"``)."""
     import importlib
 
     for path in paths:
-        try:
-            return importlib.import_module(f"dpfda.{path}")
-        except ImportError:
-            continue
-    raise ImportError(f"none of dpfda.{', dpfda.'.join(paths)}")
+        for package in _packages():
+            try:
+                return importlib.import_module(f"{package}.{path}")
+            except ImportError:
+                continue
+    raise ImportError(f"none of {', '.join(paths)} in dpfda_book or dpfda")
 
 
 def _short(text: str) -> str:
@@ -172,7 +189,7 @@ def audit_outputs(out: dict) -> int:
 
 def repeat_outputs(out: dict) -> int:
     import dpfda
-    polynomial_curves = _module("maths.data", "data").polynomial_curves
+    polynomial_curves = _module("simulation.models", "maths.data", "data").polynomial_curves
     engine = _module("simulation.engine", "engine")
 
     count = 0

@@ -1,9 +1,9 @@
-"""Compare two `python -m dpfda reproduce` output folders: every published number, every verdict.
+"""Compare two `python -m dpfda_book reproduce` output folders: every published number, every verdict.
 
 Usage::
 
-    OPENBLAS_CORETYPE=SkylakeX python -m dpfda reproduce all --reps 200 --out /tmp/skx
-    OPENBLAS_CORETYPE=Haswell python -m dpfda reproduce all --reps 200 --out /tmp/hsw
+    OPENBLAS_CORETYPE=SkylakeX python -m dpfda_book reproduce all --reps 200 --out /tmp/skx
+    OPENBLAS_CORETYPE=Haswell python -m dpfda_book reproduce all --reps 200 --out /tmp/hsw
     python benchmarks/compare_results.py /tmp/skx /tmp/hsw --rtol 1e-12
 
 Reads every results table (``*.csv``) of both folders and prints how many numbers were

@@ -1,57 +1,50 @@
 """dpfda — differentially private functional mean estimation, FTP versus PTF.
 
-A small, exact companion package to the paper *Fit-Then-Protect versus
-Protect-Then-Fit* (Chen, Chen, Song and Awan), under Gaussian differential
-privacy.  The package is built in layers, each a subpackage; any layer may import the
-shared top-level modules (``config``, ``_validation``, ``_interrupt``, ``_version``), and
-otherwise ``maths`` imports no layer, ``mechanisms`` imports ``maths``, ``simulation``
-and ``practice`` (side by side) import ``maths`` and ``mechanisms``, ``trust`` and
-``report`` import those and ``simulation``, and the command line ``cli`` imports every
-layer but ``trust`` (tests/test_architecture.py holds this graph and checks it):
+A small, exact library that accompanies the paper *Fit-Then-Protect versus Protect-Then-Fit*
+(Chen, Chen, Song and Awan), under Gaussian differential privacy: what a practitioner needs
+to release a private mean curve and a chapter's reader to follow the argument.  The book's
+own machinery (its simulation studies, claims, figures, the design space between the
+pipelines and the mechanisms broken on purpose) is the separate package ``dpfda_book``,
+which imports this one; nothing here imports it.
+
+The library is built in layers, each a subpackage; any layer may import the shared
+top-level modules (``_validation``, ``_version``), and otherwise ``maths`` imports no layer,
+``mechanisms`` imports ``maths``, ``practice`` and ``trust`` (side by side) import ``maths``
+and ``mechanisms``, and the command line ``cli`` imports ``maths``, ``mechanisms`` and
+``practice`` (``tests/test_architecture.py`` holds this graph and checks it, and that no
+module takes part in an import cycle):
 
 ``maths`` — the paper's mathematics
     ``spaces`` (``LegendreSpace``, ``FourierSpace``, ``KernelSpace``, grids), ``curves``
-    (``Curves``: data with their points), ``fitting`` (least squares in
-    a ball, the secular equation), ``data`` (the generative models of the simulations),
-    ``summation`` (exact sums and their rounding bounds).
+    (``Curves``: data with their points), ``fitting`` (least squares in a ball, the secular
+    equation), ``summation`` (exact sums and their rounding bounds), ``rounding``
+    (tolerances from rounding-error bounds).
 ``mechanisms`` — mechanisms and their guarantees
     ``gaussian`` (``Mechanism``: per-curve map, calibration, noise shape, fit; the noise
     rule), ``parts`` (the maps, calibrations and fits it is built from), ``mechanism``
     (``ftp``, ``ptf`` and their mechanisms), ``pipelines`` (the stages of Algorithms 1
-    and 2, ``Release``), ``projections`` (a design's projections, exact at every
-    magnitude), ``whitening`` (a design's noise metric and the extent of its set),
-    ``designs`` (beyond the paper: from PTF's box to FTP's ellipsoid), ``privacy`` (G_μ,
-    composition, GDP ↔ (ε, δ), Laplace), ``secure`` (noise from OpenDP's vetted
+    and 2, ``Release``), ``calibration`` (the one calibration), ``bands`` (the noise of a
+    release, point by point), ``irregular`` (FTP on curves at their own points), ``radius``
+    and ``dimension`` (B' and m, chosen publicly or privately), ``covariance`` and
+    ``covariance_theory`` (private covariances and principal components), ``privacy``
+    (G_μ, composition, GDP ↔ (ε, δ), Laplace), ``secure`` (noise from OpenDP's vetted
     samplers), ``theory`` (the error bounds and limits of Theorems 10–15).
-``simulation`` — the Monte Carlo study
-    ``studies`` (settings and studies), ``seeding`` (random streams), ``engine`` (the one
-    simulation loop over mechanisms), ``schedule`` (planning, joblib and Dask),
-    ``tabulate`` (results tables), ``store`` (the book's results store), ``design_runs``
-    (the designs' simulations).
 ``trust`` — checking the guarantee
-    ``broken`` (mechanisms broken on purpose), ``recompute`` (the audit's own summaries, σ
+    ``draws`` (many releases of one dataset), ``recompute`` (the audit's own summaries, σ
     and noise law), ``audit`` (empirical μ-GDP audits from first principles, worst-case
-    neighbours).
-``report`` — the book's figures and claims
-    ``style`` (one style for every figure), ``tables`` (tables for readers),
-    ``study_figures`` (the paper's studies drawn), ``chapter_figures`` (the figures of single
-    chapters), ``figure_checks`` (what a drawn figure gets wrong), ``explorer`` (the
-    interactive figure as HTML), ``plots`` (all of their names, from one place),
-    ``evidence`` (Monte Carlo checks), ``activation_bounds`` (PTF's activation bounds from
-    the design), ``claim_encodings`` (each claim as signed comparisons), ``claim_registry``
-    (one record per claim of the paper), ``claim_labels`` (the verdict matrix's labels),
-    ``claim_verdicts`` (from components to verdicts), ``law_runs`` (the claims under every
-    latent law), ``claims`` (all of their names, from one place).
+    neighbours); any :class:`Mechanism` is audited, a design through the public definition
+    of its set.
 ``practice`` — your own data
     ``realdata`` (a domain onto [0, 1], public ranges onto c_j and B'), ``reading`` (a
     table of curves in), ``diagnostics`` (the curator's figures, never published),
-    ``publish`` (the record of one release out); ``cli`` is ``python -m dpfda``.
+    ``publish`` (the record of one release out), ``covariance_record``, ``examples``;
+    ``cli`` is ``python -m dpfda release``.
 
 How the modules import each other (checked by ``tests/test_architecture.py``): no module
 imports a private name (``_x``) of another; a module imports what it uses at its top, except
 the imports inside functions that test lists, each with its reason: mostly a heavy or
-optional dependency (scipy, pandas, matplotlib, joblib; OpenDP, bokeh, dask.distributed)
-loaded only where it is used, so that ``import dpfda`` and a simulation worker stay light.
+optional dependency (scipy, pandas, matplotlib; OpenDP) loaded only where it is used, so that
+``import dpfda`` stays light.
 """
 
 import importlib
@@ -92,7 +85,7 @@ from .practice.realdata import Domain, PublicFrame, legendre_derivative
 
 _LAZY = {"audit": "trust.audit", "secure": "mechanisms.secure", "theory": "mechanisms.theory"}
 """Submodules of ``__all__`` imported on first use (``dpfda.trust.audit``, ``from dpfda import theory``)
-if ``import dpfda`` has not loaded them: ``audit`` imports scipy, which a simulation worker never needs."""
+if ``import dpfda`` has not loaded them: ``audit`` imports scipy, which a release never needs."""
 
 if TYPE_CHECKING:
     from types import ModuleType

@@ -1,4 +1,4 @@
-"""``python -m dpfda reproduce …`` — see :mod:`dpfda.cli`."""
+"""``python -m dpfda release …`` — see :mod:`dpfda.cli`."""
 
 import sys
 

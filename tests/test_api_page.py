@@ -1,7 +1,8 @@
 """The API reference page (book/api.md) documents every public name and is up to date.
 
-The page is written by tools/api_page.py from dpfda.__all__ and the modules' __all__; the
-book build (-W -n) then checks that every docstring renders and every reference resolves.
+The page is written by tools/api_page.py from dpfda.__all__ and the modules' __all__ of both
+packages (the library dpfda and the book's dpfda_book); the book build (-W -n) then checks that
+every docstring renders and every reference resolves.
 """
 
 from __future__ import annotations
@@ -23,15 +24,19 @@ def documented() -> set[str]:
     return set(re.findall(r"^\.\. auto(?:function|class|exception|data|module):: (\S+)$", PAGE, flags=re.M))
 
 
+FOLDERS = {"dpfda": ROOT / "dpfda", "dpfda_book": ROOT / "machinery" / "dpfda_book"}
+
+
 def public_modules() -> list[str]:
-    """Every public module and subpackage, dotted below dpfda (e.g. "simulation.engine")."""
+    """Every public module and subpackage of both packages, dotted (e.g. "dpfda_book.simulation.engine")."""
     out = []
-    for p in (ROOT / "dpfda").rglob("*.py"):
-        parts = p.relative_to(ROOT / "dpfda").with_suffix("").parts
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        if parts and not any(part.startswith("_") for part in parts):
-            out.append(".".join(parts))
+    for package, folder in FOLDERS.items():
+        for p in folder.rglob("*.py"):
+            parts = p.relative_to(folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            if parts and not any(part.startswith("_") for part in parts):
+                out.append(".".join((package,) + parts))
     return sorted(out)
 
 
@@ -53,20 +58,20 @@ def test_every_name_of_dpfda_all_is_documented():
 
 def test_every_public_module_and_its_names_are_documented():
     names = documented()
-    for mod_name in public_modules():
-        if mod_name == "__main__":
-            continue
-        mod = importlib.import_module(f"dpfda.{mod_name}")
-        assert f"dpfda.{mod_name}" in names, f"module dpfda.{mod_name} has no section"
+    modules = public_modules()
+    assert "dpfda_book.simulation.engine" in modules and "dpfda.trust.audit" in modules
+    for mod_name in modules:
+        mod = importlib.import_module(mod_name)
+        assert mod_name in names, f"module {mod_name} has no section"
         for name in getattr(mod, "__all__", []):
             obj = getattr(mod, name)
-            if f"dpfda.{mod_name}.{name}" in names:
+            if f"{mod_name}.{name}" in names:
                 continue
             # otherwise documented where the very same object is documented
-            owners = ["dpfda"] + [f"dpfda.{m}" for m in public_modules() if m != "__main__"]
+            owners = ["dpfda"] + modules
             same = [o for o in owners if f"{o}.{name}" in names
                     and getattr(importlib.import_module(o), name, None) is obj]
-            assert same, f"dpfda.{mod_name}.{name} is not on the API page"
+            assert same, f"{mod_name}.{name} is not on the API page"
 
 
 def test_the_page_is_in_the_back_matter_and_autodoc_is_enabled():

@@ -157,3 +157,14 @@ def test_bench_execute_fills_the_cache_both_ways_and_leaves_a_failing_notebook_o
             rc = bench.run_executor(paths, cache, timeout=60)
         assert rc == 1, way
         assert bench.cached(paths, cache) == paths[:2], way
+
+
+def test_packages_counts_both_packages_and_a_release_loads_none_of_the_books():
+    proc = subprocess.run([sys.executable, str(BENCH / "packages.py"), "--json"], cwd=ROOT, env=ENV,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert set(report["lines"]) == {"dpfda", "dpfda_book"}
+    assert all(d["lines"] > 1000 and d["modules"] > 10 for d in report["lines"].values())
+    assert "dpfda.mechanisms.pipelines" in report["release"]["modules"] and not report["release"]["book_modules"]
+    assert "ftp" in report["dpfda_all"] and report["import_edges"] > 100

@@ -183,7 +183,8 @@ def test_every_chapter_is_exported_without_its_solutions(tmp_path):
     finally:
         sys.path.pop(0)
     (tmp_path / "_build" / "assignments" / "wheel").mkdir(parents=True)
-    (tmp_path / "_build" / "assignments" / "wheel" / "dpfda-0-py3-none-any.whl").write_bytes(b"wheel")
+    for wheel in ("dpfda-0-py3-none-any.whl", "dpfda_book-0-py3-none-any.whl"):
+        (tmp_path / "_build" / "assignments" / "wheel" / wheel).write_bytes(b"wheel")
     for name in ("_toc.yml", "requirements.txt", "runtime.txt"):
         shutil.copy2(ROOT / name, tmp_path / name)
     shutil.copytree(ROOT / "book", tmp_path / "book", ignore=shutil.ignore_patterns("assignments"))
@@ -208,8 +209,9 @@ def test_every_chapter_is_exported_without_its_solutions(tmp_path):
         assert all(not c.get("outputs") for c in exported.cells if c.cell_type == "code")
     assert solutions_seen > 100
     folder = tmp_path / "out" / "notebooks"
-    assert "./dpfda-0-py3-none-any.whl[" in (folder / "requirements.txt").read_text()
-    assert "-e ." not in (folder / "requirements.txt").read_text()
+    requirements = (folder / "requirements.txt").read_text()
+    assert "./dpfda-0-py3-none-any.whl[" in requirements and "./dpfda_book-0-py3-none-any.whl[" in requirements
+    assert "-e ." not in requirements and (folder / "dpfda_book-0-py3-none-any.whl").is_file()
     assert (folder / "runtime.txt").is_file() and (folder / "student-notebooks.zip").is_file()
 
 

@@ -1,4 +1,4 @@
-"""``python -m dpfda reproduce …``: outputs, provenance, bad input, atomic writes.
+"""``python -m dpfda_book reproduce …``: outputs, provenance, bad input, atomic writes.
 
 Bad input must give one line on stderr and exit code 2 (no traceback); files
 are written under a temporary name and renamed; every file records its run.
@@ -15,15 +15,16 @@ import sys
 import pandas as pd
 import pytest
 
-from dpfda import cli
+from dpfda_book import cli
 from dpfda_book.simulation.studies import get_study
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "machinery"),
+                                                   os.environ.get("PYTHONPATH", "")]))
 
 
 def run_cli(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "dpfda", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "dpfda_book", *args], capture_output=True, text=True,
                           cwd=ROOT, env=ENV, timeout=timeout)
 
 
@@ -68,14 +69,14 @@ def run_ids(out) -> dict:
         path = out / f
         if f.endswith(".json"):
             meta = json.loads(path.read_text())
-            assert meta["command"].startswith("python -m dpfda reproduce") and "started" in meta
+            assert meta["command"].startswith("python -m dpfda_book reproduce") and "started" in meta
             ids[f] = meta["run_id"]
         elif f.endswith(".csv"):
             (ids[f],) = set(pd.read_csv(path)["run_id"])
         elif f.endswith(".png"):
             with Image.open(path) as im:
                 ids[f] = im.text["dpfda run_id"]
-                assert im.text["dpfda command"].startswith("python -m dpfda reproduce")
+                assert im.text["dpfda command"].startswith("python -m dpfda_book reproduce")
         else:
             first = path.read_text().splitlines()[0]
             assert first.startswith("<!-- dpfda run_id ") and first.endswith(" -->")
@@ -117,7 +118,7 @@ def test_bad_input_one_line_exit_2(args, fragment, capsys, tmp_path):
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
-    assert lines[0].startswith("dpfda: error:") and fragment in lines[0]
+    assert lines[0].startswith("dpfda_book: error:") and fragment in lines[0]
     assert not (tmp_path / "never").exists() or not os.listdir(tmp_path / "never")
 
 
@@ -171,12 +172,12 @@ def test_huge_reps_is_one_line_and_exit_2_within_seconds(tmp_path, extra, fragme
     chunk of 10^9 repetitions (numpy's _ArrayMemoryError).  The timeout is a generous bound
     for a loaded machine: the refusal comes before any planning or simulation."""
     out = tmp_path / "res"
-    proc = subprocess.run([sys.executable, "-m", "dpfda", "reproduce", "all", "--quick", *extra,
+    proc = subprocess.run([sys.executable, "-m", "dpfda_book", "reproduce", "all", "--quick", *extra,
                            "--out", str(out), "--no-progress"], capture_output=True, text=True, cwd=ROOT,
                           env=ENV, timeout=60, preexec_fn=_limit_memory)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
-    assert lines[0].startswith("dpfda: error: " + fragment) and "repetitions fit" in lines[0]
+    assert lines[0].startswith("dpfda_book: error: " + fragment) and "repetitions fit" in lines[0]
     assert not out.exists()
 
 
@@ -189,7 +190,7 @@ def test_a_chunk_that_cannot_fit_is_refused_naming_chunk_reps(tmp_path, capsys, 
                      "--out", str(out), "--no-progress"])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1, lines
-    assert lines[0].startswith("dpfda: error: --chunk-reps 1000000 cannot fit in memory")
+    assert lines[0].startswith("dpfda_book: error: --chunk-reps 1000000 cannot fit in memory")
     assert "8 GiB" in lines[0] and not out.exists()
     # the same refusal from the engine, in its own terms, before anything runs
     with pytest.raises(ValueError, match="chunk_reps 1000000 cannot fit in memory"):
@@ -240,7 +241,7 @@ def test_a_folder_in_the_way_of_an_output_is_refused_before_the_run(tmp_path, ca
     code = cli.main(["reproduce", "all", "--quick", "--reps", "2", "--out", str(out), "--no-progress"])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1, lines
-    assert "table1.json is a folder" in lines[0] and lines[0].startswith("dpfda: error: --out")
+    assert "table1.json is a folder" in lines[0] and lines[0].startswith("dpfda_book: error: --out")
     assert os.listdir(out) == ["table1.json"] and os.listdir(out / "table1.json") == []
 
 

@@ -1,4 +1,4 @@
-"""``python -m dpfda reproduce``: SIGTERM/SIGHUP/SIGINT at each phase, ``--out`` locking.
+"""``python -m dpfda_book reproduce``: SIGTERM/SIGHUP/SIGINT at each phase, ``--out`` locking.
 
 The runs are interrupted at a known point, not after a guessed sleep: with
 ``DPFDA_TEST_PAUSE_AT=simulation`` every simulation task (in a worker, with
@@ -33,7 +33,7 @@ import time
 import pytest
 from test_cli import ENV, ROOT, run_cli
 
-from dpfda import cli
+from dpfda_book import cli
 from dpfda_book.interrupt import SignalGuard, Terminated
 
 CORES = cli.available_cores()
@@ -115,14 +115,14 @@ def signals_at_default():
 
 
 def start_paused(tmp_path, phase, args, preexec_fn=None):
-    """Start ``python -m dpfda reproduce ARGS`` and wait until it pauses at ``phase``.
+    """Start ``python -m dpfda_book reproduce ARGS`` and wait until it pauses at ``phase``.
 
     The child starts with the default signal dispositions (:func:`default_signals`),
     then runs ``preexec_fn``.  Returns the process and the id of the process that
     paused (a worker in the simulation with --jobs 2, the main process while writing)."""
     ready = tmp_path / f"ready-{phase}"
     env = dict(ENV, DPFDA_TEST_PAUSE_AT=phase, DPFDA_TEST_READY_FILE=str(ready))
-    proc = subprocess.Popen([sys.executable, "-m", "dpfda", "reproduce", *args, "--no-progress"],
+    proc = subprocess.Popen([sys.executable, "-m", "dpfda_book", "reproduce", *args, "--no-progress"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, preexec_fn=default_signals(preexec_fn))
     try:
@@ -262,7 +262,7 @@ def test_second_run_into_the_same_folder_exits_2(tmp_path):
         second = run_cli("reproduce", "fig5", "--quick", "--reps", "4", "--out", str(out), "--no-progress")
         assert second.returncode == 2
         lines = second.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("dpfda: error: --out"), second.stderr
+        assert len(lines) == 1 and lines[0].startswith("dpfda_book: error: --out"), second.stderr
         assert "in use by another dpfda run" in lines[0] and f"pid {first.pid}" in lines[0]
         assert os.listdir(out) == [cli.LOCK_NAME]  # the second run wrote nothing
     finally:

@@ -2,7 +2,7 @@
 
 A two-process ``distributed.LocalCluster`` on localhost (no dashboard, no
 network beyond the loopback interface) runs a small study through
-``joblib.parallel_config(backend="dask")``, and ``python -m dpfda reproduce
+``joblib.parallel_config(backend="dask")``, and ``python -m dpfda_book reproduce
 fig1 --quick --scheduler ADDRESS`` runs on such a cluster from the command
 line; the tables must equal the local runs exactly, because every repetition
 draws from its own SeedSequence-derived stream whatever process runs it.  A
@@ -56,7 +56,7 @@ ENV = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH
 
 
 def run_cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "dpfda", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "dpfda_book", *args], capture_output=True, text=True,
                           cwd=ROOT, env=ENV, timeout=timeout)
 
 
@@ -116,7 +116,7 @@ def test_bad_or_unreachable_scheduler_exits_2_with_one_line(tmp_path, address, m
     proc = run_cli("reproduce", "fig1", "--quick", "--out", str(tmp_path / "o"), "--scheduler", address)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
-    assert proc.stderr.startswith("dpfda: error: --scheduler")
+    assert proc.stderr.startswith("dpfda_book: error: --scheduler")
     assert time.monotonic() - t0 < 60  # no long retry (the refused connection fails at once)
     assert not os.path.exists(tmp_path / "o" / "fig1.csv")
 

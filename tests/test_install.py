@@ -1,10 +1,11 @@
-"""A plain `pip install .` gives a working package without the book's tools.
+"""A plain `pip install .` gives the library alone, working, without the book's package or tools.
 
 A fresh virtual environment (no system site-packages) gets `pip install .` of a copy of
 the files git tracks, as a fresh clone would hold them; pip's cache makes it quick after
 the first time. In that environment `dpfda.ftp` runs (numpy noise and OpenDP's), the
-README's quickstart runs verbatim, and Jupyter Book, Sphinx, myst-nb, nbformat and the
-book's data package are absent: the package does not need them.
+README's quickstart runs verbatim, the audit imports, and the book's own package
+(dpfda_book, with joblib and tqdm), Jupyter Book, Sphinx, myst-nb, nbformat and the book's
+data package are absent: the library does not need them.
 """
 
 from __future__ import annotations
@@ -29,9 +30,14 @@ rel = dpfda.ftp(X, grid, space, radius=1.0, mu=1.0, rng=np.random.default_rng(0)
 assert rel.coef.shape == (3,) and abs(rel.noise_scale - 0.05) < 1e-15
 safe = dpfda.ftp(X, grid, space, radius=1.0, mu=1.0, secure=True)
 assert safe.secure and np.isfinite(safe.values).all()
-book_tools = ["jupyter_book", "sphinx", "myst_nb", "nbformat", "nbval", "ipykernel", "fdars", "sphinx_proof"]
+book_tools = ["jupyter_book", "sphinx", "myst_nb", "nbformat", "nbval", "ipykernel", "fdars", "sphinx_proof",
+              "dpfda_book", "joblib", "tqdm"]
 present = [m for m in book_tools if importlib.util.find_spec(m) is not None]
 assert not present, present
+import pkgutil
+layers = sorted(m.name for m in pkgutil.iter_modules(dpfda.__path__))
+assert layers == ["__main__", "_validation", "_version", "cli", "maths", "mechanisms", "practice", "trust"], layers
+import dpfda.trust.audit
 print(dpfda.__file__)
 """
 

@@ -41,3 +41,12 @@ def test_citation_file():
     title = re.search(r"title\s*=\s*\{(.*)\},", entry).group(1).replace("{", "").replace("}", "")
     assert paper["title"] == title
     assert [a["family-names"] for a in paper["authors"]] == ["Chen", "Chen", "Song", "Awan"]
+
+
+def test_the_books_package_has_the_librarys_version_and_licence_and_requires_exactly_it():
+    import dpfda_book
+
+    book = tomllib.loads((ROOT / "machinery" / "pyproject.toml").read_text())["project"]
+    assert dpfda_book.__version__ == dpfda.__version__
+    assert book["license"] == "MIT"
+    assert f"dpfda=={dpfda.__version__}" in [r.split("#")[0].strip() for r in book["dependencies"]]

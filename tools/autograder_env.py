@@ -1,11 +1,13 @@
-"""Make each otter autograder zip self-contained: dpfda's wheel and pinned requirements on Python 3.11.
+"""Make each otter autograder zip self-contained: the wheels of dpfda and dpfda_book, pinned requirements.
 
-``python tools/autograder_env.py ASSIGNMENTS_DIR WHEEL`` (run by ``make assignments`` after
-``otter assign``) writes ``ASSIGNMENTS_DIR/requirements.txt``: every package grading needs (dpfda's
-run-time dependencies, sympy, otter-grader and the Jupyter kernel it runs notebooks with, and all
-their dependencies), pinned to the versions of the environment running this script, then the line
-``./files/<dpfda wheel>``. Into every ``*/autograder/*-autograder_*.zip`` it adds the wheel under
-``files/``, that ``requirements.txt`` at the top, and an ``environment.yml`` (Python 3.11, the same
+``python tools/autograder_env.py ASSIGNMENTS_DIR WHEEL [WHEEL ...]`` (run by ``make assignments``
+after ``otter assign``, with the wheels of the library and of the book's package, whose data models
+the assignments draw from) writes ``ASSIGNMENTS_DIR/requirements.txt``: every package grading
+needs (the wheels' run-time dependencies, sympy, otter-grader and the Jupyter kernel it runs
+notebooks with, and all their dependencies), pinned to the versions of the environment running
+this script, then a line ``./files/<wheel>`` for each wheel. Into every
+``*/autograder/*-autograder_*.zip`` it adds the wheels under ``files/``, that ``requirements.txt``
+at the top, and an ``environment.yml`` (Python 3.11, the same
 pip lines) in place of otter's, which installs otter only. Gradescope's setup builds the conda
 environment from ``environment.yml`` (pip runs in the zip's folder, so ``./files/...`` resolves);
 a plain ``python3.11 -m venv`` + ``pip install -r requirements.txt`` in the unpacked zip builds the
@@ -49,15 +51,19 @@ def pins(roots: list[str]) -> dict[str, str]:
     return found
 
 
-def requirements(wheel: Path) -> str:
-    with zipfile.ZipFile(wheel) as z:
-        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
-        lines = z.read(meta).decode().splitlines()
-    runtime = [line.split(":", 1)[1].strip() for line in lines if line.startswith("Requires-Dist:")]
-    runtime = [r for r in runtime if Requirement(r).marker is None]
+def requirements(wheels: list[Path]) -> str:
+    ours = set()
+    runtime = []
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as z:
+            meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+            lines = z.read(meta).decode().splitlines()
+        ours |= {_canonical(line.split(":", 1)[1].strip()) for line in lines if line.startswith("Name:")}
+        runtime += [line.split(":", 1)[1].strip() for line in lines if line.startswith("Requires-Dist:")]
+    runtime = [r for r in runtime if Requirement(r).marker is None and _canonical(Requirement(r).name) not in ours]
     pinned = pins([Requirement(r).name for r in runtime] + GRADING)
-    body = [f"{name}=={version}" for name, version in sorted(pinned.items())]
-    return "\n".join(body + [f"./files/{wheel.name}"]) + "\n"
+    body = [f"{name}=={version}" for name, version in sorted(pinned.items()) if name not in ours]
+    return "\n".join(body + [f"./files/{wheel.name}" for wheel in wheels]) + "\n"
 
 
 def environment(reqs: str) -> str:
@@ -66,12 +72,13 @@ def environment(reqs: str) -> str:
             f"  - pip\n  - jupyter_server\n  - pip:\n{pip}")
 
 
-def rewrite(zip_path: Path, wheel: Path, reqs: str) -> None:
+def rewrite(zip_path: Path, wheels: list[Path], reqs: str) -> None:
     with zipfile.ZipFile(zip_path) as z:
         members = {n: z.read(n) for n in z.namelist() if n not in ("environment.yml", "requirements.txt")}
     members["environment.yml"] = environment(reqs).encode()
     members["requirements.txt"] = reqs.encode()
-    members[f"files/{wheel.name}"] = wheel.read_bytes()
+    for wheel in wheels:
+        members[f"files/{wheel.name}"] = wheel.read_bytes()
     tmp = zip_path.with_suffix(".tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         for name, data in members.items():
@@ -79,16 +86,17 @@ def rewrite(zip_path: Path, wheel: Path, reqs: str) -> None:
     tmp.replace(zip_path)
 
 
-def main(folder: Path, wheel: Path) -> None:
-    reqs = requirements(wheel)
+def main(folder: Path, wheels: list[Path]) -> None:
+    reqs = requirements(wheels)
     (folder / "requirements.txt").write_text(reqs)
     zips = sorted(folder.glob("*/autograder/*-autograder_*.zip"))
     if not zips:
         raise SystemExit(f"no autograder zip under {folder}")
     for zip_path in zips:
-        rewrite(zip_path, wheel, reqs)
-        print(f"{zip_path}: + {wheel.name}, {len(reqs.splitlines()) - 1} pinned requirements, Python {PYTHON}")
+        rewrite(zip_path, wheels, reqs)
+        print(f"{zip_path}: + {', '.join(w.name for w in wheels)}, "
+              f"{len(reqs.splitlines()) - len(wheels)} pinned requirements, Python {PYTHON}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    main(Path(sys.argv[1]), [Path(a) for a in sys.argv[2:]])

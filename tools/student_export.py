@@ -105,7 +105,8 @@ def _toc_files(toc: Path) -> list[Path]:
 
 def export_notebooks(toc: Path, folder: Path) -> list[Path]:
     """Write every chapter of ``toc`` without solutions to ``folder/notebooks/``, with the files
-    that run them (runtime.txt, and requirements.txt with dpfda's wheel for ``-e .``) and a zip of it all."""
+    that run them (runtime.txt, and requirements.txt with the wheels of dpfda and dpfda_book for ``-e .``
+    and ``-e ./machinery``) and a zip of it all."""
     import nbformat
 
     notebooks = folder / "notebooks"
@@ -121,17 +122,20 @@ def export_notebooks(toc: Path, folder: Path) -> list[Path]:
     if (root / "runtime.txt").is_file():
         shutil.copyfile(root / "runtime.txt", notebooks / "runtime.txt")
     if (root / "requirements.txt").is_file():
-        # The book installs dpfda from its sources (``-e .``), which this folder does not hold:
-        # the wheel of ``make assignments`` goes beside the notebooks instead.
-        wheels = sorted((root / "_build" / "assignments" / "wheel").glob("dpfda-*.whl"))
+        # The book installs dpfda and dpfda_book from their sources (``-e .``, ``-e ./machinery``),
+        # which this folder does not hold: the wheels of ``make assignments`` go beside the
+        # notebooks instead.
+        built = root / "_build" / "assignments" / "wheel"
         lines = []
         for line in (root / "requirements.txt").read_text(encoding="utf-8").splitlines():
-            match = re.match(r"^-e \.(\[[^\]]*\])?", line)
-            if match and wheels:
+            match = re.match(r"^-e \.(/machinery)?(\[[^\]]*\])?\s*$", line)
+            if match:
+                name = "dpfda_book" if match.group(1) else "dpfda"
+                wheels = sorted(built.glob(f"{name}-*.whl"))
+                if not wheels:
+                    raise FileNotFoundError(f"no {name} wheel in _build/assignments/wheel: run `make assignments`")
                 shutil.copyfile(wheels[-1], notebooks / wheels[-1].name)
-                line = f"./{wheels[-1].name}{match.group(1) or ''}"
-            elif match:
-                raise FileNotFoundError("no dpfda wheel in _build/assignments/wheel: run `make assignments`")
+                line = f"./{wheels[-1].name}{match.group(2) or ''}"
             lines.append(line)
         (notebooks / "requirements.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     with zipfile.ZipFile(notebooks / "student-notebooks.zip", "w", zipfile.ZIP_DEFLATED) as z:
@@ -152,7 +156,7 @@ _REPOSITORY_README = """# {title}: the notebooks without their solutions
 
 Every chapter of the book as a notebook, its solutions left out, under `book/`, generated from
 the book's sources by `make student`. Binder (or `pip install -r requirements.txt` with
-Python 3.11) sets up its environment: dpfda comes as the wheel beside this file.
+Python 3.11) sets up its environment: dpfda and dpfda_book come as the wheels beside this file.
 
 Licences: the text under CC BY 4.0 (LICENSE-CC-BY-4.0.txt), the code under the MIT licence
 (LICENSE).
@@ -165,8 +169,8 @@ def export_repository(toc: Path, folder: Path, repo: Path, *, title: str = "dpfd
     The chapters are exported to ``folder`` (:func:`export_notebooks`); ``repo`` gets every
     chapter of ``toc`` without its solutions (``book/NAME.ipynb``: the same relative paths as
     in the book's repository, so that the student edition's Binder links
-    open the page's own chapter), ``requirements.txt``, ``runtime.txt`` and dpfda's wheel
-    at its root (what Binder installs), the licences, the citation file and a README, in one
+    open the page's own chapter), ``requirements.txt``, ``runtime.txt`` and the wheels of dpfda and
+    dpfda_book at its root (what Binder installs), the licences, the citation file and a README, in one
     commit. An instructor pushes it to a public repository; the book's own repository, with
     its solutions and master notebooks, can then stay private. Needs ``git``.
     """

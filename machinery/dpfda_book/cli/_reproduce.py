@@ -1,4 +1,4 @@
-"""``python -m dpfda reproduce``: checks the plan and runs the studies into ``--out``."""
+"""``python -m dpfda_book reproduce``: checks the plan and runs the studies into ``--out``."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from dpfda_book.interrupt import SignalGuard, pause_for_test, shutdown_workers
-from dpfda_book.simulation.models import check_law
-from dpfda_book.simulation.schedule import check_memory, run_studies
-from dpfda_book.simulation.studies import PAPER_N, STUDY_NAMES, paper_studies
+from dpfda._version import __version__
+from dpfda.cli._parsing import UsageError
 
-from .._version import __version__
-from ._files import (
+from ..interrupt import SignalGuard, pause_for_test, shutdown_workers
+from ..simulation.models import check_law
+from ..simulation.schedule import check_memory, run_studies
+from ..simulation.studies import PAPER_N, STUDY_NAMES, paper_studies
+from ._outputs import (
     check_final_names,
     check_output_dir,
     commit_staged,
@@ -24,7 +25,6 @@ from ._files import (
     stage_metadata,
     stage_outputs,
 )
-from ._parsing import UsageError
 from ._scheduler import available_cores
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from dpfda_book.simulation.studies import Study
+    from ..simulation.studies import Study
 
 QUICK_N = (4, 16, 64, 256)
 """Sample sizes of ``--quick`` (the paper's run uses 2², 2³, …, 2¹²)."""
@@ -46,7 +46,7 @@ STUDY_CHOICES = (*STUDY_NAMES, "all")
 def validate_reproduce(args: argparse.Namespace) -> None:
     """Check the ``reproduce`` options; a bad one raises UsageError."""
     if args.command != "reproduce":
-        raise UsageError("choose a command: reproduce or release (see python -m dpfda --help)")
+        raise UsageError("choose a command: reproduce (see python -m dpfda_book --help)")
     if args.reps is None:
         args.reps = QUICK_REPS if args.quick else 1000
     if args.reps <= 0:
@@ -73,7 +73,7 @@ def validate_reproduce(args: argparse.Namespace) -> None:
         raise UsageError(f"--chunk-reps must be a positive integer, got {args.chunk_reps}")
     cores = available_cores()
     if args.scheduler is None and args.jobs > cores:
-        print(f"dpfda: --jobs {args.jobs} is more than the {cores} cores available; using --jobs {cores}",
+        print(f"dpfda_book: --jobs {args.jobs} is more than the {cores} cores available; using --jobs {cores}",
               file=sys.stderr)
         args.jobs = cores
     _check_plan(args)
@@ -108,7 +108,7 @@ def run_reproduce(args: argparse.Namespace, argv: Sequence[str], guard: SignalGu
     matplotlib.use("Agg")
     chosen = _chosen_studies(args)
     outputs = [name for st in chosen for name in output_names(st)]
-    run = {"run_id": run_id, "command": "python -m dpfda " + " ".join(argv), "seed": args.seed,
+    run = {"run_id": run_id, "command": "python -m dpfda_book " + " ".join(argv), "seed": args.seed,
            "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "dpfda_version": __version__}
     check_final_names(args.out, outputs)
@@ -147,10 +147,10 @@ def run_reproduce(args: argparse.Namespace, argv: Sequence[str], guard: SignalGu
     except BaseException:
         remove_temporaries(args.out, outputs)
         raise
-    print(f"dpfda: wrote {len(staged)} files to {args.out}, run id {run_id} "
+    print(f"dpfda_book: wrote {len(staged)} files to {args.out}, run id {run_id} "
           f"({wall:.1f} s of simulation, figures drawn meanwhile)", file=sys.stderr)
     if guard.received is not None:
-        print(f"dpfda: {signal.Signals(guard.received).name} came while the files were being "
+        print(f"dpfda_book: {signal.Signals(guard.received).name} came while the files were being "
               "renamed into place; they are complete", file=sys.stderr)
         return guard.exit_code or 0
     return 0

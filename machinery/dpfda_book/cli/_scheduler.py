@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .._version import __version__
-from ._parsing import UsageError
+from dpfda._version import __version__
+from dpfda.cli._parsing import UsageError
 
 SCHEDULER_TIMEOUT = 5.0
 """Seconds ``--scheduler`` waits to connect to the scheduler, and then for a worker."""
