@@ -27,7 +27,7 @@ import numpy as np
 from scipy import special
 
 import dpfda
-from dpfda import FourierSpace, FunctionSpace, KernelSpace, LegendreSpace, OrthonormalSpace
+from dpfda import FourierSpace, FunctionSpace, KernelSpace, LegendreSpace, MaternKernel, OrthonormalSpace
 
 __all__ = ["CASES", "GRIDS", "SpaceCase", "all_spaces", "case_of", "held", "of_size", "on_grid"]
 
@@ -115,6 +115,16 @@ def brownian_reference(space: FunctionSpace, t: np.ndarray) -> np.ndarray:
     return np.minimum.outer(t, t)
 
 
+def matern_reference(space: FunctionSpace, t: np.ndarray) -> np.ndarray:
+    """The general Matérn formula 2^{1−ν}/Γ(ν)·a^ν·K_ν(a), a = √(2ν)|s − t|/ρ, with scipy's Bessel K_ν; 1 at a = 0."""
+    assert isinstance(space, KernelSpace)
+    nu, rho = space.kernel.parameters["nu"], space.kernel.parameters["rho"]
+    a = np.sqrt(2 * nu) * np.abs(np.subtract.outer(t, t)) / rho
+    with np.errstate(invalid="ignore", over="ignore"):
+        k = 2 ** (1 - nu) / special.gamma(nu) * a**nu * special.kv(nu, a)
+    return np.where(a == 0, 1.0, k)
+
+
 # -- the registry ---------------------------------------------------------------------------
 
 CASES: list[SpaceCase] = [
@@ -137,6 +147,11 @@ CASES: list[SpaceCase] = [
               variants=(KernelSpace(dpfda.brownian_kernel(), regularize=True),),
               refuses={"ends3": ZERO_ON_GRID, "uniform6": ZERO_ON_GRID, "uniform8": ZERO_ON_GRID,
                        "uniform20": ZERO_ON_GRID}),
+    SpaceCase("matern", lambda T: KernelSpace(MaternKernel(1.5, 0.2)), matern_reference,
+              # scipy's K_ν (AMOS) keeps about 14 significant digits and |K| <= 1
+              reference_atol=1e-13,
+              variants=tuple(KernelSpace(MaternKernel(nu, rho)) for nu in (0.5, 1.5, 2.5) for rho in (0.05, 0.2, 1.0))
+              + (KernelSpace(MaternKernel(2.5, 0.2), regularize=True),)),
 ]
 """Every family, once."""
 
