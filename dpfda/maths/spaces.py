@@ -354,6 +354,11 @@ class OrthonormalSpace(FunctionSpace):
             raise ValueError(f"{cls.spec_form} takes no options, got {':'.join(options)!r} in {text!r}")
         return cls(_spec_whole(m, f"the dimension M of {cls.spec_form}", "the number of basis functions"))
 
+    @property
+    def kind(self) -> str:
+        """The family's name (``family``; the older name of the attribute)."""
+        return self.family
+
     def with_dimension(self, m: int) -> OrthonormalSpace:
         """The space of dimension ``m`` in this family (a subclass with more parameters overrides it)."""
         return type(self)(m)
@@ -581,6 +586,11 @@ class Kernel(ABC):
         """The Gram matrix [K(p_j, p_k)] of ``points``."""
         points = np.asarray(points, dtype=float)
         return self(points[:, None], points[None, :])
+
+    @property
+    def name(self) -> str:
+        """The kernel's family name (``family``; the older name of the attribute)."""
+        return self.family
 
     @property
     def spec(self) -> str:
