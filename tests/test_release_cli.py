@@ -18,6 +18,7 @@ import pytest
 import dpfda
 from dpfda import cli
 from dpfda.cli._release import SPACE_HELP, space_option
+from dpfda.maths.spaces import SPACE_FAMILIES
 
 from _spaces import all_spaces
 
@@ -158,7 +159,7 @@ def test_space_reads_every_spec_of_the_registry(space):
 
 
 def test_space_help_names_every_family():
-    for family in dpfda.SPACE_FAMILIES.values():
+    for family in SPACE_FAMILIES.values():
         assert f"{family.spec_form} ({family.spec_help})" in SPACE_HELP
 
 

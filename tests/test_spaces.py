@@ -14,7 +14,6 @@ from numpy.polynomial import polynomial as nppoly
 from scipy import integrate, special
 
 from dpfda import (
-    SPACE_FAMILIES,
     AssumptionError,
     FourierSpace,
     FunctionSpace,
@@ -27,6 +26,7 @@ from dpfda import (
     space_from_spec,
     uniform_grid,
 )
+from dpfda.maths.spaces import SPACE_FAMILIES
 
 from _spaces import CASES, GRIDS, all_spaces, case_of, held, on_grid
 from _support import bonferroni_z, reps

@@ -91,7 +91,7 @@ LAYERS = [
 MODULES = [(f"{layer}.{name}" if layer else name, title) for layer, mods in LAYERS for name, title in mods]
 
 # Public constants that the docstrings refer to but their module's __all__ leaves out.
-EXTRA: dict[str, list[str]] = {}
+EXTRA: dict[str, list[str]] = {"spaces": ["SPACE_FAMILIES"]}
 # dpfda.__all__ also names four modules, imported on first use; they get their own sections.
 LAZY_MODULES = {"audit", "designs", "secure", "theory"}
 

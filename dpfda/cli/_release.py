@@ -56,7 +56,7 @@ SPACE_HELP = (", ".join(f"{family.spec_form} ({family.spec_help})" for family in
 
 
 def space_option(text: str) -> FunctionSpace:
-    """The space ``--space`` names: a spec of :data:`dpfda.SPACE_FAMILIES` (``legendre:8``)."""
+    """The space ``--space`` names: a spec of :data:`dpfda.maths.spaces.SPACE_FAMILIES` (``legendre:8``)."""
     if text.strip().split(":", 1)[0].strip() not in SPACE_FAMILIES:
         raise UsageError(f"--space must be {SPACE_HELP}; got {text!r}")
     try:

@@ -28,7 +28,7 @@ after it (``gaussian:0.05:regularize``) — that :func:`~dpfda.space_from_spec` 
 back into an equal space.  Two spaces are equal (and hash alike) when they are of one class
 and have one spec, and the spec holds every number that defines the space; the command line
 (``--space``), the record of a release (:func:`dpfda.practice.publish.space_description`) and
-the cached geometries all go through it.  :data:`~dpfda.SPACE_FAMILIES` is the one list of the
+the cached geometries all go through it.  :data:`SPACE_FAMILIES` is the one list of the
 families a spec can name; :attr:`~dpfda.FunctionSpace.nests` says whether a family indexed by its
 dimension nests (what :func:`dpfda.mechanisms.dimension.public_dimension` needs).
 
@@ -61,7 +61,6 @@ from .._validation import (
 
 __all__ = [
     "space_from_spec",
-    "SPACE_FAMILIES",
     "FunctionSpace",
     "OrthonormalSpace",
     "LegendreSpace",
@@ -191,7 +190,7 @@ class FunctionSpace(ABC):
     @property
     @abstractmethod
     def description(self) -> dict:
-        """The space for a JSON record: ``spec``, ``kind`` and the parameters by name."""
+        """The space for a JSON record (``spec``, ``kind`` and the parameters by name)."""
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and cast(FunctionSpace, other).spec == self.spec
@@ -693,7 +692,7 @@ class BrownianKernel(Kernel):
 class MaternKernel(Kernel):
     """The Matérn kernel of smoothness ν ∈ {1/2, 3/2, 5/2} and length-scale ρ.  Written ``matern:NU,RHO``.
 
-    With a = √(2ν)·|s − t|/ρ,
+    With a = √(2ν)·r/ρ, r = ``|s − t|``,
 
     * ν = 1/2: K(s, t) = exp(−a), the covariance of the Ornstein–Uhlenbeck process;
     * ν = 3/2: K(s, t) = (1 + a)·exp(−a);
@@ -780,10 +779,15 @@ class KernelSpace(FunctionSpace):
     β = K_T^{1/2} α the RKHS norm is ||β||_2 and grid values are K_T^{1/2} β
     (eq. 41).  ``K_T^{1/2}`` is computed by an eigendecomposition.
 
+    Written as the kernel's spec with the options that differ from the defaults
+    (``gaussian:0.2``, ``brownian:regularize``, ``gaussian:0.1:floor=1e-10``).  A kernel
+    space does not nest (:attr:`~dpfda.FunctionSpace.nests` is ``False``): its dimension
+    is the number T of grid points, fixed by the data's design, not a parameter to choose.
+
     Parameters
     ----------
     kernel : Kernel
-        Any kernel of :data:`~dpfda.SPACE_FAMILIES`, e.g. ``gaussian_kernel(0.2)`` or ``brownian_kernel()``.
+        Any kernel of :data:`~dpfda.maths.spaces.SPACE_FAMILIES`, e.g. ``gaussian_kernel(0.2)``.
     floor : float
         Eigenvalue floor (the paper's 1e-8, §5).  Assumption A.4 asks K_T to be
         positive definite; numerically, an eigenvalue below ``floor`` means K_T
@@ -793,11 +797,6 @@ class KernelSpace(FunctionSpace):
         raises an ``AssumptionError`` naming A.4; ``True`` lifts such eigenvalues
         to ``floor``, as the paper's implementation does, and records it in
         ``geometry.floored``.
-
-    Written as the kernel's spec with the options that differ from the defaults
-    (``gaussian:0.2``, ``brownian:regularize``, ``gaussian:0.1:floor=1e-10``).  A kernel
-    space does not nest (:attr:`~dpfda.FunctionSpace.nests` is ``False``): its dimension is the number T of grid
-    points, fixed by the data's design, not a parameter to choose.
     """
 
     metric = "MSE"
@@ -938,7 +937,7 @@ def _kernel_geometry(space: KernelSpace, grid: tuple) -> KernelGeometry:
 SPACE_FAMILIES: dict[str, type[OrthonormalSpace] | type[Kernel]] = {
     family.family: family for family in (LegendreSpace, FourierSpace, GaussianKernel, BrownianKernel, MaternKernel)
 }
-"""Every family of spaces a spec names, by its name: the class whose ``from_spec`` reads it.
+"""Every family of spaces a spec can name, and the class whose ``from_spec`` reads its specs.
 
 An orthonormal family maps to its space's class (``LegendreSpace``), a kernel to the
 kernel's class, whose ``from_spec`` gives the :class:`~dpfda.KernelSpace`.  A new space is one
@@ -950,8 +949,8 @@ command line, the record of a release and the tests read this dictionary.
 def space_from_spec(text: str) -> FunctionSpace:
     """The space a spec describes: ``legendre:8``, ``fourier:7``, ``gaussian:0.2``, ``brownian``.
 
-    The family's name comes first (:data:`~dpfda.SPACE_FAMILIES`), then its numbers separated by
-    commas, then, for a kernel space, the options ``:regularize`` and ``:floor=F``
+    The family's name comes first (:data:`~dpfda.maths.spaces.SPACE_FAMILIES`), then its numbers
+    separated by commas, then, for a kernel space, the options ``:regularize`` and ``:floor=F``
     (:class:`~dpfda.KernelSpace`).  ``space_from_spec(space.spec) == space`` for every space.
 
     Raises
