@@ -53,6 +53,8 @@ LAYERS = [
                     ("whitening", "Beyond the paper: a design's noise metric and extent"),
                     ("designs", "Beyond the paper: other mechanism designs"),
                     ("postprocess", "Beyond the paper: post-processing a release"),
+                    ("covariance", "Beyond the mean: private covariances and principal components"),
+                    ("covariance_theory", "Beyond the mean: the covariances' errors in closed form"),
                     ("privacy", "Gaussian differential privacy"),
                     ("secure", "OpenDP's samplers"),
                     ("theory", "The paper's bounds and limits")]),
@@ -85,6 +87,7 @@ LAYERS = [
                   ("reading", "Curves from a CSV file or a DataFrame"),
                   ("diagnostics", "What only the curator sees"),
                   ("publish", "The record published with a release"),
+                  ("covariance_record", "The record published with a private covariance"),
                   ("examples", "Sample files to try a release on")]),
     ("", [("cli", "The command line")]),
 ]
