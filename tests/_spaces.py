@@ -7,12 +7,14 @@ reference (tests/test_spaces.py); FTP and PTF bit for bit against their stages, 
 privacy of worst-case and random neighbours, the audit, the designs, OpenDP's noise
 (tests/test_mechanism.py, test_parts.py, test_adversarial.py, test_audit.py,
 test_designs.py, test_designs_calibration.py, test_secure.py, test_whitening.py), the
-command line and the record (test_release_cli.py, test_publish.py). tests/test_spaces.py
+private covariances (test_covariance.py, test_covariance_audit.py), the command line and
+the record (test_release_cli.py, test_publish.py). tests/test_spaces.py
 fails while a family of ``SPACE_FAMILIES`` has no case here.
 
 Each test module names its grid; :func:`on_grid` gives the registry's spaces that take it,
 as a dictionary from the case's id to the space sized for that grid (``SPACES =
-on_grid(GRID)`` — a test that wants one family writes ``SPACES["legendre"]``).  The grids
+on_grid(GRID)`` — a test that wants one family writes ``SPACES["legendre"]``);
+:func:`with_grids` gives every space with a grid it takes, for tests that let the grid vary.  The grids
 are those of :data:`GRIDS`; each case says which of them its space refuses and why, and
 tests/test_spaces.py checks those claims both ways (refused exactly there), so no test
 loses a space silently.
@@ -29,10 +31,11 @@ from scipy import special
 import dpfda
 from dpfda import FourierSpace, FunctionSpace, KernelSpace, LegendreSpace, MaternKernel, OrthonormalSpace
 
-__all__ = ["CASES", "GRIDS", "SpaceCase", "all_spaces", "case_of", "held", "of_size", "on_grid"]
+__all__ = ["CASES", "GRIDS", "SpaceCase", "all_spaces", "case_of", "held", "of_size", "on_grid", "with_grids"]
 
 GRIDS: dict[str, np.ndarray] = {
     "ends3": np.linspace(0.0, 1.0, 3),
+    "right4": np.arange(1, 5) / 4,
     "uniform6": np.linspace(0.0, 1.0, 6),
     "uniform8": dpfda.uniform_grid(8),
     "mid9": (np.arange(9) + 0.5) / 9,
@@ -172,6 +175,20 @@ def on_grid(grid: np.ndarray, kind: type | None = None) -> dict[str, FunctionSpa
     name = _grid_name(grid)
     out = {c.id: c.space(len(grid)) for c in CASES if name not in c.refuses}
     return {k: s for k, s in out.items() if kind is None or isinstance(s, kind)}
+
+
+def with_grids(*names: str) -> dict[str, tuple[FunctionSpace, np.ndarray]]:
+    """Each registered space on the first of the named grids of :data:`GRIDS` it takes: ``{id: (space, grid)}``.
+
+    A case that takes none of them is an error (name another grid), so no family is left out.
+    """
+    out = {}
+    for c in CASES:
+        name = next((n for n in names if n not in c.refuses), None)
+        if name is None:
+            raise ValueError(f"{c.id} refuses every grid of {names}: name one it takes")
+        out[c.id] = (c.space(GRIDS[name].size), GRIDS[name])
+    return out
 
 
 def of_size(T: int, kind: type = OrthonormalSpace) -> dict[str, FunctionSpace]:
