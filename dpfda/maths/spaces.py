@@ -627,8 +627,8 @@ def _check_rho(rho: float, what: str) -> float:
     rho = check_positive(rho, "rho")
     if not RHO_RANGE[0] <= rho <= RHO_RANGE[1]:
         raise ValueError(
-            f"rho must lie in [1e-100, 1e100] (a {what} on [0, 1]; beyond, 2·rho² "
-            f"over- or underflows floating point), got {rho!r}"
+            f"rho must lie in [1e-100, 1e100] (a {what} on [0, 1]; beyond, the kernel's "
+            f"arithmetic in rho over- or underflows floating point), got {rho!r}"
         )
     return rho
 
@@ -705,9 +705,8 @@ class MaternKernel(Kernel):
     its spectral density, proportional to (2ν/ρ² + ω²)^−(ν+1/2), is positive (Bochner's
     theorem).  Its RKHS is the Sobolev space of order ν + 1/2 on [0, 1] with an equivalent
     norm — functions with ν − 1/2 continuous derivatives — and the eigenvalues of the
-    kernel's integral operator decay like j^−(2ν+1): polynomially, where the Gaussian
-    kernel's decay faster than any power (the Gaussian kernel is the limit ν → ∞).  ν sets
-    how fast the eigenvalues of K_T fall, and so how much FTP gains over PTF on a grid.
+    kernel's integral operator decay like j^−(2ν+1): polynomially, where those of the
+    Gaussian kernel decay faster than any power (the Gaussian kernel is the limit ν → ∞).
 
     Parameters
     ----------
