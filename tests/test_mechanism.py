@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 
 import dpfda
-from dpfda import KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
 from dpfda.mechanisms.mechanism import Mechanism, ftp_mechanism, ptf_mechanism
 from dpfda.mechanisms.pipelines import (
     add_noise,
@@ -38,12 +37,10 @@ from dpfda.trust import audit as A
 from dpfda_book.mechanisms import broken
 from dpfda_book.mechanisms.designs import Design
 
+from _spaces import on_grid
+
 GRID = (np.arange(9) + 0.5) / 9
-SPACES = {
-    "legendre": LegendreSpace(4),
-    "gaussian": KernelSpace(gaussian_kernel(0.2)),
-    "brownian": KernelSpace(brownian_kernel()),
-}
+SPACES = on_grid(GRID)  # every space of the registry (tests/_spaces.py) this grid takes
 RADIUS, MU = 1.3, 0.7
 
 
