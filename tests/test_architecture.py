@@ -451,6 +451,16 @@ def test_every_import_between_layers_is_declared(package):
     assert not wrong, wrong
 
 
+def test_the_librarys_distribution_holds_its_packages_and_nothing_else():
+    """pyproject.toml lists dpfda and every subpackage of it (what `pip install .` installs), and
+    machinery/pyproject.toml finds dpfda_book's."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    subpackages = {".".join(p.parent.relative_to(REPO).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert set(config["tool"]["setuptools"]["packages"]) == subpackages
+    book = tomllib.loads((REPO / "machinery" / "pyproject.toml").read_text(encoding="utf-8"))
+    assert book["tool"]["setuptools"]["packages"]["find"]["include"] == [BOOK, f"{BOOK}.*"]
+
+
 def test_the_library_imports_nothing_of_the_books_package():
     """Not even inside a function or for type checking: `pip install .` installs dpfda alone."""
     found = [f"{_where(path)}:{line}" for path in PACKAGE.rglob("*.py")
