@@ -125,8 +125,9 @@ def test_results_table_has_a_law_column():
 
 
 def _cli(*args):
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "dpfda", *args], capture_output=True, text=True,
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "machinery"),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", "dpfda_book", *args], capture_output=True, text=True,
                           cwd=ROOT, env=env, timeout=600)
 
 
