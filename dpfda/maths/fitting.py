@@ -353,9 +353,11 @@ class BallLeastSquares:
         reps = batch[:-1]
         active = active.reshape(batch)
         if not exact:
-            R = int(np.prod(reps, dtype=np.int64))
-            mean_z = (Z.reshape(d, R, n) @ np.ones(n)) / n  # (d, R): Σ_i of the fits, per repetition
-            return self._rotate(mean_z).reshape(reps + (d,)), active
+            # Σ_i of the fits per repetition: one (n, d) product a repetition, the same shape
+            # whatever the number of repetitions, so a repetition's sum does not depend on the chunk.
+            rows = np.ascontiguousarray(Z.T).reshape((-1, n, d))
+            mean_z = (np.ones(n) @ rows) / n  # (R, d)
+            return self._rotate(np.ascontiguousarray(mean_z.T)).reshape(reps + (d,)), active
         Zr = Z.T.reshape(reps + (n, d))  # a view: the curves' fits in the eigenbasis, as rows
         return fixed_point_ball_mean(Zr, self.eigenvectors.T, float(radius)), active
 

@@ -212,17 +212,26 @@ class _CancellingFits:
 
 
 class _BatchedSolver(BallLeastSquares):
-    """BROKEN ON PURPOSE: the ball fit with each batch's coordinates from one BLAS product.
+    """BROKEN ON PURPOSE: the ball fit with a row's coordinates rounded as its batch decides.
 
-    Everything as :class:`~dpfda.maths.fitting.BallLeastSquares` except Vᵀ ΦᵀW x, which is
-    ``X @ P`` over the whole batch — and, for the rows redone after scaling, one product over
-    those rows only: how dpfda computed fits before they were made per record.  numpy and
-    OpenBLAS round a (1, T) product and a (k, T) product differently, so a row's bits depend
-    on the batch it is in.
+    Everything as :class:`~dpfda.maths.fitting.BallLeastSquares` except Vᵀ ΦᵀW x: a product
+    of one row adds its T terms one after the other (as BLAS's ``dgemv`` does), a product of
+    several rows adds them in pairs, then pairs of pairs (a blocked ``dgemm``), and the rows
+    redone after scaling form a product of their own.  This is the batching of dpfda's fits
+    before they were made per record, with the two orders written out in element-wise
+    operations: old dpfda used BLAS itself, whose orders depend on the processor's kernels
+    (its constructions leaked up to 2μ under OpenBLAS's Haswell kernels and not at all under
+    its Sandybridge kernels), while these two orders differ, and leak, on every processor.
     """
 
     def _coordinates(self, X2: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray((X2 @ self._P).T)
+        if X2.shape[0] <= 1:
+            return super()._coordinates(X2)  # one row: the terms one after the other
+        terms = [self._P_cols[t] * X2[:, t] for t in range(X2.shape[1])]  # (d, N) each
+        while len(terms) > 1:  # several rows: pairwise
+            terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i]
+                     for i in range(0, len(terms), 2)]
+        return terms[0]
 
 
 @dataclass(frozen=True, eq=False)
@@ -264,15 +273,17 @@ def broken_ftp_batched_fits(grid: ArrayLike, space: FunctionSpace, radius: float
     """BROKEN ON PURPOSE (in floating point only): FTP whose fit of a curve depends on the other curves.
 
     Algorithm 1 with the right σ = 2B'/(nμ) and the exact mean, but each curve's fit is
-    computed inside a BLAS product over its batch: all the curves, then the curves whose
+    computed inside a product over its batch: all the curves, then the curves whose
     product overflowed (or came out near the subnormal range) again, together, after
     scaling; for curves on their own points (an orthonormal space), the subjects on one
-    point set in one product.  In exact arithmetic nothing changes.  In floating point
-    the bits of a row depend on the shape of the product it is in, and a curve off the
+    point set in one product.  A product of one row is summed in one order, of several
+    rows in another (:class:`_BatchedSolver`).  In exact arithmetic nothing changes.  In
+    floating point the bits of a row depend on the product it is in, and a curve off the
     span of Φ with huge values has a fit made of rounding error, scaled to the sphere
     ||θ|| = B': whether another record is in its batch turns that fit by up to 2B', so a
     pair of neighbours can be up to 2μ apart (3μ when one subject changes the groups of
-    two others).  This was dpfda's FTP before the fits were made per record.
+    two others).  This was dpfda's FTP before the fits were made per record, with BLAS's
+    processor-dependent orders replaced by two fixed ones, so that it leaks everywhere.
     :func:`dpfda.trust.audit.batch_shape_pair` and :func:`~dpfda.trust.audit.grouping_pair`
     build the neighbours that show it.
     """
