@@ -7,7 +7,8 @@ rounding (a curve of huge values off span(Φ)) moves by up to 2B' if another rec
 change how it is rounded — by changing the shape of a BLAS product it is computed in.
 
 * Property tests (hypothesis, deterministic): for every space (Legendre, Fourier, the
-  Gaussian and Brownian kernels) and every fitting path — the ball fit with and without
+  Gaussian and Brownian kernels, and every family of the registry ``tests/_spaces.py``,
+  Matérn included) and every fitting path — the ball fit with and without
   weights, the unconstrained fit, FTP's summary, the designs' parts, each subject on its
   own points, the projection onto a ball, the private radius's fitted norms — a row's
   result computed alone equals, bit for bit (compared as ``uint64``), its result inside
@@ -46,6 +47,8 @@ from dpfda.mechanisms.designs import Design
 from dpfda.mechanisms.irregular import irregular_fit_mean
 from dpfda.mechanisms.projections import project_ball
 from dpfda.mechanisms.radius import fitted_norms
+
+from _spaces import with_grids
 
 TOL = 1e-9
 BIG = float(np.finfo(float).max)  # 1.7976931348623157e308
@@ -162,6 +165,21 @@ def test_a_rows_ball_fit_alone_is_its_fit_in_any_batch(geo, data, weighted, log_
     # a leading repetition axis, and the rows in reverse order, change nothing either
     stacked = solver.solve(np.stack([X, X[::-1]]), radius)
     assert same_bits(stacked.coef[0, i], alone.coef) and same_bits(stacked.coef[1, len(X) - 1 - i], alone.coef)
+
+
+REGISTERED = with_grids("uniform20", "right10", "uniform8")  # every family of dpfda, new ones included
+
+
+@pytest.mark.parametrize("case", sorted(REGISTERED))
+@settings(derandomize=True, database=None, deadline=None, max_examples=25,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_every_registered_space_fits_a_row_alone_as_in_any_batch(case, data):
+    space, grid = REGISTERED[case]
+    solver = BallLeastSquares(space.at(grid).Phi)
+    victim, X, i = data.draw(batches(solver.Phi))
+    alone, batch = solver.solve(victim[None], 1.0), solver.solve(X, 1.0)
+    assert same_bits(batch.coef[i], alone.coef[0]) and same_bits(batch.multiplier[i], alone.multiplier[0])
 
 
 @PROPS
