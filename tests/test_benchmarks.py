@@ -157,3 +157,29 @@ def test_bench_execute_fills_the_cache_both_ways_and_leaves_a_failing_notebook_o
             rc = bench.run_executor(paths, cache, timeout=60)
         assert rc == 1, way
         assert bench.cached(paths, cache) == paths[:2], way
+
+
+def test_bench_tests_charges_each_test_its_own_and_its_subprocesses_cpu(tmp_path):
+    # Three tests: one that sleeps (wall, next to no CPU), one that burns 0.5 s of CPU in a
+    # subprocess (charged to it when the subprocess ends) and one that fails. Without
+    # RUSAGE_CHILDREN the burner would show next to no CPU and come after the sleeper.
+    burn = ("import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5:\n    pass\n")
+    (tmp_path / "test_toy.py").write_text(
+        "import subprocess, sys, time\n\n"
+        "def test_sleeps():\n    time.sleep(0.3)\n\n"
+        f"def test_burns_in_a_subprocess():\n    subprocess.run([sys.executable, '-c', {burn!r}], check=True)\n\n"
+        "def test_fails():\n    assert False\n")
+    out = tmp_path / "times.json"
+    proc = subprocess.run([sys.executable, str(BENCH / "bench_tests.py"), "--top", "5", "--json", str(out), "--",
+                           "-q", str(tmp_path / "test_toy.py")],
+                          cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # pytest's status: a test failed
+    tests = json.loads(out.read_text())["tests"]
+    rows = {k.split("::")[1]: v for k, v in tests.items()}
+    assert set(rows) == {"test_sleeps", "test_burns_in_a_subprocess", "test_fails"}
+    assert rows["test_burns_in_a_subprocess"]["cpu"] >= 0.5  # the subprocess's own CPU time
+    assert rows["test_sleeps"]["wall"] >= 0.3 and rows["test_sleeps"]["cpu"] < rows["test_burns_in_a_subprocess"]["cpu"]
+    assert rows["test_fails"]["failed"] and not rows["test_sleeps"]["failed"]
+    table = proc.stdout[proc.stdout.index("| slowest tests"):]
+    assert table.index("test_burns_in_a_subprocess") < table.index("test_sleeps")  # slowest by CPU first
+    assert "| slowest files (by CPU) |" in proc.stdout and "3 tests:" in proc.stdout
