@@ -2,6 +2,7 @@
 
     python benchmarks/bench_tests.py [--top 30] [--json out.json] -- [pytest arguments]
     python benchmarks/bench_tests.py -- -m "not browser" tests/          # the unit suite
+    python benchmarks/bench_tests.py --max-unmarked-cpu 5 -- -m "not browser and not slow" tests/
     DPFDA_QUICK=1 python benchmarks/bench_tests.py -- --nbval-lax book/   # the quick notebooks
 
 Runs pytest in this process with a small plugin that records, for every test (setup, call
@@ -13,7 +14,9 @@ workers of joblib's reusable pool are charged when the pool ends). On a machine 
 other work, wall seconds stretch with the load and CPU seconds much less, so the CPU column is
 the better estimate of a test's time on an idle machine, for a test that runs one process at
 a time. Prints the load average before and after, the totals, the slowest tests and the
-slowest files; exits with pytest's status.
+slowest files; exits with pytest's status, or 1 with ``--max-unmarked-cpu S`` when a test not
+marked ``slow`` took S CPU seconds or more (``make test-quick`` leaves the ``slow`` ones out, so
+this keeps it quick; the CPU seconds are this machine's).
 """
 
 from __future__ import annotations
@@ -87,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--top", type=int, default=30, help="how many tests and files to list")
     ap.add_argument("--json", type=Path, help="also write every test's times here")
+    ap.add_argument("--max-unmarked-cpu", type=float, metavar="S",
+                    help="exit 1 if a test not marked slow took S CPU seconds or more")
     args = ap.parse_args(ours)
     recorder = Recorder()
     load0, start, cpu0 = os.getloadavg(), time.perf_counter(), _cpu()
@@ -100,6 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps({"wall": wall, "cpu": cpu, "load_before": load0, "load_after": load1,
                                          "pytest_args": pytest_args, "tests": recorder.rows}, indent=1) + "\n")
+    if status == 0 and args.max_unmarked_cpu is not None:
+        over = sorted((k for k, r in rows.items() if "slow" not in r["markers"] and r["cpu"] >= args.max_unmarked_cpu),
+                      key=lambda k: -rows[k]["cpu"])
+        if over:
+            print(f"\nnot marked slow but {args.max_unmarked_cpu:g} CPU seconds or more: "
+                  + ", ".join(f"{k} ({rows[k]['cpu']:.1f} s)" for k in over))
+            return 1
     return int(status)
 
 

@@ -53,6 +53,7 @@ def test_bench_residual_runs_and_reports_both_kernels():
     assert "| 3 |" in proc.stdout
 
 
+@pytest.mark.slow
 def test_bench_build_times_a_cold_build_and_a_prose_rebuild_of_a_toy_book(tmp_path):
     # A one-page Jupyter Book with the book's execution cache: the cold build executes the
     # notebook (its cache record and the build's log both report it), the prose edit of the
@@ -129,6 +130,7 @@ def test_bench_store_runs_and_reads_back_what_both_caches_wrote():
     assert "| 1.00 |" in proc.stdout  # one file per entry in the store
 
 
+@pytest.mark.slow
 def test_bench_execute_fills_the_cache_both_ways_and_leaves_a_failing_notebook_out(tmp_path):
     # Two tiny chapters in a subfolder (one reads a file beside its folder, as the book's chapters
     # read ../CITATION.cff) and one that raises: each way executes them into its own cache, finds
@@ -183,3 +185,19 @@ def test_bench_tests_charges_each_test_its_own_and_its_subprocesses_cpu(tmp_path
     table = proc.stdout[proc.stdout.index("| slowest tests"):]
     assert table.index("test_burns_in_a_subprocess") < table.index("test_sleeps")  # slowest by CPU first
     assert "| slowest files (by CPU) |" in proc.stdout and "3 tests:" in proc.stdout
+
+    # --max-unmarked-cpu: the burner, not marked slow, is over 0.4 s (exit 1, named); marked slow,
+    # it is not counted; the sleeper stays under
+    toy = tmp_path / "test_toy.py"
+    toy.write_text(toy.read_text().replace("def test_fails():\n    assert False\n", ""))
+    argv = [sys.executable, str(BENCH / "bench_tests.py"), "--max-unmarked-cpu", "0.4", "--", "-q",
+            str(tmp_path / "test_toy.py")]
+    proc = subprocess.run(argv, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "test_burns_in_a_subprocess (" in proc.stdout, proc.stdout + proc.stderr
+    assert "test_sleeps (" not in proc.stdout
+    (tmp_path / "conftest.py").write_text("def pytest_configure(config):\n"
+                                          "    config.addinivalue_line('markers', 'slow: slow')\n")
+    (tmp_path / "test_toy.py").write_text((tmp_path / "test_toy.py").read_text().replace(
+        "def test_burns", "import pytest\n\n@pytest.mark.slow\ndef test_burns"))
+    proc = subprocess.run(argv, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
