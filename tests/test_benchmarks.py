@@ -172,9 +172,10 @@ def test_bench_tests_charges_each_test_its_own_and_its_subprocesses_cpu(tmp_path
         f"def test_burns_in_a_subprocess():\n    subprocess.run([sys.executable, '-c', {burn!r}], check=True)\n\n"
         "def test_fails():\n    assert False\n")
     out = tmp_path / "times.json"
+    env = dict(ENV, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")  # the toy suite needs no plugin: 0.3 s a run, not 4
     proc = subprocess.run([sys.executable, str(BENCH / "bench_tests.py"), "--top", "5", "--json", str(out), "--",
                            "-q", str(tmp_path / "test_toy.py")],
-                          cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # pytest's status: a test failed
     tests = json.loads(out.read_text())["tests"]
     rows = {k.split("::")[1]: v for k, v in tests.items()}
@@ -192,12 +193,12 @@ def test_bench_tests_charges_each_test_its_own_and_its_subprocesses_cpu(tmp_path
     toy.write_text(toy.read_text().replace("def test_fails():\n    assert False\n", ""))
     argv = [sys.executable, str(BENCH / "bench_tests.py"), "--max-unmarked-cpu", "0.4", "--", "-q",
             str(tmp_path / "test_toy.py")]
-    proc = subprocess.run(argv, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and "test_burns_in_a_subprocess (" in proc.stdout, proc.stdout + proc.stderr
     assert "test_sleeps (" not in proc.stdout
     (tmp_path / "conftest.py").write_text("def pytest_configure(config):\n"
                                           "    config.addinivalue_line('markers', 'slow: slow')\n")
     (tmp_path / "test_toy.py").write_text((tmp_path / "test_toy.py").read_text().replace(
         "def test_burns", "import pytest\n\n@pytest.mark.slow\ndef test_burns"))
-    proc = subprocess.run(argv, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
