@@ -81,6 +81,8 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("privacy", "_log_delta", "scipy"): SCIPY,
     ("privacy", "epsilon_from_mu", "scipy"): SCIPY,
     ("privacy", "mu_from_epsilon_delta", "scipy"): SCIPY,
+    ("radius", "gdp_of_pure_dp", "scipy"): SCIPY,
+    ("radius", "epsilon_of_gdp", "scipy"): SCIPY,
     ("secure", "_opendp", "opendp.prelude"): "optional dependency: OpenDP is needed only for secure=True",
     # reading the curves of a release
     ("reading", "_read_table", "pandas"): PANDAS,
@@ -518,7 +520,8 @@ def _module_graph() -> dict[str, set[str]]:
 KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset({"dpfda.mechanisms.bands", "dpfda.mechanisms.pipelines"}):
         "bands reads a Release; Release's noise_sd/band/plot call bands",
-    frozenset({"dpfda.mechanisms.gaussian", "dpfda.mechanisms.irregular", "dpfda.mechanisms.mechanism"}):
+    frozenset({"dpfda.mechanisms.gaussian", "dpfda.mechanisms.irregular", "dpfda.mechanisms.mechanism",
+               "dpfda.mechanisms.parts"}):
         "irregular builds a release through the Mechanism type it is imported by",
     frozenset({"dpfda_book.mechanisms.designs", "dpfda_book.mechanisms.whitening"}):
         "whitening's extent reads a Design's attributes",

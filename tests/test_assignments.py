@@ -161,6 +161,7 @@ def _report(part: str, rows: list[tuple[str, dict]]) -> None:
 
 
 @pytest.mark.parametrize("part", PARTS)
+@pytest.mark.slow
 def test_assignment_grades(built, part, tmp_path):
     folder = built / part
     autograder = _autograder(built, part)
@@ -213,6 +214,7 @@ def _readme_grading_command() -> str:
     return command
 
 
+@pytest.mark.slow
 def test_readme_grading_command_and_results_hold_no_hidden_check(built, tmp_path):
     """The README's command, as written, grades; its results.json holds nothing of the hidden checks."""
     clone = built.parents[1]
@@ -235,6 +237,7 @@ def test_readme_grading_command_and_results_hold_no_hidden_check(built, tmp_path
 
 
 @pytest.mark.autograder_env
+@pytest.mark.slow
 def test_autograder_zip_alone_grades_in_a_fresh_python311_venv(built, tmp_path):
     """As Gradescope would: only the zip's files (requirements.txt and the dpfda wheel), Python 3.11."""
     autograder = _autograder(built, "part1")
@@ -300,6 +303,7 @@ def _solutions_and_hidden_tests(master: Path):
 
 
 @pytest.mark.parametrize("part", PARTS)
+@pytest.mark.slow
 def test_no_student_file_holds_a_solution_or_a_hidden_test(built, part):
     solutions, hidden = _solutions_and_hidden_tests(ROOT / "book" / "assignments" / f"{part}.ipynb")
     assert solutions and hidden

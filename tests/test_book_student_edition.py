@@ -103,6 +103,7 @@ def _assert_times_table(intro: str) -> None:
 
 
 @pytest.mark.skipif(not JUPYTER_BOOK.exists(), reason="jupyter-book not installed beside this Python")
+@pytest.mark.slow
 def test_student_edition_hides_plain_and_gated_solutions(tmp_path):
     _write_book(tmp_path)
 
