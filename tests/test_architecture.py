@@ -17,6 +17,8 @@ machinery/dpfda_book/ (the library and the book's machinery beside it).
 (d) The import graph of the modules of both packages has no cycle: every import counts, at
     the top of a module, inside a function or under ``if TYPE_CHECKING:`` (a cycle closed by
     a type-checking import is a knot all the same).
+(e) No module reads a private attribute of another module's objects (``law._solve(...)``
+    where ``_solve`` is defined only in another module): what two modules share is public.
 
 Modules are named by their last dotted component (``plots``, ``_release``), a package by its
 full dotted name (``dpfda.cli``, ``dpfda_book``), so the tables still hold after the modules
@@ -109,7 +111,7 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("recompute", "_exact_box_mean", "fractions"): "fractions, exact means for the audit only",
     ("recompute", "audit_covariance_summary", "fractions"): "fractions, exact second moments for the audit only",
     ("recompute", "_exactly_in_range", "fractions"): "fractions, exact span test for the audit only",
-    ("recompute", "NoiseLaw._solve", "scipy.linalg"): "scipy.linalg (about 0.2 s more than the scipy.special "
+    ("recompute", "NoiseLaw.solve", "scipy.linalg"): "scipy.linalg (about 0.2 s more than the scipy.special "
                                                   "audit needs at import) only when a noise law whitens",
     # the claims
     ("activation_bounds", "_chi2_mix_bounds", "scipy.optimize"): CLAIMS_SCIPY,
@@ -276,6 +278,58 @@ def test_no_module_imports_a_private_name_of_another():
     new = {key: where for key, where in PRIVATE.items() if key not in KNOWN_TODO_PRIVATE}
     assert not new, ("private names imported from another dpfda module (make the helper public, "
                      f"or move it): {new}")
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_attribute_uses(sources: dict[str, str]) -> list[str]:
+    """``obj._name`` in one module where ``_name`` is defined only in another: a call into its privates.
+
+    A private name is defined by a module that declares it (a function, class or method of that
+    name) or assigns it (``x._name = …``, ``_name = …``).  ``self._name`` and ``cls._name`` are a
+    class's own; a name the using module also defines is taken as its own.
+    """
+    trees = {m: ast.parse(src) for m, src in sources.items()}
+    defined: dict[str, set[str]] = {}
+    for m, tree in trees.items():
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+        defined[m] = {n for n in names if _is_private(n)}
+    found = []
+    for m, tree in trees.items():
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and _is_private(node.attr)) or node.attr in defined[m]:
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            owners = sorted(o for o, names in defined.items() if node.attr in names)
+            if owners:
+                found.append(f"{m}:{node.lineno}: {ast.unparse(node)} (defined in {', '.join(owners)})")
+    return found
+
+
+def test_no_module_reaches_into_another_modules_private_attributes():
+    uses = _private_attribute_uses({m: p.read_text(encoding="utf-8") for m, p in MODULES.items()})
+    assert not uses, f"private attributes of another module's objects (make them public, or move the code): {uses}"
+
+
+def test_the_private_attribute_check_sees_what_it_should():
+    owner = "class Law:\n    def _solve(self, v):\n        return v\n\n    def distance(self, v):\n" \
+            "        return self._solve(v)\n"
+    user = "def score(law, v):\n    return law._solve(v)\n"
+    assert _private_attribute_uses({"recompute": owner, "audit": user}) == [
+        "audit:2: law._solve (defined in recompute)"]
+    own = "class B:\n    def _calibrate(self):\n        return 1\n\n\ndef f(design):\n" \
+          "    return design._calibrate()\n"
+    assert _private_attribute_uses({"recompute": owner, "designs": own}) == []  # its own class's
 
 
 def test_every_import_inside_a_function_has_a_reason():
@@ -515,19 +569,6 @@ def _module_graph() -> dict[str, set[str]]:
     return {m: _module_imports(m) - doors for m in MODULES if m not in doors}
 
 
-#: Cycles known when this test was written, each with the branch that removes it: a frozenset of
-#: its modules -> the fix.  Each must still exist (remove it when fixed); nothing may be added.
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"dpfda.mechanisms.bands", "dpfda.mechanisms.pipelines"}):
-        "bands reads a Release; Release's noise_sd/band/plot call bands",
-    frozenset({"dpfda.mechanisms.gaussian", "dpfda.mechanisms.irregular", "dpfda.mechanisms.mechanism",
-               "dpfda.mechanisms.parts"}):
-        "irregular builds a release through the Mechanism type it is imported by",
-    frozenset({"dpfda_book.mechanisms.designs", "dpfda_book.mechanisms.whitening"}):
-        "whitening's extent reads a Design's attributes",
-}
-
-
 def _cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
     """The strongly connected components of ``graph`` with more than one node (Tarjan)."""
     index: dict[str, int] = {}
@@ -564,18 +605,15 @@ def _cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
 
 
 def test_no_import_cycle_among_the_modules():
-    found = _cycles(_module_graph())
-    new = [sorted(c) for c in found if c not in KNOWN_CYCLES]
-    assert not new, f"import cycles (TYPE_CHECKING and function-level imports count): {new}"
-    gone = [sorted(c) for c in KNOWN_CYCLES if c not in found]
-    assert not gone, f"fixed: remove from KNOWN_CYCLES: {gone}"
+    found = [sorted(c) for c in _cycles(_module_graph())]
+    assert not found, f"import cycles (TYPE_CHECKING and function-level imports count): {found}"
 
 
 def test_the_cycle_check_sees_what_it_should():
     """Tarjan's components on a small graph, and a TYPE_CHECKING import counted as an edge."""
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
     assert _cycles(graph) == [frozenset({"a", "b", "c"})]
-    assert "dpfda.mechanisms.pipelines" in _module_imports("dpfda.mechanisms.bands")  # under TYPE_CHECKING
+    assert "dpfda.mechanisms.pipelines" in _module_imports("dpfda.practice.realdata")  # under TYPE_CHECKING
     assert not _cycles({m: deps for m, deps in _module_graph().items() if m.startswith("dpfda.maths")})
 
 

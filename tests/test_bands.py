@@ -66,7 +66,7 @@ def test_ptf_band_covers_the_noiseless_fit_while_it_stays_inside_the_ball():
     mech = dpfda.ptf_mechanism(grid, space, 50.0, 1.0, clip=2.0)  # B' far beyond every fit
     summary = mech.summary(X)
     rels = mech.privatize(summary, np.random.default_rng(3).standard_normal((R, mech.noise_dim)), X.shape[0])
-    assert not rels.active.any() and bands.band_is_exact(rels)
+    assert not rels.active.any() and bands.band_is_exact(rels.method, rels.active)
     centre = mech.privatize(summary, np.zeros(mech.noise_dim), X.shape[0])(POINTS)  # the fit of x̄
     check_band(rels(POINTS), centre, rels.noise_sd(POINTS), R)
 

@@ -27,6 +27,9 @@ The standard deviations, by mechanism (E(t) is the map from coordinates to the v
   the fit reached the ball (``release.active``) the released coefficients are the fit's
   projection onto the ball, a 1-Lipschitz map in the fit's metric, and the band is the
   linear fit's (:func:`band_is_exact` says which).
+
+The functions here take those public parameters (grid geometry, σ, PTF's weights), never a
+release: :meth:`dpfda.Release.noise_sd`, ``band`` and ``plot`` call them with their own.
 """
 
 from __future__ import annotations
@@ -38,14 +41,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._validation import check_points, check_positive
-from ..maths.spaces import KernelSpace
+from ..maths.spaces import GridGeometry, KernelSpace
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from .pipelines import Release
-
-__all__ = ["BAND_COVERS", "noise_sd", "band_z", "band_is_exact", "plot_band"]
+__all__ = ["BAND_COVERS", "band_is_exact", "band_z", "ftp_noise_sd", "plot_band", "ptf_noise_sd"]
 
 BAND_COVERS = (
     "the privacy noise only: over repeated releases of the same data, the band about a release "
@@ -64,43 +65,49 @@ def band_z(level: float) -> float:
     return NormalDist().inv_cdf(0.5 + level / 2.0)
 
 
-def _coordinate_map(release: Release, t: np.ndarray) -> np.ndarray:
-    """E (d, len(t)): value at t = coefᵀ E, the release's own evaluation, applied to I_d."""
-    return release.geometry.evaluate(np.eye(release.geometry.dim), t)
+def _coordinate_map(geometry: GridGeometry, t: np.ndarray) -> np.ndarray:
+    """E (d, len(t)): value at t = coefᵀ E, a release's own evaluation, applied to I_d."""
+    return geometry.evaluate(np.eye(geometry.dim), t)
 
 
-def noise_sd(release: Release, t: ArrayLike, *, residual: bool = False) -> np.ndarray:
-    """Standard deviation of the privacy noise of ``release(t)`` at each point of ``t`` (in [0, 1]).
+def ftp_noise_sd(geometry: GridGeometry, sigma: float, t: ArrayLike, *, residual: bool = False) -> np.ndarray:
+    """Standard deviation of FTP's privacy noise at each point of ``t`` (in [0, 1]): σ||E(t)||.
 
-    ``residual``: whether an RKHS FTP release draws its Gaussian-process residual off the
-    grid (:meth:`dpfda.Release.__call__`), which adds its variance.  The result has shape
-    (len(t),) and depends only on public parameters (σ, space, grid, PTF's weights).
+    ``residual``: whether an RKHS release draws its Gaussian-process residual off the grid
+    (:meth:`dpfda.Release.__call__`), which adds its variance (sd = σ sqrt(K(t, t))).  The
+    result has shape (len(t),) and depends only on public parameters.
     """
     t = check_points(t)
-    if release.noise_factor is not None or release.method not in ("ftp", "ptf"):
-        raise ValueError(f"noise_sd: the band is defined for FTP and PTF releases, not {release.method!r}")
-    E = _coordinate_map(release, t)
-    if release.method == "ftp":
-        sigma = float(release.noise_scale)
-        var = np.sum(E**2, axis=0)
-        if residual and isinstance(release.space, KernelSpace):
-            var = np.maximum(release.space.kernel.diag(t), var)  # interpolant + residual = K(t, t)
-        return sigma * np.sqrt(var)
-    Phi = release.geometry.Phi
-    w = np.asarray(release.weights, dtype=float)
+    sigma = check_positive(sigma, "sigma")
+    var = np.sum(_coordinate_map(geometry, t) ** 2, axis=0)
+    if residual and isinstance(geometry.space, KernelSpace):
+        var = np.maximum(geometry.space.kernel.diag(t), var)  # interpolant + residual = K(t, t)
+    return sigma * np.sqrt(var)
+
+
+def ptf_noise_sd(geometry: GridGeometry, weights: ArrayLike, sigmas: ArrayLike, t: ArrayLike) -> np.ndarray:
+    """Standard deviation of PTF's privacy noise at each point of ``t``, its fit kept linear.
+
+    ``weights`` (T,) are the fit's W, ``sigmas`` (T,) the σ_j of each grid point:
+    sd(t) = ||E(t)ᵀ A diag(σ)||, A = (ΦᵀWΦ)⁻¹ΦᵀW (exact while the fit stays inside the ball).
+    """
+    t = check_points(t)
+    E = _coordinate_map(geometry, t)
+    Phi = geometry.Phi
+    w = np.asarray(weights, dtype=float)
     A = np.linalg.solve(Phi.T @ (w[:, None] * Phi), Phi.T * w[None, :])  # (d, T)
-    G = E.T @ (A * np.asarray(release.noise_scale, dtype=float)[None, :])  # (len(t), T)
+    G = E.T @ (A * np.asarray(sigmas, dtype=float)[None, :])  # (len(t), T)
     return np.linalg.norm(G, axis=1)
 
 
-def band_is_exact(release: Release) -> bool:
-    """Whether :func:`noise_sd` is the exact law of the release's noise.
+def band_is_exact(method: str, active: ArrayLike | None) -> bool:
+    """Whether the band of a release of ``method`` is the exact law of its noise.
 
-    Always for FTP; for PTF when no fit reached the ball (``release.active`` all False).
+    Always for FTP; for PTF when no fit reached the ball (``active``, a release's, all False).
     """
-    if release.method == "ftp":
+    if method == "ftp":
         return True
-    return not bool(np.any(release.active))
+    return not bool(np.any(np.asarray(active)))
 
 
 def plot_band(points: ArrayLike, values: ArrayLike, sd: ArrayLike, *, level: float = 0.95,

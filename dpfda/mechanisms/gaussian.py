@@ -104,9 +104,9 @@ from numpy.typing import ArrayLike
 
 from .._validation import check_data, check_int, check_rng, check_secure
 from ..maths.curves import Curves
-from ..maths.spaces import GridGeometry, KernelSpace
+from ..maths.spaces import GridGeometry, KernelSpace, OrthonormalSpace
 from .calibration import check_secure_budget
-from .irregular import curves_summary, release_curves
+from .irregular import IrregularPTFError
 from .parts import Calibration, Identity, PerCurveMap, PostFit
 from .pipelines import Release, add_noise, residual_stream
 from .privacy import epsilon_from_mu
@@ -259,7 +259,7 @@ class Mechanism:
         the mean of each subject's fit on its points (what :meth:`release` noises).
         """
         if isinstance(X, Curves):
-            return curves_summary(self, X)
+            return self._curves_summary(X)
         X = check_data(X, self.geometry.T)
         self._n(X.shape[-2])
         return self.per_curve.mean(X, exact=exact)
@@ -267,6 +267,60 @@ class Mechanism:
     def coordinates(self, rel: Release) -> np.ndarray:
         """The Gaussian mechanism's output carried by a release (``rel.noisy_coordinates``)."""
         return rel.noisy_coordinates
+
+    # -- curves on other points ---------------------------------------------------------
+    def _check_off_grid(self, curves: Curves) -> None:
+        """Refuse, by name, a mechanism that cannot take these curves off its grid."""
+        if curves.common and (self.method != "ftp" or not isinstance(self.geometry.space, OrthonormalSpace)):
+            raise ValueError("the curves' grid (their points mapped onto [0, 1] by their domain) is not the "
+                             "mechanism's public grid")
+        if self.method != "ftp" or self.noise_factor is not None or not hasattr(self.per_curve, "curves_mean"):
+            raise IrregularPTFError(
+                f"{self.name} needs every curve on one common grid (it clips and averages each grid point over "
+                "subjects), and these curves are measured at their own points. Use FTP, which fits each "
+                "subject on the points it has, or first put each curve on the public grid by a per-subject "
+                "map (Curves.on_grid: linear interpolation of that subject's own values, a map of one record "
+                "alone, so the guarantee stands)")
+
+
+    def _on_grid(self, curves: Curves) -> bool:
+        """Whether ``curves`` lie on one common grid equal to this mechanism's."""
+        return curves.common and curves.grid.shape == self.geometry.grid.shape and bool(
+            np.array_equal(curves.grid, self.geometry.grid))
+
+
+    def _curves_summary(self, curves: Curves) -> np.ndarray:
+        """The summary this mechanism adds its noise to, for a ``Curves``: on its grid, or FTP's own-points mean.
+
+        What :meth:`_release_curves` noises (for the audit and the tests of the noise's input).
+        """
+        if self._on_grid(curves):
+            return self.summary(curves.values)  # type: ignore[arg-type]  # common: values set
+        self._check_off_grid(curves)
+        self.sigma(curves.n)  # n checked against the mechanism's declared n
+        return self.per_curve.curves_mean(curves)  # type: ignore[attr-defined]  # checked just above
+
+
+    def _release_curves(self, curves: Curves, rng: np.random.Generator | None, *, secure: bool) -> Release:
+        """``release`` of a ``Curves``: its values on the mechanism's grid, or FTP's own-points fit.
+
+        FTP on an orthonormal space fits curves that are not on its grid (their own points, or
+        another common grid) each on the points they have; PTF refuses them by name.
+        """
+        secure = check_secure(secure)
+        if self._on_grid(curves):
+            return self.release(curves.values, rng, secure=secure)  # type: ignore[arg-type]  # common: values set
+        self._check_off_grid(curves)
+        if rng is None and not secure:
+            raise TypeError("rng must be a numpy.random.Generator; only secure=True may leave it out")
+        if not (secure and rng is None):
+            rng = check_rng(rng)
+        n = curves.n
+        self.sigma(n)  # n and the calibration checked before any data are touched
+        if secure:
+            check_secure_budget(self.mu)
+        mean = self.per_curve.curves_mean(curves)  # type: ignore[attr-defined]  # FTP's: irregular_fit_mean
+        return self._release_summary(mean, n, rng, secure=secure)  # FTP's own noise step
 
     # -- releases ---------------------------------------------------------------------
     def _noise(self, centre: np.ndarray, sigma: float | np.ndarray, normals: np.ndarray) -> np.ndarray:
@@ -317,7 +371,7 @@ class Mechanism:
         """
         secure = self.secure if secure is None else check_secure(secure)
         if isinstance(X, Curves):  # a common grid, or FTP on each subject's own points
-            return release_curves(self, X, rng, secure=secure)
+            return self._release_curves(X, rng, secure=secure)
         if rng is None and not secure:
             raise TypeError("rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)); "
                             "only secure=True, whose noise comes from OpenDP, may leave it out")

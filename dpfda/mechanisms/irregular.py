@@ -34,24 +34,19 @@ alone, so the guarantee stands).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_rng, check_secure
 from ..maths.curves import Curves
 from ..maths.fitting import BallLeastSquares
 from ..maths.spaces import FunctionSpace, OrthonormalSpace
 from ..maths.summation import fixed_point_ball_mean
-from .calibration import check_secure_budget
-from .pipelines import Release, check_radius
+from .pipelines import check_radius
 
-if TYPE_CHECKING:
-    from .mechanism import Mechanism
-
-__all__ = ["DISPLAY_POINTS", "IrregularPTFError", "check_own_points_space", "curves_summary", "irregular_fit_mean",
-           "irregular_fits", "public_grid", "release_curves"]
+__all__ = ["DISPLAY_POINTS", "IrregularPTFError", "check_own_points_space", "irregular_fit_mean", "irregular_fits",
+           "public_grid"]
 
 DISPLAY_POINTS = 101
 """Points of the public grid on which an irregular FTP release is laid out (``Release.grid``)."""
@@ -133,56 +128,3 @@ def irregular_fit_mean(curves: Curves, space: FunctionSpace, radius: float) -> n
     """
     fits = irregular_fits(curves, space, radius)
     return fixed_point_ball_mean(fits, np.eye(fits.shape[1]), check_radius(radius))
-
-
-def _check_curves_mechanism(mech: Mechanism, curves: Curves) -> None:
-    """Refuse, by name, a mechanism that cannot take these curves off its grid."""
-    if curves.common and (mech.method != "ftp" or not isinstance(mech.geometry.space, OrthonormalSpace)):
-        raise ValueError("the curves' grid (their points mapped onto [0, 1] by their domain) is not the "
-                         "mechanism's public grid")
-    if mech.method != "ftp" or mech.noise_factor is not None or not hasattr(mech.per_curve, "curves_mean"):
-        raise IrregularPTFError(
-            f"{mech.name} needs every curve on one common grid (it clips and averages each grid point over "
-            "subjects), and these curves are measured at their own points. Use FTP, which fits each "
-            "subject on the points it has, or first put each curve on the public grid by a per-subject "
-            "map (Curves.on_grid: linear interpolation of that subject's own values, a map of one record "
-            "alone, so the guarantee stands)")
-
-
-def _on_mechanism_grid(mech: Mechanism, curves: Curves) -> bool:
-    return curves.common and curves.grid.shape == mech.geometry.grid.shape and bool(
-        np.array_equal(curves.grid, mech.geometry.grid))
-
-
-def curves_summary(mech: Mechanism, curves: Curves) -> np.ndarray:
-    """The summary ``mech`` adds its noise to, for a ``Curves``: on its grid, or FTP's own-points mean.
-
-    What :func:`release_curves` noises (for the audit and the tests of the noise's input).
-    """
-    if _on_mechanism_grid(mech, curves):
-        return mech.summary(curves.values)  # type: ignore[arg-type]  # common: values set
-    _check_curves_mechanism(mech, curves)
-    mech.sigma(curves.n)  # n checked against the mechanism's declared n
-    return mech.per_curve.curves_mean(curves)  # type: ignore[attr-defined]  # checked just above
-
-
-def release_curves(mech: Mechanism, curves: Curves, rng: np.random.Generator | None, *, secure: bool) -> Release:
-    """``mech.release`` of a ``Curves``: its values on the mechanism's grid, or FTP's own-points fit.
-
-    FTP on an orthonormal space fits curves that are not on its grid (their own points, or
-    another common grid) each on the points they have; PTF refuses them by name.
-    """
-    secure = check_secure(secure)
-    if _on_mechanism_grid(mech, curves):
-        return mech.release(curves.values, rng, secure=secure)  # type: ignore[arg-type]  # common: values set
-    _check_curves_mechanism(mech, curves)
-    if rng is None and not secure:
-        raise TypeError("rng must be a numpy.random.Generator; only secure=True may leave it out")
-    if not (secure and rng is None):
-        rng = check_rng(rng)
-    n = curves.n
-    mech.sigma(n)  # n and the calibration checked before any data are touched
-    if secure:
-        check_secure_budget(mech.mu)
-    mean = mech.per_curve.curves_mean(curves)  # type: ignore[attr-defined]  # FTP's: irregular_fit_mean
-    return mech._release_summary(mean, n, rng, secure=secure)  # FTP's own noise step

@@ -434,7 +434,14 @@ class Release:
         Public (σ, space, grid, weights): free post-processing.  It describes the privacy
         noise only, not sampling variability; see :mod:`dpfda.mechanisms.bands`.
         """
-        return bands.noise_sd(self, self.grid if t is None else t, residual=self._residual_rng is not None)
+        t = self.grid if t is None else t
+        if self.noise_factor is not None or self.method not in ("ftp", "ptf"):
+            raise ValueError(f"noise_sd: the band is defined for FTP and PTF releases, not {self.method!r}")
+        if self.method == "ftp":
+            return bands.ftp_noise_sd(self.geometry, float(self.noise_scale), t,
+                                      residual=self._residual_rng is not None)
+        assert self.weights is not None  # a PTF release carries its weights
+        return bands.ptf_noise_sd(self.geometry, self.weights, self.noise_scale, t)
 
     def band(self, level: float = 0.95, t: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(lower, upper)`` = self(t) ∓ z·noise_sd(t), P(abs(Z) <= z) = ``level`` (default t: the grid).

@@ -266,7 +266,7 @@ def noise_record(release: Release, t: ArrayLike, scale: float) -> dict:
         "noise_scale_data_units": _number(scale * np.asarray(release.noise_scale, dtype=float)),
         "noise_sd_note": ("standard deviation of the privacy noise at each curve point, in the data's "
                           "units; a band curve ± z·noise_sd covers " + BAND_COVERS
-                          + ("" if band_is_exact(release) else
+                          + ("" if band_is_exact(release.method, release.active) else
                              ". This PTF fit reached the ball B': the band is that of the linear fit"))
                           + (". noise_scale_data_units is sigma times the frame's scale" if scale != 1.0
                              else ""),

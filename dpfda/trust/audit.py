@@ -644,9 +644,9 @@ def audit(mechanism: Mechanism, X0: ArrayLike | Curves, X1: ArrayLike | Curves, 
             w = d / sig**2 / dist if 0 < dist < np.inf else np.zeros_like(d)
             score = lambda Y: (Y - s0) @ w  # noqa: E731
         else:
-            zd = law._solve(d.reshape(1, -1))
+            zd = law.solve(d.reshape(1, -1))
             u = zd[0] / np.linalg.norm(zd[0]) if 0 < dist < np.inf else np.zeros(zd.shape[-1])
-            score = lambda Y: law._solve(Y - s0) @ u  # noqa: E731
+            score = lambda Y: law.solve(Y - s0) @ u  # noqa: E731
         mu_pair, learn, name = rec.mu_pair, False, "lr"
     elif isinstance(statistic, str) and statistic == "blackbox":
         view, score, mu_pair, learn, name = (lambda rel: rel.values), None, None, True, "blackbox"

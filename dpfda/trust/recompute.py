@@ -151,9 +151,9 @@ class NoiseLaw:
         V = np.asarray(V, dtype=float)
         flat = V.reshape(-1, V.shape[-1])
         outside = np.array([self.outside(v) for v in flat], dtype=bool)
-        return self._solve(V), outside.reshape(V.shape[:-1])
+        return self.solve(V), outside.reshape(V.shape[:-1])
 
-    def _solve(self, V: np.ndarray) -> np.ndarray:
+    def solve(self, V: np.ndarray) -> np.ndarray:
         """Z with V = σ·L·Z row by row (…, k) (least squares off range(L); see :meth:`outside`)."""
         from scipy.linalg import solve_triangular
 
@@ -183,7 +183,7 @@ class NoiseLaw:
             return 0.0
         if self.outside(d):
             return float("inf")
-        return _norm_of_ratio(self._solve(d.reshape(1, -1))[0], 1.0)
+        return _norm_of_ratio(self.solve(d.reshape(1, -1))[0], 1.0)
 
 
 def published_law(mechanism: Mechanism, X: ArrayLike | Curves) -> NoiseLaw:
@@ -600,7 +600,7 @@ def _audit_extent(mp: Any, des: DesignRegion) -> Any:
         assert des.ball_radius is not None
         return mp.mpf(float(des.ball_radius)) / smin
     if des.region == "ellipsoid" and L.shape[0] == L.shape[1]:
-        G = NoiseLaw(1.0, L)._solve(des.geometry.Phi.T).T  # L⁻¹Φ
+        G = NoiseLaw(1.0, L).solve(des.geometry.Phi.T).T  # L⁻¹Φ
         return mp.mpf(float(des.radius)) * mp.mpf(float(np.linalg.svd(G, compute_uv=False)[0]))
     return mp.mpf(float(des.extent))
 
@@ -740,7 +740,7 @@ def recompute(mechanism: Mechanism, X0: ArrayLike | Curves, X1: ArrayLike | Curv
         else:
             reps = mech.release(np.broadcast_to(X0, (draws,) + X0.shape), gen)
         exact = NoiseLaw(sigma_f, F)
-        z = exact._solve(np.asarray(reps.noisy_coordinates, dtype=float) - a0)
+        z = exact.solve(np.asarray(reps.noisy_coordinates, dtype=float) - a0)
         ratio = float(np.mean(z * z))
         if ratio < 1 - 6 * math.sqrt(2.0 / z.size):
             problems.append(f"the noise is smaller than the formula's: mean square {ratio:.3f} of its variance")

@@ -29,7 +29,7 @@ R = max_{x ∈ C} ||L⁻¹x|| of its set C, for every public parameter it accept
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -39,11 +39,8 @@ from dpfda.maths.spaces import GridGeometry
 
 from .projections import sign_vectors, trust_region_max
 
-if TYPE_CHECKING:
-    from .designs import Design
-
-__all__ = ["MAX_ROUNDING", "NOISE_ROW_RANGE", "Whitening", "cached_extent", "design_extent", "noise_factor",
-           "scaled"]
+__all__ = ["MAX_ROUNDING", "NOISE_ROW_RANGE", "RegionInMetric", "Whitening", "cached_extent", "design_extent",
+           "noise_factor", "scaled"]
 
 _EPS = float(np.finfo(float).eps)
 
@@ -229,7 +226,54 @@ def noise_factor(geom: GridGeometry, noise: object, region: str, lam: float | No
     return Phi
 
 
-def cached_extent(des: Design) -> tuple[float, dict[str, np.ndarray | None]]:
+class RegionInMetric(Protocol):
+    """What the extent of a set reads: the set's public definition and the noise metric.
+
+    A :class:`~dpfda_book.mechanisms.designs.Design` is one (so are the designs broken on
+    purpose): ``geometry`` (the grid and space), ``region`` ("box", "ellipsoid", "mix" or
+    "ball"), ``lam`` (the mix's λ), ``radius`` (B'), ``clip`` (the box's c_j), ``ball_radius``,
+    the noise factor ``L`` and its :class:`Whitening`, the two parts' weights, whether the
+    noise is on the coefficients (``coefficient_noise``), and a ``name`` for messages.
+    """
+
+    @property
+    def geometry(self) -> GridGeometry: ...  # noqa: D102
+
+    @property
+    def region(self) -> str: ...  # noqa: D102
+
+    @property
+    def lam(self) -> float | None: ...  # noqa: D102
+
+    @property
+    def radius(self) -> float: ...  # noqa: D102
+
+    @property
+    def clip(self) -> np.ndarray | None: ...  # noqa: D102
+
+    @property
+    def ball_radius(self) -> float | None: ...  # noqa: D102
+
+    @property
+    def L(self) -> np.ndarray: ...  # noqa: D102
+
+    @property
+    def whitening(self) -> Whitening: ...  # noqa: D102
+
+    @property
+    def box_weight(self) -> float: ...  # noqa: D102
+
+    @property
+    def ellipsoid_weight(self) -> float: ...  # noqa: D102
+
+    @property
+    def coefficient_noise(self) -> bool: ...  # noqa: D102
+
+    @property
+    def name(self) -> str: ...  # noqa: D102
+
+
+def cached_extent(des: RegionInMetric) -> tuple[float, dict[str, np.ndarray | None]]:
     """:func:`design_extent`, cached on everything it depends on.
 
     The key holds the geometry (by identity, checked on a hit), the set, λ, the noise
@@ -249,7 +293,7 @@ def cached_extent(des: Design) -> tuple[float, dict[str, np.ndarray | None]]:
     _EXTENTS[key] = (des.geometry, (R, {k: (None if v is None else v.copy()) for k, v in ext.items()}))
     return R, ext
 
-def design_extent(des: Design) -> tuple[float, dict[str, np.ndarray | None]]:
+def design_extent(des: RegionInMetric) -> tuple[float, dict[str, np.ndarray | None]]:
     """R = max_{x ∈ C} ||L⁻¹x|| (raised by the rounding bound) and a maximiser x*.
 
     Computed scale-free: the set's size (c, r or B') and the whitening M are each
@@ -332,7 +376,7 @@ def design_extent(des: Design) -> tuple[float, dict[str, np.ndarray | None]]:
     return (_finish(des, float(np.sqrt(np.max(values))) * safety, E),
             {"x": b + e, "e": e / e_w if e_w else None})
 
-def _finish(des: Design, mantissa: float, exponent: int) -> float:
+def _finish(des: RegionInMetric, mantissa: float, exponent: int) -> float:
     """R = mantissa·2^exponent as a float, or a ValueError about the user's radius."""
     with np.errstate(over="ignore", under="ignore"):
         R = float(np.ldexp(mantissa, exponent))
