@@ -46,12 +46,12 @@ def test_the_bracket_of_any_kernel_setting_holds_and_is_table_1s_for_its_setting
     study = kernel_study(kernels=["matern:0.5,0.2", "matern:2.5,0.2"], n=[16, 32, 64]).subset(T=8, mu=1.0)
     df = run_study(study, reps=400, seed=3)
     se = 4 * math.sqrt(0.25 / 400)
-    inside = 0
+    lowers = []
     for setting, (_, r) in zip(study.settings, df.iterrows()):
         lower, upper = ab.setting_activation(setting)
         assert lower - se <= r["p_ptf_active"] <= upper + se, (setting.kernel, setting.n)
-        inside += lower < r["p_ptf_active"] < upper
-    assert inside >= 3  # the bracket is informative here, not [0, 1]
+        lowers.append(lower)
+    assert max(lowers) > 0.1  # the bracket has a lower end with bite here, not only [0, 1]
     base = dict(n=16, T=4, mu=1.0, radius_rule="1.1B")
     with pytest.raises(ValueError, match="derived for an RKHS"):
         ab.setting_activation(Setting("legendre", m=2, sigma0=0.0, **base))

@@ -154,17 +154,20 @@ def _gaussian_spec(rho: float | None) -> str | None:
     return None if rho is None else KernelSpace(gaussian_kernel(rho)).spec
 
 
-def _kernel_of(kernel: object, rho: float | None) -> tuple[float | None, str]:
-    """(ρ, the kernel space's spec) of a kernel setting; ``kernel=None`` is the Gaussian kernel of bandwidth ρ.
+def _kernel_of(kernel: object, rho: float | None) -> tuple[float | None, str | None]:
+    """(ρ, kernel) as a kernel setting holds them.
 
-    >>> _kernel_of(None, None)
-    (0.2, 'gaussian:0.2')
+    The paper's space, the Gaussian kernel of bandwidth ρ, is ``kernel=None`` with ``rho`` (however
+    it was written); any other kernel is its spec, with ``rho=None`` (the spec holds its numbers).
+    A ``rho`` given beside another kernel must be that kernel's own length-scale.
+
+    >>> _kernel_of(None, None), _kernel_of("gaussian:1/5", None)
+    ((0.2, None), (0.2, None))
     >>> _kernel_of("matern:3/2,0.1", None)
-    (0.1, 'matern:1.5,0.1')
+    (None, 'matern:1.5,0.1')
     """
     if kernel is None:
-        rho = 0.2 if rho is None else check_positive(rho, "rho")
-        return rho, cast(str, _gaussian_spec(rho))
+        return (0.2 if rho is None else check_positive(rho, "rho")), None
     if not isinstance(kernel, str):
         raise TypeError("kernel must be the spec of a kernel space such as 'matern:1.5,0.2', "
                         f"got {type(kernel).__name__}")
@@ -176,7 +179,9 @@ def _kernel_of(kernel: object, rho: float | None) -> tuple[float | None, str]:
     if rho is not None and (own is None or check_positive(rho, "rho") != own):
         raise ValueError(f"rho={rho!r} disagrees with kernel {kernel!r}, whose length-scale is {own!r}: "
                          "give the kernel alone")
-    return own, space.spec
+    if own is not None and space.spec == _gaussian_spec(own):
+        return own, None  # the paper's family, however written
+    return None, space.spec
 
 
 def check_family(value: object, name: str = "family") -> str:
@@ -226,17 +231,17 @@ class Setting:
     B : float
         Bound on the norm of each latent curve (Assumption A.1), default 1.
     rho : float, optional
-        The kernel's length-scale (``family="kernel"`` only): the Gaussian bandwidth,
-        default 0.2, or the ρ of the ``kernel`` named (filled in from it; None for a
-        kernel without one).
+        Gaussian-kernel bandwidth (``family="kernel"`` with the paper's kernel; default 0.2).
+        None for another ``kernel``, whose spec holds its own length-scale.
     kernel : str, optional
         The RKHS's kernel as a space spec (``family="kernel"`` only), e.g.
         ``"matern:1.5,0.2"`` (:func:`dpfda.space_from_spec`; any kernel of
-        :data:`~dpfda.maths.spaces.SPACE_FAMILIES`).  Omitted, or the spec of the Gaussian
-        kernel, it is the Gaussian kernel of bandwidth ``rho``, written back as its spec
-        (``"gaussian:0.2"``).  Only a kernel other than that one enters the stream keys
-        (:meth:`stream_canonical`, :meth:`latent_canonical`), so the paper's settings keep
-        their keys and draws.
+        :data:`~dpfda.maths.spaces.SPACE_FAMILIES`).  None (the default), or a spec of the
+        Gaussian kernel, is the paper's Gaussian kernel of bandwidth ``rho``, held as
+        ``kernel=None`` (so ``dataclasses.replace(setting, rho=...)`` works as before);
+        :attr:`kernel_spec` is the spec in every case.  Only another kernel enters the
+        stream keys (:meth:`stream_canonical`, :meth:`latent_canonical`), so the paper's
+        settings keep their keys and draws.
     centers : int, optional
         Number of kernel centres of the latent curves (``"kernel"`` only; default 20).
     law : str
@@ -314,8 +319,14 @@ class Setting:
         if self.family == "legendre":
             assert self.m is not None  # required for H_m (__post_init__)
             return LegendreSpace(self.m)
-        assert self.kernel is not None  # filled in for the kernel family (__post_init__)
-        return cast(KernelSpace, space_from_spec(self.kernel))
+        return cast(KernelSpace, space_from_spec(cast(str, self.kernel_spec)))
+
+    @property
+    def kernel_spec(self) -> str | None:
+        """The kernel's spec (``"gaussian:0.2"``, ``"matern:1.5,0.2"``); None for ``family="legendre"``."""
+        if self.family == "legendre":
+            return None
+        return self.kernel if self.kernel is not None else _gaussian_spec(self.rho)
 
     def grid(self) -> np.ndarray:
         """The equally spaced grid of T points (:func:`dpfda.uniform_grid`)."""
@@ -359,7 +370,7 @@ class Setting:
 
     def _kernel_key(self) -> str:
         """"" for the paper's Gaussian kernel of bandwidth ρ (``rho`` says it all), else "|kernel=<spec>"."""
-        if self.family == "legendre" or self.kernel == _gaussian_spec(self.rho):
+        if self.kernel is None:  # H_m, or the paper's Gaussian kernel
             return ""
         return f"|kernel={self.kernel}"
 
@@ -400,7 +411,7 @@ class Setting:
             "radius_rule": self.radius_rule,
             "radius": self.radius,
             "rho": self.rho,
-            "kernel": self.kernel,
+            "kernel": self.kernel_spec,
             "centers": self.centers,
             "law": self.law,
             "metric": self.metric,
@@ -571,7 +582,9 @@ class Study:
     def subset(self, **criteria: object) -> "Study":
         """The settings whose parameters take the given values (lists allowed).
 
-        ``study.subset(n=[4, 4096], T=8)`` keeps n ∈ {4, 4096} and T = 8.
+        ``study.subset(n=[4, 4096], T=8)`` keeps n ∈ {4, 4096} and T = 8.  A ``kernel`` is
+        matched by its spec, however written (``kernel="gaussian:1/5"`` keeps the paper's
+        settings, whose ``kernel`` field is None).
         """
         keep = []
         for s in self.settings:
@@ -584,7 +597,9 @@ class Study:
                 if k == "family":
                     for value in allowed:
                         check_family(value)
-                if getattr(s, k) not in allowed:
+                if k == "kernel":
+                    allowed = [space_from_spec(a).spec if isinstance(a, str) else a for a in allowed]
+                if (s.kernel_spec if k == "kernel" else getattr(s, k)) not in allowed:
                     ok = False
                     break
             if ok:
