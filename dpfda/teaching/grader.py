@@ -21,8 +21,9 @@ runs beside the tests it is graded by, and can reach the grading process through
 ``after_grading``
     runs the notebook's cells and the key's probes in a fresh child process
     (:func:`dpfda.teaching.sandbox.run_probes`), which returns plain JSON; judges each answer here,
-    in the autograder's process, with the key's references (:mod:`dpfda.teaching.judging`); and
-    replaces otter's results with these: for each question a public check of the answer's form
+    in the autograder's process, with the key's references (:mod:`dpfda.teaching.judging`), having
+    first imported what otter's process imports afterwards (:func:`preload`); and replaces otter's
+    results with these: for each question a public check of the answer's form
     (no points) and the graded check, with fixed messages. Nothing the submission printed or
     raised, and nothing of the key, reaches ``results.json``.
 
@@ -42,6 +43,7 @@ from typing import Any
 
 import nbformat
 import numpy as np
+import pandas as pd
 from otter.test_files.abstract_test import TestCase, TestCaseResult, TestFile  # type: ignore[import-untyped]
 
 from .sandbox import TIMEOUT, ProbeRun, run_probes
@@ -170,6 +172,16 @@ def result_files(key: Key, outcomes: dict[str, Outcome]) -> dict[str, Any]:
     return files
 
 
+def preload() -> None:
+    """Import now what otter's process imports after grading (its summary table's formatting).
+
+    The child runs with the grader's user and could change files on disk; a module the grading
+    process first imports after the child has run would run that code. After :func:`preload`,
+    otter 7 imports nothing new once grading is done (``tests/test_assignments.py`` checks it).
+    """
+    pd.DataFrame({"name": ["q1"], "score": [1.0], "max_score": [1.0]}).to_string()
+
+
 def _empty_submission_folder(notebook: Path) -> None:
     """Remove every file of the submission's folder but the notebook and otter's ``tests``."""
     folder = notebook.parent
@@ -223,6 +235,7 @@ class Plugin:
         if self.key is None:
             raise RuntimeError("before_grading did not run: no key")
         timeout = float(self.plugin_config.get("timeout", TIMEOUT))
+        preload()
         outcomes, self.run = grade(self.cells, self.key, timeout=timeout)
         results.clear_results()
         results.results = result_files(self.key, outcomes)
