@@ -615,7 +615,7 @@ def test_part3_law_is_the_exact_law_of_the_counts():
     for mu, t, R in ((1.0, 0.5, 300), (2.0, 1.5, 150)):
         p0, p1 = key.rates(mu, t)
         k = np.arange(R + 1)
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):
             values = stats.norm.isf(k / R)[:, None] - stats.norm.ppf(k / R)[None, :]
         weights = stats.binom.pmf(k, R, p0)[:, None] * stats.binom.pmf(k, R, p1)[None, :]
         for x in np.linspace(mu - 0.6, mu + 0.6, 13):

@@ -73,8 +73,9 @@ def table(keys: Path, reps: int, seed: int, parts: tuple[str, ...] = PARTS) -> s
         n = reps // 10 if hasattr(key, "z_grid") else reps
         test = key.TEST
         groups = " and ".join(str(len(g)) for g in test.groups)
-        check = (f"{test.size} settings; location in {len(test.groups)} group{'s' * (len(test.groups) > 1)} "
-                 f"({groups}), |Σz|/√n ≤ {test.location_bound:.2f}; spread Σz² in "
+        check = (f"{test.size} settings; location: Σz/√n within ±{test.location_bound:.2f} in "
+                 f"{'each of ' if len(test.groups) > 1 else ''}{len(test.groups)} group"
+                 f"{'s' * (len(test.groups) > 1)} of {groups} settings; spread: Σz² in "
                  f"[{test.spread_bounds[0]:.1f}, {test.spread_bounds[1]:.1f}]")
         false_fail = (f"{test.false_fail_rate(100 * reps, rng)} (N(0, 1) z values); "
                       f"{fail_rate(key, 'reference', n, rng)} (the estimator's law)")
