@@ -8,6 +8,6 @@
   autograder's own process, reads an assignment's key (which only the autograder zip holds), and
   writes the scores.
 
-Nothing here holds an answer: the keys (``book/assignments/part*_key.py``) are instructor material,
-shipped in each assignment's autograder zip only.
+Nothing here holds an answer: each assignment's key is instructor material, shipped in that
+assignment's autograder zip only.
 """

@@ -10,7 +10,7 @@ runs beside the tests it is graded by, and can reach the grading process through
 
 ``before_grading`` (in the autograder's process, before anything of the submission has run)
     reads the assignment's key, a Python file of the autograder zip named in the plugin's
-    configuration (``{"dpfda.teaching.grader.Plugin": {"key": "part1_key.py"}}`` in
+    configuration (``{"dpfda.teaching.grader.Plugin": {"key": "NAME.py"}}`` in
     ``otter_config.json``), and deletes it from disk; reads the code cells of the submitted
     notebook (as JSON); and empties the submission's folder of everything but the notebook and
     otter's tests, so no file of the submission (a ``.OTTER_LOG``, a module shadowing one of the
@@ -47,6 +47,9 @@ import pandas as pd
 from otter.test_files.abstract_test import TestCase, TestCaseResult, TestFile  # type: ignore[import-untyped]
 
 from .sandbox import TIMEOUT, ProbeRun, run_probes
+
+__all__ = ["GRADED_OUTSIDE", "Key", "Outcome", "Plugin", "Question", "grade", "load_key", "notebook_cells",
+           "preload", "result_files"]
 
 #: What results.json says about how the submission was graded (the "output" of the results).
 GRADED_OUTSIDE = ("Graded outside the notebook's kernel: your notebook's code cells were run in a fresh "

@@ -8,9 +8,9 @@ vectors). Each returned value x_i becomes z_i = Φ⁻¹(F_i(x_i)), the probabili
 of its law: for a correct function the z_i are independent N(0, 1), whatever the settings.
 :class:`DistributionTest` then asks two things of them:
 
-* **location**, within each group g of settings: |Σ_{i∈g} z_i| / √|g| ≤ a. An estimator off in
-  its mean (μ off by 2 %, a missing factor, ``ddof=0`` where the law has ``ddof=1``) shifts every
-  z_i the same way;
+* **location**, within each group g of n_g settings: the sum of its z_i, divided by √n_g, lies in
+  [−a, a]. An estimator off in its mean (μ off by 2 %, a missing factor, ``ddof=0`` where the law
+  has ``ddof=1``) shifts every z_i the same way;
 * **spread**, over all settings: S = Σ z_i² within [χ²_K(level), χ²_K(1 − level)]. A closed form,
   or a closed form with a tiny jitter, or a function returning the μ it is handed, has z_i near a
   constant and S near 0; an estimator with the right mean but the wrong spread has S far from K.
@@ -36,6 +36,9 @@ from typing import Any
 
 import numpy as np
 from scipy import stats
+
+__all__ = ["LEVEL", "DistributionTest", "MonteCarloRate", "Verdict", "agrees", "as_floats", "chi2_z",
+           "decimal_string", "z_from_tails"]
 
 #: Probability of each of the test's comparisons under the intended law (see the module docstring).
 LEVEL = 2.5e-5
@@ -208,7 +211,7 @@ def agrees(got: Any, want: Any, rel: float) -> bool:
     """Whether ``got`` is within relative ``rel`` of ``want``; False for anything but a number.
 
     ``got``: a number or a decimal string from the probe; ``want``: a number, a
-    :class:`~decimal.Decimal` or a decimal string.
+    ``decimal.Decimal`` or a decimal string.
     """
     if isinstance(got, bool) or not isinstance(got, (int, float, str)) or len(str(got)) > 200:
         return False

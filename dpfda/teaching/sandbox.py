@@ -13,7 +13,7 @@ as ``python -I -m dpfda.teaching.sandbox FD REQUEST``
    ``grader = otter.Notebook(...)`` and ``grader.check(...)`` cells are skipped),
 3. runs each probe in turn and writes one JSON line per question to the file descriptor FD.
 
-The parent reads those lines with a deadline and a size limit and parses them with :mod:`json`
+The parent reads those lines with a deadline and a size limit and parses them with the ``json`` module
 (numbers, strings, lists, dicts: no code runs). Whatever the child writes is treated as the
 student's own claim, to be judged: the student controls the child completely. Then the parent
 kills the child's process group and, on Linux, every process the child left behind: it is the
@@ -45,6 +45,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+__all__ = ["MAX_OUTPUT", "TIMEOUT", "ProbeRun", "otter_only", "run_probes", "sweep"]
 
 #: Bytes of JSON the parent reads from one run at most (a longer answer is cut and fails).
 MAX_OUTPUT = 8 * 2**20
