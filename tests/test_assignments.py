@@ -30,6 +30,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -492,8 +493,8 @@ def test_attack_table_in_a_fresh_python311_venv_from_the_zip_alone(built, tmp_pa
 
     def grade(part: str):
         def run(notebook: Path) -> tuple[dict, str]:
-            out = tmp_path / "out" / part / notebook.stem
-            out.mkdir(parents=True)
+            (tmp_path / "out").mkdir(exist_ok=True)
+            out = Path(tempfile.mkdtemp(prefix=f"{part}-{notebook.stem}-", dir=tmp_path / "out"))
             done = subprocess.run([str(venv / "bin" / "otter"), "run", "-a", str(_autograder(built, part)), "-o",
                                    str(out), str(notebook)], cwd=out, env=env, capture_output=True, text=True)
             assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
