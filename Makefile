@@ -19,7 +19,9 @@
 #   make pdf      the whole book as one PDF, _build/pdf/book.pdf (after `make book`)
 #   make test-pdf the PDF's test (after `make pdf`)
 #   make assignments  the autograded assignments (otter-grader): student notebooks with public
-#                 checks and autograder zips, into _build/assignments
+#                 checks and autograder zips (each with its own key, read by the grading plugin
+#                 dpfda_book.teaching.grader), and the power table of their simulation checks
+#                 (grading-power.md), into _build/assignments
 #   make student  the student edition (solutions hidden) into _build/student/_build/html
 #   make clean    remove build outputs (keeps .venv and _vendor)
 #   make distclean  also remove .venv and the copied MathJax and Thebe
@@ -147,7 +149,8 @@ assignments: venv
 	  $(BIN)/python -m zipfile -c _build/assignments/$$name-student.zip _build/assignments/$$name/student/$$name.ipynb || exit 1; \
 	done
 	$(BIN)/python tools/autograder_env.py _build/assignments _build/assignments/wheel/dpfda-*.whl \
-	  _build/assignments/wheel/dpfda_book-*.whl
+	  _build/assignments/wheel/dpfda_book-*.whl book/assignments
+	$(BIN)/python tools/grading_power.py book/assignments _build/assignments/grading-power.md > /dev/null
 
 # Student edition: the same book with every solution left out (sphinx-exercise's
 # hide_solutions, made to cover gated solutions by _ext/student_edition.py). Jupyter Book 1

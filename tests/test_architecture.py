@@ -78,6 +78,8 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     # settings
     ("settings", "n_jobs", "joblib"): JOBLIB,
     ("montecarlo", "bonferroni_z", "scipy.special"): SCIPY,
+    # theory
+    ("theory", "quad_ratio_mean", "scipy.integrate"): SCIPY,
     # privacy accounting
     ("privacy", "tradeoff", "scipy"): SCIPY,
     ("privacy", "_log_delta", "scipy"): SCIPY,
@@ -113,6 +115,10 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("recompute", "_exactly_in_range", "fractions"): "fractions, exact span test for the audit only",
     ("recompute", "NoiseLaw.solve", "scipy.linalg"): "scipy.linalg (about 0.2 s more than the scipy.special "
                                                   "audit needs at import) only when a noise law whitens",
+    # the assignments' autograder
+    ("sandbox", "_limits", "resource"): POSIX + " (set in the grading child between fork and exec)",
+    ("sandbox", "_child", "IPython.core.interactiveshell"): ("IPython (the kernel's shell, which otter "
+                                                            "installs) only in the grading child process"),
     # the claims
     ("activation_bounds", "_chi2_mix_bounds", "scipy.optimize"): CLAIMS_SCIPY,
     ("activation_bounds", "_chi2_mix_bounds", "scipy.stats"): CLAIMS_SCIPY,
@@ -380,6 +386,8 @@ LAYERS: dict[str, dict[str, set[str]]] = {
         "simulation": {"mechanisms"},
         "report": {"simulation"},
         "cli": {"simulation", "report"},
+        # the autograder of the book's assignments: reads no other layer (the keys import dpfda)
+        "teaching": set(),
     },
 }
 

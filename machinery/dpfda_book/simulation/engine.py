@@ -102,7 +102,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpfda._validation import check_int, check_optional_int, check_reps, check_rng
-from dpfda.maths.spaces import FunctionSpace, GridGeometry, gaussian_kernel
+from dpfda.maths.spaces import FunctionSpace, GridGeometry, KernelSpace
 from dpfda.mechanisms.mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
 from dpfda.mechanisms.pipelines import Release, ftp_fit_mean, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
 from dpfda.trust.draws import batches, repeat_mechanism, repeated  # the audit's draws: one summary, fresh normals
@@ -157,8 +157,10 @@ def latent_curves(setting: Setting, seed: int) -> PolynomialCurves | KernelCurve
     if setting.family == "legendre":
         assert setting.m is not None  # Setting requires m for H_m
         return polynomial_curves(setting.n, setting.m, rng, B=setting.B, law=setting.law)
-    assert setting.rho is not None and setting.centers is not None  # Setting fills them in
-    return rkhs_curves(setting.n, rng, kernel=gaussian_kernel(setting.rho),
+    assert setting.centers is not None  # Setting fills it in
+    space = setting.space
+    assert isinstance(space, KernelSpace)  # family "kernel"
+    return rkhs_curves(setting.n, rng, kernel=space.kernel,
                        centers=setting.centers, B=setting.B, law=setting.law)
 
 
