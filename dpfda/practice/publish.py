@@ -32,7 +32,13 @@ from ..maths.spaces import BrownianKernel, FunctionSpace, GaussianKernel, Kernel
 from ..mechanisms.bands import BAND_COVERS, band_is_exact
 from ..mechanisms.pipelines import Release
 from ..mechanisms.privacy import epsilon_from_mu
-from .diagnostics import CLIP_WARNING_SHARE, SHRINK_WARNING_SHARE, curator_diagnostics, diagnostics_text
+from .diagnostics import (
+    CLIP_WARNING_SHARE,
+    SHRINK_WARNING_SHARE,
+    curator_diagnostics,
+    curator_report,
+    diagnostics_text,
+)
 from .reading import COMBINE, read_curves
 from .realdata import Domain, PublicFrame
 
@@ -42,6 +48,7 @@ __all__ = [
     "DELTAS",
     "SHRINK_WARNING_SHARE",
     "curator_diagnostics",
+    "curator_report",
     "diagnostics_text",
     "evaluation_points",
     "noise_record",
