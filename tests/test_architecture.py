@@ -60,6 +60,7 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("bands", "plot_band", "matplotlib.pyplot"): MATPLOTLIB + " (a figure of its own when no axes are given)",
     ("_files", "stage_metadata", "plots"): PLOTS,
     ("_files", "FolderLock.__enter__", "fcntl"): POSIX,
+    ("ledger", "_lock", "fcntl"): POSIX,
     ("_files", "stage_outputs", "evidence"): PANDAS + " (`release` never imports it)",
     # settings
     ("config", "n_jobs", "joblib"): JOBLIB,
