@@ -73,6 +73,7 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("secure", "_opendp", "opendp.prelude"): "optional dependency: OpenDP is needed only for secure=True",
     # reading the curves of a release
     ("reading", "_read_table", "pandas"): PANDAS,
+    ("reading", "table_columns", "pandas"): PANDAS,
     # the interactive figure
     ("explorer", "ratio_explorer", "bokeh.layouts"): BOKEH,
     ("explorer", "ratio_explorer", "bokeh.models"): BOKEH,
