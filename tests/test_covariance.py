@@ -22,14 +22,12 @@ from dpfda.maths.summation import ROUNDING_FREE
 from dpfda.mechanisms import covariance as cv
 from dpfda.mechanisms import secure as S
 
+from _spaces import with_grids
+
 SETTINGS = settings(derandomize=True, database=None, deadline=None, max_examples=40,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-SPACES = {
-    "legendre": (dpfda.LegendreSpace(4), dpfda.uniform_grid(20)),
-    "fourier": (dpfda.FourierSpace(5), np.arange(12) / 12.0),
-    "gaussian": (dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)), dpfda.uniform_grid(6)),
-}
+SPACES = with_grids("mid9")  # every space of the registry (tests/_spaces.py): {id: (space, grid)}
 
 
 # ---------------------------------------------------------------------------
@@ -268,7 +266,7 @@ def test_public_parameters_are_refused_by_name_before_the_data_are_read():
     with pytest.raises(TypeError, match="rng"):
         mech.release(Unreadable(), None)
     with pytest.raises(ValueError, match="n=10"):
-        mech.release(np.zeros((11, 20)), np.random.default_rng(0))
+        mech.release(np.zeros((11, grid.size)), np.random.default_rng(0))
     with pytest.raises(ValueError, match="2\\^-40"):
         cv.covariance_mechanism(grid, space, 1.0, 1e13, n=10)
 

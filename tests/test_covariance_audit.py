@@ -19,13 +19,16 @@ from dpfda.mechanisms import covariance as cv
 from dpfda.trust import audit as au
 from tests._support import reps
 
+from _spaces import with_grids
+
 SPACES = [
     (dpfda.LegendreSpace(3), dpfda.uniform_grid(8)),
     (dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)), dpfda.uniform_grid(4)),
 ]
+"""The two settings of the tests below that are not over every space."""
 
 
-@pytest.mark.parametrize("space,grid", SPACES, ids=["legendre", "gaussian"])
+@pytest.mark.parametrize("space,grid", with_grids("right4").values(), ids=with_grids("right4").keys())
 @pytest.mark.parametrize("method", ["ftp", "ptf"])
 def test_the_worst_pairs_attain_each_sensitivity_and_pass(space, grid, method):
     n = 20

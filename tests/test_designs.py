@@ -29,12 +29,11 @@ from dpfda.simulation.design_runs import simulate_designs
 from dpfda.simulation.studies import Setting
 from dpfda.trust import audit as A
 
+from _spaces import on_grid
+
 GRID = np.linspace(0.0, 1.0, 6)
 RADIUS, MU, N = 1.1, 1.0, 7
-SPACES = {
-    "legendre": dpfda.LegendreSpace(3),
-    "gaussian": dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)),
-}
+SPACES = on_grid(GRID)  # every space of the registry (tests/_spaces.py) this grid takes
 MEMBERS = {
     "box": dict(region="box"),
     "box-isotropic": dict(region="box", noise="isotropic"),
@@ -151,12 +150,15 @@ def test_no_point_of_C_exceeds_R_and_neighbours_attain_it(space_name, member):
     assert np.linalg.norm(diff) == pytest.approx(des.sensitivity(N), rel=TOL)
 
 
-@pytest.mark.parametrize("space_name", SPACES)
+GRID3 = np.linspace(0.0, 1.0, 3)
+
+
+@pytest.mark.parametrize("space_name", on_grid(GRID3))
 @pytest.mark.parametrize("lam", [0.2, 0.5, 0.9])
 def test_mix_radius_against_a_dense_search(space_name, lam):
     """R of (1−λ)box + λE against max over sign vectors and many directions u."""
-    grid = np.linspace(0.0, 1.0, 3)
-    space = SPACES[space_name]
+    grid = GRID3
+    space = on_grid(GRID3)[space_name]
     des = Design(grid, space, RADIUS, region="mix", lam=lam)
     geom = space.at(grid)
     s = np.array([[a, b, c] for a in (1, -1) for b in (1, -1) for c in (1, -1)], float)

@@ -90,7 +90,7 @@ from .._validation import (
     check_secure,
 )
 from ..maths.rounding import solve_rtol
-from ..maths.spaces import FunctionSpace, GridGeometry, KernelSpace, LegendreSpace
+from ..maths.spaces import FunctionSpace, GridGeometry
 from ..maths.summation import (
     MEAN_ROUNDING,
     RECORD_SLACK,
@@ -147,7 +147,8 @@ class Design:
     ----------
     grid : array (T,)
         Public grid points of [0, 1].
-    space : LegendreSpace or KernelSpace
+    space : FunctionSpace
+        Any space: an orthonormal basis (Legendre, Fourier) or a kernel space.
     radius : float
         B', the radius of FTP's ellipsoid E and of the final fit.
     region : {"box", "ball", "ellipsoid", "mix"}
@@ -171,8 +172,9 @@ class Design:
                  lam: float | None = None, clip: ArrayLike | None = None, ball_radius: float | None = None,
                  noise: str | ArrayLike = "matched", weights: ArrayLike | None = None, fit: str = "ball") -> None:
         check_grid_space(grid, space, type(self).__name__)
-        if not isinstance(space, (LegendreSpace, KernelSpace)):
-            raise TypeError(f"space must be a LegendreSpace or KernelSpace, got {type(space).__name__}")
+        if not isinstance(space, FunctionSpace):
+            raise TypeError(f"space must be a dpfda FunctionSpace (e.g. LegendreSpace, FourierSpace, KernelSpace), "
+                            f"got {type(space).__name__}")
         geom = space.at(grid)
         self.geometry: GridGeometry = geom
         self.radius = check_radius(radius)
