@@ -39,7 +39,7 @@ from .diagnostics import (
     curator_report,
     diagnostics_text,
 )
-from .reading import COMBINE, read_curves
+from .reading import COMBINE, read_curves, table_columns
 from .realdata import Domain, PublicFrame
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "read_curves",
     "release_record",
     "space_description",
+    "table_columns",
 ]
 
 DELTAS = (1e-5, 1e-6, 1e-7)
