@@ -157,6 +157,7 @@ def _own_points(curves: Curves, frame: PublicFrame | None, geometry: GridGeometr
     clipped = outside = both_ends = count = 0
     lo = hi = None
     groups: dict = {}
+    band: dict[bytes, tuple[np.ndarray, ...]] = {}  # the band at each set of points, computed once
     mapped = []
     for i, (t, x) in enumerate(subjects):
         count += x.size
@@ -164,10 +165,12 @@ def _own_points(curves: Curves, frame: PublicFrame | None, geometry: GridGeometr
         hi = float(x.max()) if hi is None else max(hi, float(x.max()))
         both_ends += int(t[0] == 0.0 and t[-1] == 1.0)
         if frame is not None:
-            r, half = frame.centre_at(t), frame.half_width_at(t)
+            key = t.tobytes()
+            if key not in band:
+                band[key] = (frame.centre_at(t), frame.half_width_at(t), np.interp(t, frame.grid, frame.lower),
+                             np.interp(t, frame.grid, frame.upper))
+            r, half, band_lo, band_hi = band[key]
             clipped += int(np.count_nonzero((x < r - half) | (x > r + half)))
-            band_lo = np.interp(t, frame.grid, frame.lower)
-            band_hi = np.interp(t, frame.grid, frame.upper)
             outside += int(np.count_nonzero((x < band_lo) | (x > band_hi)))
             x = (np.clip(x, r - half, r + half) - r) / frame.scale
         mapped.append(x)

@@ -368,8 +368,12 @@ class PublicFrame:
         if curves.common and curves.values is not None and curves.values.ndim != 2:
             raise ValueError("a Curves with batch axes off the frame's points: map one data set at a time")
         points, values = [], []
+        band: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}  # r and scale·ĉ, once per set of points
         for t, x in curves.subjects():  # each subject alone: its points, its values, public r and ĉ
-            r, half = self.centre_at(t), self.half_width_at(t)
+            key = t.tobytes()
+            if key not in band:
+                band[key] = (self.centre_at(t), self.half_width_at(t))
+            r, half = band[key]
             points.append(t)
             values.append((np.clip(x, r - half, r + half) - r) / self.scale)
         if curves.common:
