@@ -39,3 +39,16 @@ def test_example_never_overwrites_and_names_its_choices(tmp_path, capsys):
     assert "invalid choice" in capsys.readouterr().err
     with pytest.raises(ValueError, match="example must be one of growth, daily"):
         write_example("weather", tmp_path / "y.csv")
+
+
+def test_an_example_already_there_is_left_as_it_is(tmp_path, capsys):
+    """Running the README's block twice: the second `example` finds its own file and says so."""
+    path = tmp_path / "temps.csv"
+    assert cli.main(["example", "daily", str(path)]) == 0
+    before = path.read_bytes()
+    capsys.readouterr()
+    assert cli.main(["example", "daily", str(path)]) == 0
+    assert "already there, unchanged" in capsys.readouterr().out and path.read_bytes() == before
+    path.write_bytes(before[:-10])  # another file under that name: never overwritten
+    assert cli.main(["example", "daily", str(path)]) == 2
+    assert "exists" in capsys.readouterr().err and path.read_bytes() == before[:-10]

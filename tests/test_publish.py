@@ -38,7 +38,8 @@ def test_record_of_a_secure_ftp_release_through_a_frame():
     assert [p["delta"] for p in rec["epsilon_delta"]] == list(DELTAS)
     assert rec["grid"]["points"] == pytest.approx(AGES)
     assert rec["curve"]["values"] == pytest.approx(frame.values(rel, [1, 2, 3]).tolist())
-    assert rec["frame"]["scale"] == frame.scale and rec["frame"]["lower"] == [50.0] * 4
+    assert rec["frame"]["scale"] == frame.scale and rec["frame"]["lower"] == 50.0  # a constant band: one number
+    assert rec["frame"]["radius_rule"] == frame.radius_rule and len(rec["frame"]["reference_coef"]) == 2
     assert rec["domain"] == {"start": 1.0, "stop": 3.0, "name": "age"}
 
 

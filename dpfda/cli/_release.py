@@ -171,8 +171,8 @@ def add_release_parser(sub: argparse._SubParsersAction) -> None:
                           "point) is an error: one subject, one curve")
     rel.add_argument("--point", default="point", metavar="COLUMN", help="long form: the point column")
     rel.add_argument("--value", default="value", metavar="COLUMN", help="long form: the value column")
-    rel.add_argument("--out", required=True, metavar="release.json",
-                     help="the JSON file to write (must not exist yet)")
+    rel.add_argument("--out", default=None, metavar="release.json",
+                     help="the JSON file to write (must not exist yet); required unless --check")
     rel.add_argument("--plot", default=None, metavar="FILE.png|FILE.svg",
                      help="also draw the released curve with a 95%% band of the privacy noise (public: "
                           "from sigma and the basis, free post-processing); the band covers the privacy "
@@ -216,7 +216,8 @@ def add_example_parser(sub: argparse._SubParsersAction) -> None:
     """Add the ``example`` command to the subparsers ``sub``."""
     ex = sub.add_parser("example", help="write a sample CSV file to try `release` on",
                         description="Write a sample file of curves: " + "; ".join(
-                            f"{k}: {v}" for k, v in EXAMPLES.items()) + ". Never overwrites a file.")
+                            f"{k}: {v}" for k, v in EXAMPLES.items()) + ". Never overwrites a file (one that "
+                        "already holds this sample is left as it is).")
     ex.add_argument("name", choices=tuple(EXAMPLES), help="which sample")
     ex.add_argument("file", metavar="FILE.csv", help="where to write it (must not exist yet)")
 
@@ -227,7 +228,8 @@ def run_example(args: argparse.Namespace) -> int:
         what = write_example(args.name, args.file)
     except (FileExistsError, ImportError) as exc:
         raise UsageError(str(exc)) from None
-    print(f"dpfda: wrote {args.file}: {what}")
+    done = "found" if what.endswith("(already there, unchanged)") else "wrote"
+    print(f"dpfda: {done} {args.file}: {what}")
     return 0
 
 
@@ -382,7 +384,10 @@ def _plan(args: argparse.Namespace) -> _Plan:
         raise UsageError("--seed is for --insecure-numpy-noise only: OpenDP's noise cannot be seeded")
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
-    _check_out_path(args.out)
+    if args.out is None and not args.check:
+        raise UsageError("the following arguments are required: --out (the JSON file of the release)")
+    if args.out is not None:
+        _check_out_path(args.out)
     if args.ledger is None and (args.cap is not None or args.dataset is not None):
         raise UsageError("--cap and --dataset describe a budget ledger: give --ledger FILE")
     if args.cap is not None and not (np.isfinite(args.cap) and args.cap > 0):

@@ -10,6 +10,9 @@
   subjects are measured at their own points; written in long form (``day``, ``hour``,
   ``temp``).  The daily cycle makes it a case for a periodic basis (``fourier:M`` on the
   domain ``0,24``: hour 24 is hour 0 of the next day).
+* ``daily-proxy`` — another synthetic year from the same generator (seed ``DAILY_SEED + 1``),
+  in the same form: a public proxy for ``release --dimension-from`` (curves the curator may
+  look at because they are not the data released).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ __all__ = ["EXAMPLES", "daily_temperatures", "write_example"]
 EXAMPLES = {
     "growth": "Berkeley growth heights, cm at ages 1-18, wide form (from the fdars wheel)",
     "daily": "synthetic hourly temperatures, °C at hours 0-23 of 365 days, long form, own points (seeded)",
+    "daily-proxy": "another synthetic year of the daily example (the next seed): a public proxy for "
+                   "--dimension-from",
 }
 """The sample files ``write_example`` knows, with one line each."""
 
@@ -58,14 +63,16 @@ def daily_temperatures(seed: int = DAILY_SEED) -> list[tuple[int, float, float]]
 def write_example(name: str, path: str | os.PathLike[str]) -> str:
     """Write the sample file ``name`` (a key of :data:`EXAMPLES`) to ``path``; a one-line description.
 
-    Never overwrites: ``FileExistsError`` if ``path`` exists.  ``growth`` needs ``fdars``
-    (``pip install fdars``; ``ImportError`` otherwise).
+    Never overwrites: a file at ``path`` that holds exactly this sample is left as it is (so a
+    script that writes the sample can run twice), any other file there raises
+    ``FileExistsError``.  ``growth`` needs ``fdars`` (``pip install fdars``; ``ImportError``
+    otherwise).
     """
     if name not in EXAMPLES:
         raise ValueError(f"example must be one of {', '.join(EXAMPLES)}, got {name!r}")
     path = os.fspath(path)
-    if os.path.exists(path):
-        raise FileExistsError(f"{path!r} exists; choose another name")
+    if os.path.lexists(path) and not os.path.isfile(path):
+        raise FileExistsError(f"{path!r} exists and is not a file; choose another name")
     if name == "growth":
         try:
             from fdars.datasets import load_growth  # here: an optional dependency, only this example
@@ -78,10 +85,17 @@ def write_example(name: str, path: str | os.PathLike[str]) -> str:
         text = "\n".join(lines) + "\n"
         what = f"{len(heights)} children's heights (cm) at {len(ages)} ages, {ages[0]:g} to {ages[-1]:g} years"
     else:
-        rows = daily_temperatures()
+        rows = daily_temperatures(DAILY_SEED if name == "daily" else DAILY_SEED + 1)
         text = "day,hour,temp\n" + "".join(f"{d},{h:g},{v:.2f}\n" for d, h, v in rows)
         what = (f"synthetic hourly temperatures (°C) of 365 days, {len(rows)} readings: day {DST_DAY} has 23 "
-                "hours and some readings are missing (long form: day, hour, temp)")
+                "hours and some readings are missing (long form: day, hour, temp)"
+                + ("" if name == "daily" else "; another year than the daily example's, a public proxy"))
+    if os.path.exists(path):
+        with open(path, "rb") as fh:
+            same = fh.read() == text.encode("utf-8")
+        if not same:
+            raise FileExistsError(f"{path!r} exists and is not this sample; choose another name")
+        return f"{what} (already there, unchanged)"
     with open(path, "x", encoding="utf-8") as fh:
         fh.write(text)
     return what
