@@ -53,8 +53,8 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("_files", "stage_outputs", "plots"): PLOTS,
     ("_files", "stage_outputs", "matplotlib.pyplot"): MATPLOTLIB,
     ("_release", "_draw_release", "matplotlib.figure"): MATPLOTLIB + " (only `release --plot` draws)",
-    ("examples", "write_example", "fdars.datasets"): "an optional dependency (the book's tools): only the "
-                                                    "growth example reads it",
+    ("examples", "_from_fdars", "fdars.datasets"): "an optional dependency (the book's tools): only the "
+                                                    "growth and weather examples read it",
     ("radius", "private_radius", "opendp.prelude"): "optional dependency: OpenDP's quantile, only for the "
                                                    "private choice of B'",
     ("bands", "plot_band", "matplotlib.pyplot"): MATPLOTLIB + " (a figure of its own when no axes are given)",
