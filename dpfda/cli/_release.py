@@ -310,9 +310,9 @@ def _check_period(space: FunctionSpace, grid_points: np.ndarray, domain: Domain,
     fix = (f"--domain {grid_points[0]:g},{grid_points[-1] + step:g} (one step past the last point of the "
            "evenly spaced grid)" if step is not None else
            f"--domain {grid_points[0]:g},STOP with STOP one period after {grid_points[0]:g}")
-    where = "the first and last grid point (the default)" if not given else "the grid's first and last point"
+    where = (" (the default)" if not given else "") + " runs from the first grid point to the last"
     raise UsageError(f"--space {space.spec} is periodic on the domain (STOP is the same instant as START), and the "
-                     f"domain [{domain.start:g}, {domain.stop:g}] is {where}: the points {grid_points[0]:g} and "
+                     f"domain [{domain.start:g}, {domain.stop:g}]{where}: the points {grid_points[0]:g} and "
                      f"{grid_points[-1]:g} would be one instant (for months 1 to 12, December would be "
                      f"January). Give the domain one period long: {fix}")
 
