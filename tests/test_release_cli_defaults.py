@@ -279,6 +279,54 @@ def test_the_dimension_from_a_public_proxy_file(tmp_path):
     assert "public_dimension on the public proxy proxy.csv (365 curves)" in rec["how_chosen"]["space"]
 
 
+def test_the_private_radius_from_the_command_line_records_the_whole_spend(tmp_path, capsys):
+    """--private-radius: B' a private quantile of the fitted norms (the cap: the range's bound), FTP
+    with the rest of mu^2; the record and the ledger state the whole mu, each step's part and B'."""
+    X, keep = hourly(n=200)
+    data = write_long(tmp_path / "d.csv", X, keep)
+    code, out = run(tmp_path, data, *LONG, "--space", "fourier:7", "--lower", "20", "--upper", "110", "--mu", "1",
+                    "--private-radius", "--ledger", tmp_path / "d.ledger", "--cap", "2", "--eval", "0:23:24",
+                    *SEEDED)
+    assert code == 0, capsys.readouterr().err
+    rec = json.loads(out.read_text())
+    radius_step, ftp_step = rec["budget"]["parts"]
+    assert rec["mu"] == 1.0 and rec["ledger"]["mu_total"] == 1.0  # the whole budget, not the FTP step's
+    assert radius_step["step"] == "radius" and ftp_step["step"] == "release"
+    assert np.hypot(radius_step["mu"], ftp_step["mu"]) <= 1.0 and ftp_step["mu"] < 1.0
+    assert radius_step["share_of_mu_squared"] == pytest.approx(0.2, abs=1e-9)  # epsilon's inverse, to 1e-9
+    chosen = rec["chosen_privately"]["radius"]
+    assert chosen["value"] == rec["radius"] <= chosen["radius_max"] == pytest.approx(1.0, rel=1e-12)
+    assert rec["how_chosen"]["radius"].startswith("private: the 0.9-quantile")
+    pairs = {p["delta"]: p["epsilon"] for p in rec["epsilon_delta"]}
+    assert pairs[1e-5] == pytest.approx(float(dpfda.mechanisms.privacy.epsilon_from_mu(1.0, 1e-5)), rel=1e-12)
+    # the FTP step is the library's FTP at that B' and the rest of mu^2 (numpy's seed: FTP's noise only)
+    days = dpfda.practice.reading.read_curves(data, layout="long", id="day", point="hour", value="temp",
+                                              curves=True, domain=(0, 24))
+    frame = dpfda.PublicFrame(dpfda.FourierSpace(7), np.linspace(0, 24, 101), dpfda.Domain(0, 24), 20, 110)
+    rel = dpfda.ftp(frame.to_unit(days), frame.grid, frame.space, chosen["value"], ftp_step["mu"],
+                    np.random.default_rng(7))
+    assert np.array_equal(rec["curve"]["values"], frame.values(rel, np.linspace(0, 23, 24)))
+
+
+def test_the_private_radius_options_are_checked_before_the_data_are_read(tmp_path, capsys):
+    common = (tmp_path / "absent.csv", *LONG, "--mu", "1")
+    for bad, message in (
+            (("--space", "fourier:7", "--private-radius"), "needs a public cap on B'"),
+            (("--space", "fourier:7", "--radius", "40", "--private-radius", "--radius-share", "1"),
+             "--radius-share must lie strictly between 0 and 1"),
+            (("--space", "fourier:7", "--radius", "40", "--private-radius", "--radius-quantile", "0"),
+             "--radius-quantile must lie strictly between 0 and 1"),
+            (("--space", "fourier:7", "--radius", "40", "--radius-share", "0.3"), "give it too")):
+        code, _ = run(tmp_path, *common, *bad, out="bad.json")
+        assert code == 2 and message in capsys.readouterr().err
+    wide = (tmp_path / "absent.csv", "--grid", "0:23:24", "--domain", "0,24", "--mu", "1", "--radius", "40",
+            "--private-radius")
+    for bad, message in ((("--space", "fourier:7", "--method", "ptf"), "PTF's clip is public"),
+                         (("--space", "gaussian:0.2"), "in a kernel space give B' with --radius")):
+        code, _ = run(tmp_path, *wide, *bad, out="bad.json")
+        assert code == 2 and message in capsys.readouterr().err
+
+
 # --- the ledger ---------------------------------------------------------------------------------------
 
 

@@ -51,10 +51,14 @@ the data are centred and scaled by :class:`dpfda.PublicFrame`, which gives B' in
 Legendre or Fourier space, and PTF's clip), or ``--radius``.  With ``--grid`` the CSV's grid
 must be the ``--grid`` given; without it (and with ``--domain``) FTP fits each subject on the
 points it has.  The budget is ``--mu``, or ``--epsilon`` with ``--delta``; ``--dimension-from``
-chooses the dimension from a public proxy file; ``--ledger`` keeps the data set's budget across
-releases (:mod:`dpfda.practice.ledger`) and refuses one past its ``--cap``.  The noise comes from
+chooses the dimension from a public proxy file; ``--private-radius`` chooses FTP's B' from the
+data as a private quantile of the fitted norms, with a share of the budget
+(:func:`dpfda.mechanisms.radius.ftp_private_radius`; the record states both steps' μ);
+``--ledger`` keeps the data set's budget across releases (:mod:`dpfda.practice.ledger`) and
+refuses one past its ``--cap``.  The noise comes from
 OpenDP (``secure=True``); ``--insecure-numpy-noise`` uses numpy's generator instead, for
-teaching only.  Every choice is given on the command line, none is read from the data.  Bad
+teaching only.  Every choice is given on the command line, none is read from the data (but
+B' under ``--private-radius``, which is paid for from the budget).  Bad
 input (a missing value, a grid that differs, a subject id on two rows without ``--combine
 mean``, a periodic space on a domain that makes the first and last point one instant, …) gives
 one line on stderr and exit code 2; ``--out`` is never overwritten (a second release of the

@@ -21,6 +21,7 @@ from ..mechanisms.irregular import DISPLAY_POINTS
 from ..mechanisms.mechanism import Mechanism, ftp_mechanism, ptf_mechanism
 from ..mechanisms.pipelines import Release
 from ..mechanisms.privacy import mu_from_epsilon_delta
+from ..mechanisms.radius import PrivateRadius, ftp_private_radius
 from ..practice.examples import EXAMPLES, write_example
 from ..practice.ledger import BudgetExceeded, Ledger, LedgerError, data_identity
 from ..practice.publish import (
@@ -137,7 +138,7 @@ def add_release_parser(sub: argparse._SubParsersAction) -> None:
                           "with --grid also one per grid point). The data are centred on the range and "
                           "scaled (dpfda.PublicFrame), which gives PTF's clip and, in a legendre or fourier "
                           "space, B' (a curve inside the range has at most that norm about its centre). In "
-                          "a kernel space a range bounds no RKHS norm: give --radius or --private-radius")
+                          "a kernel space a range bounds no RKHS norm: give --radius")
     rel.add_argument("--upper", default=None, metavar="U", help="see --lower")
     rel.add_argument("--radius", type=_number_option("--radius"), default=None, metavar="B",
                      help="the fitting radius B' > 0 in the data's units: a public bound on the norm of "
@@ -190,6 +191,18 @@ def add_release_parser(sub: argparse._SubParsersAction) -> None:
                            "with the same layout options: the m in 1..M (M from --space) that minimises the "
                            "proxy mean's energy beyond m plus m sigma^2 (dpfda.mechanisms.dimension."
                            "public_dimension). Free of budget; only as good as the proxy")
+    best.add_argument("--private-radius", action="store_true",
+                      help="FTP only: choose B' from the data, as a private quantile of the norms of each "
+                           "curve's fit (dpfda.mechanisms.radius.ftp_private_radius), with a share of the "
+                           "budget; the cap (the largest radius considered) is the range's bound from "
+                           "--lower/--upper or --radius. The two steps compose to the budget, and the record "
+                           "states each step's mu and the radius chosen. The diagnostics before the release "
+                           "are at the cap (the chosen B' is known only after the quantile's noise)")
+    best.add_argument("--radius-share", type=_number_option("--radius-share"), default=0.2, metavar="S",
+                      help="with --private-radius: the share of mu^2 spent on choosing B' (default 0.2)")
+    best.add_argument("--radius-quantile", type=_number_option("--radius-quantile"), default=0.9,
+                      metavar="Q", help="with --private-radius: which quantile of the fitted norms B' is "
+                                        "(default 0.9)")
     best.add_argument("--check", action="store_true",
                       help="print the curator's diagnostics and stop: no noise drawn, nothing written, "
                            "no budget spent. What you change after looking is no longer public (see the "
@@ -368,6 +381,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
     if args.method == "ftp" and args.clip is not None:
         raise UsageError("--clip is PTF's clipping bound; FTP does not clip (use --method ptf)")
     frame = _frame(args, space, grid_points, domain, own_points)
+    _check_private_radius(args, space, frame)
     if frame is None and args.radius is None:
         raise UsageError("give --radius (B' in the data's units), or a public range with --lower and --upper")
     clip: np.ndarray | float | None = None
@@ -401,7 +415,30 @@ def _plan(args: argparse.Namespace) -> _Plan:
            "mu": mu_how}
     if frame is not None:
         how["band"] = "given: --lower and --upper (data's units)"
+    if args.private_radius:
+        how["radius"] = (f"private: the {args.radius_quantile:g}-quantile of the fitted norms, with "
+                         f"{args.radius_share:g} of mu^2 (ftp_private_radius; see chosen_privately and budget), "
+                         f"among 100 radii up to the cap, {how['radius']}")
     return _Plan(grid_points, domain, space, frame, mech, at, mu, own_points, domain.name, ylabel, how, request)
+
+
+def _check_private_radius(args: argparse.Namespace, space: FunctionSpace, frame: PublicFrame | None) -> None:
+    """--private-radius and its two numbers: FTP with a public cap, a share and a quantile in (0, 1)."""
+    if not args.private_radius:
+        if args.radius_share != 0.2 or args.radius_quantile != 0.9:
+            raise UsageError("--radius-share and --radius-quantile describe --private-radius; give it too")
+        return
+    if args.method != "ftp":
+        raise UsageError("--private-radius chooses FTP's B'; PTF's clip is public (leave out --method ptf)")
+    if not isinstance(space, OrthonormalSpace):
+        raise UsageError(f"--private-radius with --space {space.spec}: the private quantile is of the fitted "
+                         "norms in a legendre or fourier space; in a kernel space give B' with --radius")
+    if frame is None and args.radius is None:
+        raise UsageError("--private-radius needs a public cap on B': a range with --lower and --upper, or "
+                         "--radius (the largest radius considered, in the data's units)")
+    for name, value in (("--radius-share", args.radius_share), ("--radius-quantile", args.radius_quantile)):
+        if not 0.0 < value < 1.0:
+            raise UsageError(f"{name} must lie strictly between 0 and 1, got {value!r}")
 
 
 def _mechanism(args: argparse.Namespace, grid: np.ndarray, space: FunctionSpace, frame: PublicFrame | None,
@@ -496,7 +533,9 @@ def _parameters(args: argparse.Namespace, plan: _Plan) -> dict:
     """
     return {"method": args.method, "space": plan.space.spec, "grid": args.grid, "domain": args.domain,
             "lower": args.lower, "upper": args.upper, "radius": args.radius, "clip": args.clip,
-            "dimension_from": args.dimension_from}
+            "dimension_from": args.dimension_from,
+            "private_radius": ({"share": args.radius_share, "quantile": args.radius_quantile}
+                               if args.private_radius else None)}
 
 
 def run_release(args: argparse.Namespace) -> int:
@@ -545,7 +584,7 @@ def run_release(args: argparse.Namespace) -> int:
     if args.plot is not None:
         _draw_release(record, args.plot, plan.xlabel, plan.ylabel)
     pairs = ", ".join(f"ε = {p['epsilon']:.3g} at δ = {p['delta']:g}" for p in record["epsilon_delta"])
-    print(f"dpfda: released the {args.method.upper()} mean of n = {rel.n} curves at μ = {rel.mu:g} "
+    print(f"dpfda: released the {args.method.upper()} mean of n = {record['n']} curves at μ = {record['mu']:g} "
           f"({pairs}); noise from {noise}; wrote {args.out}"
           + ("" if ledger is None else f"; the ledger's total is now μ = {record['ledger']['mu_total']:.4g} "
              f"of its cap {record['ledger']['cap_mu']:g}"))
@@ -592,11 +631,15 @@ def _say_changes(ledger: Ledger, parameters: dict) -> None:
           "the ledger records both", file=sys.stderr)
 
 
-def _release(args: argparse.Namespace, plan: _Plan, curves: Curves | np.ndarray) -> Release:
-    """The noise: drawn here, once."""
+def _release(args: argparse.Namespace, plan: _Plan, curves: Curves | np.ndarray) -> Release | PrivateRadius:
+    """The noise: drawn here, once (with --private-radius: the quantile's, then FTP's)."""
     rng = None if plan.mech.secure else np.random.default_rng(args.seed)
     try:
         Y = plan.frame.to_unit(curves) if plan.frame is not None else curves
+        if args.private_radius:
+            return ftp_private_radius(Y, plan.mech.geometry.grid, plan.space, plan.mu,
+                                      radius_max=float(plan.mech.radius), share=args.radius_share,
+                                      quantile=args.radius_quantile, secure=plan.mech.secure, rng=rng)
         return plan.mech.release(Y, rng)
     except ImportError as exc:
         raise UsageError(f"{exc} (or, for teaching only, --insecure-numpy-noise)") from None
@@ -604,7 +647,7 @@ def _release(args: argparse.Namespace, plan: _Plan, curves: Curves | np.ndarray)
         raise UsageError(str(exc)) from None
 
 
-def _record(args: argparse.Namespace, plan: _Plan, rel: Release, ledger: Ledger | None) -> dict:
+def _record(args: argparse.Namespace, plan: _Plan, rel: Release | PrivateRadius, ledger: Ledger | None) -> dict:
     deltas = list(DELTAS)
     if plan.budget_request is not None and plan.budget_request["delta"] not in deltas:
         deltas.append(plan.budget_request["delta"])
