@@ -94,7 +94,12 @@ def test_readme_more_commands_run_as_written_twice(tmp_path):
         (run,) = _run_blocks(blocks, tmp_path)
         assert "no noise drawn, nothing written, nothing spent" in run.stderr
         assert "curator's diagnostics" in run.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["proxy.csv", "temps.csv"]  # --check wrote nothing
+        record = json.loads((tmp_path / "temps-private.json").read_text())
+        parts = record["budget"]["parts"]
+        assert record["mu"] == 1.0 and [p["step"] for p in parts] == ["radius", "release"]
+        assert np.hypot(*(p["mu"] for p in parts)) <= 1.0 and 0 < record["chosen_privately"]["radius"]["value"] <= 1
+    # --check wrote nothing; the private-radius release its record
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["proxy.csv", "temps-private.json", "temps.csv"]
 
 
 def _almost_noiseless_curve(path, points) -> np.ndarray:
