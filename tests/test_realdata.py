@@ -376,3 +376,27 @@ def test_a_given_radius_overrides_the_bands_bound_and_must_be_positive():
     for bad, err in ((0.0, ValueError), (-1.0, ValueError), (np.nan, ValueError), ("1", TypeError)):
         with pytest.raises(err, match="radius"):
             PublicFrame(LegendreSpace(6), AGES, Domain(1, 18, "age"), lo, hi, radius=bad)
+
+
+def test_each_subject_on_its_own_points_is_mapped_alone_bit_for_bit():
+    """A subject's mapped values are the same bits alone as inside any batch: other subjects
+    (extreme, sharing its points or not, before or after it) never change its map."""
+    lo, hi = band()
+    f = frame(6)
+    rng = np.random.default_rng(24)
+    X = lo + rng.random((8, AGES.size)) * (hi - lo)
+    X[1] *= 1e300  # clipped to the band
+    X[4] = -X[4] * 1e-300
+    drop = [[0], [0], [], [30], [10, 11, 12], [1], [0], list(range(20))]  # 0, 1 and 6 share points
+    own = _own_points_curves(X, AGES, (1, 18), drop)
+    batch = f.to_unit(own).subjects()
+    for i in range(own.n):
+        for order in (np.arange(own.n), rng.permutation(own.n)):
+            others = [j for j in order if j != i]
+            picked = [i, *others[:3]] if i % 2 else [*others[:4], i]
+            sub = _own_points_curves(X[picked], AGES, (1, 18), [drop[j] for j in picked])
+            t, y = f.to_unit(sub).subjects()[picked.index(i)]
+            assert np.array_equal(t, batch[i][0])
+            assert np.array_equal(y.view(np.uint64), batch[i][1].view(np.uint64)), i
+        alone = f.to_unit(_own_points_curves(X[[i]], AGES, (1, 18), [drop[i]])).subjects()[0][1]
+        assert np.array_equal(alone.view(np.uint64), batch[i][1].view(np.uint64)), i
