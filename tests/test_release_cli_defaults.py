@@ -316,7 +316,8 @@ def test_the_private_radius_options_are_checked_before_the_data_are_read(tmp_pat
              "--radius-share must lie strictly between 0 and 1"),
             (("--space", "fourier:7", "--radius", "40", "--private-radius", "--radius-quantile", "0"),
              "--radius-quantile must lie strictly between 0 and 1"),
-            (("--space", "fourier:7", "--radius", "40", "--radius-share", "0.3"), "give it too")):
+            (("--space", "fourier:7", "--radius", "40", "--radius-share", "0.3"), "give it too"),
+            (("--space", "fourier:7", "--radius", "40", "--radius-quantile", "0.9"), "give it too")):
         code, _ = run(tmp_path, *common, *bad, out="bad.json")
         assert code == 2 and message in capsys.readouterr().err
     wide = (tmp_path / "absent.csv", "--grid", "0:23:24", "--domain", "0,24", "--mu", "1", "--radius", "40",

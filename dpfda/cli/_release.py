@@ -198,9 +198,9 @@ def add_release_parser(sub: argparse._SubParsersAction) -> None:
                            "--lower/--upper or --radius. The two steps compose to the budget, and the record "
                            "states each step's mu and the radius chosen. The diagnostics before the release "
                            "are at the cap (the chosen B' is known only after the quantile's noise)")
-    best.add_argument("--radius-share", type=_number_option("--radius-share"), default=0.2, metavar="S",
+    best.add_argument("--radius-share", type=_number_option("--radius-share"), default=None, metavar="S",
                       help="with --private-radius: the share of mu^2 spent on choosing B' (default 0.2)")
-    best.add_argument("--radius-quantile", type=_number_option("--radius-quantile"), default=0.9,
+    best.add_argument("--radius-quantile", type=_number_option("--radius-quantile"), default=None,
                       metavar="Q", help="with --private-radius: which quantile of the fitted norms B' is "
                                         "(default 0.9)")
     best.add_argument("--check", action="store_true",
@@ -425,9 +425,11 @@ def _plan(args: argparse.Namespace) -> _Plan:
 def _check_private_radius(args: argparse.Namespace, space: FunctionSpace, frame: PublicFrame | None) -> None:
     """--private-radius and its two numbers: FTP with a public cap, a share and a quantile in (0, 1)."""
     if not args.private_radius:
-        if args.radius_share != 0.2 or args.radius_quantile != 0.9:
+        if args.radius_share is not None or args.radius_quantile is not None:
             raise UsageError("--radius-share and --radius-quantile describe --private-radius; give it too")
         return
+    args.radius_share = 0.2 if args.radius_share is None else args.radius_share
+    args.radius_quantile = 0.9 if args.radius_quantile is None else args.radius_quantile
     if args.method != "ftp":
         raise UsageError("--private-radius chooses FTP's B'; PTF's clip is public (leave out --method ptf)")
     if not isinstance(space, OrthonormalSpace):
