@@ -287,7 +287,9 @@ def test_the_private_radius_from_the_command_line_records_the_whole_spend(tmp_pa
     code, out = run(tmp_path, data, *LONG, "--space", "fourier:7", "--lower", "20", "--upper", "110", "--mu", "1",
                     "--private-radius", "--ledger", tmp_path / "d.ledger", "--cap", "2", "--eval", "0:23:24",
                     *SEEDED)
-    assert code == 0, capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "--private-radius: B' above is the cap" in err  # the report before any noise says so
     rec = json.loads(out.read_text())
     radius_step, ftp_step = rec["budget"]["parts"]
     assert rec["mu"] == 1.0 and rec["ledger"]["mu_total"] == 1.0  # the whole budget, not the FTP step's

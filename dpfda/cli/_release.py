@@ -566,6 +566,10 @@ def run_release(args: argparse.Namespace) -> int:
         report = curator_report(curves, plan.mech.geometry, float(plan.mech.radius), frame=plan.frame,
                                 clip=plan.mech.clip if plan.frame is None else None)
         print(diagnostics_text(report), file=sys.stderr)  # before any noise: the curator only
+        if args.private_radius:
+            print("  (--private-radius: B' above is the cap, the largest radius considered; the B' released is "
+                  "chosen below it with part of the budget, and fits above that B' are shrunk onto it)",
+                  file=sys.stderr)
         parameters = _parameters(args, plan)
         if ledger is not None:
             _say_changes(ledger, parameters)
