@@ -65,6 +65,8 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     # settings
     ("config", "n_jobs", "joblib"): JOBLIB,
     ("config", "bonferroni_z", "scipy.special"): SCIPY,
+    # theory
+    ("theory", "quad_ratio_mean", "scipy.integrate"): SCIPY,
     # privacy accounting
     ("privacy", "tradeoff", "scipy"): SCIPY,
     ("privacy", "_log_delta", "scipy"): SCIPY,
