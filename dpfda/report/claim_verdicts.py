@@ -107,30 +107,38 @@ def components_table(results: Mapping[str, Mapping[str, pd.DataFrame]], claims: 
 def adjust(p: ArrayLike, alpha: float = 0.05, method: str = "holm") -> np.ndarray:
     """Which two-sided p-values reject at family level ``alpha`` (Holm or Bonferroni).
 
+    ``p`` is one family (a vector) or several, one a row along the last axis (the test of
+    the test, :mod:`dpfda.report.law_null`, corrects thousands of replicated matrices at once).
+
     >>> adjust([0.01, 0.02, 0.5], alpha=0.05).tolist()
     [True, True, False]
     >>> adjust([0.01, 0.02, 0.5], alpha=0.05, method="bonferroni").tolist()
     [True, False, False]
+    >>> adjust([[0.01, 0.02, 0.5], [0.02, 0.03, 0.01]]).tolist()
+    [[True, True, False], [True, True, True]]
     """
     p = np.asarray(p, dtype=float)
-    if p.ndim != 1:
-        raise ValueError(f"p must be one-dimensional, got shape {p.shape}")
+    if p.ndim < 1:
+        raise ValueError(f"p must be a vector of p-values (or rows of them), got shape {p.shape}")
     if p.size and not np.all((p >= 0) & (p <= 1)):
         raise ValueError("p must hold probabilities in [0, 1]")
     alpha = float(alpha)
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    k = p.size
+    k = p.shape[-1]
     if method == "bonferroni":
         return p <= alpha / max(k, 1)
     if method != "holm":
         raise ValueError(f"method must be 'holm' or 'bonferroni', got {method!r}")
-    order = np.argsort(p, kind="stable")
+    if k == 0:
+        return np.zeros(p.shape, dtype=bool)
+    order = np.argsort(p, axis=-1, kind="stable")
     thresholds = alpha / (k - np.arange(k))
-    passed = p[order] <= thresholds
-    stop = k if passed.all() else int(np.argmin(passed))  # first failure ends the step-down
-    out = np.zeros(k, dtype=bool)
-    out[order[:stop]] = True
+    passed = np.take_along_axis(p, order, axis=-1) <= thresholds
+    # the step-down stops at the first failure: reject the smallest `stop` p-values of each family
+    stop = np.where(passed.all(axis=-1), k, np.argmin(passed, axis=-1))
+    out = np.empty(p.shape, dtype=bool)
+    np.put_along_axis(out, order, np.arange(k) < stop[..., None], axis=-1)
     return out
 
 
