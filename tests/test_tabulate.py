@@ -45,6 +45,22 @@ def test_summarize_needs_two_repetitions():
         summarize(_per_rep(1))
 
 
+@pytest.mark.parametrize("R", [2, 7, 15, 100, 129, 1000])
+def test_summarize_many_is_summarize_bit_for_bit(R):
+    """A study's table is tabulated from stacked repetitions (one reduction per row of a
+    (settings, R) array); every value is exactly what summarize gives for the setting alone."""
+    per = [_per_rep(R, seed) for seed in range(5)]
+    per[1]["err_ftp"] = per[1]["err_ftp"] * 1e-12  # magnitudes far apart change no order of summation
+    many = tabulate.summarize_many(per)
+    for i, d in enumerate(per):
+        for k, v in summarize(d).items():
+            assert many[k][i] == v, (k, i)
+    with pytest.raises(ValueError, match="same number of repetitions"):
+        tabulate.summarize_many([_per_rep(3), _per_rep(4)])
+    with pytest.raises(ValueError, match="at least 2 repetitions"):
+        tabulate.summarize_many([_per_rep(1)])
+
+
 def test_concat_chunks_joins_consecutive_chunks_in_order():
     a, b = _per_rep(3, 1), _per_rep(4, 2)
     out = concat_chunks([a, b])

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -270,20 +271,36 @@ def restrict(forms: LawForms, stats: DrawStats) -> tuple[LawForms, DrawStats]:
     return replace(forms, row=np.searchsorted(used, forms.row), rows=tuple(forms.rows[i] for i in used)), kept
 
 
-def _plan(forms: LawForms) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
-    """Per statistic: (name, its terms' positions, the distinct rows they read, each term's index among them)."""
+def _plan(forms: LawForms) -> list[tuple[str, np.ndarray, Any, Any]]:
+    """Per statistic read by some component: (name, the distinct rows read, C, C²).
+
+    C is the sparse (M × rows) matrix of the terms' coefficients, so that a form's value is
+    ``const + Σ_statistics C @ x[rows]``; C² holds the squared coefficients.  Kept on
+    ``forms`` (computed once).
+    """
+    cached = forms.__dict__.get("_plan")
+    if cached is not None:
+        return cached
+    from scipy import sparse  # here: `reproduce` draws its figures without scipy
+
+    component = np.repeat(np.arange(len(forms)), np.diff(np.append(forms.start, forms.coef.size)))
     out = []
     for s, name in enumerate(STATISTICS):
         at = np.flatnonzero(forms.stat == s)
         if at.size:
             rows, inverse = np.unique(forms.row[at], return_inverse=True)
-            out.append((name, at, rows, inverse))
+            shape = (len(forms), rows.size)
+            c = sparse.csr_matrix((forms.coef[at], (component[at], inverse)), shape=shape)
+            c2 = sparse.csr_matrix((forms.coef[at] ** 2, (component[at], inverse)), shape=shape)
+            out.append((name, rows, c, c2))
+    forms.__dict__["_plan"] = out
     return out
 
 
-def _sum_terms(forms: LawForms, per_term: np.ndarray) -> np.ndarray:
-    """(..., M): the sum of each component's terms."""
-    return np.add.reduceat(per_term, forms.start, axis=-1)
+def _apply(c: Any, x: np.ndarray) -> np.ndarray:
+    """C @ x along the last axis of ``x`` (..., rows): (..., M)."""
+    flat = x.reshape(-1, x.shape[-1])
+    return np.asarray(c @ flat.T).T.reshape(x.shape[:-1] + (c.shape[0],))
 
 
 def _statistic(name: str, stats: DrawStats, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -326,28 +343,23 @@ def evaluate(forms: LawForms, stats: DrawStats, *, errors: str = "paired") -> tu
     if K < 2:
         raise ValueError(f"a law-level component needs at least two draws, got {K}")
     lead = stats.a.shape[:-2]
-    value = np.empty(lead + (forms.coef.size,))
-    within = np.empty(lead + (forms.coef.size,))
+    estimate = np.broadcast_to(forms.const, lead + forms.const.shape).copy()
+    floor = np.zeros(lead + forms.const.shape)
     paired = errors == "paired"
-    influence = np.empty(lead + (K, forms.coef.size)) if paired else None
-    for name, at, rows, inverse in _plan(forms):
+    between = np.zeros(lead + (K, len(forms))) if paired else None
+    for name, rows, c, c2 in _plan(forms):
         x, u, w = _statistic(name, stats, rows)
-        if name in ("log_ratio", "log_err_ftp", "log_err_ptf", "err_ftp", "err_ptf") and not np.all(
-                np.isfinite(x)):
+        if name != "p_ptf" and not np.all(np.isfinite(x)):
             raise ValueError("the pooled errors must be finite and > 0")
-        c = forms.coef[at]
-        value[..., at] = x[..., inverse] * c
-        if influence is not None:
-            influence[..., at] = u[..., inverse] * c
-            within[..., at] = w[..., inverse] * c**2
+        estimate += _apply(c, x)
+        if between is not None:
+            between += _apply(c, u)  # each draw's influence value of the component
+            floor += _apply(c2, w)
         else:  # each term's own pooled error, floored at its within part
-            within[..., at] = np.maximum(u.var(axis=-2, ddof=1) / K, w)[..., inverse] * c**2
-    estimate = forms.const + _sum_terms(forms, value)
-    floor = _sum_terms(forms, within)
-    if influence is None:
+            floor += _apply(c2, np.maximum(u.var(axis=-2, ddof=1) / K, w))
+    if between is None:
         return estimate, np.sqrt(floor)
-    between = _sum_terms(forms, influence).var(axis=-2, ddof=1) / K  # each draw's value of the component
-    return estimate, np.sqrt(np.maximum(between, floor))
+    return estimate, np.sqrt(np.maximum(between.var(axis=-2, ddof=1) / K, floor))
 
 
 def _pooled_proportion_var(P: np.ndarray, reps: np.ndarray) -> np.ndarray:
@@ -368,7 +380,8 @@ def p_values(z: np.ndarray, dof: float | None) -> np.ndarray:
 
 def components_from_draws(draws: Mapping[str, Mapping[str, Sequence[pd.DataFrame]]],
                           claims: Iterable[Claim | str] = CLAIMS, *, first: int | None = None,
-                          reference: str = "t", errors: str = "paired") -> pd.DataFrame:
+                          reference: str = "t", errors: str = "paired", forms: LawForms | None = None
+                          ) -> pd.DataFrame:
     """Every component of ``claims`` under every law, pooled over the draws of ``draws``.
 
     ``draws`` maps law → study → the K tables of :func:`~dpfda.report.law_runs.simulate_draws`
@@ -378,11 +391,15 @@ def components_from_draws(draws: Mapping[str, Mapping[str, Sequence[pd.DataFrame
     the standard errors are taken draw by draw (``errors="paired"``, module notes), and
     ``reference="t"`` refers each component to Student's t on K − 1 degrees of freedom
     (the standard error is a standard deviation of K influence values), ``"normal"`` to
-    the normal.
+    the normal.  ``forms``: :func:`compile_forms`' output for ``draws`` and ``claims``, if
+    already at hand (it is the slow part).
     """
     if reference not in ("normal", "t"):
         raise ValueError(f"reference must be 'normal' or 't', got {reference!r}")
-    forms = compile_forms(draws, claims)
+    if forms is None:
+        forms = compile_forms(draws, claims)
+    elif not isinstance(forms, LawForms):
+        raise TypeError(f"forms must be compile_forms' LawForms, got {type(forms).__name__}")
     stats, _ = draw_stats(draws, first=first)
     estimate, se = evaluate(forms, stats, errors=errors)
     dof = stats.draws - 1 if reference == "t" else None

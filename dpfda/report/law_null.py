@@ -14,13 +14,15 @@ matrices drawn from a world in which the true value θ of every component is kno
     with replacement (each draw whole: every setting of every law, FTP and PTF together,
     so settings that share latent curves, and laws that share noise, stay together); the
     truth of a component is its value on the whole population — the matrix's own estimate.
-``"ftp-self"``
-    FTP compared with itself.  A replicate pairs FTP's errors in K draws with FTP's errors
-    in K other draws, taken independently (with replacement) from the population, in place
-    of PTF's; PTF's activation shares come with the first.  Every true ratio is then 1
-    exactly: every component that compares log ratios (a ratio falls, rises, beats one) has
-    θ = 0, a true null; the others (errors against errors, activation shares) have θ the
-    population's value.
+``"ftp-self"``, ``"ptf-self"``
+    A pipeline compared with itself.  A replicate pairs that pipeline's errors in K draws
+    with its errors in K other draws, taken independently (with replacement) from the
+    population, as the two arms; PTF's activation shares come with the first.  Every true
+    ratio is then 1 exactly: every component that compares log ratios (a ratio falls,
+    rises, exceeds one) has θ = 0, a true null; the others (errors against errors,
+    activation shares) have θ the population's value.  FTP's error hardly depends on the
+    latent curves; PTF's does, through how often its constraint binds (at small n), so
+    ``"ptf-self"`` is the world where the draws matter most.
 
 A replicate's *errors* are the components declared significant when θ = 0 (false
 rejections) or with the sign opposite to θ's (sign errors), and the (claim, law) verdicts
@@ -57,7 +59,7 @@ __all__ = [
     "error_rates",
 ]
 
-WORLDS = ("draws", "ftp-self")
+WORLDS = ("draws", "ftp-self", "ptf-self")
 """The worlds of :func:`null_world` (module notes)."""
 
 
@@ -107,18 +109,28 @@ class World:
         return np.sign(self.forms.direction * self.truth).astype(int)
 
 
-def null_world(draws: Mapping[str, Mapping[str, Sequence[pd.DataFrame]]], world: str = "draws") -> World:
-    """The world ``world`` (:data:`WORLDS`) made from a run's draws (law → study → K tables)."""
+def null_world(draws: Mapping[str, Mapping[str, Sequence[pd.DataFrame]]], world: str = "draws", *,
+               forms: LawForms | None = None) -> World:
+    """The world ``world`` (:data:`WORLDS`) made from a run's draws (law → study → K tables).
+
+    ``forms``: :func:`~dpfda.report.law_components.compile_forms` of ``draws`` (every claim),
+    if already at hand.
+    """
     if world not in WORLDS:
         raise ValueError(f"world must be one of {WORLDS}, got {world!r}")
-    forms, population = restrict(compile_forms(draws, CLAIMS), draw_stats(draws)[0])
+    if forms is None:
+        forms = compile_forms(draws, CLAIMS)
+    elif not isinstance(forms, LawForms):
+        raise TypeError(f"forms must be compile_forms' LawForms, got {type(forms).__name__}")
+    forms, population = restrict(forms, draw_stats(draws)[0])
     if population.draws < 2:
         raise ValueError("the population needs at least two draws")
-    if world == "ftp-self":  # PTF's arm replaced by FTP's: every true ratio is 1
-        truth_stats = DrawStats(a=population.a, sa=population.sa, b=population.a, sb=population.sa,
-                                slr=population.slr, p=population.p, sp=population.sp, reps=population.reps)
-    else:
+    if world == "draws":
         truth_stats = population
+    else:  # one pipeline in both arms: every true ratio is 1
+        arm, se = (population.a, population.sa) if world == "ftp-self" else (population.b, population.sb)
+        truth_stats = DrawStats(a=arm, sa=se, b=arm, sb=se, slr=population.slr, p=population.p, sp=population.sp,
+                                reps=population.reps)
     truth, _ = evaluate(forms, truth_stats)
     keys = list(zip(forms.claim, forms.law))
     groups = np.array([i for i, k in enumerate(keys) if i == 0 or keys[i - 1] != k], dtype=np.intp)
@@ -134,7 +146,8 @@ def _replicates(world: World, draws: int, size: int, rng: np.random.Generator) -
     if world.name == "draws":
         return pop.take(ia)
     ib = rng.integers(0, pop.draws, size=(size, draws))
-    a, sa, b, sb = pop.a[ia], pop.sa[ia], pop.a[ib], pop.sa[ib]
+    arm, se = (pop.a, pop.sa) if world.name == "ftp-self" else (pop.b, pop.sb)
+    a, sa, b, sb = arm[ia], se[ia], arm[ib], se[ib]
     return DrawStats(a=a, sa=sa, b=b, sb=sb, slr=np.hypot(sa / a, sb / b), p=pop.p[ia], sp=pop.sp[ia],
                      reps=pop.reps)
 
