@@ -109,7 +109,7 @@ def test_bad_input():
         lc.components_from_draws(draws, reference="z")
     with pytest.raises(ValueError, match="first"):
         lc.components_from_draws(draws, first=1)
-    with pytest.raises(ValueError, match="fewer than first"):
+    with pytest.raises(ValueError, match="between 2 and the 3 draws"):
         lc.components_from_draws(draws, first=4)
     with pytest.raises(ValueError, match="at least two draws"):
         lc.components_from_draws({"default": {s: t[:1] for s, t in draws["default"].items()}})

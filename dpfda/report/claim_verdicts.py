@@ -66,14 +66,18 @@ def components_table(results: Mapping[str, Mapping[str, pd.DataFrame]], claims: 
     its standard error, signed by the asserted direction), ``df`` (NaN: a
     normal reference; a component may carry its own) and ``p`` (two-sided).
 
-    ``reference="t"``: on law-level tables (a ``draws`` column, K latent draws) a
-    component without its own df is referred to Student's t on K − 1 degrees of
-    freedom, the Hartung–Knapp–Sidik–Jonkman reference for a standard error
-    estimated across K draws.  A component that combines several settings gets
-    K − 1, the smallest Welch–Satterthwaite df its terms allow, so the test
-    stays conservative; with the within-draw floor of :func:`~dpfda.report.law_runs.pool_draws` it is
-    conservative again (:func:`~dpfda.report.law_runs.law_level_null_size`).  Tables without ``draws``
-    (one latent draw) keep the normal reference.
+    A component's standard error is the root-sum-square of its settings' (the
+    tables' ``se_*`` columns): right on one draw of the curves, whose settings draw
+    independent noise.  On pooled law-level tables (a ``draws`` column, K latent
+    draws) it treats settings that share their curves within a draw as independent;
+    the matrix takes its components from the draws instead
+    (:func:`~dpfda.report.law_components.components_from_draws`), and this function
+    gives the earlier design's numbers there.
+
+    ``reference="t"``: on law-level tables a component without its own df is
+    referred to Student's t on K − 1 degrees of freedom, the
+    Hartung–Knapp–Sidik–Jonkman reference for a standard error estimated across K
+    draws.  Tables without ``draws`` (one latent draw) keep the normal reference.
     """
     if reference not in ("normal", "t"):
         raise ValueError(f"reference must be 'normal' or 't', got {reference!r}")

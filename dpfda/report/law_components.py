@@ -66,6 +66,8 @@ ERRORS = ("paired", "root-sum-square")
 
 _COLUMNS = {"a": "err_ftp", "sa": "se_ftp", "b": "err_ptf", "sb": "se_ptf", "slr": "se_log_ratio",
             "p": "p_ptf_active", "sp": "se_p_ptf_active"}
+_READ = [*_COLUMNS.values(), "reps"]  # the columns draw_stats reads, in one conversion a table
+_KEYS = ["n", "T", "mu", "sigma0", "radius"]  # settings of the same draws must agree in these
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,12 @@ class DrawStats:
     def draws(self) -> int:
         """K, the number of draws."""
         return int(self.a.shape[-2])
+
+    def first(self, k: int) -> "DrawStats":
+        """The first ``k`` draws (k ≥ 2)."""
+        if isinstance(k, bool) or int(k) < 2 or int(k) > self.draws:
+            raise ValueError(f"first must be between 2 and the {self.draws} draws, got {k!r}")
+        return DrawStats(**{f: getattr(self, f)[..., : int(k), :] for f in _COLUMNS}, reps=self.reps)
 
     def take(self, index: np.ndarray) -> "DrawStats":
         """The draws ``index`` of statistics (K, S): an integer array (..., K') gives (..., K', S)."""
@@ -157,9 +165,9 @@ def _draw_lists(draws: Mapping[str, Mapping[str, Sequence[pd.DataFrame]]], first
                 raise ValueError(f"{law}/{name}: a law-level component needs at least two draws, got {len(tables)}")
             if not all(isinstance(t, pd.DataFrame) for t in tables):
                 raise TypeError(f"draws[{law!r}][{name!r}] must hold results DataFrames")
-            base = tables[0][["n", "T", "mu", "sigma0", "radius"]].reset_index(drop=True)
+            base = tables[0][_KEYS].to_numpy(float)
             for t in tables[1:]:
-                if not t[["n", "T", "mu", "sigma0", "radius"]].reset_index(drop=True).equals(base):
+                if not np.array_equal(t[_KEYS].to_numpy(float), base):
                     raise ValueError(f"{law}/{name}: the draws must hold the same settings in the same order")
             ks.add(len(tables))
             out[law][name] = tables
@@ -182,12 +190,13 @@ def draw_stats(draws: Mapping[str, Mapping[str, Sequence[pd.DataFrame]]], *, fir
     for law, studies in lists.items():
         for study, tables in studies.items():
             names += [(law, study, i) for i in range(len(tables[0]))]
-            for k, c in _COLUMNS.items():
-                cols[k].append(np.stack([t[c].to_numpy(float) for t in tables]))
-            r = np.stack([t["reps"].to_numpy(int) for t in tables])
+            values = np.stack([t[_READ].to_numpy(float) for t in tables])  # (K, rows, columns): one read a table
+            for j, k in enumerate(_COLUMNS):
+                cols[k].append(values[:, :, j])
+            r = values[:, :, -1]
             if not (r == r[0]).all():
                 raise ValueError(f"{law}/{study}: the draws must have equal repetitions")
-            reps.append(r[0])
+            reps.append(r[0].astype(int))
     stats = {k: np.concatenate(v, axis=1) for k, v in cols.items()}
     return DrawStats(**stats, reps=np.concatenate(reps)), tuple(names)
 
@@ -380,8 +389,8 @@ def p_values(z: np.ndarray, dof: float | None) -> np.ndarray:
 
 def components_from_draws(draws: Mapping[str, Mapping[str, Sequence[pd.DataFrame]]],
                           claims: Iterable[Claim | str] = CLAIMS, *, first: int | None = None,
-                          reference: str = "t", errors: str = "paired", forms: LawForms | None = None
-                          ) -> pd.DataFrame:
+                          reference: str = "t", errors: str = "paired", forms: LawForms | None = None,
+                          stats: DrawStats | None = None) -> pd.DataFrame:
     """Every component of ``claims`` under every law, pooled over the draws of ``draws``.
 
     ``draws`` maps law → study → the K tables of :func:`~dpfda.report.law_runs.simulate_draws`
@@ -391,8 +400,9 @@ def components_from_draws(draws: Mapping[str, Mapping[str, Sequence[pd.DataFrame
     the standard errors are taken draw by draw (``errors="paired"``, module notes), and
     ``reference="t"`` refers each component to Student's t on K − 1 degrees of freedom
     (the standard error is a standard deviation of K influence values), ``"normal"`` to
-    the normal.  ``forms``: :func:`compile_forms`' output for ``draws`` and ``claims``, if
-    already at hand (it is the slow part).
+    the normal.  ``forms`` and ``stats``: :func:`compile_forms`' and :func:`draw_stats`' output
+    for ``draws`` (all of its draws) and ``claims``, if already at hand (reading the tables is the
+    slow part).
     """
     if reference not in ("normal", "t"):
         raise ValueError(f"reference must be 'normal' or 't', got {reference!r}")
@@ -400,7 +410,12 @@ def components_from_draws(draws: Mapping[str, Mapping[str, Sequence[pd.DataFrame
         forms = compile_forms(draws, claims)
     elif not isinstance(forms, LawForms):
         raise TypeError(f"forms must be compile_forms' LawForms, got {type(forms).__name__}")
-    stats, _ = draw_stats(draws, first=first)
+    if stats is None:
+        stats, _ = draw_stats(draws)
+    elif not isinstance(stats, DrawStats):
+        raise TypeError(f"stats must be draw_stats' DrawStats, got {type(stats).__name__}")
+    if first is not None:
+        stats = stats.first(first)
     estimate, se = evaluate(forms, stats, errors=errors)
     dof = stats.draws - 1 if reference == "t" else None
     z = forms.direction * estimate / se

@@ -110,11 +110,11 @@ class World:
 
 
 def null_world(draws: Mapping[str, Mapping[str, Sequence[pd.DataFrame]]], world: str = "draws", *,
-               forms: LawForms | None = None) -> World:
+               forms: LawForms | None = None, stats: DrawStats | None = None) -> World:
     """The world ``world`` (:data:`WORLDS`) made from a run's draws (law → study → K tables).
 
-    ``forms``: :func:`~dpfda.report.law_components.compile_forms` of ``draws`` (every claim),
-    if already at hand.
+    ``forms``, ``stats``: :func:`~dpfda.report.law_components.compile_forms` (every claim) and
+    :func:`~dpfda.report.law_components.draw_stats` of ``draws``, if already at hand.
     """
     if world not in WORLDS:
         raise ValueError(f"world must be one of {WORLDS}, got {world!r}")
@@ -122,7 +122,11 @@ def null_world(draws: Mapping[str, Mapping[str, Sequence[pd.DataFrame]]], world:
         forms = compile_forms(draws, CLAIMS)
     elif not isinstance(forms, LawForms):
         raise TypeError(f"forms must be compile_forms' LawForms, got {type(forms).__name__}")
-    forms, population = restrict(forms, draw_stats(draws)[0])
+    if stats is None:
+        stats = draw_stats(draws)[0]
+    elif not isinstance(stats, DrawStats):
+        raise TypeError(f"stats must be draw_stats' DrawStats, got {type(stats).__name__}")
+    forms, population = restrict(forms, stats)
     if population.draws < 2:
         raise ValueError("the population needs at least two draws")
     if world == "draws":
