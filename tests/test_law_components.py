@@ -23,9 +23,11 @@ from _claim_tables import STUDIES, random_draw, random_draws
 
 def test_root_sum_square_is_what_the_pooled_tables_give():
     """errors="root-sum-square" reproduces components_table on pool(draws): the earlier design, exactly."""
-    draws = random_draws(np.random.default_rng(5), 4, laws=("default", "shift-0.5"))
+    draws = random_draws(np.random.default_rng(5), 4)
+    forms, (stats, _) = lc.compile_forms(draws), lc.draw_stats(draws)
     for first, reference in ((None, "t"), (3, "normal")):
-        new = lc.components_from_draws(draws, first=first, reference=reference, errors="root-sum-square")
+        new = lc.components_from_draws(draws, first=first, reference=reference, errors="root-sum-square",
+                                       forms=forms, stats=stats)
         old = cv.components_table(runs.pool(draws, first=first), reference=reference)
         assert new[["claim", "law", "component", "direction"]].equals(old[["claim", "law", "component", "direction"]])
         # The same sums in another order. A component has at most 44 terms, each at most 4096·e^-1.5

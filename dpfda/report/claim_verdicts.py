@@ -37,6 +37,7 @@ __all__ = [
     "FAMILY_SIZE",
     "components_table",
     "adjust",
+    "verdict_counts",
     "verdicts",
     "Judgement",
     "judge",
@@ -146,6 +147,30 @@ def adjust(p: ArrayLike, alpha: float = 0.05, method: str = "holm") -> np.ndarra
     return out
 
 
+def verdict_counts(agrees: np.ndarray, group: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(verdict codes, components for, components against) of each group, arrays (..., ``groups``).
+
+    ``agrees`` (..., M) holds each component's sign decision (+1 significant as asserted, −1
+    significant the other way, 0 neither), ``group`` (M,) its (claim, law) group, 0 to
+    ``groups`` − 1.  A group's code is −1 (fails) if some component is against, 1 (holds) if
+    every one is for, 0 (inconclusive) otherwise, also for a group without components.
+    Leading axes hold replicated matrices (:mod:`dpfda.report.law_null` reads verdicts
+    with this function, as :func:`verdicts` does).
+    """
+    agrees = np.asarray(agrees)
+    group = np.asarray(group, dtype=np.intp)
+    member = np.zeros((group.size, int(groups)))
+    member[np.arange(group.size), group] = 1.0  # counts of 0/1 values: exact in any order
+    n_for = ((agrees > 0) @ member).astype(int)
+    n_against = ((agrees < 0) @ member).astype(int)
+    size = member.sum(axis=0).astype(int)
+    codes = np.where(n_against > 0, -1, np.where((n_for == size) & (size > 0), 1, 0))
+    return codes, n_for, n_against
+
+
+_VERDICT_OF_CODE = {1: "holds", 0: "inconclusive", -1: "fails"}
+
+
 def verdicts(components: pd.DataFrame, alpha: float = FAMILY_ALPHA, method: str = "holm") -> pd.DataFrame:
     """One verdict per (claim, law) from :func:`components_table` (module notes).
 
@@ -159,13 +184,14 @@ def verdicts(components: pd.DataFrame, alpha: float = FAMILY_ALPHA, method: str 
     sig = adjust(components["p"].to_numpy(), alpha, method)
     agrees = np.where(sig, np.sign(components["z"].to_numpy()), 0).astype(int)
     comp = components.assign(significant=sig, agrees=agrees)
-    rows = []
-    for (claim, law), g in comp.groupby(["claim", "law"], sort=False):
-        n_for, n_against = int((g["agrees"] > 0).sum()), int((g["agrees"] < 0).sum())
-        verdict = "fails" if n_against else ("holds" if n_for == len(g) and len(g) else "inconclusive")
-        rows.append({"claim": claim, "law": law, "verdict": verdict, "components": len(g),
-                     "for": n_for, "against": n_against})
-    out = pd.DataFrame(rows)
+    keys = pd.MultiIndex.from_frame(comp[["claim", "law"]]) if len(comp) else pd.MultiIndex.from_tuples(
+        [], names=["claim", "law"])
+    group, first_seen = pd.factorize(keys, sort=False)
+    codes, n_for, n_against = verdict_counts(agrees, group, len(first_seen))
+    out = pd.DataFrame({"claim": [k[0] for k in first_seen], "law": [k[1] for k in first_seen],
+                        "verdict": [_VERDICT_OF_CODE[int(v)] for v in codes],
+                        "components": np.bincount(group, minlength=len(first_seen)).astype(int),
+                        "for": n_for, "against": n_against})
     out.attrs["components"] = comp
     out.attrs["alpha"], out.attrs["method"], out.attrs["k"] = alpha, method, len(comp)
     return out

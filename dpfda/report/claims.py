@@ -41,6 +41,7 @@ from .claim_verdicts import (
     classify,
     components_table,
     judge,
+    verdict_counts,
     verdict_matrix,
     verdicts,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "claim_components",
     "components_table",
     "adjust",
+    "verdict_counts",
     "verdicts",
     "judge",
     "registry_table",

@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from .claim_registry import CLAIMS
-from .claim_verdicts import FAMILY_ALPHA, adjust
+from .claim_verdicts import FAMILY_ALPHA, adjust, verdict_counts
 from .law_components import ERRORS, DrawStats, LawForms, compile_forms, draw_stats, evaluate, p_values, restrict
 
 __all__ = [
@@ -157,11 +157,13 @@ def _replicates(world: World, draws: int, size: int, rng: np.random.Generator) -
 
 
 def _verdict_codes(agrees: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Per (claim, law) group: 1 holds, −1 fails, 0 inconclusive (:func:`~dpfda.report.claim_verdicts.verdicts`)."""
-    against = np.add.reduceat((agrees < 0).astype(np.int32), groups, axis=-1)
-    for_ = np.add.reduceat((agrees > 0).astype(np.int32), groups, axis=-1)
-    size = np.diff(np.append(groups, agrees.shape[-1]))
-    return np.where(against > 0, -1, np.where(for_ == size, 1, 0))
+    """Per (claim, law) group: 1 holds, −1 fails, 0 inconclusive.
+
+    ``groups`` holds the first component of each group (contiguous); the rule is
+    :func:`~dpfda.report.claim_verdicts.verdict_counts`', the one :func:`~dpfda.report.claim_verdicts.verdicts` uses.
+    """
+    group = np.repeat(np.arange(groups.size), np.diff(np.append(groups, agrees.shape[-1])))
+    return verdict_counts(agrees, group, groups.size)[0]
 
 
 def replicate_errors(world: World, procedure: Procedure, reps: int, rng: np.random.Generator, *,
