@@ -406,6 +406,10 @@ def components_from_draws(draws: Mapping[str, Mapping[str, Sequence[pd.DataFrame
     """
     if reference not in ("normal", "t"):
         raise ValueError(f"reference must be 'normal' or 't', got {reference!r}")
+    if errors not in ERRORS:
+        raise ValueError(f"errors must be one of {ERRORS}, got {errors!r}")
+    if first is not None and (isinstance(first, bool) or int(first) < 2):
+        raise ValueError(f"first must be None or >= 2, got {first!r}")
     if forms is None:
         forms = compile_forms(draws, claims)
     elif not isinstance(forms, LawForms):
