@@ -26,6 +26,8 @@ import pytest
 import dpfda
 from dpfda.mechanisms.designs import Design
 
+from _spaces import on_grid
+
 MU, N = 1.0, 7
 TOL = 1e-9
 GRID6 = np.linspace(0.0, 1.0, 6)
@@ -187,10 +189,7 @@ MEMBERS = {
     "mix-1": dict(region="mix", lam=1.0),
     "ftp": dict(region="ellipsoid", noise="ellipsoid", fit="none"),
 }
-SPACES = {
-    "legendre": dpfda.LegendreSpace(3),
-    "gaussian": dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)),
-}
+SPACES = on_grid(GRID6)  # every space of the registry (tests/_spaces.py) this grid takes
 
 
 @pytest.mark.parametrize("space_name", SPACES)

@@ -12,7 +12,9 @@ from dpfda import Curves, FourierSpace, LegendreSpace
 from dpfda.mechanisms.irregular import IrregularPTFError, irregular_fit_mean
 from dpfda.mechanisms.pipelines import ftp_rounding_excess
 
-SPACES = [LegendreSpace(4), FourierSpace(5)]
+from _spaces import of_size
+
+SPACES = list(of_size(10).values())  # the registry's orthonormal spaces (tests/_spaces.py)
 
 
 def random_subject(rng, scale):
