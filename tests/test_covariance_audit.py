@@ -17,7 +17,7 @@ import pytest
 import dpfda
 from dpfda.mechanisms import covariance as cv
 from dpfda.trust import audit as au
-from tests._support import reps
+from _support import reps
 
 from _spaces import with_grids
 

@@ -18,7 +18,7 @@ import pytest
 import dpfda
 from dpfda.mechanisms import covariance as cv
 from dpfda.mechanisms import covariance_theory as th
-from tests._support import bonferroni_z, reps
+from _support import bonferroni_z, reps
 
 
 def _curves(space, grid, n, rng):
