@@ -99,6 +99,10 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("recompute", "_exactly_in_range", "fractions"): "fractions, exact span test for the audit only",
     ("recompute", "NoiseLaw._solve", "scipy.linalg"): "scipy.linalg (about 0.2 s more than the scipy.special "
                                                   "audit needs at import) only when a noise law whitens",
+    # the assignments' autograder
+    ("sandbox", "_limits", "resource"): POSIX + " (set in the grading child between fork and exec)",
+    ("sandbox", "_child", "IPython.core.interactiveshell"): ("IPython (the kernel's shell, which otter "
+                                                            "installs) only in the grading child process"),
     # the claims
     ("activation_bounds", "_chi2_mix_bounds", "scipy.optimize"): CLAIMS_SCIPY,
     ("activation_bounds", "_chi2_mix_bounds", "scipy.stats"): CLAIMS_SCIPY,
@@ -298,6 +302,8 @@ LAYERS: dict[str, set[str]] = {
     "trust": {"maths", "mechanisms", "simulation"},
     "report": {"maths", "mechanisms", "simulation"},
     "cli": {"maths", "mechanisms", "simulation", "report", "practice"},
+    # the autograder of the book's assignments: reads no other layer (the keys import dpfda)
+    "teaching": set(),
 }
 
 #: Top-level modules every layer may import: module -> the shared modules it may import.

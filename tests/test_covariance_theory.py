@@ -18,6 +18,7 @@ import pytest
 import dpfda
 from dpfda.mechanisms import covariance as cv
 from dpfda.mechanisms import covariance_theory as th
+
 from _support import bonferroni_z, reps
 
 
