@@ -127,16 +127,19 @@ def main(argv=None) -> int:
     matrix = cl.verdict_matrix(cl.verdicts(comps))
     cl.classify(matrix)
     t_eval = time.perf_counter() - t
-    t_null = 0.0
+    t_null, null_rates = 0.0, None
     if args.draws >= 5 and args.null_reps > 0:
         t = time.perf_counter()
         rng = np.random.default_rng(np.random.SeedSequence([args.seed, 47]))
+        runs = {}
         for world in ("ptf-self", "draws"):
             w = cl.null_world(draws, world, forms=forms, stats=stats)
-            cl.replicate_errors(w, cl.Procedure(args.draws, "t", "paired"), args.null_reps, rng)
-            cl.replicate_errors(w, cl.Procedure(5, "normal", "root-sum-square"),
-                                args.null_reps_earlier if world == "ptf-self" else args.null_reps, rng)
+            for p, reps in ((cl.Procedure(args.draws, "t", "paired"), args.null_reps),
+                            (cl.Procedure(5, "normal", "root-sum-square"),
+                             args.null_reps_earlier if world == "ptf-self" else args.null_reps)):
+                runs[world, p.label] = cl.replicate_errors(w, p, reps, rng)
         t_null = time.perf_counter() - t
+        null_rates = cl.error_rates(runs)
     total = time.perf_counter() - t0
     out = {"quiet_reps": args.quiet_reps, "noisy_reps": args.noisy_reps, "draws": args.draws, "jobs": args.jobs,
            "pilot_s": t_pilot, "simulate_s": t_sim, "simulate_cpu_s": cpu_sim, "evaluate_s": t_eval,
@@ -145,6 +148,8 @@ def main(argv=None) -> int:
     print(f"{args.draws} draws per law: pilot {t_pilot:.1f} s, simulate {t_sim:.1f} s ({cpu_sim:.1f} s CPU), "
           f"evaluate {t_eval:.1f} s ({len(comps)} components), test of the test {t_null:.1f} s, "
           f"total {total:.1f} s (budget {args.max_seconds:.0f} s)")
+    if null_rates is not None:  # what the test of the test found
+        print(null_rates[["reps", "fwer", "fwer_se", "false", "sign", "wrong_verdict"]].to_string())
     if not args.no_floor:
         normals = count_normals(args.quiet_reps, args.noisy_reps, args.draws)
         independent = count_normals(args.quiet_reps, args.noisy_reps, args.draws, shared=False)

@@ -47,6 +47,16 @@ def test_the_matrix_keeps_its_level_and_the_earlier_design_does_not(worlds):
         assert bad["fwer"] > 0.05 + 4 * bad["fwer_se"], (name, bad["fwer"])
 
 
+def test_the_normal_reference_alone_is_caught(worlds):
+    """Negative control at the matrix's K: the same draws and paired errors referred to the normal
+    instead of Student's t make family-wise errors far more often than α where the draws matter
+    most (PTF against itself)."""
+    normal = ln.Procedure(20, "normal", "paired")
+    rates = ln.error_rates({("ptf-self", normal.label): ln.replicate_errors(
+        worlds["ptf-self"], normal, 400, np.random.default_rng(1))}).loc[("ptf-self", normal.label)]
+    assert rates["fwer"] > 0.05 + 4 * rates["fwer_se"], rates["fwer"]
+
+
 def test_ftp_compared_with_itself_makes_every_ratio_comparison_a_true_null(worlds):
     world = worlds["ftp-self"]
     nulls = world.true_sign == 0
