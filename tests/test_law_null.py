@@ -5,7 +5,7 @@ full step-down over every component, the sign decisions and the verdicts — rep
 world whose truth is known.  The negative control is kept: the earlier design (K = 5 draws,
 the normal reference, root-sum-square errors) makes family-wise errors far more often than
 α, the matrix's (K = 20, t on 19 df, paired errors) no more often than α within its Monte
-Carlo error.
+Carlo error; and the normal reference alone, at the matrix's K, is caught too.
 """
 
 from __future__ import annotations
