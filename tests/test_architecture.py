@@ -53,17 +53,20 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("_files", "stage_outputs", "plots"): PLOTS,
     ("_files", "stage_outputs", "matplotlib.pyplot"): MATPLOTLIB,
     ("_release", "_draw_release", "matplotlib.figure"): MATPLOTLIB + " (only `release --plot` draws)",
-    ("examples", "write_example", "fdars.datasets"): "an optional dependency (the book's tools): only the "
-                                                    "growth example reads it",
+    ("examples", "_from_fdars", "fdars.datasets"): "an optional dependency (the book's tools): only the "
+                                                    "growth and weather examples read it",
     ("radius", "private_radius", "opendp.prelude"): "optional dependency: OpenDP's quantile, only for the "
                                                    "private choice of B'",
     ("bands", "plot_band", "matplotlib.pyplot"): MATPLOTLIB + " (a figure of its own when no axes are given)",
     ("_files", "stage_metadata", "plots"): PLOTS,
     ("_files", "FolderLock.__enter__", "fcntl"): POSIX,
+    ("ledger", "_lock", "fcntl"): POSIX,
     ("_files", "stage_outputs", "evidence"): PANDAS + " (`release` never imports it)",
     # settings
     ("config", "n_jobs", "joblib"): JOBLIB,
     ("config", "bonferroni_z", "scipy.special"): SCIPY,
+    # theory
+    ("theory", "quad_ratio_mean", "scipy.integrate"): SCIPY,
     # privacy accounting
     ("privacy", "tradeoff", "scipy"): SCIPY,
     ("privacy", "_log_delta", "scipy"): SCIPY,
@@ -74,6 +77,7 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("secure", "_opendp", "opendp.prelude"): "optional dependency: OpenDP is needed only for secure=True",
     # reading the curves of a release
     ("reading", "_read_table", "pandas"): PANDAS,
+    ("reading", "table_columns", "pandas"): PANDAS,
     # the interactive figure
     ("explorer", "ratio_explorer", "bokeh.layouts"): BOKEH,
     ("explorer", "ratio_explorer", "bokeh.models"): BOKEH,

@@ -89,6 +89,7 @@ LAYERS = [
                   ("reading", "Curves from a CSV file or a DataFrame"),
                   ("diagnostics", "What only the curator sees"),
                   ("publish", "The record published with a release"),
+                  ("ledger", "The budget of a data set across releases"),
                   ("covariance_record", "The record published with a private covariance"),
                   ("examples", "Sample files to try a release on")]),
     ("teaching", [("sandbox", "A submission's code in a process of its own"),
