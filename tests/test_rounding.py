@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpfda.maths.rounding import solve_rtol
+from dpfda.maths.rounding import eigh_rtol, fit_rtol, product_atol, solve_rtol
 from dpfda.maths.summation import gamma
 
 
@@ -56,3 +56,74 @@ def _exact_inverse(M):
 def test_refusals_name_the_argument(A, size, word):
     with pytest.raises(ValueError, match=word):
         solve_rtol(A, size)
+
+
+def test_product_bound_covers_exact_products_including_cancellation():
+    """|fl(AB) − AB| ≤ γ_k·|A||B| entry by entry, against the exact product (fractions), on random
+    matrices and on rows that cancel; a bound relative to |AB| instead would fail on the latter."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(3)
+    cases = [(rng.standard_normal((4, 9)), rng.standard_normal((9, 3))),
+             (np.array([[1e16, 1.0, -1e16, 3.0]]), np.ones((4, 1)))]
+    for A, B in cases:
+        exact = np.array([[float(sum(Fraction(float(a)) * Fraction(float(b)) for a, b in zip(row, col)))
+                           for col in B.T] for row in A])
+        err = np.abs(A @ B - exact)
+        assert np.all(err <= product_atol(A, B))
+    assert np.any(err > gamma(A.shape[1]) * np.abs(exact))  # the cancelling row: |AB| is no scale
+
+
+def test_eigh_bound_covers_eigenvalues_and_orthogonality():
+    """tridiag(−1, 2, −1) has eigenvalues 2 − 2cos(kπ/(n + 1)) (40 digits); numpy's eigh is within
+    eigh_rtol(n)·‖A‖₂ of them and its eigenvectors orthogonal to 2·eigh_rtol(n) (exact VᵀV)."""
+    import mpmath as mp
+
+    for n in (2, 5, 10, 20):
+        A = 2 * np.eye(n) - np.eye(n, k=1) - np.eye(n, k=-1)
+        lam, V = np.linalg.eigh(A)
+        with mp.workdps(40):
+            exact = sorted(2 - 2 * mp.cos(k * mp.pi / (n + 1)) for k in range(1, n + 1))
+            err = max(abs(mp.mpf(float(a)) - b) for a, b in zip(lam, exact))
+            orth = mp.mnorm(mp.matrix(V.T.tolist()) * mp.matrix(V.tolist()) - mp.eye(n), "F")
+        e = eigh_rtol(n)
+        assert err <= e * float(exact[-1]), n
+        assert orth <= 2 * e + e * e, n
+
+
+@pytest.mark.parametrize("rho, T", [(0.2, 8), (0.2, 12), (0.1, 20)])
+def test_fit_bound_covers_fits_against_50_digit_fits(rho, T):
+    """The library's fits (inside and outside the ball) against the audit's 50-digit fits, on
+    Gaussian-kernel designs with κ(ΦᵀΦ) from 9e2 to 7e6 (the design_space chapter's T = 12):
+    within fit_rtol·‖θ‖. The same bound without κ would fail at κ = 7e6 (errors near κ·u)."""
+    import dpfda
+    from dpfda.maths.fitting import BallLeastSquares
+    from dpfda.trust.recompute import _mp_eigenbasis, _mp_fit_in_ball
+
+    mp = pytest.importorskip("mpmath")
+    Phi = dpfda.KernelSpace(dpfda.gaussian_kernel(rho)).at(dpfda.uniform_grid(T)).Phi
+    A = Phi.T @ Phi
+    bound, rel = fit_rtol(A, T), []
+    rng = np.random.default_rng(T)
+    for radius in (0.5, 1e12):  # every fit active, then none
+        X = rng.standard_normal((5, T))
+        fit = BallLeastSquares(Phi).solve(X, radius)
+        assert np.all(fit.active) if radius < 1 else not np.any(fit.active)
+        with mp.workdps(50):
+            basis = _mp_eigenbasis(mp, Phi)
+            for x, coef in zip(X, fit.coef):
+                ref = np.array([float(v) for v in _mp_fit_in_ball(mp, basis, x, radius)])
+                rel.append(np.linalg.norm(coef - ref) / np.linalg.norm(ref))
+    assert max(rel) <= bound, (max(rel), bound)
+    if np.linalg.cond(A) > 1e6:
+        assert max(rel) > bound / np.linalg.cond(A)  # κ is needed: the bound without it fails
+
+
+@pytest.mark.parametrize("call", [
+    lambda: eigh_rtol(0), lambda: eigh_rtol(2.0), lambda: fit_rtol(np.ones((2, 3)), 3),
+    lambda: fit_rtol(np.eye(2), 0), lambda: fit_rtol(np.diag([1.0, 1e-15]), 4),
+    lambda: product_atol(np.ones((2, 3)), np.ones((2, 3))),
+])
+def test_new_bounds_refuse_bad_arguments(call):
+    with pytest.raises(ValueError):
+        call()

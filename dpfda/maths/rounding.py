@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 
 from dpfda.maths.summation import gamma
 
-__all__ = ["solve_rtol"]
+__all__ = ["EIGH_CONSTANT", "eigh_rtol", "fit_rtol", "product_atol", "solve_rtol"]
 
 _STEPS_PER_SIZE = 8
 """Roundings per unit of ``size`` charged by :func:`solve_rtol`: forming A (one inner product of
@@ -53,3 +53,83 @@ def solve_rtol(A: ArrayLike, size: int) -> float:
     if not np.isfinite(bound) or bound >= 0.5:
         raise ValueError(f"A is too ill-conditioned (condition number {kappa:.3g}) for a first-order rounding bound")
     return bound
+
+
+EIGH_CONSTANT = 10
+"""The constant c of the backward error c·n²·u of a symmetric eigensolver (:func:`eigh_rtol`)."""
+
+
+def eigh_rtol(n: int) -> float:
+    """Backward error of a symmetric eigendecomposition of order ``n``, relative to ‖A‖₂: γ_{c·n²}.
+
+    LAPACK's symmetric eigensolvers (``dsyevd`` behind :func:`numpy.linalg.eigh`,
+    ``dsyevr``, ``dsyev``) return V̂, Λ̂ with A + E = (V̂ + δV)Λ̂(V̂ + δV)ᵀ exactly, V̂ + δV
+    orthogonal, ‖E‖₂ ≤ p(n)·u·‖A‖₂ and ‖δV‖₂ ≤ p(n)·u (LAPACK Users' Guide, 3rd ed., §4.7.1,
+    where p(n) is "a modestly growing function of n"). The worst case of the Householder
+    reduction to tridiagonal form that every one of them starts with is of order n² roundings
+    (Higham, §19.3 and Theorem 19.4, γ̃_{cn²} with a small constant c; the tridiagonal solver
+    adds O(n)); we take p(n) = c·n² with c = :data:`EIGH_CONSTANT` = 10. So every computed
+    eigenvalue is within ``eigh_rtol(n)·‖A‖₂`` of an exact one (Weyl's inequality), and
+    ‖V̂ᵀV̂ − I‖₂ ≤ 2·eigh_rtol(n) + eigh_rtol(n)².
+
+    >>> eigh_rtol(2) == gamma(40)
+    True
+    """
+    if not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    return gamma(EIGH_CONSTANT * int(n) ** 2)
+
+
+def fit_rtol(A: ArrayLike, T: int) -> float:
+    """Relative error bound of a least-squares fit through the eigendecomposition of ``A = ΦᵀWΦ``.
+
+    The fit is unconstrained or in a ball, of a curve on ``T`` points, A being d × d.
+    :class:`dpfda.maths.fitting.BallLeastSquares` computes θ = V·(g/(λ + ν)) with
+    g = Vᵀ·(ΦᵀW)x and ν ≥ 0 (0 inside the ball). Against the exact fit of the same x:
+
+    * forming A costs γ_{T+1} per entry relative to |Φ|ᵀW|Φ|, whose 2-norm is at most
+      d·‖A‖₂, so A is known to d·γ_{T+1} in norm;
+    * the eigendecomposition adds a backward error e = :func:`eigh_rtol` (d) in norm, and
+      V̂ is orthogonal to within 2e (so each product with V̂ or V̂ᵀ is off by 2e in norm);
+    * a backward error η in A (or A + νI) moves the solution by at most κ·η relative,
+      κ = κ₂(A) ≥ κ₂(A + νI) (Higham, Theorem 7.2, first order);
+    * the products x·(WΦV̂) and z·V̂ᵀ, the divisions by λ + ν and the Newton iteration for ν
+      (stopped within 4 ulps of the root, :mod:`dpfda.maths.fitting`) add at most
+      γ_{2(T+d)+16}, also amplified by κ at most.
+
+    The bound is κ₂(A)·(d·γ_{T+1} + e + γ_{2(T+d)+16}) + 4e, relative to ‖θ‖. Refused
+    (``ValueError``) when it reaches 1/2, where first-order bounds no longer hold.
+
+    >>> fit_rtol(np.eye(2), 3) == 2 * gamma(4) + 5 * eigh_rtol(2) + gamma(26)
+    True
+    """
+    A = np.asarray(A, dtype=float)
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or not np.all(np.isfinite(A)):
+        raise ValueError("A must be a finite square matrix")
+    if not isinstance(T, (int, np.integer)) or T < 1:
+        raise ValueError(f"T must be a positive integer, got {T!r}")
+    d, T = A.shape[0], int(T)
+    kappa = float(np.linalg.cond(A))
+    e = eigh_rtol(d)
+    bound = kappa * (d * gamma(T + 1) + e + gamma(2 * (T + d) + 16)) + 4 * e
+    if not np.isfinite(bound) or bound >= 0.5:
+        raise ValueError(f"A is too ill-conditioned (condition number {kappa:.3g}) for a first-order rounding bound")
+    return bound
+
+
+def product_atol(A: ArrayLike, B: ArrayLike) -> np.ndarray:
+    """Entrywise bound on the rounding error of the product ``A @ B``: γ_k·(|A| @ |B|).
+
+    k is the inner dimension. Each entry of a computed product is an inner product of length
+    k, and |fl(xᵀy) − xᵀy| ≤ γ_k·|x|ᵀ|y| whatever the order of the additions and whether
+    multiply-adds are fused (Higham, §3.1, eq. (3.5) and Lemma 3.4) — so on every BLAS kernel.
+    The bound is relative to |A||B|, not to |AB|: where the terms cancel, the error can be
+    far larger than u·|AB|.
+
+    >>> product_atol([[1.0, -1.0]], [[1.0], [1.0]]).item() == 2 * gamma(2)
+    True
+    """
+    A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
+    if A.ndim < 1 or B.ndim < 1 or A.shape[-1] != B.shape[-2 if B.ndim > 1 else 0]:
+        raise ValueError(f"A and B must be conformable for A @ B, got shapes {A.shape} and {B.shape}")
+    return gamma(A.shape[-1]) * (np.abs(A) @ np.abs(B))
