@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpfda.maths.rounding import eigh_rtol, fit_rtol, product_atol, solve_rtol
+from dpfda.maths.rounding import eigh_rtol, fit_rtol, pair_rtol, product_atol, solve_rtol
 from dpfda.maths.summation import gamma
 
 
@@ -127,3 +127,22 @@ def test_fit_bound_covers_fits_against_50_digit_fits(rho, T):
 def test_new_bounds_refuse_bad_arguments(call):
     with pytest.raises(ValueError):
         call()
+
+
+@pytest.mark.parametrize("family, T, n", [("legendre", 8, 10), ("legendre", 8, 131_075), ("gaussian", 12, 10)])
+def test_pair_bound_covers_ftp_pair_mu_at_worst_case_pairs(family, T, n):
+    """FTP's pair μ at a worst-case pair with every fit on the sphere (μ exactly, in exact
+    arithmetic) is within pair_rtol of μ, at κ = 7e6 and at n = 131,075 curves, where the
+    means' rounding (n·γ₄) is what the bound needs: without it, the bound fails there."""
+    import dpfda
+    from dpfda.trust import audit as A
+
+    space = dpfda.LegendreSpace(4) if family == "legendre" else dpfda.KernelSpace(dpfda.gaussian_kernel(0.2))
+    grid = dpfda.uniform_grid(T)
+    geom = space.at(grid)
+    X0, X1 = A.worst_case_pair(grid, space, 1.0, n, factor=3.0)
+    err = abs(A.pair_mu(A.ftp_mechanism(grid, space, 1.0, 1.0, n=n), X0, X1) - 1.0)
+    Phi_A = geom.Phi.T @ geom.Phi
+    assert err <= pair_rtol(Phi_A, T, n)
+    if n > 100_000:
+        assert err > fit_rtol(Phi_A, T) + gamma(geom.dim + 10)

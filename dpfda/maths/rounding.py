@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 
 from dpfda.maths.summation import gamma
 
-__all__ = ["EIGH_CONSTANT", "eigh_rtol", "fit_rtol", "product_atol", "solve_rtol"]
+__all__ = ["EIGH_CONSTANT", "eigh_rtol", "fit_rtol", "pair_rtol", "product_atol", "solve_rtol"]
 
 _STEPS_PER_SIZE = 8
 """Roundings per unit of ``size`` charged by :func:`solve_rtol`: forming A (one inner product of
@@ -133,3 +133,32 @@ def product_atol(A: ArrayLike, B: ArrayLike) -> np.ndarray:
     if A.ndim < 1 or B.ndim < 1 or A.shape[-1] != B.shape[-2 if B.ndim > 1 else 0]:
         raise ValueError(f"A and B must be conformable for A @ B, got shapes {A.shape} and {B.shape}")
     return gamma(A.shape[-1]) * (np.abs(A) @ np.abs(B))
+
+
+def pair_rtol(A: ArrayLike, T: int, n: int) -> float:
+    """Relative error bound of FTP's μ at a worst-case pair: two means of n fits through ``A``.
+
+    At the worst-case neighbours (:func:`dpfda.trust.audit.worst_case_pair`) the two datasets
+    differ in one curve whose fits are opposite points ±f of the ball, so the means differ by
+    Δ = 2f/n, ‖f‖ = B', and μ = ‖Δ‖/σ with σ = 2B'/(nμ). Computed:
+
+    * the n − 1 shared curves have the same fits in both datasets, bit for bit (a curve's map
+      depends on that curve alone), and the two differing fits are each within
+      ε = :func:`fit_rtol` (A, T) of the exact ones, relative to B': ‖δΔ‖ ≤ 2εB'/n;
+    * each mean is rounded once from its exact sum, by γ₄ relative in every coordinate
+      (:data:`dpfda.maths.summation.MEAN_ROUNDING`); the means have norm at most B'(1 + ε),
+      so the two roundings move Δ by at most 2γ₄B'(1 + ε), a relative n·γ₄(1 + ε);
+    * the difference, σ from its formula (a few roundings), the ratio and the norm of the d
+      coordinates add γ_{d+10}.
+
+    The bound is ε + n·γ₄·(1 + ε) + γ_{d+10}: n·γ₄ dominates for many curves, ε for an
+    ill-conditioned A.
+
+    >>> pair_rtol(np.eye(2), 3, 10) == fit_rtol(np.eye(2), 3) * (1 + 10 * gamma(4)) + 10 * gamma(4) + gamma(12)
+    True
+    """
+    if not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    eps = fit_rtol(A, T)
+    d = np.shape(A)[0]
+    return eps * (1 + n * gamma(4)) + n * gamma(4) + gamma(d + 10)
