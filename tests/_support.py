@@ -21,12 +21,28 @@ import numpy as np
 
 from dpfda.config import Z, bonferroni_z, proportion_se, quick
 
-__all__ = ["MACHINE_RTOL", "QUICK", "Z", "assert_mc_close", "bonferroni_z", "mc_mean_se", "proportion_se", "reps"]
+__all__ = ["MACHINE_RTOL", "QUICK", "Z", "assert_mc_close", "bonferroni_z", "cancelling_mean_rtol", "mc_mean_se",
+           "proportion_se", "reps"]
 
 QUICK = quick()
 
 MACHINE_RTOL = 1e-12
 """Relative agreement of a BLAS-computed summary between two machines (measured: below 1e-13)."""
+
+
+def cancelling_mean_rtol(geom, n: int) -> float:
+    """Relative error of a pair μ through the cancelling mean of fits (``dpfda.trust.broken``) at
+    scale 1, where it equals FTP's in exact arithmetic.
+
+    Per dataset: Σx_i and Σ(fitted_i − x_i) round by γ_{2n} of the sums of magnitudes, about
+    3n·||x||, and the fit of the mean curve amplifies that by ||Φ⁺||·||Φ|| = √κ(ΦᵀΦ): 3√κ·γ_{2n}·B';
+    the fitted values carry their fits' errors (fit_rtol·B', which the fit of the mean gives back
+    unamplified, Φ⁺Φ = I) and their own rounding (√κ·√d·γ_d·B'); the final fit adds fit_rtol·B'.
+    Against the sensitivity 2B'/n, for both datasets: 3n·fit_rtol(ΦᵀΦ, 4n + T + d) covers it all.
+    """
+    from dpfda.maths.rounding import fit_rtol
+
+    return 3 * n * fit_rtol(geom.Phi.T @ geom.Phi, 4 * n + geom.T + geom.dim)
 
 
 def reps(full: int, quick: int) -> int:
