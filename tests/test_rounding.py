@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpfda.maths.rounding import eigh_rtol, fit_rtol, pair_rtol, product_atol, solve_rtol
+from dpfda.maths.rounding import eigh_rtol, fit_rtol, pair_rtol, product_atol, psd_root_rtol, solve_rtol
 from dpfda.maths.summation import gamma
 
 
@@ -146,3 +146,22 @@ def test_pair_bound_covers_ftp_pair_mu_at_worst_case_pairs(family, T, n):
     assert err <= pair_rtol(Phi_A, T, n)
     if n > 100_000:
         assert err > fit_rtol(Phi_A, T) + gamma(geom.dim + 10)
+
+
+@pytest.mark.parametrize("rho, T", [(0.2, 4), (0.2, 8), (0.1, 12)])
+def test_psd_root_bound_covers_the_kernel_geometrys_square_root(rho, T):
+    """Φ̂ = K^½ of a Gaussian kernel's Gram matrix (the library's geometry): Φ̂Φ̂ᵀ against K, entry
+    by entry in 40-digit arithmetic, within psd_root_rtol(T)·‖K‖₂, and the trace within T times it."""
+    import mpmath as mp
+
+    import dpfda
+
+    geom = dpfda.KernelSpace(dpfda.gaussian_kernel(rho)).at(dpfda.uniform_grid(T))
+    K, Phi = geom.K, geom.Phi
+    with mp.workdps(40):
+        P = mp.matrix(Phi.tolist())
+        E = P * P.T - mp.matrix(K.tolist())
+        worst = max(abs(E[i, j]) for i in range(T) for j in range(T))
+        trace = abs(sum(E[i, i] for i in range(T)))
+    bound = psd_root_rtol(T) * np.linalg.norm(K, 2)
+    assert worst <= bound and trace <= T * bound

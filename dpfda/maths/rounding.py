@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 
 from dpfda.maths.summation import gamma
 
-__all__ = ["EIGH_CONSTANT", "eigh_rtol", "fit_rtol", "pair_rtol", "product_atol", "solve_rtol"]
+__all__ = ["EIGH_CONSTANT", "eigh_rtol", "fit_rtol", "pair_rtol", "product_atol", "psd_root_rtol", "solve_rtol"]
 
 _STEPS_PER_SIZE = 8
 """Roundings per unit of ``size`` charged by :func:`solve_rtol`: forming A (one inner product of
@@ -162,3 +162,22 @@ def pair_rtol(A: ArrayLike, T: int, n: int) -> float:
     eps = fit_rtol(A, T)
     d = np.shape(A)[0]
     return eps * (1 + n * gamma(4)) + n * gamma(4) + gamma(d + 10)
+
+
+def psd_root_rtol(n: int) -> float:
+    """Error bound of Φ̂Φ̂ᵀ against a positive semi-definite K (n × n), relative to ‖K‖₂.
+
+    Φ̂ = V̂·√Λ̂·V̂ᵀ is K's symmetric square root from its eigendecomposition. With
+    e = :func:`eigh_rtol` (n): V̂Λ̂V̂ᵀ is within e·‖K‖ of K, plus what V̂'s departure from
+    orthogonality (2e) does in each of its two factors (4e·‖K‖); the square roots round by u;
+    the products V̂√Λ̂·V̂ᵀ and Φ̂Φ̂ᵀ round by γ_n of |V̂√Λ̂||V̂ᵀ| and |Φ̂||Φ̂ᵀ|, whose norms are at
+    most n·√‖K‖ and n·‖K‖ (‖|M|‖₂ ≤ ‖M‖_F ≤ √n·‖M‖₂), so 2n·γ_{n+1} and n·γ_n relative. In all
+    5e + 3n·γ_{n+1}. A consequence used by the checks: tr(Φ̂Φ̂ᵀ) is within n·psd_root_rtol(n)·‖K‖₂
+    ≤ n·psd_root_rtol(n)·tr K of tr K.
+
+    >>> psd_root_rtol(3) == 5 * eigh_rtol(3) + 9 * gamma(4)
+    True
+    """
+    if not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    return 5 * eigh_rtol(int(n)) + 3 * int(n) * gamma(int(n) + 1)
