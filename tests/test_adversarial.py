@@ -482,8 +482,11 @@ def test_huge_weights_are_the_same_fit_as_unit_weights():
     ref = dpfda.fit_ball(X, Phi, RADIUS)
     for w in (1e308, np.full(GRID.size, 1e308), 1e-300):
         fit = dpfda.fit_ball(X, Phi, RADIUS, weights=w)
-        # weights scaled by powers of two to mantissas other than 1: two fits, each to fit_rtol·||θ||
-        atol = 2 * fit_rtol(Phi.T @ Phi, GRID.size) * np.linalg.norm(ref.coef, axis=-1).max()
+        # weights scaled by powers of two to mantissas other than 1: two fits, each to fit_rtol·||θ||, with
+        # the data's size off the span (data_ratio = ||x||/(||A||^½·||θ||))
+        A_ = Phi.T @ Phi
+        ratio = np.max(np.linalg.norm(X, axis=-1) / np.linalg.norm(ref.coef, axis=-1)) / np.sqrt(np.linalg.norm(A_, 2))
+        atol = 2 * fit_rtol(A_, GRID.size, data_ratio=ratio) * np.linalg.norm(ref.coef, axis=-1).max()
         np.testing.assert_allclose(fit.coef, ref.coef, rtol=0, atol=atol)
         assert np.array_equal(fit.active, ref.active)
     rel = dpfda.ptf(X, GRID, SPACES["legendre"], RADIUS, MU, _rng(18), weights=1e308)

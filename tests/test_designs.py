@@ -140,7 +140,10 @@ def test_ptf_is_the_box_member(space_name, member):
     dx = gamma(GRID.size + 8) * (np.abs(ptf.noisy_means) + 2 * ptf.clip)
     assert np.all(np.abs(rel.noisy_means - ptf.noisy_means) <= dx)
     w = np.asarray(ptf.weights, dtype=float)
-    c_atol = (2 * fit_rtol(geom.Phi.T @ (w[:, None] * geom.Phi), GRID.size) * RADIUS
+    A_w = geom.Phi.T @ (w[:, None] * geom.Phi)
+    ratio = np.max(np.linalg.norm(np.sqrt(w) * ptf.noisy_means, axis=-1)
+                   / (np.sqrt(np.linalg.norm(A_w, 2)) * np.linalg.norm(ptf.coef, axis=-1)))
+    c_atol = (2 * fit_rtol(A_w, GRID.size, data_ratio=ratio) * np.linalg.norm(ptf.coef, axis=-1).max()
               + _ls_gain(geom, w) * np.linalg.norm(dx, axis=-1).max())
     np.testing.assert_allclose(rel.coef, ptf.coef, rtol=0, atol=c_atol)
 

@@ -20,7 +20,7 @@ import dpfda
 from dpfda.maths.rounding import fit_rtol, pair_rtol
 from dpfda.maths.summation import gamma
 from dpfda.mechanisms.designs import Design
-from dpfda.mechanisms.pipelines import ptf_default_weights
+from dpfda.mechanisms.pipelines import ptf_default_clip, ptf_default_weights, ptf_sigmas
 from dpfda.simulation import engine, seeding
 from dpfda.simulation.design_runs import simulate_designs
 from dpfda.simulation.studies import Setting, get_study, paper_studies
@@ -42,13 +42,19 @@ def _close(value, stored, what: str, atol: float) -> None:
 
 def _setting_eps(s: Setting) -> float:
     """Relative rounding bound of one repetition's released coordinates in setting ``s``, against
-    their magnitude: FTP's fits through ΦᵀΦ and PTF's through ΦᵀWΦ (fit_rtol, which also covers
-    the products that make the curves, of size a few B'·||Φ||), the means (γ₄), the noise's
+    their magnitude (at least B'): FTP's fits through ΦᵀΦ of curves B·||Φ|| + σ₀(√T + 9) in size
+    and PTF's through ΦᵀWΦ of means with noise σ_j(√T + 9) added (fit_rtol with that data_ratio
+    against B'; ||z|| <= √T + 9 but with probability e^-40), the means (γ₄), the noise's
     addition and the error's own arithmetic (γ₄)."""
     geom = s.geometry()
-    w = ptf_default_weights(geom)
-    return max(fit_rtol(geom.Phi.T @ geom.Phi, geom.T),
-               fit_rtol(geom.Phi.T @ (w[:, None] * geom.Phi), geom.T)) + gamma(8)
+    z = np.sqrt(geom.T) + 9
+    eps = 0.0
+    ptf_noise = ptf_sigmas(s.n, ptf_default_clip(geom, s.radius), s.mu).max()
+    for w, noise in ((np.ones(geom.T), 0.0), (ptf_default_weights(geom), ptf_noise)):
+        A_w = geom.Phi.T @ (w[:, None] * geom.Phi)
+        size = (s.B * np.linalg.norm(geom.Phi, 2) + (s.sigma0 + noise) * z) * np.sqrt(w.max())
+        eps = max(eps, fit_rtol(A_w, geom.T, data_ratio=size / (np.sqrt(np.linalg.norm(A_w, 2)) * s.radius)))
+    return eps + gamma(8)
 
 
 def _err_scale(err, norms, s: Setting, eps: float):

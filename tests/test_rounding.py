@@ -122,7 +122,7 @@ def test_fit_bound_covers_fits_against_50_digit_fits(rho, T):
 @pytest.mark.parametrize("call", [
     lambda: eigh_rtol(0), lambda: eigh_rtol(2.0), lambda: fit_rtol(np.ones((2, 3)), 3),
     lambda: fit_rtol(np.eye(2), 0), lambda: fit_rtol(np.diag([1.0, 1e-15]), 4),
-    lambda: product_atol(np.ones((2, 3)), np.ones((2, 3))),
+    lambda: product_atol(np.ones((2, 3)), np.ones((2, 3))), lambda: fit_rtol(np.eye(2), 3, data_ratio=np.nan),
 ])
 def test_new_bounds_refuse_bad_arguments(call):
     with pytest.raises(ValueError):
@@ -165,3 +165,28 @@ def test_psd_root_bound_covers_the_kernel_geometrys_square_root(rho, T):
         trace = abs(sum(E[i, i] for i in range(T)))
     bound = psd_root_rtol(T) * np.linalg.norm(K, 2)
     assert worst <= bound and trace <= T * bound
+
+
+def test_fit_bound_needs_the_data_ratio_off_the_span():
+    """A curve with a residual 1e8 times its fitted part (H_4 on 20 points): the fit's rounding
+    follows ||x||, not ||θ||; the bound with data_ratio covers it, without it the bound fails."""
+    import dpfda
+    from dpfda.maths.fitting import BallLeastSquares
+    from dpfda.trust.recompute import _mp_eigenbasis, _mp_fit_in_ball
+
+    mp = pytest.importorskip("mpmath")
+    Phi = dpfda.LegendreSpace(4).at(dpfda.uniform_grid(20)).Phi
+    A = Phi.T @ Phi
+    rng = np.random.default_rng(7)
+    Q, _ = np.linalg.qr(np.hstack([Phi, rng.standard_normal((20, 16))]))
+    failed_without = False
+    for _ in range(3):
+        x = Phi @ rng.standard_normal(4) + 1e8 * Q[:, 4:] @ rng.standard_normal(16)
+        coef = BallLeastSquares(Phi).solve(x, 1e30).coef
+        with mp.workdps(50):
+            ref = np.array([float(v) for v in _mp_fit_in_ball(mp, _mp_eigenbasis(mp, Phi), x, 1e30)])
+        rel = np.linalg.norm(coef - ref) / np.linalg.norm(ref)
+        ratio = np.linalg.norm(x) / (np.sqrt(np.linalg.norm(A, 2)) * np.linalg.norm(ref))
+        assert rel <= fit_rtol(A, 20, data_ratio=ratio)
+        failed_without |= rel > fit_rtol(A, 20)
+    assert failed_without

@@ -80,10 +80,12 @@ def eigh_rtol(n: int) -> float:
     return gamma(EIGH_CONSTANT * int(n) ** 2)
 
 
-def fit_rtol(A: ArrayLike, T: int) -> float:
+def fit_rtol(A: ArrayLike, T: int, data_ratio: float = 1.0) -> float:
     """Relative error bound of a least-squares fit through the eigendecomposition of ``A = ΦᵀWΦ``.
 
-    The fit is unconstrained or in a ball, of a curve on ``T`` points, A being d × d.
+    The fit is unconstrained or in a ball, of a curve x on ``T`` points, A being d × d;
+    ``data_ratio`` is ‖x‖_W/(‖A‖₂^½·‖θ‖) for the fit θ (at most 1 for a curve in the span of Φ
+    with W = I; larger where x has a large residual off the span, or where θ is small).
     :class:`dpfda.maths.fitting.BallLeastSquares` computes θ = V·(g/(λ + ν)) with
     g = Vᵀ·(ΦᵀW)x and ν ≥ 0 (0 inside the ball). Against the exact fit of the same x:
 
@@ -94,13 +96,15 @@ def fit_rtol(A: ArrayLike, T: int) -> float:
     * a backward error η in A (or A + νI) moves the solution by at most κ·η relative,
       κ = κ₂(A) ≥ κ₂(A + νI) (Higham, Theorem 7.2, first order);
     * the products x·(WΦV̂) and z·V̂ᵀ, the divisions by λ + ν and the Newton iteration for ν
-      (stopped within 4 ulps of the root, :mod:`dpfda.maths.fitting`) add at most
-      γ_{2(T+d)+16}, also amplified by κ at most.
+      (stopped within 4 ulps of the root, :mod:`dpfda.maths.fitting`) round by
+      γ_{2(T+d)+16} of |x|ᵀW|Φ||V̂|, whose norm is at most √d·‖A‖^½·‖x‖_W; through
+      (A + νI)⁻¹ (norm ≤ 1/λ_min) that is κ·√d·γ_{2(T+d)+16}·data_ratio of ‖θ‖.
 
-    The bound is κ₂(A)·(d·γ_{T+1} + e + γ_{2(T+d)+16}) + 4e, relative to ‖θ‖. Refused
-    (``ValueError``) when it reaches 1/2, where first-order bounds no longer hold.
+    The bound is κ₂(A)·(d·γ_{T+1} + e + √d·γ_{2(T+d)+16}·max(1, data_ratio)) + 4e, relative
+    to ‖θ‖. Refused (``ValueError``) when it reaches 1/2, where first-order bounds no longer hold.
 
-    >>> fit_rtol(np.eye(2), 3) == 2 * gamma(4) + 5 * eigh_rtol(2) + gamma(26)
+    >>> expected = 2 * gamma(4) + 5 * eigh_rtol(2) + np.sqrt(2) * gamma(26)  # κ = 1, d = 2, T = 3
+    >>> bool(np.isclose(fit_rtol(np.eye(2), 3), expected, rtol=gamma(4), atol=0))  # the sum's order
     True
     """
     A = np.asarray(A, dtype=float)
@@ -108,13 +112,15 @@ def fit_rtol(A: ArrayLike, T: int) -> float:
         raise ValueError("A must be a finite square matrix")
     if not isinstance(T, (int, np.integer)) or T < 1:
         raise ValueError(f"T must be a positive integer, got {T!r}")
+    if not (np.isfinite(data_ratio) and data_ratio >= 0):
+        raise ValueError(f"data_ratio must be finite and >= 0, got {data_ratio!r}")
     d, T = A.shape[0], int(T)
     kappa = float(np.linalg.cond(A))
     e = eigh_rtol(d)
-    bound = kappa * (d * gamma(T + 1) + e + gamma(2 * (T + d) + 16)) + 4 * e
+    bound = kappa * (d * gamma(T + 1) + e + np.sqrt(d) * gamma(2 * (T + d) + 16) * max(1.0, float(data_ratio))) + 4 * e
     if not np.isfinite(bound) or bound >= 0.5:
         raise ValueError(f"A is too ill-conditioned (condition number {kappa:.3g}) for a first-order rounding bound")
-    return bound
+    return float(bound)
 
 
 def product_atol(A: ArrayLike, B: ArrayLike) -> np.ndarray:
