@@ -80,28 +80,33 @@ def eigh_rtol(n: int) -> float:
     return gamma(EIGH_CONSTANT * int(n) ** 2)
 
 
-def fit_rtol(A: ArrayLike, T: int, data_ratio: float = 1.0) -> float:
+def fit_rtol(A: ArrayLike, T: int, data_ratio: float = 1.0, multiplier: float | None = None) -> float:
     """Relative error bound of a least-squares fit through the eigendecomposition of ``A = ΦᵀWΦ``.
 
-    The fit is unconstrained or in a ball, of a curve x on ``T`` points, A being d × d;
-    ``data_ratio`` is ‖x‖_W/(‖A‖₂^½·‖θ‖) for the fit θ (at most 1 for a curve in the span of Φ
-    with W = I; larger where x has a large residual off the span, or where θ is small).
+    The fit θ of a curve x on ``T`` points, A being d × d, unconstrained or in a ball:
+    ``multiplier`` is its Lagrange multiplier ν (0: unconstrained; > 0: on the sphere; None:
+    either, any ν ≥ 0). ``data_ratio`` is ‖x‖_W/(‖A‖₂^½·‖θ‖) (at most 1 for a curve in the span of
+    Φ with W = I; larger where x has a large residual off the span, or where θ is small).
     :class:`dpfda.maths.fitting.BallLeastSquares` computes θ = V·(g/(λ + ν)) with
-    g = Vᵀ·(ΦᵀW)x and ν ≥ 0 (0 inside the ball). Against the exact fit of the same x:
+    g = Vᵀ·(ΦᵀW)x. Against the exact fit of the same x, with M = (A + νI)⁻¹ and
+    k = κ₂(A + νI) = (λ_max + ν)/(λ_min + ν) (κ₂(A) when ν is not given):
 
     * forming A costs γ_{T+1} per entry relative to |Φ|ᵀW|Φ|, whose 2-norm is at most
-      d·‖A‖₂, so A is known to d·γ_{T+1} in norm;
-    * the eigendecomposition adds a backward error e = :func:`eigh_rtol` (d) in norm, and
-      V̂ is orthogonal to within 2e (so each product with V̂ or V̂ᵀ is off by 2e in norm);
-    * a backward error η in A (or A + νI) moves the solution by at most κ·η relative,
-      κ = κ₂(A) ≥ κ₂(A + νI) (Higham, Theorem 7.2, first order);
+      d·‖A‖₂; the eigendecomposition adds a backward error e = :func:`eigh_rtol` (d) in norm,
+      and V̂ is orthogonal to within 2e (each product with V̂ or V̂ᵀ is off by 2e in norm, 4e in
+      all). A backward error η·‖A‖ moves M·b by at most k·η of itself (Higham, Theorem 7.2, first
+      order);
     * the products x·(WΦV̂) and z·V̂ᵀ, the divisions by λ + ν and the Newton iteration for ν
-      (stopped within 4 ulps of the root, :mod:`dpfda.maths.fitting`) round by
-      γ_{2(T+d)+16} of |x|ᵀW|Φ||V̂|, whose norm is at most √d·‖A‖^½·‖x‖_W; through
-      (A + νI)⁻¹ (norm ≤ 1/λ_min) that is κ·√d·γ_{2(T+d)+16}·data_ratio of ‖θ‖.
+      (stopped within 4 ulps of the root, :mod:`dpfda.maths.fitting`) round by γ_{2(T+d)+16} of
+      |x|ᵀW|Φ||V̂|, whose norm is at most √d·‖A‖^½·‖x‖_W; through M that is
+      √d·γ_{2(T+d)+16}·data_ratio·λ_max/(λ_min + ν) of ‖θ‖;
+    * on the sphere ν moves with the data to keep ‖θ‖ = B': a perturbation r of the equations
+      moves θ by P·M·r, P = I − Mθθᵀ/(θᵀMθ) an oblique projector of norm at most
+      (k + 1)/(2√k) (Kantorovich's inequality); 1 where ν = 0 is known.
 
-    The bound is κ₂(A)·(d·γ_{T+1} + e + √d·γ_{2(T+d)+16}·max(1, data_ratio)) + 4e, relative
-    to ‖θ‖. Refused (``ValueError``) when it reaches 1/2, where first-order bounds no longer hold.
+    The bound is p·(k·(d·γ_{T+1} + e) + √d·γ_{2(T+d)+16}·max(k, data_ratio·λ_max/(λ_min + ν))) + 4e
+    with p that projector's norm, relative to ‖θ‖. Refused (``ValueError``) when it reaches 1/2,
+    where first-order bounds no longer hold.
 
     >>> expected = 2 * gamma(4) + 5 * eigh_rtol(2) + np.sqrt(2) * gamma(26)  # κ = 1, d = 2, T = 3
     >>> bool(np.isclose(fit_rtol(np.eye(2), 3), expected, rtol=gamma(4), atol=0))  # the sum's order
@@ -114,10 +119,18 @@ def fit_rtol(A: ArrayLike, T: int, data_ratio: float = 1.0) -> float:
         raise ValueError(f"T must be a positive integer, got {T!r}")
     if not (np.isfinite(data_ratio) and data_ratio >= 0):
         raise ValueError(f"data_ratio must be finite and >= 0, got {data_ratio!r}")
+    if multiplier is not None and not (np.isfinite(multiplier) and multiplier >= 0):
+        raise ValueError(f"multiplier must be None or finite and >= 0, got {multiplier!r}")
     d, T = A.shape[0], int(T)
     kappa = float(np.linalg.cond(A))
+    top = float(np.linalg.norm(A, 2))
+    nu = 0.0 if multiplier is None else float(multiplier)
+    low = top / kappa  # λ_min, as the condition number sees it
+    k = (top + nu) / (low + nu) if nu > 0 else kappa
+    p = 1.0 if multiplier == 0 else (k + 1) / (2 * np.sqrt(k))
     e = eigh_rtol(d)
-    bound = kappa * (d * gamma(T + 1) + e + np.sqrt(d) * gamma(2 * (T + d) + 16) * max(1.0, float(data_ratio))) + 4 * e
+    data = max(k, float(data_ratio) * top / (low + nu))
+    bound = p * (k * (d * gamma(T + 1) + e) + np.sqrt(d) * gamma(2 * (T + d) + 16) * data) + 4 * e
     if not np.isfinite(bound) or bound >= 0.5:
         raise ValueError(f"A is too ill-conditioned (condition number {kappa:.3g}) for a first-order rounding bound")
     return float(bound)
