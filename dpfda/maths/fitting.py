@@ -162,7 +162,9 @@ class BallLeastSquares:
             return radius, g, z, e, norm > radius
         e[odd] = _row_exponents(X[odd])
         Xs = np.ldexp(X[odd], -e[odd][..., None])
-        g[odd] = Xs @ self._P
+        # row by row: one BLAS path (a vector times P) whatever the number of rows redone, so a
+        # row's bits do not depend on how many others are redone with it
+        g[odd] = np.stack([x @ self._P for x in Xs])
         z[odd] = g[odd] / self.eigenvalues
         norm[odd] = _norm_rows(z[odd])
         if not np.all(np.isfinite(norm)):  # finite rows always give finite, scaled z
