@@ -59,24 +59,11 @@ from typing import TYPE_CHECKING
 
 from ._validation import AssumptionError
 from ._version import __version__ as __version__
+from .maths import spaces as _spaces
 from .maths.curves import Curves
 from .maths.data import KernelCurves, PolynomialCurves, observe, polynomial_curves, rkhs_curves, uniform_ball
 from .maths.fitting import BallFit, BallLeastSquares, fit_ball
-from .maths.spaces import (
-    BrownianKernel,
-    FourierSpace,
-    FunctionSpace,
-    GaussianKernel,
-    GridGeometry,
-    Kernel,
-    KernelGeometry,
-    KernelSpace,
-    LegendreGeometry,
-    LegendreSpace,
-    brownian_kernel,
-    gaussian_kernel,
-    uniform_grid,
-)
+from .maths.spaces import *  # noqa: F403 - every name of the spaces' __all__ (listed below) is dpfda's
 from .mechanisms.mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
 from .mechanisms.pipelines import Release, ftp_sigma, ptf_sigmas
 from .mechanisms.privacy import (
@@ -112,24 +99,13 @@ __all__ = [
     "AssumptionError",
     "BallFit",
     "BallLeastSquares",
-    "BrownianKernel",
     "Curves",
     "Domain",
-    "FourierSpace",
-    "FunctionSpace",
-    "GaussianKernel",
-    "GridGeometry",
-    "Kernel",
     "KernelCurves",
-    "KernelGeometry",
-    "KernelSpace",
     "Mechanism",
-    "LegendreGeometry",
-    "LegendreSpace",
     "PolynomialCurves",
     "PublicFrame",
     "Release",
-    "brownian_kernel",
     "compose",
     "delta_from_mu",
     "epsilon_from_mu",
@@ -137,7 +113,6 @@ __all__ = [
     "ftp",
     "ftp_mechanism",
     "ftp_sigma",
-    "gaussian_kernel",
     "gaussian_sigma",
     "laplace_mechanism",
     "laplace_scale",
@@ -155,5 +130,5 @@ __all__ = [
     "theory",
     "tradeoff",
     "uniform_ball",
-    "uniform_grid",
 ]
+__all__ += _spaces.__all__  # the spaces and kernels, as their module lists them

@@ -41,15 +41,12 @@ from dpfda.mechanisms.pipelines import (
 )
 from dpfda.trust import audit as A
 
+from _spaces import on_grid
 from _support import cancelling_mean_rtol
 
 GRID = np.arange(1, 11) / 10  # t = 0 left out for the Brownian kernel (A.4)
 N, RADIUS, MU = 13, 1.0, 1.0  # n differs from T = 10, d = 4 and the batch sizes below
-SPACES = {
-    "legendre": dpfda.LegendreSpace(4),
-    "gaussian": dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)),
-    "brownian": dpfda.KernelSpace(dpfda.brownian_kernel()),
-}
+SPACES = on_grid(GRID)  # every space of the registry (tests/_spaces.py) this grid takes
 SCALES = [1.0, 1e3, 1e8, 1e14, 1e16, 1e17, 1e20, 1e50, 1e100, 1e200, 1e300]
 TOL = 1e-9  # pair μ may exceed μ by this relative amount (rounding), never more
 # (the proven bound: σ covers the summaries' rounding to 2⁻³¹ + 4u of μ, dpfda.maths.summation)

@@ -93,6 +93,7 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("recompute", "_mp", "mpmath"): "mpmath, the audit's extended-precision arithmetic (an optional "
                                "dependency: releases never need it)",
     ("recompute", "_exact_box_mean", "fractions"): "fractions, exact means for the audit only",
+    ("recompute", "audit_covariance_summary", "fractions"): "fractions, exact second moments for the audit only",
     ("recompute", "_exactly_in_range", "fractions"): "fractions, exact span test for the audit only",
     ("recompute", "NoiseLaw._solve", "scipy.linalg"): "scipy.linalg (about 0.2 s more than the scipy.special "
                                                   "audit needs at import) only when a noise law whitens",

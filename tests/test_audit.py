@@ -21,14 +21,13 @@ from dpfda.maths.summation import gamma
 from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean, ptf_default_clip
 from dpfda.trust import audit as A
 
+from _spaces import on_grid
+
 GRID = dpfda.uniform_grid(8)
 N = 10
 RADIUS = 1.0
 MU = 1.0
-SPACES = {
-    "legendre": dpfda.LegendreSpace(4),
-    "gaussian": dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)),
-}
+SPACES = on_grid(GRID)  # every space of the registry (tests/_spaces.py) this grid takes
 DRAWS = 100_000
 PTF_PAIR_RTOL = gamma(GRID.size + 16)
 """PTF's pair μ at its worst-case pair: clipping exact, each mean rounded once (γ₄, exact sums of

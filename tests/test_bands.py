@@ -20,6 +20,7 @@ from dpfda.maths.summation import gamma
 from dpfda.mechanisms import bands
 from dpfda.practice.publish import release_record
 
+from _spaces import of_size
 from _support import assert_mc_close, bonferroni_z, proportion_se, reps
 
 matplotlib.use("Agg")
@@ -45,7 +46,7 @@ def check_band(many, centre, sd, R):
     assert_mc_close((many - centre) ** 2, sd**2, z=zb, what="squared deviation")
 
 
-@pytest.mark.parametrize("space", [dpfda.LegendreSpace(4), dpfda.FourierSpace(5)])
+@pytest.mark.parametrize("space", of_size(12).values(), ids=of_size(12).keys())
 def test_ftp_band_covers_the_noiseless_fit_as_stated(space):
     R = reps(4000, 1000)
     grid, X = data(12)

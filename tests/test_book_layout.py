@@ -5,7 +5,8 @@ Checked on the committed ``.ipynb`` files under ``book/``:
 * code a reader sees: a code cell is *visible* unless a tag folds it (``hide-input``,
   ``hide-cell``: a click shows it) or removes it (``remove-input``, ``remove-cell``).
   Cells inside an exercise's solution dropdown count as visible. The whole book shows at
-  most :data:`MAX_VISIBLE_LINES` lines of code, no visible cell is longer than
+  most :data:`MAX_VISIBLE_PER_CHAPTER` lines of code per chapter on average (a new chapter
+  brings its share, no more), no visible cell is longer than
   :data:`MAX_CELL_LINES` lines, and no visible line is longer than :data:`MAX_LINE` chars;
 * one figure style: every notebook that draws calls ``plots.use_style()``, and no cell
   asks for a figure wider than the content column or for text smaller than the style's
@@ -28,7 +29,8 @@ BOOK = Path(__file__).resolve().parents[1] / "book"
 NOTEBOOKS = sorted(BOOK.glob("*.ipynb"))
 FOLDED = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 
-MAX_VISIBLE_LINES = 1700
+MAX_VISIBLE_PER_CHAPTER = 85
+MAX_VISIBLE_LINES = MAX_VISIBLE_PER_CHAPTER * len(NOTEBOOKS)
 MAX_CELL_LINES = 30
 MAX_LINE = 88
 

@@ -24,18 +24,17 @@ import dpfda
 from dpfda.maths.rounding import eigh_rtol, fit_rtol, pair_rtol, product_atol, solve_rtol
 from dpfda.maths.summation import gamma
 from dpfda.mechanisms import theory
-from dpfda.mechanisms.designs import Design
+from dpfda.mechanisms.designs import Design, below_ftp
 from dpfda.report import evidence as ev
 from dpfda.simulation.design_runs import simulate_designs
 from dpfda.simulation.studies import Setting
 from dpfda.trust import audit as A
 
+from _spaces import on_grid
+
 GRID = np.linspace(0.0, 1.0, 6)
 RADIUS, MU, N = 1.1, 1.0, 7
-SPACES = {
-    "legendre": dpfda.LegendreSpace(3),
-    "gaussian": dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)),
-}
+SPACES = on_grid(GRID)  # every space of the registry (tests/_spaces.py) this grid takes
 MEMBERS = {
     "box": dict(region="box"),
     "box-isotropic": dict(region="box", noise="isotropic"),
@@ -199,12 +198,15 @@ def test_no_point_of_C_exceeds_R_and_neighbours_attain_it(space_name, member):
     assert np.linalg.norm(diff) == pytest.approx(des.sensitivity(N), rel=_attain_rtol(des), abs=0)
 
 
-@pytest.mark.parametrize("space_name", SPACES)
+GRID3 = np.linspace(0.0, 1.0, 3)
+
+
+@pytest.mark.parametrize("space_name", on_grid(GRID3))
 @pytest.mark.parametrize("lam", [0.2, 0.5, 0.9])
 def test_mix_radius_against_a_dense_search(space_name, lam):
     """R of (1−λ)box + λE against max over sign vectors and many directions u."""
-    grid = np.linspace(0.0, 1.0, 3)
-    space = SPACES[space_name]
+    grid = GRID3
+    space = on_grid(GRID3)[space_name]
     des = Design(grid, space, RADIUS, region="mix", lam=lam)
     geom = space.at(grid)
     s = np.array([[a, b, c] for a in (1, -1) for b in (1, -1) for c in (1, -1)], float)
@@ -328,21 +330,12 @@ def _floor_geometry(family, T, m):
     return Setting(family=family, n=4, T=T, m=m, mu=1.0, sigma0=1.0, radius_rule=rule).geometry()
 
 
-def _below_ftp(geom, n, sigma0, designs):
-    """The design-space chapter's check: the names of designs with a term below FTP's closed form."""
-    floor = np.array(theory.ftp_unconstrained_terms(geom, RADIUS, n, MU, sigma0))
-    rtol = max(solve_rtol(geom.Phi.T @ (d.weights[:, None] * geom.Phi), geom.T + geom.dim)
-               for d in designs.values())
-    return [k for k, d in designs.items()
-            if not np.all(np.array(d.unconstrained_error(n, MU, sigma0)) >= floor * (1 - rtol))]
-
-
 @pytest.mark.parametrize("family, T, m", FLOOR_CASES)
 def test_no_design_below_ftps_closed_form_within_the_rounding_bound(family, T, m):
     geom = _floor_geometry(family, T, m)
     designs = {k: Design(geom.grid, geom.space, RADIUS, **v) for k, v in PAPER_SPECS.items()}
     for n, sigma0 in ((4, 0.1), (99, 1.0), (4096, 10.0)):
-        assert _below_ftp(geom, n, sigma0, designs) == []
+        assert below_ftp(designs, n, MU, sigma0)[0] == []
         floor = theory.ftp_unconstrained_terms(geom, RADIUS, n, MU, sigma0)
         A = geom.Phi.T @ geom.Phi
         assert np.allclose(designs["ftp"].unconstrained_error(n, MU, sigma0), floor,
@@ -363,12 +356,21 @@ def test_a_design_below_ftp_fails_the_check(monkeypatch):
     """Negative control: a design whose noise is a relative 1e-5 too small is caught."""
     geom = _floor_geometry("kernel", 12, None)
     designs = {k: Design(geom.grid, geom.space, RADIUS, **v) for k, v in PAPER_SPECS.items()}
-    assert _below_ftp(geom, 99, 1.0, designs) == []
+    assert below_ftp(designs, 99, MU, 1.0)[0] == []
     wrong = designs["ellipsoid"]
     sigma = type(wrong).sigma
     monkeypatch.setattr(type(wrong), "sigma",
                         lambda self, n, mu: sigma(self, n, mu) * (1 - 1e-5 * (self is wrong)))
-    assert _below_ftp(geom, 99, 1.0, designs) == ["ellipsoid"]
+    assert below_ftp(designs, 99, MU, 1.0)[0] == ["ellipsoid"]
+
+
+def test_below_ftp_refuses_designs_of_different_spaces():
+    geom = _floor_geometry("kernel", 8, None)
+    other = _floor_geometry("legendre", 8, 3)
+    designs = {"a": Design(geom.grid, geom.space, RADIUS, region="box"),
+               "b": Design(other.grid, other.space, RADIUS, region="box")}
+    with pytest.raises(ValueError, match="share one grid"):
+        below_ftp(designs, 99, MU, 1.0)
 
 
 def test_simulation_is_reproducible_and_keyed_by_seed():

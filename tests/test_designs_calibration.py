@@ -28,6 +28,8 @@ from dpfda.maths.rounding import pair_rtol
 from dpfda.maths.summation import gamma
 from dpfda.mechanisms.designs import Design
 
+from _spaces import on_grid
+
 MU, N = 1.0, 7
 TOL = 1e-9  # the proven excess of pair μ over μ (2⁻³¹ + 4u, dpfda.maths.summation), with room for this
 # file's own solve (condition number at most 1e3, checked: κ·γ_{8T} < 1e-11)
@@ -199,10 +201,7 @@ MEMBERS = {
     "mix-1": dict(region="mix", lam=1.0),
     "ftp": dict(region="ellipsoid", noise="ellipsoid", fit="none"),
 }
-SPACES = {
-    "legendre": dpfda.LegendreSpace(3),
-    "gaussian": dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)),
-}
+SPACES = on_grid(GRID6)  # every space of the registry (tests/_spaces.py) this grid takes
 
 
 @pytest.mark.parametrize("space_name", SPACES)

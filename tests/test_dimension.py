@@ -11,6 +11,8 @@ from dpfda.maths.summation import gamma
 from dpfda.mechanisms.calibration import noise_scale
 from dpfda.mechanisms.dimension import public_dimension
 
+from _spaces import all_spaces
+
 HOURS = np.arange(24) / 24
 
 
@@ -79,7 +81,8 @@ def test_never_reads_private_data():
     ({"proxy": np.ones((3, 12))}, ValueError, "different grid"),
     ({"proxy": np.full((2, 24), np.nan)}, ValueError, "NaN"),
     ({"space_family": 3}, TypeError, "space_family"),
-    ({"space_family": lambda m: KernelSpace(GaussianKernel(0.2))}, TypeError, "space_family"),
+    ({"space_family": lambda m: KernelSpace(GaussianKernel(0.2))}, TypeError, "no dimension to choose"),
+    ({"space_family": lambda m: NotNested(m)}, TypeError, "does not nest"),
     ({"space_family": lambda m: FourierSpace(m + 1)}, TypeError, "dimension m"),
 ])
 def test_bad_inputs_refused_by_name(kwargs, error, words):
@@ -96,3 +99,21 @@ def test_curves_proxy_on_other_points_refused():
     own = Curves.irregular([[0, 6], [0, 12, 18]], [[1.0, 2.0], [1.0, 2.0, 3.0]], domain=(0, 24))
     with pytest.raises(ValueError, match="own points"):
         public_dimension(own, HOURS, FourierSpace, 10, 1.0, 1.0, m_max=4)
+
+
+class NotNested(LegendreSpace):
+    """An orthonormal space that says it does not nest (a basis rebuilt for each m, as B-splines)."""
+
+    nests = False
+
+
+@pytest.mark.parametrize("space", [s for _, s in all_spaces()], ids=lambda s: s.spec)
+def test_the_chooser_takes_exactly_the_spaces_that_nest(space):
+    args = (_proxy([1.0, 0.5]), HOURS)
+    if space.nests:
+        family = space.with_dimension
+        choice = public_dimension(*args, family, 10, 1.0, 1.0, m_max=4)
+        assert 1 <= choice.m <= 4
+    else:
+        with pytest.raises(TypeError, match="space_family"):
+            public_dimension(*args, lambda m: space, 10, 1.0, 1.0, m_max=4)

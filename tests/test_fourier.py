@@ -115,7 +115,7 @@ def test_cli_fourier_and_a_negative_domain_after_a_space(tmp_path, capsys):
                      "--radius", "2", "--mu", "1", "--out", str(out)])
     assert code == 0, capsys.readouterr().err
     record = json.loads(out.read_text())
-    assert record["space"] == {"kind": "fourier", "dimension": 5}
+    assert record["space"] == {"kind": "fourier", "dimension": 5, "spec": "fourier:5"}
     assert record["domain"]["start"] == -1.0
 
 
@@ -135,7 +135,7 @@ def test_space_spellings(text, space):
     ("fourier:x", "must be a whole number >= 1"),
     ("fourier:0", "m must be an integer >= 1"),
     ("legendre:regularize", "whole number"),
-    ("fourier", "--space must be legendre:M or fourier:M"),
+    ("fourier", "fourier:M needs M"),
 ])
 def test_bad_space_spellings_are_explained(text, message):
     with pytest.raises(cli.UsageError, match=message):

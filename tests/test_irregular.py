@@ -15,7 +15,9 @@ from dpfda.maths.summation import gamma
 from dpfda.mechanisms.irregular import IrregularPTFError, irregular_fit_mean
 from dpfda.mechanisms.pipelines import ftp_rounding_excess
 
-SPACES = [LegendreSpace(4), FourierSpace(5)]
+from _spaces import of_size
+
+SPACES = list(of_size(10).values())  # the registry's orthonormal spaces (tests/_spaces.py)
 
 
 def _fits_atol(space, grid, X, radius) -> float:

@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 
 import dpfda
-from dpfda import KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
 from dpfda.mechanisms.designs import Design
 from dpfda.mechanisms.mechanism import Mechanism, ftp_mechanism, ptf_mechanism
 from dpfda.mechanisms.pipelines import (
@@ -37,12 +36,10 @@ from dpfda.mechanisms.pipelines import (
 )
 from dpfda.trust import audit as A
 
+from _spaces import on_grid
+
 GRID = (np.arange(9) + 0.5) / 9
-SPACES = {
-    "legendre": LegendreSpace(4),
-    "gaussian": KernelSpace(gaussian_kernel(0.2)),
-    "brownian": KernelSpace(brownian_kernel()),
-}
+SPACES = on_grid(GRID)  # every space of the registry (tests/_spaces.py) this grid takes
 RADIUS, MU = 1.3, 0.7
 
 

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import dpfda
-from dpfda import KernelSpace, LegendreSpace, gaussian_kernel
 from dpfda.mechanisms import gaussian, mechanism, parts
 from dpfda.mechanisms.designs import Design
 from dpfda.mechanisms.mechanism import ftp_mechanism, ptf_mechanism
@@ -38,11 +37,10 @@ from dpfda.mechanisms.pipelines import (
     ptf_sigmas,
 )
 
+from _spaces import on_grid
+
 GRID = (np.arange(9) + 0.5) / 9
-SPACES = {
-    "legendre": LegendreSpace(4),
-    "gaussian": KernelSpace(gaussian_kernel(0.2)),
-}
+SPACES = on_grid(GRID)  # every space of the registry (tests/_spaces.py) this grid takes
 RADIUS, MU = 1.3, 0.7
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,6 +19,8 @@ from dpfda.practice.publish import (
     release_record,
     space_description,
 )
+
+from _spaces import GRIDS, on_grid
 
 AGES = [1.0, 1.5, 2.0, 3.0]
 
@@ -46,7 +50,7 @@ def test_record_of_ptf_in_a_kernel_space_and_refusals():
     rel = dpfda.ptf(X, grid, space, 1.0, 1.0, np.random.default_rng(2))
     rec = release_record(rel, np.linspace(0, 1, 7), deltas=(1e-3,))
     assert rec["secure"] is False and "not publication" in rec["noise"]
-    assert rec["space"] == {"kind": "gaussian-kernel", "rho": 0.3}
+    assert rec["space"] == {"kind": "gaussian-kernel", "rho": 0.3, "spec": "gaussian:0.3"}
     assert len(rec["clip"]) == 5 and rec["frame"] is None
     assert rec["epsilon_delta"][0]["epsilon"] == pytest.approx(float(dpfda.epsilon_from_mu(1.0, 1e-3)), rel=gamma(1),
                                                                abs=0)  # the same function
@@ -59,7 +63,18 @@ def test_record_of_ptf_in_a_kernel_space_and_refusals():
         release_record(rel, [0.5], deltas=(1.0,))
     with pytest.raises(TypeError, match="release must be a dpfda Release"):
         release_record(rec, [0.5])
-    assert space_description(dpfda.KernelSpace(dpfda.brownian_kernel())) == {"kind": "brownian-kernel"}
+    assert space_description(dpfda.KernelSpace(dpfda.brownian_kernel())) == {"kind": "brownian-kernel",
+                                                                              "spec": "brownian"}
+    with pytest.raises(TypeError, match="FunctionSpace"):
+        space_description("legendre:3")
+
+
+@pytest.mark.parametrize("name, space", on_grid(GRIDS["mid9"]).items())
+def test_the_record_names_every_space_by_a_spec_that_reads_back(name, space):
+    rel = dpfda.ftp(np.zeros((20, 9)), GRIDS["mid9"], space, 1.0, 1.0, np.random.default_rng(3))
+    rec = json.loads(json.dumps(release_record(rel, [0.5])))
+    assert rec["space"] == space.description and dpfda.space_from_spec(rec["space"]["spec"]) == space
+    assert rec["space"]["kind"].split("-")[0] == rec["space"]["spec"].split(":")[0] == name
 
 
 def test_rng_may_be_left_out_only_with_secure_true():

@@ -26,7 +26,7 @@ def check_record(record: dict, secure: bool = True) -> None:
     assert set(pairs) == {1e-5, 1e-6, 1e-7}
     assert abs(pairs[1e-5] - float(dpfda.epsilon_from_mu(1.0, 1e-5))) < 1e-12  # the same function: a few ulps of 4.4
     assert round(pairs[1e-5], 1) == 4.4  # the README's comment says (ε, δ) = (4.4, 1e-5)
-    assert record["space"] == {"kind": "legendre", "dimension": 8}
+    assert record["space"] == {"kind": "legendre", "dimension": 8, "spec": "legendre:8"}
     points, values = np.array(record["curve"]["points"]), np.array(record["curve"]["values"])
     assert points.shape == values.shape and np.isfinite(values).all()
     assert len(record["grid"]["points"]) == 31 and record["grid"]["points"][0] == 1.0
@@ -93,7 +93,7 @@ def test_readme_quickstart_command_line_runs_verbatim(tmp_path):
     assert np.array_equal(np.loadtxt(ours, delimiter=",", skiprows=1, usecols=range(1, 32)),
                           np.loadtxt(tmp_path / "heights.csv", delimiter=",", skiprows=1, usecols=range(1, 32)))
     temps = json.loads((tmp_path / "temps.json").read_text())
-    assert temps["space"] == {"kind": "fourier", "dimension": 7} and temps["n"] == 365
+    assert temps["space"] == {"kind": "fourier", "dimension": 7, "spec": "fourier:7"} and temps["n"] == 365
     assert len(temps["noise_sd"]) == len(temps["curve"]["values"]) and "own points" in temps["sampling"]
     assert (tmp_path / "temps.png").read_bytes().startswith(b"\x89PNG")
 

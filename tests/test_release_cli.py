@@ -17,8 +17,12 @@ import pytest
 
 import dpfda
 from dpfda import cli, fit_ball
+from dpfda.cli._release import SPACE_HELP, space_option
 from dpfda.maths.rounding import fit_rtol
+from dpfda.maths.spaces import SPACE_FAMILIES
 from dpfda.maths.summation import gamma
+
+from _spaces import all_spaces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 POINTS = np.array([0.0, 0.2, 0.5, 0.7, 1.0])
@@ -69,7 +73,7 @@ def test_wide_csv_writes_the_curve_and_every_public_parameter(tmp_path, capsys):
     assert [p["delta"] for p in rec["epsilon_delta"]] == [1e-5, 1e-6, 1e-7]
     for p in rec["epsilon_delta"]:
         assert p["epsilon"] == pytest.approx(float(dpfda.epsilon_from_mu(1.0, p["delta"])), rel=gamma(1), abs=0)
-    assert rec["space"] == {"kind": "legendre", "dimension": 3}
+    assert rec["space"] == {"kind": "legendre", "dimension": 3, "spec": "legendre:3"}
     assert rec["grid"]["points"] == POINTS.tolist() and rec["grid"]["unit"] == POINTS.tolist()
     assert rec["domain"] == {"start": 0.0, "stop": 1.0, "name": "grid point"}
     assert rec["clip"] is None and rec["weights"] is None and rec["frame"] is None
@@ -156,6 +160,16 @@ def test_per_subject_grids_are_refused_with_the_reason(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "common grid" in err and "own points" in err
+
+
+@pytest.mark.parametrize("space", [s for _, s in all_spaces()], ids=lambda s: s.spec)
+def test_space_reads_every_spec_of_the_registry(space):
+    assert space_option(space.spec) == space
+
+
+def test_space_help_names_every_family():
+    for family in SPACE_FAMILIES.values():
+        assert f"{family.spec_form} ({family.spec_help})" in SPACE_HELP
 
 
 @pytest.mark.parametrize("args, message", [

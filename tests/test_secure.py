@@ -22,6 +22,8 @@ from dpfda.maths.summation import gamma
 from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean
 from dpfda.trust import audit as A
 
+from _spaces import on_grid
+
 opendp = pytest.importorskip("opendp", reason="the [secure] extra (opendp) is part of requirements.txt")
 dp_accounting = pytest.importorskip("dp_accounting")
 
@@ -29,10 +31,7 @@ from dpfda.mechanisms import secure  # noqa: E402
 
 GRID = dpfda.uniform_grid(8)
 N, RADIUS, MU = 10, 1.0, 1.0
-SPACES = {
-    "legendre": dpfda.LegendreSpace(4),
-    "gaussian": dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)),
-}
+SPACES = on_grid(GRID)  # every space of the registry (tests/_spaces.py) this grid takes
 REPS = 2500  # OpenDP's exact sampler costs tens of microseconds per coordinate
 P_FLOOR = 1e-5
 Z = 5.0

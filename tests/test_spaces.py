@@ -1,8 +1,8 @@
-"""Function spaces: the Legendre space H_m (Example 1) and kernel spaces H_K (Example 2).
+"""Function spaces: the Legendre space H_m (Example 1), kernel spaces H_K (Example 2), and every space of the registry.
 
 Independent references: scipy's shifted Legendre polynomials and Gauss–Legendre
-quadrature for H_m; the kernel formulas written out here (eq. 1, min(s, t))
-for H_K; closed-form Brownian-motion facts.
+quadrature for H_m; each registered family's formula written out independently in
+tests/_spaces.py, for the generic tests below; closed-form Brownian-motion facts.
 """
 
 from __future__ import annotations
@@ -15,15 +15,23 @@ from scipy import special
 from test_pipelines import _kernel_eval_atol
 
 from dpfda import (
+    AssumptionError,
+    FourierSpace,
+    FunctionSpace,
+    GaussianKernel,
+    Kernel,
     KernelSpace,
     LegendreSpace,
-    brownian_kernel,
+    OrthonormalSpace,
     gaussian_kernel,
+    space_from_spec,
     uniform_grid,
 )
 from dpfda.maths.rounding import eigh_rtol, product_atol, psd_root_rtol, solve_rtol
+from dpfda.maths.spaces import SPACE_FAMILIES
 from dpfda.maths.summation import gamma
 
+from _spaces import CASES, GRIDS, all_spaces, case_of, held, on_grid
 from _support import bonferroni_z, reps
 
 
@@ -206,24 +214,25 @@ def test_gaussian_gram_symmetric_pd_unit_diagonal():
     np.testing.assert_allclose(k.diag(np.linspace(0, 1, 5)), 1.0, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("kernel, grid", [
-    (gaussian_kernel(0.2), uniform_grid(8)),
-    (gaussian_kernel(0.5), uniform_grid(5)),
-    (brownian_kernel(), np.arange(1, 11) / 10),
-])
-def test_kernel_geometry(kernel, grid):
-    space = KernelSpace(kernel)
+KERNEL_ON_GRIDS = [pytest.param(space, g, id=f"{cid}-{gname}")
+                   for gname, g in GRIDS.items() for cid, space in on_grid(g, KernelSpace).items()]
+KERNEL_MEMBERS = [pytest.param(s, id=s.spec) for _, s in all_spaces() if isinstance(s, KernelSpace)]
+
+
+@pytest.mark.parametrize("space, grid", KERNEL_ON_GRIDS)
+def test_kernel_geometry(space, grid):
     geom = space.at(grid)
-    K = np.minimum.outer(grid, grid) if kernel.name == "brownian" else gauss_ref(grid, grid, kernel.rho)
+    kernel = space.kernel
+    K = case_of(space).reference(space, grid)
     # Φ = K_T^{1/2}: symmetric, squares to K_T; Φ_inv is its inverse.
     R = space.sqrt_gram(grid)
-    T, nK = grid.size, np.linalg.norm(K, 2)
-    k_atol = 0.0 if kernel.name == "brownian" else _gauss_rtol(grid, grid, kernel.rho)  # K by two formulas
+    T, nK = grid.size, np.linalg.norm(geom.K, 2)
+    k_atol = case_of(space).reference_atol  # dpfda's K against the reference's, entrywise
     # V̂√Λ̂·V̂ᵀ is symmetric up to the product's rounding, T·γ_T·||K||^½ on each side
     np.testing.assert_allclose(R, R.T, rtol=0, atol=2 * T * gamma(T) * np.sqrt(nK))
     np.testing.assert_allclose(R @ R, K, rtol=0, atol=psd_root_rtol(T) * nK + k_atol)
     # Λ̂^{-½}(V̂ᵀV̂ − I)Λ̂^{½}: V̂'s orthogonality (2e) and the products (T·γ_{T+1}), times sqrt(κ(K))
-    inv_atol = 3 * (2 * eigh_rtol(T) + T * gamma(T + 1)) * np.sqrt(np.linalg.cond(K))
+    inv_atol = 3 * (2 * eigh_rtol(T) + T * gamma(T + 1)) * np.sqrt(np.linalg.cond(geom.K))
     np.testing.assert_allclose(geom.Phi_inv @ R, np.eye(T), rtol=0, atol=inv_atol)
     np.testing.assert_allclose(geom.eval_norm, np.sqrt(np.diag(K)), rtol=gamma(1), atol=0)  # sqrt(1) or sqrt(t)
     assert geom.metric == "MSE" and geom.dim == grid.size and not geom.floored
@@ -233,28 +242,31 @@ def test_kernel_geometry(kernel, grid):
     f_grid = alpha @ K  # f = Σ α_j K(t_j, ·) on the grid
     beta = geom.coef_from_values(f_grid)
     # RKHS norm of the β coordinates is sqrt(αᵀK_Tα).
-    # ||β||² = (αK)Φ̂⁻²(Kα): Φ̂² off K by psd_root_rtol·||K|| (κ(K) of it relative), the solve's
-    # solve_rtol, the data αK's rounding through Φ̂⁻¹; the form αᵀKα rounds by γ_{T²+8} of
-    # |α|ᵀ|K||α| (amp of itself), and K by two formulas
+    # ||β||² = (αK)Φ̂⁻²(Kα): Φ̂² off K by psd_root_rtol·||K|| and dpfda's K off the reference's by
+    # T·k_atol (κ(K)/||K|| of them relative), the solve's solve_rtol, the data αK's rounding through
+    # Φ̂⁻¹; the form αᵀKα rounds by γ_{T²+8} of |α|ᵀ|K||α| (amp of itself), and by k_atol·(Σ|α|)²
     q = np.einsum("ij,jk,ik->i", alpha, K, alpha)
     amp = np.einsum("ij,jk,ik->i", np.abs(alpha), np.abs(K), np.abs(alpha)) / q
-    form = (gamma(T * T + 8) + k_atol) * amp
+    form = gamma(T * T + 8) * amp + k_atol * np.sum(np.abs(alpha), axis=1) ** 2 / q
     data = np.linalg.norm(geom.Phi_inv, 2) * gamma(T) * np.linalg.norm(np.abs(alpha) @ np.abs(K), axis=1) / np.sqrt(q)
-    rel = psd_root_rtol(T) * np.linalg.cond(K) + solve_rtol(K, 2 * T) + data + form
+    rel = (psd_root_rtol(T) + T * k_atol / nK) * np.linalg.cond(geom.K) + solve_rtol(geom.K, 2 * T) + data + form
     assert np.all(np.abs(np.linalg.norm(beta, axis=1) - np.sqrt(q)) <= rel * np.sqrt(q))
     assert np.all(np.abs(space.rkhs_norm(alpha, grid) - np.sqrt(q)) <= form * np.sqrt(q))
     # Grid values reproduce, on the grid and through evaluate.
     # Φ̂β̂ against αK: the solve is backward stable (γ_{8T}·||Φ||·||β||, no κ), f_grid rounds (γ_T·|α||K|),
     # K by two formulas; through evaluate, K^{-½}'s error as in test_pipelines._kernel_eval_atol
     f_atol = (gamma(8 * T) * np.linalg.norm(geom.Phi, 2) * np.linalg.norm(beta, axis=1, keepdims=True)
-              + gamma(T) * (np.abs(alpha) @ np.abs(K)) + k_atol * (np.abs(alpha) @ np.abs(K)))
+              + gamma(T) * (np.abs(alpha) @ np.abs(K)) + k_atol * np.sum(np.abs(alpha), axis=1, keepdims=True))
     assert np.all(np.abs(geom.values(beta) - f_grid) <= f_atol)
     assert np.all(np.abs(geom.evaluate(beta, grid) - f_grid) <= f_atol + _kernel_eval_atol(geom, kernel, beta, grid))
     # Off the grid: the interpolant Σ α_j K(t_j, t).
     t = rng.random(9)
-    Kt = np.minimum.outer(grid, t) if kernel.name == "brownian" else gauss_ref(grid, t, kernel.rho)
-    # β = K^½α to rel (above) of ||β||, evaluated through K^{-½} (its bound), against αK(grid, t) (γ_T)
+    Kt = case_of(space).reference(space, np.concatenate([grid, t]))[:grid.size, grid.size:]
+    np.testing.assert_allclose(kernel(grid[:, None], t[None, :]), Kt, rtol=0, atol=k_atol)
+    # β = K^½α to rel (above) of ||β||, evaluated through K^{-½} (its bound), against αK(grid, t) (γ_T),
+    # and dpfda's K(grid, t) against the reference's (k_atol per entry)
     e_atol = (_kernel_eval_atol(geom, kernel, beta, t) + gamma(T) * (np.abs(alpha) @ np.abs(Kt))
+              + k_atol * np.sum(np.abs(alpha), axis=1, keepdims=True)
               + np.max(rel) * np.linalg.norm(beta, axis=1, keepdims=True) * np.linalg.norm(geom.Phi_inv, 2)
               * np.linalg.norm(Kt, axis=0))
     assert np.all(np.abs(geom.evaluate(beta, t) - alpha @ Kt) <= e_atol)
@@ -266,11 +278,11 @@ def test_kernel_geometry(kernel, grid):
     assert np.all(np.abs(geom.error(beta, b2) - err) <= 2 * np.sqrt(err) * d + d**2 + gamma(T + 2) * err)
 
 
-@pytest.mark.parametrize("kernel", [gaussian_kernel(0.2), gaussian_kernel(0.05), brownian_kernel()])
-def test_reproducing_property_bound(kernel):
+@pytest.mark.parametrize("space", KERNEL_MEMBERS)
+def test_reproducing_property_bound(space):
     """|f(t)| <= ||f||_H sqrt(K(t, t)) for random f = Σ α_k K(c_k, ·)."""
+    kernel = space.kernel
     rng = np.random.default_rng(6)
-    space = KernelSpace(kernel)
     t = np.linspace(0, 1, 201)
     for _ in range(50):
         c = rng.random(int(rng.integers(1, 12)))
@@ -289,13 +301,14 @@ def test_reproducing_property_bound(kernel):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kernel", [gaussian_kernel(0.2), brownian_kernel()])
-def test_gp_sample_covariance(kernel):
+@pytest.mark.parametrize("space", [pytest.param(s, id=cid) for cid, s in on_grid(GRIDS["mid9"], KernelSpace).items()])
+def test_gp_sample_covariance(space):
     """Z_K ~ GP(0, K): sample second moments match K at the points, within SE."""
+    kernel = space.kernel
     rng = np.random.default_rng(7)
     t = np.array([0.0, 0.1, 0.35, 0.5, 0.9, 1.0])
     N = reps(100_000, 20_000)
-    Z = KernelSpace(kernel).sample_gaussian(rng, t, size=N)
+    Z = space.sample_gaussian(rng, t, size=N)
     assert Z.shape == (N, t.size)
     K = kernel.gram(t)
     prods = Z[:, :, None] * Z[:, None, :]
@@ -306,7 +319,7 @@ def test_gp_sample_covariance(kernel):
     z = bonferroni_z(int(nz.sum()))
     assert np.all(np.abs(mean[iu][nz] - K[iu][nz]) <= z * se[iu][nz])
     # Degenerate directions stay degenerate: Brownian motion is exactly 0 at t = 0.
-    if kernel.name == "brownian":
+    if kernel.diag(t)[0] == 0:
         assert np.all(Z[:, 0] == 0)
 
 
@@ -321,3 +334,235 @@ def test_regularize_floors_small_eigenvalues():
     atol = KernelSpace(gaussian_kernel(0.2), regularize=True).floor + (psd_root_rtol(20) + eigh_rtol(20)) * nK
     np.testing.assert_allclose(geom.Phi @ geom.Phi, geom.K, rtol=0, atol=atol)
     assert KernelSpace(gaussian_kernel(0.2)) != KernelSpace(gaussian_kernel(0.2), regularize=True)
+
+
+# ---------------------------------------------------------------------------
+# Every space of the registry (tests/_spaces.py): specs, equality, nesting, formulas
+# ---------------------------------------------------------------------------
+
+MEMBERS = [pytest.param(s, id=s.spec) for _, s in all_spaces()]
+EPS = np.finfo(float).eps
+
+
+def family_of(space: FunctionSpace) -> str:
+    return space.spec.split(":", 1)[0]
+
+
+def test_every_family_has_one_case_in_the_test_registry():
+    families = [family_of(c.space(8)) for c in CASES]
+    assert sorted(families) == sorted(SPACE_FAMILIES), "add a SpaceCase to tests/_spaces.py for each family"
+    assert len({c.id for c in CASES}) == len(CASES)
+    for c in CASES:  # every member of a case is of its family
+        assert {family_of(s) for s in c.members()} == {family_of(c.space(8))}
+    for name, cls in SPACE_FAMILIES.items():
+        assert cls.family == name and cls.spec_form.split(":")[0] == name and cls.spec_help.isascii()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_each_case_refuses_exactly_the_grids_it_names(case):
+    for name, grid in GRIDS.items():
+        if name in case.refuses:
+            with pytest.raises(AssumptionError):
+                case.space(grid.size).at(grid)
+        else:
+            case.space(grid.size).at(grid)
+    assert set(case.refuses) <= set(GRIDS)
+
+
+def assert_reads_back(space: FunctionSpace) -> None:
+    """The spec reads back to an equal space holding the same numbers, with the same geometry."""
+    back = space_from_spec(space.spec)
+    assert type(back) is type(space) and back == space and hash(back) == hash(space)
+    assert back.spec == space.spec and held(back) == held(space), (space.spec, held(back), held(space))
+    assert space_from_spec(f"  {space.spec} ") == space
+    # the numbers themselves, computed afresh by each (no cached geometry in between)
+    for grid in GRIDS.values():
+        if isinstance(space, OrthonormalSpace):
+            assert np.array_equal(back.basis(grid), space.basis(grid))
+        else:
+            assert np.array_equal(back.kernel.gram(grid), space.kernel.gram(grid))
+
+
+@pytest.mark.parametrize("space", MEMBERS)
+def test_the_spec_reads_back_to_an_equal_space(space):
+    assert_reads_back(space)
+    assert SPACE_FAMILIES[family_of(space)].from_spec(space.spec) == space
+    assert space.description["spec"] == space.spec
+    assert space.description["kind"].startswith(family_of(space))
+
+
+def test_a_spec_that_leaves_out_a_number_is_caught(monkeypatch):
+    """Negative control: a space whose spec forgot a parameter does not read back."""
+    space = LegendreSpace(8)
+    assert_reads_back(space)
+    monkeypatch.setattr(LegendreSpace, "spec", property(lambda self: "legendre:3"))
+    with pytest.raises(AssertionError):
+        assert_reads_back(space)
+
+
+def equality_disagreements(spaces: list[FunctionSpace]) -> list[tuple[str, str]]:
+    """Pairs whose == or hash disagrees with (class, spec): spaces are equal exactly when both match."""
+    out = []
+    for a in spaces:
+        for b in spaces:
+            same = type(a) is type(b) and a.spec == b.spec
+            if (a == b) != same or (same and hash(a) != hash(b)):
+                out.append((repr(a), repr(b)))
+    return out
+
+
+def test_spaces_are_equal_exactly_when_class_and_spec_agree():
+    spaces = [s for _, s in all_spaces()]
+    copies = [space_from_spec(s.spec) for s in spaces]  # equal, not identical
+    assert equality_disagreements(spaces + copies) == []
+    specs = [s.spec for s in spaces]
+    assert len(set(specs)) == len(specs)  # the registry's members all differ
+
+
+def test_equality_that_ignores_a_parameter_is_caught(monkeypatch):
+    """Negative control: the comparison of old (a kernel space by its kernel only) is caught."""
+    spaces = [s for _, s in all_spaces()]
+    monkeypatch.setattr(KernelSpace, "__eq__", lambda self, other: isinstance(other, KernelSpace)
+                        and other.kernel == self.kernel)
+    assert equality_disagreements(spaces)
+
+
+def test_kernels_are_equal_by_class_and_parameters():
+    assert gaussian_kernel(0.2) == GaussianKernel(0.2) and gaussian_kernel(0.2) != gaussian_kernel(0.2 + 1e-16)
+    assert hash(gaussian_kernel(0.2)) == hash(GaussianKernel(0.2))
+    assert KernelSpace(gaussian_kernel(0.2)) != KernelSpace(gaussian_kernel(0.2), floor=1e-9)
+    assert LegendreSpace(3) != FourierSpace(3) and hash(LegendreSpace(3)) != hash(FourierSpace(3))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("spline:3", "unknown space family 'spline'"),
+    ("legendre:8.5", "whole number >= 1"),
+    ("legendre:3:regularize", "takes no options"),
+    ("fourier", "fourier:M needs M"),
+    ("gaussian:x", "RHO in gaussian:RHO must be a number"),
+    ("gaussian:-1", "rho must be a finite number > 0"),
+    ("gaussian:0.2,0.3", "takes 1 number"),
+    ("brownian:0.2", "not an option of a kernel space"),
+    ("gaussian:0.2:regularize:regularize", "given twice"),
+    ("gaussian:0.2:floor=0", "floor must be a finite number > 0"),
+])
+def test_bad_specs_are_refused_by_name(text, message):
+    with pytest.raises(ValueError, match=message):
+        space_from_spec(text)
+    with pytest.raises(TypeError, match="string"):
+        space_from_spec(8)  # type: ignore[arg-type]
+
+
+# -- nesting --------------------------------------------------------------------------------
+
+POINTS = np.sort(np.random.default_rng(11).random(40))
+
+
+def prefix_gap(space: OrthonormalSpace, m: int) -> float:
+    """max |φ^(m)_k(t) − φ^(m−1)_k(t)| over k < m: 0 when the basis of m − 1 is the first m − 1 of m's."""
+    return float(np.max(np.abs(space.with_dimension(m).basis(POINTS)[:, : m - 1]
+                               - space.with_dimension(m - 1).basis(POINTS))))
+
+
+@pytest.mark.parametrize("space", MEMBERS)
+def test_nests_says_whether_the_family_nests(space):
+    assert isinstance(space.nests, bool)
+    if isinstance(space, KernelSpace):
+        assert space.nests is False  # no dimension to choose: the grid's T points
+        return
+    # two evaluations of one function agree to a few ulps of |φ_k| <= sqrt(2m − 1) when the bases nest
+    nested = [prefix_gap(space, m) <= 16 * EPS * np.sqrt(2 * m - 1) for m in range(2, 13)]
+    assert all(nested) if space.nests else not all(nested), space
+    assert all(space.with_dimension(m).spec == f"{family_of(space)}:{m}" for m in range(1, 13))
+
+
+class ReversedLegendre(LegendreSpace):
+    """Negative control: the Legendre functions in reverse order claim to nest, and do not."""
+
+    def basis(self, t):
+        return super().basis(t)[:, ::-1]
+
+
+def test_a_false_claim_to_nest_is_caught():
+    assert prefix_gap(LegendreSpace(1), 5) == 0.0
+    assert prefix_gap(ReversedLegendre(1), 5) > 1.0
+    with pytest.raises(AssertionError):
+        test_nests_says_whether_the_family_nests(ReversedLegendre(4))
+
+
+# -- formulas against independent references -----------------------------------------------
+
+
+@pytest.mark.parametrize("space", [p for p in MEMBERS if isinstance(p.values[0], OrthonormalSpace)])
+def test_orthonormal_bases_against_their_reference_and_orthonormal(space):
+    case = case_of(space)
+    t, w = gl_nodes(200)  # exact for the degree and frequencies of the registry (< 2·200)
+    B = space.basis(t)
+    np.testing.assert_allclose(B, case.reference(space, t), rtol=0, atol=case.reference_atol)
+    np.testing.assert_allclose(B.T @ (w[:, None] * B), np.eye(space.m), atol=1e-12)
+    theta = np.random.default_rng(12).standard_normal(space.m)
+    np.testing.assert_allclose(space.project(lambda x: space.evaluate(theta, x)), theta, atol=1e-12)
+
+
+def psd_shortfall(kernel: Kernel, points: np.ndarray) -> float:
+    """How far the Gram matrix's smallest eigenvalue falls below −T·u·||K||₂ (<= 0 for a PSD kernel).
+
+    LAPACK's symmetric eigensolver is backward stable: each computed eigenvalue is within
+    p(T)·u·||K||₂ of an exact one, p a modest function of T (LAPACK Users' Guide §4.7); T is taken.
+    """
+    K = kernel.gram(points)
+    lam = np.linalg.eigvalsh(K)
+    return float(-lam[0] - points.size * EPS * max(abs(lam[-1]), 1.0))
+
+
+@pytest.mark.parametrize("space", KERNEL_MEMBERS)
+def test_kernels_against_their_reference_symmetric_and_positive_semidefinite(space):
+    case, kernel = case_of(space), space.kernel
+    rng = np.random.default_rng(13)
+    for T in (2, 7, 40):
+        t = np.sort(rng.random(T))
+        K = kernel.gram(t)
+        ref = case.reference(space, t)
+        np.testing.assert_allclose(K, ref, rtol=0, atol=case.reference_atol)
+        assert np.array_equal(K, K.T)
+        assert np.array_equal(np.diag(K), kernel.diag(t)) and np.array_equal(kernel.diag(t), np.diag(ref))
+        assert psd_shortfall(kernel, t) <= 0
+    clustered = np.sort(np.concatenate([0.5 + 1e-9 * np.arange(5), rng.random(20)]))
+    assert psd_shortfall(kernel, clustered) <= 0
+    # on the grids it takes, K_T is positive definite above the floor: a Cholesky factor exists
+    for grid in on_grid_of(space):
+        assert np.all(np.linalg.eigvalsh(kernel.gram(grid)) > 0)
+        np.linalg.cholesky(kernel.gram(grid))
+
+
+def on_grid_of(space: KernelSpace) -> list[np.ndarray]:
+    out = []
+    for grid in GRIDS.values():
+        try:
+            space.at(grid)
+        except AssumptionError:
+            continue
+        out.append(grid)
+    return out
+
+
+class Boxcar(Kernel):
+    """Negative control: 1 when |s − t| < ρ, else 0 — symmetric, K(t, t) = 1, and not positive semidefinite."""
+
+    family, spec_form, spec_help = "boxcar", "boxcar:RHO", "not a kernel"
+
+    def __init__(self, rho: float) -> None:
+        self.rho = rho
+
+    def __call__(self, s, t):
+        return (np.abs(np.asarray(s, dtype=float) - np.asarray(t, dtype=float)) < self.rho).astype(float)
+
+    @property
+    def parameters(self) -> dict[str, float]:
+        return {"rho": self.rho}
+
+
+def test_a_kernel_that_is_not_positive_semidefinite_is_caught():
+    t = np.sort(np.random.default_rng(13).random(40))
+    assert psd_shortfall(Boxcar(0.3), t) > 0.1
+    assert psd_shortfall(gaussian_kernel(0.3), t) <= 0

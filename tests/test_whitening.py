@@ -7,14 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import dpfda
 from dpfda.maths.rounding import psd_root_rtol, solve_rtol
 from dpfda.maths.summation import gamma
 from dpfda.mechanisms.designs import Design
 from dpfda.mechanisms.whitening import MAX_ROUNDING, Whitening, noise_factor, scaled
 
+from _spaces import on_grid
+
 GRID6 = np.linspace(0.0, 1.0, 6)
-SPACES = {"legendre": dpfda.LegendreSpace(3), "gaussian": dpfda.KernelSpace(dpfda.gaussian_kernel(0.2))}
+SPACES = on_grid(GRID6)  # every space of the registry (tests/_spaces.py) this grid takes
 
 
 def _rng(*key):

@@ -15,14 +15,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import dpfda  # noqa: E402
+from dpfda.maths import spaces  # noqa: E402
 
 GROUPS = [
     ("Releasing a mean curve", ["ftp", "ptf", "Release", "Curves", "ftp_sigma", "ptf_sigmas"]),
     ("Mechanisms as objects", ["Mechanism", "ftp_mechanism", "ptf_mechanism"]),
     ("Real data on the paper's terms", ["Domain", "PublicFrame", "legendre_derivative"]),
-    ("Function spaces and grids", ["FunctionSpace", "LegendreSpace", "FourierSpace", "KernelSpace", "Kernel",
-                                   "GaussianKernel", "BrownianKernel", "gaussian_kernel", "brownian_kernel",
-                                   "GridGeometry", "LegendreGeometry", "KernelGeometry", "uniform_grid"]),
+    # every name of dpfda.maths.spaces.__all__, in its order: a new space needs no edit here
+    ("Function spaces and grids", list(spaces.__all__)),
     ("Fitting in the ball", ["fit_ball", "BallLeastSquares", "BallFit"]),
     ("Privacy accounting", ["tradeoff", "compose", "gaussian_sigma", "epsilon_from_mu", "delta_from_mu",
                             "mu_from_epsilon_delta", "laplace_mechanism", "laplace_scale"]),
@@ -38,7 +38,8 @@ LAYERS = [
                ("curves", "Curves as data"),
                ("fitting", "Ball-constrained least squares"),
                ("data", "Data models"),
-               ("summation", "Exact sums and their floating-point bounds")]),
+               ("summation", "Exact sums and their floating-point bounds"),
+               ("rounding", "Tolerances from rounding-error bounds")]),
     ("mechanisms", [("gaussian", "One type for every mechanism: the noise rule"),
                     ("parts", "The parts of a mechanism: per-curve maps, calibrations, post-processings"),
                     ("mechanism", "FTP and PTF as mechanisms"),
@@ -52,6 +53,8 @@ LAYERS = [
                     ("whitening", "Beyond the paper: a design's noise metric and extent"),
                     ("designs", "Beyond the paper: other mechanism designs"),
                     ("postprocess", "Beyond the paper: post-processing a release"),
+                    ("covariance", "Beyond the mean: private covariances and principal components"),
+                    ("covariance_theory", "Beyond the mean: the covariances' errors in closed form"),
                     ("privacy", "Gaussian differential privacy"),
                     ("secure", "OpenDP's samplers"),
                     ("theory", "The paper's bounds and limits")]),
@@ -84,13 +87,14 @@ LAYERS = [
                   ("reading", "Curves from a CSV file or a DataFrame"),
                   ("diagnostics", "What only the curator sees"),
                   ("publish", "The record published with a release"),
+                  ("covariance_record", "The record published with a private covariance"),
                   ("examples", "Sample files to try a release on")]),
     ("", [("cli", "The command line")]),
 ]
 MODULES = [(f"{layer}.{name}" if layer else name, title) for layer, mods in LAYERS for name, title in mods]
 
 # Public constants that the docstrings refer to but their module's __all__ leaves out.
-EXTRA: dict[str, list[str]] = {}
+EXTRA: dict[str, list[str]] = {"spaces": ["SPACE_FAMILIES"]}
 # dpfda.__all__ also names four modules, imported on first use; they get their own sections.
 LAZY_MODULES = {"audit", "designs", "secure", "theory"}
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..maths.spaces import FourierSpace, FunctionSpace, KernelSpace, LegendreSpace, brownian_kernel, gaussian_kernel
+from ..maths.spaces import SPACE_FAMILIES, FunctionSpace, space_from_spec
 from ..mechanisms.bands import plot_band
 from ..mechanisms.mechanism import Mechanism, ftp_mechanism, ptf_mechanism
 from ..practice.examples import EXAMPLES, write_example
@@ -50,31 +50,19 @@ def _points_option(text: str, option: str) -> np.ndarray:
     return values
 
 
-SPACE_HELP = ("legendre:M or fourier:M (dimension M; fourier is periodic on the domain), "
-              "gaussian:RHO (bandwidth RHO) or brownian; a kernel space takes :regularize "
-              "(gaussian:RHO:regularize) to lift K_T's eigenvalues below 1e-8 to that floor, as the "
-              "paper's implementation does, instead of refusing the grid")
+SPACE_HELP = (", ".join(f"{family.spec_form} ({family.spec_help})" for family in SPACE_FAMILIES.values())
+              + "; a kernel space takes :regularize (gaussian:RHO:regularize) to lift K_T's eigenvalues "
+              "below 1e-8 to that floor, as the paper's implementation does, instead of refusing the grid")
 
 
 def space_option(text: str) -> FunctionSpace:
-    """``legendre:M``, ``fourier:M``, ``gaussian:RHO[:regularize]`` or ``brownian[:regularize]``."""
-    kind, *params = text.strip().split(":")
-    regularize = bool(params) and params[-1] == "regularize" and kind in ("gaussian", "brownian")
-    if regularize:
-        params = params[:-1]
+    """The space ``--space`` names: a spec of :data:`dpfda.maths.spaces.SPACE_FAMILIES` (``legendre:8``)."""
+    if text.strip().split(":", 1)[0].strip() not in SPACE_FAMILIES:
+        raise UsageError(f"--space must be {SPACE_HELP}; got {text!r}")
     try:
-        if kind in ("legendre", "fourier") and len(params) == 1:
-            if not re.fullmatch(r"\+?\d+", params[0].strip()):
-                raise UsageError(f"--space {text!r}: the dimension M of {kind}:M must be a whole "
-                                 f"number >= 1 (the number of basis functions), got {params[0]!r}")
-            return (LegendreSpace if kind == "legendre" else FourierSpace)(int(params[0]))
-        if kind == "gaussian" and len(params) == 1:
-            return KernelSpace(gaussian_kernel(float(params[0])), regularize=regularize)
-        if kind == "brownian" and not params:
-            return KernelSpace(brownian_kernel(), regularize=regularize)
+        return space_from_spec(text)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"--space {text!r}: {exc}") from None
-    raise UsageError(f"--space must be {SPACE_HELP}; got {text!r}")
 
 
 _NEGATIVE = re.compile(r"-(\d|\.\d|inf|nan)", re.IGNORECASE)

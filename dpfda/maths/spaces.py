@@ -22,14 +22,27 @@ the space's own ``_geometry``); its geometry is a :class:`LegendreGeometry`
 or a :class:`KernelGeometry`, whose typed fields hold what each kind of
 space adds (M = ΦᵀΦ; K_T, K_T^{-1/2} and its eigenvalues).
 
+Every space also describes itself (:attr:`~dpfda.FunctionSpace.spec`): a short string —
+``legendre:8``, ``fourier:7``, ``gaussian:0.2``, ``brownian``, a kernel space's options
+after it (``gaussian:0.05:regularize``) — that :func:`~dpfda.space_from_spec` reads
+back into an equal space.  Two spaces are equal (and hash alike) when they are of one class
+and have one spec, and the spec holds every number that defines the space; the command line
+(``--space``), the record of a release (:func:`dpfda.practice.publish.space_description`) and
+the cached geometries all go through it.  :data:`SPACE_FAMILIES` is the one list of the
+families a spec can name; :attr:`~dpfda.FunctionSpace.nests` says whether a family indexed by its
+dimension nests (what :func:`dpfda.mechanisms.dimension.public_dimension` needs).
+
 Shapes follow the project convention: coefficients (..., d), grid values (..., T).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 from typing import ClassVar, cast
 
@@ -47,20 +60,22 @@ from .._validation import (
 )
 
 __all__ = [
+    "space_from_spec",
     "FunctionSpace",
-    "KernelGeometry",
-    "LegendreGeometry",
-    "uniform_grid",
     "OrthonormalSpace",
     "LegendreSpace",
     "FourierSpace",
+    "KernelSpace",
     "Kernel",
     "GaussianKernel",
     "BrownianKernel",
+    "MaternKernel",
     "gaussian_kernel",
     "brownian_kernel",
-    "KernelSpace",
     "GridGeometry",
+    "LegendreGeometry",
+    "KernelGeometry",
+    "uniform_grid",
 ]
 
 EIGEN_FLOOR = 1e-8
@@ -85,6 +100,51 @@ def uniform_grid(T: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------
+# Specs: a space as a short string
+# ---------------------------------------------------------------------------
+
+
+def _spec_names(form: str) -> list[str]:
+    """The names of a spec form's numbers: ``name:A,B`` -> ``["A", "B"]``, ``name`` -> ``[]``."""
+    _, _, args = form.partition(":")
+    return args.split(",") if args else []
+
+
+def _spec_parts(text: str, family: str, form: str) -> tuple[list[str], list[str]]:
+    """The numbers (as texts) and the options of ``family[:A,B][:OPTION...]``, checked against ``form``."""
+    if not isinstance(text, str):
+        raise TypeError(f"a space spec must be a string such as {form!r}, got {type(text).__name__}")
+    head, *parts = [part.strip() for part in text.strip().split(":")]
+    if head != family:
+        raise ValueError(f"{text!r} is not a spec of the family {family!r} (written {form})")
+    names = _spec_names(form)
+    if not names:
+        return [], parts
+    if not parts or not parts[0]:
+        raise ValueError(f"{form} needs {' and '.join(names)}, got {text!r}")
+    args = [a.strip() for a in parts[0].split(",")]
+    if len(args) != len(names):
+        raise ValueError(f"{form} takes {len(names)} number(s), {', '.join(names)}, separated by commas; "
+                         f"got {parts[0]!r}")
+    return args, parts[1:]
+
+
+def _spec_whole(text: str, what: str, meaning: str) -> int:
+    """A whole number written in a spec (``8``), refused by name otherwise (``8.5``, ``x``)."""
+    if not re.fullmatch(r"\+?\d+", text):
+        raise ValueError(f"{what} must be a whole number >= 1 ({meaning}), got {text!r}")
+    return int(text)
+
+
+def _spec_number(text: str, what: str) -> float:
+    """A number written in a spec: a decimal (``0.2``, ``1e-3``) or a fraction (``3/2``)."""
+    try:
+        return float(Fraction(text)) if "/" in text else float(text)
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"{what} must be a number, got {text!r}") from None
+
+
+# ---------------------------------------------------------------------------
 # Geometry on a grid
 # ---------------------------------------------------------------------------
 
@@ -102,6 +162,41 @@ class FunctionSpace(ABC):
 
     metric: ClassVar[str]
     """The utility criterion, ``"IMSE"`` (eq. 7) or ``"MSE"`` on the grid (eq. 8)."""
+
+    nests: ClassVar[bool] = False
+    """Whether the space is one of a family indexed by its dimension m that nests.
+
+    ``True`` when the space of dimension m is spanned by the first m functions of one
+    orthonormal sequence φ_1, φ_2, …: then H_{m−1} ⊂ H_m, and the coordinates of a
+    function's projection onto H_{m−1} are the first m − 1 of its coordinates in H_m, so
+    one fit in H_{m_max} scores every m <= m_max (what
+    :func:`dpfda.mechanisms.dimension.public_dimension` does).  Legendre and Fourier spaces
+    nest (Fourier at every m, not only at odd m: each step adds one function of the
+    sequence).  A basis rebuilt for each m does not (cubic B-splines on m equally spaced
+    knots: the knots of m − 1 are not among those of m).  A kernel space has no dimension
+    to choose — its coordinates are the T points of the grid — so ``nests`` is ``False``
+    and the dimension chooser refuses it.
+    """
+
+    @property
+    @abstractmethod
+    def spec(self) -> str:
+        """The space as a short string, e.g. ``legendre:8``; :func:`~dpfda.space_from_spec` reads it back.
+
+        It holds every number that defines the space (spaces with one spec and one class
+        are equal), written so that it reads back to the same floats.
+        """
+
+    @property
+    @abstractmethod
+    def description(self) -> dict:
+        """The space for a JSON record (``spec``, ``kind`` and the parameters by name)."""
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and cast(FunctionSpace, other).spec == self.spec
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.spec))
 
     def at(self, grid: ArrayLike) -> GridGeometry:
         """The geometry of this space on ``grid`` (checked: strictly increasing, in [0, 1])."""
@@ -225,7 +320,14 @@ class OrthonormalSpace(FunctionSpace):
     """
 
     metric = "IMSE"
-    kind: ClassVar[str]
+    family: ClassVar[str]
+    """The name of the family in a spec (``legendre`` in ``legendre:8``)."""
+    spec_form: ClassVar[str]
+    """How a spec of the family is written, e.g. ``legendre:M``."""
+    spec_help: ClassVar[str]
+    """What the spec's numbers mean, in a few ASCII words (for ``--space``'s help)."""
+    singular_hint: ClassVar[str] = ""
+    """Added to the A.3 error when M = ΦᵀΦ is singular on a grid (e.g. Fourier's repeated end point)."""
 
     def __init__(self, m: int) -> None:
         self.m = check_int(m, "m", 1)
@@ -233,11 +335,32 @@ class OrthonormalSpace(FunctionSpace):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(m={self.m})"
 
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.m == self.m
+    @property
+    def spec(self) -> str:
+        """``family:M``, e.g. ``legendre:8``."""
+        return f"{self.family}:{self.m}"
 
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, self.m))
+    @property
+    def description(self) -> dict:
+        """``{"kind": family, "dimension": m, "spec": spec}``."""
+        return {"kind": self.family, "dimension": self.m, "spec": self.spec}
+
+    @classmethod
+    def from_spec(cls, text: str) -> OrthonormalSpace:
+        """The space ``text`` (``family:M``) describes (:func:`~dpfda.space_from_spec` for any family)."""
+        (m,), options = _spec_parts(text, cls.family, cls.spec_form)
+        if options:
+            raise ValueError(f"{cls.spec_form} takes no options, got {':'.join(options)!r} in {text!r}")
+        return cls(_spec_whole(m, f"the dimension M of {cls.spec_form}", "the number of basis functions"))
+
+    @property
+    def kind(self) -> str:
+        """The family's name (``family``; the older name of the attribute)."""
+        return self.family
+
+    def with_dimension(self, m: int) -> OrthonormalSpace:
+        """The space of dimension ``m`` in this family (a subclass with more parameters overrides it)."""
+        return type(self)(m)
 
     @property
     def dim(self) -> int:
@@ -294,6 +417,9 @@ class LegendreSpace(OrthonormalSpace):
     Cameron–Martin space of Z_m = Σ ξ_k φ_k is H_m itself and the norm of
     θᵀφ is ||θ||_2 (Example 1, Corollary 7).
 
+    Written ``legendre:M`` (:attr:`~dpfda.OrthonormalSpace.spec`); the spaces nest
+    (:attr:`~dpfda.FunctionSpace.nests`): H_{m−1} is spanned by the first m − 1 functions of H_m.
+
     Parameters
     ----------
     m : int
@@ -311,7 +437,10 @@ class LegendreSpace(OrthonormalSpace):
     array([2., 1., 2.])
     """
 
-    kind = "legendre"
+    family = "legendre"
+    spec_form = "legendre:M"
+    spec_help = "polynomials of degree < M"
+    nests = True
 
     def basis(self, t: ArrayLike) -> np.ndarray:
         """φ(t) for each point: shape (len(t), m)."""
@@ -343,7 +472,8 @@ class FourierSpace(OrthonormalSpace):
     m is odd, at every t: the noise of an FTP release has the same standard deviation
     everywhere, where a Legendre space's grows at the ends.  As for Legendre, the
     Cameron–Martin norm of θᵀφ is ||θ||_2 (Example 1, Corollary 7, which use only
-    orthonormality).
+    orthonormality).  Written ``fourier:M`` (:attr:`~dpfda.OrthonormalSpace.spec`); the spaces nest at every m
+    (:attr:`~dpfda.FunctionSpace.nests`), each adding the next function of the sequence.
 
     Parameters
     ----------
@@ -360,7 +490,12 @@ class FourierSpace(OrthonormalSpace):
     array([1.7321, 1.7321, 1.7321])
     """
 
-    kind = "fourier"
+    family = "fourier"
+    spec_form = "fourier:M"
+    spec_help = "M functions 1, cos 2pi t, sin 2pi t, ...; periodic on the domain"
+    nests = True
+    singular_hint = (" (for a Fourier space, t = 0 and t = 1 are the same point of the period: "
+                     "leave one out, or widen the domain by one step)")
 
     def basis(self, t: ArrayLike) -> np.ndarray:
         """φ(t) for each point: shape (len(t), m)."""
@@ -400,8 +535,7 @@ def _basis_geometry(space: OrthonormalSpace, grid: tuple) -> LegendreGeometry:
     if lam[0] <= 1e-12 * max(lam[-1], 1.0):
         raise AssumptionError(
             f"A.3 fails: M = ΦᵀΦ is singular on this grid (smallest eigenvalue {lam[0]:.3g})"
-            + (" (for a Fourier space, t = 0 and t = 1 are the same point of the period: "
-               "leave one out, or widen the domain by one step)" if space.kind == "fourier" else "")
+            + space.singular_hint
         )
     eval_norm = np.linalg.norm(Phi, axis=1)
     if np.any(eval_norm <= 0):
@@ -417,14 +551,30 @@ def _basis_geometry(space: OrthonormalSpace, grid: tuple) -> LegendreGeometry:
 # ---------------------------------------------------------------------------
 
 
-class Kernel:
-    """A symmetric positive semidefinite kernel on [0, 1]² (broadcasting call)."""
+class Kernel(ABC):
+    """A symmetric positive semidefinite kernel on [0, 1]² (broadcasting call).
 
-    name = "kernel"
+    A kernel describes itself as a space does: its ``family`` name and its
+    :attr:`~dpfda.Kernel.parameters` make its :attr:`~dpfda.Kernel.spec` (``gaussian:0.2``), and the constructor takes
+    the parameters in that order, so :meth:`~dpfda.Kernel.from_spec` rebuilds it.  Two kernels are equal
+    when they are of one class with one spec.
+    """
 
-    def __call__(self, s: ArrayLike, t: ArrayLike) -> np.ndarray:  # pragma: no cover - abstract
+    family: ClassVar[str]
+    """The name of the kernel in a spec (``gaussian`` in ``gaussian:0.2``)."""
+    spec_form: ClassVar[str]
+    """How a spec of the kernel's space is written, e.g. ``gaussian:RHO``."""
+    spec_help: ClassVar[str]
+    """What the spec's numbers mean, in a few ASCII words (for ``--space``'s help)."""
+
+    @abstractmethod
+    def __call__(self, s: ArrayLike, t: ArrayLike) -> np.ndarray:
         """K(s, t), broadcasting ``s`` against ``t``."""
-        raise NotImplementedError
+
+    @property
+    @abstractmethod
+    def parameters(self) -> dict[str, float]:
+        """The numbers that define the kernel, by name, in the constructor's order."""
 
     def diag(self, t: ArrayLike) -> np.ndarray:
         """K(t, t) at each point of ``t``."""
@@ -436,24 +586,62 @@ class Kernel:
         points = np.asarray(points, dtype=float)
         return self(points[:, None], points[None, :])
 
+    @property
+    def name(self) -> str:
+        """The kernel's family name (``family``; the older name of the attribute)."""
+        return self.family
+
+    @property
+    def spec(self) -> str:
+        """``family`` or ``family:P1,P2`` (each parameter as the shortest text of its float)."""
+        values = ",".join(repr(float(v)) for v in self.parameters.values())
+        return f"{self.family}:{values}" if values else self.family
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and cast(Kernel, other).spec == self.spec
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.spec))
+
+    @classmethod
+    def from_spec(cls, text: str) -> KernelSpace:
+        """The kernel space ``text`` describes: ``family[:P1,P2][:regularize][:floor=F]``.
+
+        The options are those of :class:`~dpfda.KernelSpace` (``regularize=True``, ``floor=F``).
+        """
+        args, options = _spec_parts(text, cls.family, cls.spec_form)
+        names = _spec_names(cls.spec_form)
+        kernel = cls(*(_spec_number(a, f"{name} in {cls.spec_form}") for a, name in zip(args, names)))
+        return KernelSpace._from_options(kernel, options, text)
+
 
 RHO_RANGE = (1e-100, 1e100)
-"""Bandwidths accepted by :class:`GaussianKernel` (far wider than any useful on [0, 1])."""
+"""Bandwidths and length-scales accepted by the kernels (far wider than any useful on [0, 1])."""
+
+
+def _check_rho(rho: float, what: str) -> float:
+    rho = check_positive(rho, "rho")
+    if not RHO_RANGE[0] <= rho <= RHO_RANGE[1]:
+        raise ValueError(
+            f"rho must lie in [1e-100, 1e100] (a {what} on [0, 1]; beyond, the kernel's "
+            f"arithmetic in rho over- or underflows floating point), got {rho!r}"
+        )
+    return rho
 
 
 class GaussianKernel(Kernel):
-    """K(s, t) = exp(-(s - t)² / (2ρ²)) (eq. 1); the paper uses ρ = 0.2."""
+    """K(s, t) = exp(-(s - t)² / (2ρ²)) (eq. 1); the paper uses ρ = 0.2.  Written ``gaussian:RHO``."""
 
-    name = "gaussian"
+    family = "gaussian"
+    spec_form = "gaussian:RHO"
+    spec_help = "the Gaussian kernel exp(-(s - t)^2 / (2 RHO^2)) of bandwidth RHO"
 
     def __init__(self, rho: float) -> None:
-        rho = check_positive(rho, "rho")
-        if not RHO_RANGE[0] <= rho <= RHO_RANGE[1]:
-            raise ValueError(
-                f"rho must lie in [1e-100, 1e100] (a bandwidth on [0, 1]; beyond, 2·rho² "
-                f"over- or underflows floating point), got {rho!r}"
-            )
-        self.rho = rho
+        self.rho = _check_rho(rho, "bandwidth")
 
     def __call__(self, s: ArrayLike, t: ArrayLike) -> np.ndarray:
         """K(s, t), broadcasting ``s`` against ``t``."""
@@ -465,23 +653,24 @@ class GaussianKernel(Kernel):
         """K(t, t) = 1 at each point of ``t``."""
         return np.ones_like(np.asarray(t, dtype=float))
 
+    @property
+    def parameters(self) -> dict[str, float]:
+        """``{"rho": ρ}``."""
+        return {"rho": self.rho}
+
     def __repr__(self) -> str:
         return f"gaussian_kernel(rho={self.rho!r})"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, GaussianKernel) and other.rho == self.rho
-
-    def __hash__(self) -> int:
-        return hash(("gaussian", self.rho))
-
 
 class BrownianKernel(Kernel):
-    """K(s, t) = min(s, t), the covariance of Brownian motion (Example 2).
+    """K(s, t) = min(s, t), the covariance of Brownian motion (Example 2).  Written ``brownian``.
 
     K(0, 0) = 0, so a grid containing t = 0 violates Assumption A.4.
     """
 
-    name = "brownian"
+    family = "brownian"
+    spec_form = "brownian"
+    spec_help = "the Brownian-motion kernel min(s, t); leave t = 0 out of the grid"
 
     def __call__(self, s: ArrayLike, t: ArrayLike) -> np.ndarray:
         """K(s, t) = min(s, t), broadcasting ``s`` against ``t``."""
@@ -491,14 +680,84 @@ class BrownianKernel(Kernel):
         """K(t, t) = t at each point of ``t``."""
         return np.asarray(t, dtype=float).copy()
 
+    @property
+    def parameters(self) -> dict[str, float]:
+        """None: ``{}``."""
+        return {}
+
     def __repr__(self) -> str:
         return "brownian_kernel()"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, BrownianKernel)
 
-    def __hash__(self) -> int:
-        return hash("brownian")
+class MaternKernel(Kernel):
+    """The Matérn kernel of smoothness ν ∈ {1/2, 3/2, 5/2} and length-scale ρ.  Written ``matern:NU,RHO``.
+
+    With a = √(2ν)·r/ρ, r = ``|s − t|``,
+
+    * ν = 1/2: K(s, t) = exp(−a), the covariance of the Ornstein–Uhlenbeck process;
+    * ν = 3/2: K(s, t) = (1 + a)·exp(−a);
+    * ν = 5/2: K(s, t) = (1 + a + a²/3)·exp(−a),
+
+    the closed forms at half-integer ν of 2^{1−ν}/Γ(ν)·a^ν·K_ν(a), K_ν the modified Bessel
+    function of the second kind (Rasmussen and Williams, *Gaussian Processes for Machine
+    Learning*, 2006, §4.2.1).  K(t, t) = 1, so the norm of evaluation a_j is 1 at every
+    point, as for the Gaussian kernel.  It is positive definite on any distinct points:
+    its spectral density, proportional to (2ν/ρ² + ω²)^−(ν+1/2), is positive (Bochner's
+    theorem).  Its RKHS is the Sobolev space of order ν + 1/2 on [0, 1] with an equivalent
+    norm — functions with ν − 1/2 continuous derivatives — and the eigenvalues of the
+    kernel's integral operator decay like j^−(2ν+1): polynomially, where those of the
+    Gaussian kernel decay faster than any power (the Gaussian kernel is the limit ν → ∞).
+
+    Parameters
+    ----------
+    nu : {0.5, 1.5, 2.5}
+        The smoothness ν.
+    rho : float
+        The length-scale ρ > 0 (in [1e-100, 1e100]).
+
+    Examples
+    --------
+    >>> k = MaternKernel(1.5, 0.2)
+    >>> k.spec
+    'matern:1.5,0.2'
+    >>> float(k(0.3, 0.3)), round(float(k(0.0, 0.2)), 6)  # 1, and (1 + √3)e^−√3 at r = ρ
+    (1.0, 0.483358)
+    """
+
+    family = "matern"
+    spec_form = "matern:NU,RHO"
+    spec_help = "the Matern kernel of smoothness NU = 0.5, 1.5 or 2.5 and length-scale RHO"
+    SMOOTHNESS: ClassVar[tuple[float, ...]] = (0.5, 1.5, 2.5)
+    """The values of ν with a closed form."""
+
+    def __init__(self, nu: float, rho: float) -> None:
+        nu = check_positive(nu, "nu")
+        if nu not in self.SMOOTHNESS:
+            raise ValueError(f"nu must be 0.5, 1.5 or 2.5 (the Matérn smoothness values with a closed "
+                             f"form), got {nu!r}")
+        self.nu = nu
+        self.rho = _check_rho(rho, "length-scale")
+
+    def __call__(self, s: ArrayLike, t: ArrayLike) -> np.ndarray:
+        """K(s, t), broadcasting ``s`` against ``t``."""
+        r = np.abs(np.asarray(s, dtype=float) - np.asarray(t, dtype=float))
+        # a past 800: exp(−a) and K are 0 in floating point; the cap keeps a² finite (no inf·0)
+        a = np.minimum(r * (math.sqrt(2.0 * self.nu) / self.rho), 800.0)
+        e = np.exp(-a)
+        if self.nu == 0.5:
+            return e
+        if self.nu == 1.5:
+            return (1.0 + a) * e
+        return (1.0 + a + a * a / 3.0) * e
+
+    def diag(self, t: ArrayLike) -> np.ndarray:
+        """K(t, t) = 1 at each point of ``t``."""
+        return np.ones_like(np.asarray(t, dtype=float))
+
+    @property
+    def parameters(self) -> dict[str, float]:
+        """``{"nu": ν, "rho": ρ}``."""
+        return {"nu": self.nu, "rho": self.rho}
 
 
 def gaussian_kernel(rho: float = 0.2) -> GaussianKernel:
@@ -519,10 +778,15 @@ class KernelSpace(FunctionSpace):
     β = K_T^{1/2} α the RKHS norm is ||β||_2 and grid values are K_T^{1/2} β
     (eq. 41).  ``K_T^{1/2}`` is computed by an eigendecomposition.
 
+    Written as the kernel's spec with the options that differ from the defaults
+    (``gaussian:0.2``, ``brownian:regularize``, ``gaussian:0.1:floor=1e-10``).  A kernel
+    space does not nest (:attr:`~dpfda.FunctionSpace.nests` is ``False``): its dimension
+    is the number T of grid points, fixed by the data's design, not a parameter to choose.
+
     Parameters
     ----------
     kernel : Kernel
-        E.g. ``gaussian_kernel(0.2)`` or ``brownian_kernel()``.
+        Any kernel of :data:`~dpfda.maths.spaces.SPACE_FAMILIES`, e.g. ``gaussian_kernel(0.2)``.
     floor : float
         Eigenvalue floor (the paper's 1e-8, §5).  Assumption A.4 asks K_T to be
         positive definite; numerically, an eigenvalue below ``floor`` means K_T
@@ -535,13 +799,12 @@ class KernelSpace(FunctionSpace):
     """
 
     metric = "MSE"
+    nests = False  # no dimension to choose: the coordinates are the grid's T points
 
     def __init__(self, kernel: Kernel, *, floor: float = EIGEN_FLOOR, regularize: bool = False) -> None:
         if not isinstance(kernel, Kernel):
-            raise TypeError(
-                f"kernel must be a dpfda Kernel (gaussian_kernel(rho) or brownian_kernel()), "
-                f"got {type(kernel).__name__}"
-            )
+            kernels = ", ".join(f"{c.__name__}" for c in SPACE_FAMILIES.values() if issubclass(c, Kernel))
+            raise TypeError(f"kernel must be a dpfda Kernel ({kernels}), got {type(kernel).__name__}")
         self.kernel = kernel
         self.floor = check_positive(floor, "floor")
         if not isinstance(regularize, bool):
@@ -549,14 +812,41 @@ class KernelSpace(FunctionSpace):
         self.regularize = regularize
 
     def __repr__(self) -> str:
-        return f"KernelSpace({self.kernel!r})"
+        options = (", regularize=True" if self.regularize else "") + (
+            "" if self.floor == EIGEN_FLOOR else f", floor={self.floor!r}")
+        return f"KernelSpace({self.kernel!r}{options})"
 
-    def __eq__(self, other: object) -> bool:
-        return (isinstance(other, KernelSpace) and other.kernel == self.kernel
-                and other.floor == self.floor and other.regularize == self.regularize)
+    @property
+    def spec(self) -> str:
+        """The kernel's spec, then ``:regularize`` and ``:floor=F`` where they differ from the defaults."""
+        return (self.kernel.spec + (":regularize" if self.regularize else "")
+                + ("" if self.floor == EIGEN_FLOOR else f":floor={self.floor!r}"))
 
-    def __hash__(self) -> int:
-        return hash(("KernelSpace", self.kernel, self.floor, self.regularize))
+    @property
+    def description(self) -> dict:
+        """``{"kind": "<family>-kernel", <the kernel's parameters>, "spec": spec}``.
+
+        With ``regularize`` and ``floor`` when the eigenvalues are lifted to the floor.
+        """
+        lifted = {"regularize": True, "floor": self.floor} if self.regularize else {}
+        return {"kind": f"{self.kernel.family}-kernel", **self.kernel.parameters, **lifted, "spec": self.spec}
+
+    @classmethod
+    def _from_options(cls, kernel: Kernel, options: Sequence[str], text: str) -> KernelSpace:
+        """``KernelSpace(kernel, ...)`` with the options of a spec (``regularize``, ``floor=F``)."""
+        kwargs: dict = {}
+        for option in options:
+            key, eq, value = option.partition("=")
+            if key in kwargs:
+                raise ValueError(f"the option {key} is given twice in {text!r}")
+            if option == "regularize":
+                kwargs["regularize"] = True
+            elif key == "floor" and eq:
+                kwargs["floor"] = _spec_number(value, "the eigenvalue floor F in :floor=F")
+            else:
+                raise ValueError(f"{option!r} is not an option of a kernel space (write :regularize or "
+                                 f":floor=F after {kernel.spec_form}), in {text!r}")
+        return cls(kernel, **kwargs)
 
     def gram(self, grid: ArrayLike) -> np.ndarray:
         """K_T = [K(t_j, t_k)] on a grid."""
@@ -637,3 +927,49 @@ def _kernel_geometry(space: KernelSpace, grid: tuple) -> KernelGeometry:
         a.setflags(write=False)
     return KernelGeometry(space=space, grid=grid_arr, Phi=Phi, eval_norm=eval_norm, metric="MSE",
                           K=K, Phi_inv=Phi_inv, eigenvalues=lam, floored=floored)
+
+
+# ---------------------------------------------------------------------------
+# The families a spec can name
+# ---------------------------------------------------------------------------
+
+SPACE_FAMILIES: dict[str, type[OrthonormalSpace] | type[Kernel]] = {
+    family.family: family for family in (LegendreSpace, FourierSpace, GaussianKernel, BrownianKernel, MaternKernel)
+}
+"""Every family of spaces a spec can name, and the class whose ``from_spec`` reads its specs.
+
+An orthonormal family maps to its space's class (``LegendreSpace``), a kernel to the
+kernel's class, whose ``from_spec`` gives the :class:`~dpfda.KernelSpace`.  A new space is one
+class with ``family``, ``spec_form``, ``spec_help`` and ``from_spec``, added here; the
+command line, the record of a release and the tests read this dictionary.
+"""
+
+
+def space_from_spec(text: str) -> FunctionSpace:
+    """The space a spec describes: ``legendre:8``, ``fourier:7``, ``gaussian:0.2``, ``brownian``.
+
+    The family's name comes first (:data:`~dpfda.maths.spaces.SPACE_FAMILIES`), then its numbers
+    separated by commas, then, for a kernel space, the options ``:regularize`` and ``:floor=F``
+    (:class:`~dpfda.KernelSpace`).  ``space_from_spec(space.spec) == space`` for every space.
+
+    Raises
+    ------
+    ValueError
+        An unknown family, or numbers the family refuses (named in the message).
+
+    Examples
+    --------
+    >>> space_from_spec("legendre:8")
+    LegendreSpace(m=8)
+    >>> space_from_spec("gaussian:0.05:regularize")
+    KernelSpace(gaussian_kernel(rho=0.05), regularize=True)
+    >>> space_from_spec("gaussian:1/5").spec  # a number may be written as a fraction
+    'gaussian:0.2'
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a space spec must be a string such as 'legendre:8', got {type(text).__name__}")
+    family = text.strip().split(":", 1)[0].strip()
+    if family not in SPACE_FAMILIES:
+        forms = ", ".join(cls.spec_form for cls in SPACE_FAMILIES.values())
+        raise ValueError(f"unknown space family {family!r} in {text!r}: a space is written as one of {forms}")
+    return SPACE_FAMILIES[family].from_spec(text)

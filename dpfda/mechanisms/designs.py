@@ -76,6 +76,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,7 +89,8 @@ from .._validation import (
     check_positive,
     check_secure,
 )
-from ..maths.spaces import FunctionSpace, GridGeometry, KernelSpace, LegendreSpace
+from ..maths.rounding import solve_rtol
+from ..maths.spaces import FunctionSpace, GridGeometry
 from ..maths.summation import (
     MEAN_ROUNDING,
     RECORD_SLACK,
@@ -110,9 +112,10 @@ from .pipelines import (
     ptf_weight_vector,
 )
 from .projections import project_ball, robust_norm
+from .theory import ftp_unconstrained_terms
 from .whitening import Whitening, cached_extent, noise_factor, scaled
 
-__all__ = ["SETS", "NOISES", "FITS", "Design", "DesignMap", "DesignCalibration", "project_ball"]
+__all__ = ["SETS", "NOISES", "FITS", "Design", "DesignMap", "DesignCalibration", "below_ftp", "project_ball"]
 
 SETS = ("box", "ball", "ellipsoid", "mix")
 NOISES = ("matched", "diagonal", "isotropic", "ellipsoid")
@@ -144,7 +147,8 @@ class Design:
     ----------
     grid : array (T,)
         Public grid points of [0, 1].
-    space : LegendreSpace or KernelSpace
+    space : FunctionSpace
+        Any space: an orthonormal basis (Legendre, Fourier) or a kernel space.
     radius : float
         B', the radius of FTP's ellipsoid E and of the final fit.
     region : {"box", "ball", "ellipsoid", "mix"}
@@ -168,8 +172,9 @@ class Design:
                  lam: float | None = None, clip: ArrayLike | None = None, ball_radius: float | None = None,
                  noise: str | ArrayLike = "matched", weights: ArrayLike | None = None, fit: str = "ball") -> None:
         check_grid_space(grid, space, type(self).__name__)
-        if not isinstance(space, (LegendreSpace, KernelSpace)):
-            raise TypeError(f"space must be a LegendreSpace or KernelSpace, got {type(space).__name__}")
+        if not isinstance(space, FunctionSpace):
+            raise TypeError(f"space must be a dpfda FunctionSpace (e.g. LegendreSpace, FourierSpace, KernelSpace), "
+                            f"got {type(space).__name__}")
         geom = space.at(grid)
         self.geometry: GridGeometry = geom
         self.radius = check_radius(radius)
@@ -643,3 +648,27 @@ class DesignCalibration:
                 "radius or raise mu"
             )
         return xtilde
+
+
+def below_ftp(designs: Mapping[str, Design], n: int, mu: float, sigma0: float) -> tuple[list[str], float]:
+    """The designs with an unconstrained-error term below FTP's, and the tolerance that decides it.
+
+    Each design's two terms (:meth:`Design.unconstrained_error`) are compared with FTP's in
+    closed form (:func:`dpfda.mechanisms.theory.ftp_unconstrained_terms`), never with FTP's
+    computed terms: several designs equal FTP in exact arithmetic, and their computed terms
+    differ from it in the last digits by amounts that depend on how the processor's BLAS
+    sums. Every term goes through solves with A = ΦᵀWΦ (W a design's fit weights), so the
+    tolerance is the largest rounding bound :func:`dpfda.maths.rounding.solve_rtol` of those
+    matrices, with size T + d. The designs must share one grid, space and B'.
+    """
+    first = next(iter(designs.values()))
+    geom, radius = first.geometry, first.radius
+    if any(d.geometry.space != geom.space or not np.array_equal(d.geometry.grid, geom.grid)
+           or d.radius != radius for d in designs.values()):
+        raise ValueError("designs must share one grid, space and radius B'")
+    floor = np.array(ftp_unconstrained_terms(geom, radius, n, mu, sigma0))
+    rtol = max(solve_rtol(geom.Phi.T @ (d.weights[:, None] * geom.Phi), geom.T + geom.dim)
+               for d in designs.values())
+    below = [name for name, d in designs.items()
+             if not np.all(np.array(d.unconstrained_error(n, mu, sigma0)) >= floor * (1.0 - rtol))]
+    return below, rtol

@@ -3,8 +3,9 @@
 FTP's error against the mean curve μ has two parts that pull m in opposite ways: the
 part of μ outside H_m (the bias; a fit in H_m cannot reach it) and the privacy noise,
 whose coefficients are m independent N(0, σ²) with σ = 2B'/(nμ) (Algorithm 1), so its
-expected squared L² norm is m·σ².  By orthonormality (Legendre, Fourier: the first m of a
-nested basis) the squared bias is the energy of μ's coefficients beyond the m-th, and ::
+expected squared L² norm is m·σ².  For a space that nests (:attr:`dpfda.FunctionSpace.nests`:
+H_m spanned by the first m functions of one orthonormal sequence, as Legendre and Fourier
+spaces are) the squared bias is the energy of μ's coefficients beyond the m-th, and ::
 
     risk(m) = Σ_{k > m} θ_k² + m·σ².
 
@@ -89,7 +90,9 @@ def public_dimension(proxy: ArrayLike | Curves, grid: ArrayLike,
     grid : array (T,)
         The proxy's points on [0, 1], T >= m_max.
     space_family : callable
-        m -> an orthonormal space of dimension m (``dpfda.FourierSpace``, ``dpfda.LegendreSpace``).
+        m -> an orthonormal space of dimension m that nests (``space.nests``, e.g.
+        ``dpfda.FourierSpace``, ``dpfda.LegendreSpace``); a space that does not nest is
+        refused, since its smaller spaces are not read off the fit in H_{m_max}.
     n, mu, radius : int, float, float
         The release's public n, budget μ and B': σ = 2B'/(nμ)
         (:func:`dpfda.mechanisms.calibration.noise_scale`).
@@ -113,9 +116,15 @@ def public_dimension(proxy: ArrayLike | Curves, grid: ArrayLike,
     if not callable(space_family):
         raise TypeError(f"space_family must be a callable m -> space, got {type(space_family).__name__}")
     space = space_family(m_max)
-    if not isinstance(space, OrthonormalSpace) or space.m != m_max:
-        raise TypeError("space_family must map m to an orthonormal space of dimension m (Legendre, Fourier), "
-                        f"got {space!r} for m={m_max}")
+    if not isinstance(space, OrthonormalSpace):
+        raise TypeError(f"space_family must map m to an orthonormal space of dimension m, got {space!r} for "
+                        f"m={m_max}" + (" (a kernel space has no dimension to choose: its coordinates are "
+                                        "the grid's T points)" if isinstance(space, FunctionSpace) else ""))
+    if not space.nests:
+        raise TypeError(f"space_family must map m to a space that nests (space.nests): {space!r} does not "
+                        "nest, so its smaller spaces are not the first coordinates of the fit in H_{m_max}")
+    if space.m != m_max:
+        raise TypeError(f"space_family must map m to a space of dimension m, got {space!r} for m={m_max}")
     if grid.size < m_max:
         raise ValueError(f"m_max={m_max} needs at least m_max grid points, grid has {grid.size}")
     sigma = float(noise_scale(radius, None, n, mu, "radius"))

@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike
 
 from .._validation import as_float_array, check_positive
 from .._version import __version__
-from ..maths.spaces import BrownianKernel, FunctionSpace, GaussianKernel, KernelSpace, OrthonormalSpace
+from ..maths.spaces import FunctionSpace
 from ..mechanisms.bands import BAND_COVERS, band_is_exact
 from ..mechanisms.pipelines import Release
 from ..mechanisms.privacy import epsilon_from_mu
@@ -61,24 +61,22 @@ def _number(x: ArrayLike) -> float | list:
 
 
 def space_description(space: FunctionSpace) -> dict:
-    """The public description of a function space: its kind and parameters (for JSON).
+    """The public description of a function space: its kind, parameters and spec (for JSON).
+
+    The space's own :attr:`~dpfda.FunctionSpace.description`: ``spec`` is what
+    :func:`dpfda.space_from_spec` (and ``--space``) reads back into the same
+    space, with every number that defines it; ``kind`` and the parameters by name are for
+    a reader.
 
     Examples
     --------
     >>> from dpfda import LegendreSpace
     >>> space_description(LegendreSpace(8))
-    {'kind': 'legendre', 'dimension': 8}
+    {'kind': 'legendre', 'dimension': 8, 'spec': 'legendre:8'}
     """
-    if isinstance(space, OrthonormalSpace):  # LegendreSpace, FourierSpace
-        return {"kind": space.kind, "dimension": space.m}
-    if isinstance(space, KernelSpace):
-        kernel = space.kernel
-        if isinstance(kernel, GaussianKernel):
-            return {"kind": "gaussian-kernel", "rho": kernel.rho}
-        if isinstance(kernel, BrownianKernel):
-            return {"kind": "brownian-kernel"}
-        return {"kind": "kernel", "kernel": repr(kernel)}
-    raise TypeError(f"space must be a LegendreSpace or KernelSpace, got {type(space).__name__}")
+    if not isinstance(space, FunctionSpace):
+        raise TypeError(f"space must be a dpfda FunctionSpace, got {type(space).__name__}")
+    return space.description
 
 
 def privacy_unit(combine: str | None = None) -> str:
@@ -158,7 +156,7 @@ def release_record(release: Release, at: ArrayLike, *, frame: PublicFrame | None
         ``curve`` (``points`` and ``values``), ``mechanism``, ``noise``, ``mu``,
         ``epsilon_delta`` (a list of ``{"epsilon", "delta"}``), ``privacy_unit``
         (:func:`privacy_unit`), ``n``, ``radius`` (B'), ``noise_scale``, ``clip`` and
-        ``weights`` (PTF; ``None`` for FTP), ``space`` (kind and dimension or kernel),
+        ``weights`` (PTF; ``None`` for FTP), ``space`` (:func:`space_description`: kind, parameters, spec),
         ``grid`` (the design points in the data's units and on [0, 1]), ``domain``,
         ``frame`` (or ``None``) and ``dpfda_version``.  Nothing in it is computed from the
         data except the released curve and the released coordinates; ``n`` is public under

@@ -40,8 +40,12 @@ directions, both from the definitions (B'·a_j, the noise law a release publishe
 the mechanisms' calibration code.  The mechanisms *broken on purpose*
 (:mod:`dpfda.trust.broken`: PTF without the √T of composition, FTP calibrated to a grid
 norm, without the radius or with a cancelling mean, a design whitened by a
-pseudo-inverse or with rank-deficient noise on the grid, σ × 0.9) show that the audit
-catches miscalibration.  The privacy checks recompute what they audit, in 50-digit or
+pseudo-inverse or with rank-deficient noise on the grid, σ × 0.9, a covariance calibrated
+for added or removed records) show that the audit catches miscalibration.  The private
+covariances (:mod:`dpfda.mechanisms.covariance`) have their own worst-case neighbours
+(:func:`worst_case_covariance_pair`), recomputation
+(:func:`~dpfda.trust.recompute.recompute_covariance`) and empirical audit
+(:func:`audit_covariance`).  The privacy checks recompute what they audit, in 50-digit or
 exact rational arithmetic, with the noise law solved by the audit itself
 (:mod:`dpfda.trust.recompute`; :func:`~dpfda.trust.recompute.pair_mu` and the ``"lr"``
 score use its summaries).  The names of both modules can also be imported from here.
@@ -61,6 +65,7 @@ from scipy import special
 from .._validation import as_float_array, check_int, check_positive, check_rng
 from ..maths.spaces import FunctionSpace
 from ..mechanisms import mechanism as mechanisms
+from ..mechanisms.covariance import CovarianceMechanism
 from ..mechanisms.designs import check_grid_space
 from ..mechanisms.mechanism import Mechanism
 from ..mechanisms.pipelines import Release
@@ -68,6 +73,7 @@ from ..simulation.engine import repeat_mechanism, repeated
 from ._checks import check_mechanism, check_n, geometry
 from .broken import (  # the mechanisms broken on purpose, also reachable from here
     PinvDesign,
+    broken_covariance_add_remove,
     broken_design_pinv,
     broken_design_rank_deficient,
     broken_ftp_cancellation,
@@ -81,13 +87,18 @@ from .recompute import (  # the audit's own recomputation, also reachable from h
     AUDIT_DIGITS,
     AUDIT_MAX_CONDITION,
     SUMMARY_GAP,
+    CovarianceRecomputation,
     NoiseLaw,
     Recomputation,
+    audit_covariance_summary,
     audit_summary,
+    covariance_composed_mu,
+    covariance_formula_sigma,
     formula_sigma,
     pair_mu,
     published_law,
     recompute,
+    recompute_covariance,
 )
 
 __all__ = [
@@ -120,6 +131,15 @@ __all__ = [
     "AUDIT_MAX_CONDITION",
     "AUDIT_DIGITS",
     "SUMMARY_GAP",
+    "worst_case_covariance_pair",
+    "joint_worst_angle",
+    "audit_covariance",
+    "broken_covariance_add_remove",
+    "audit_covariance_summary",
+    "covariance_formula_sigma",
+    "covariance_composed_mu",
+    "recompute_covariance",
+    "CovarianceRecomputation",
 ]
 
 
@@ -504,3 +524,138 @@ def audit(mechanism: Mechanism, X0: ArrayLike, X1: ArrayLike, *, draws: int, rng
     res = mu_lower_bound(e0, e1, thresholds, alpha=alpha)
     return replace(res, draws=draws, statistic=name, mechanism=mech.name, mu_claimed=mech.mu,
                    mu_pair=mu_pair)
+
+
+# ---------------------------------------------------------------------------
+# The private covariances
+# ---------------------------------------------------------------------------
+
+
+def _orthogonal_unit(u: np.ndarray) -> np.ndarray:
+    """A unit vector orthogonal to the unit vector u (alternating signs, with u's part removed)."""
+    w = np.where(np.arange(u.size) % 2 == 0, 1.0, -1.0)
+    w = w - (w @ u) * u
+    if np.linalg.norm(w) < 1e-6:  # pragma: no cover - u itself alternates: take another direction
+        w = np.eye(u.size)[0] - u[0] * u
+    return w / np.linalg.norm(w)
+
+
+def worst_case_covariance_pair(grid: ArrayLike, space: FunctionSpace, radius: float, n: int, *,
+                               method: str = "ftp", angle: float = np.pi / 2,
+                               clip: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Neighbours (X0, X1) of n curves that attain a covariance mechanism's sensitivities.
+
+    From the definitions (not the mechanisms' code); every curve but the first is 0.
+
+    ``method="ftp"``: the first curve of X0 is the noiseless function with Cameron–Martin
+    coordinates B'u, u = (1, …, 1)/√d, and that of X1 has B'(cos(angle)·u + sin(angle)·w),
+    w a unit vector orthogonal to u.  Both fits lie on the sphere of radius B', so the mean
+    moves by 2B'·sin(angle/2)/n and the mean outer product by
+    B'²·sqrt(2(1 − cos²(angle)))/n in Frobenius norm: ``angle`` = π/2 attains the second
+    moment's sensitivity √2·B'²/n, ``angle`` = π the mean's 2B'/n (and moves no second
+    moment).
+
+    ``method="ptf"``: the first curve of X0 is c (every value at its upper clip bound, so
+    u = clip(x)/c = (1, …, 1)), that of X1 is s⊙c with the signs s_j = +1 for the first
+    ⌈T/2⌉ points and −1 after (``angle`` = π/2: uᵀv = T mod 2, so the mean outer product
+    moves by sqrt(2T² − 2(T mod 2)²)/n, the sensitivity √2·T/n when T is even) or s = −1
+    (``angle`` = π: the mean's 2c_j/n in every coordinate, no second moment).  ``clip``
+    defaults to B'·a_j.
+    """
+    check_grid_space(grid, space, "worst_case_covariance_pair")
+    geom = geometry(grid, space)
+    radius = check_positive(radius, "radius")
+    n = check_int(n, "n", 1)
+    angle = check_positive(angle, "angle")
+    if not angle <= np.pi:
+        raise ValueError(f"angle must lie in (0, π], got {angle!r}")
+    X0 = np.zeros((n, geom.T))
+    X1 = np.zeros((n, geom.T))
+    if method == "ftp":
+        u = np.ones(geom.dim) / np.sqrt(geom.dim)
+        if geom.dim == 1 and angle != np.pi:
+            raise ValueError("a one-dimensional space has no orthogonal direction: use angle=π")
+        w = _orthogonal_unit(u) if geom.dim > 1 else np.zeros(1)
+        X0[0] = geom.values(radius * u)
+        X1[0] = geom.values(radius * (np.cos(angle) * u + np.sin(angle) * w))
+        return X0, X1
+    if method != "ptf":
+        raise ValueError(f"method must be 'ftp' or 'ptf', got {method!r}")
+    c = radius * geom.eval_norm if clip is None else np.broadcast_to(as_float_array(clip, "clip"),
+                                                                   (geom.T,)).copy()
+    if not (np.all(np.isfinite(c)) and np.all(c > 0)):
+        raise ValueError("clip must be finite and > 0 at every grid point")
+    if angle == np.pi:
+        signs = -np.ones(geom.T)
+    elif angle == np.pi / 2:
+        signs = np.where(np.arange(geom.T) < (geom.T + 1) // 2, 1.0, -1.0)
+    else:
+        raise ValueError("for method='ptf' the angle is π/2 (orthogonal corners) or π (opposite corners)")
+    X0[0] = c
+    X1[0] = signs * c
+    return X0, X1
+
+
+def joint_worst_angle(mu_mean: float, mu_cov: float) -> float:
+    """The angle between two records on the sphere that maximises a composed FTP pair's μ.
+
+    For fits B'u and B'v with cos∠(u, v) = κ the pair's μ² is
+    μ_mean²(1 − κ)/2 + μ_cov²(1 − κ²) (the mean moves by B'·sqrt(2(1 − κ)), the mean outer
+    product by B'²·sqrt(2(1 − κ²)), each over n and its σ); its maximum over κ ∈ [−1, 1]
+    is at κ = −μ_mean²/(4μ_cov²) when that lies in [−1, 1], otherwise at κ = −1.
+    """
+    mu_mean = check_positive(mu_mean, "mu_mean")
+    mu_cov = check_positive(mu_cov, "mu_cov")
+    kappa = max(-1.0, -mu_mean**2 / (4.0 * mu_cov**2))
+    return float(np.arccos(kappa))
+
+
+def audit_covariance(mech: CovarianceMechanism, X0: ArrayLike, X1: ArrayLike, *, draws: int,
+                     rng: np.random.Generator, alpha: float = 0.05, n_thresholds: int = 32,
+                     split: float = 0.5) -> AuditResult:
+    """An empirical μ lower bound for a covariance mechanism on neighbours (X0, X1).
+
+    The score is the Neyman–Pearson statistic of the two Gaussian outputs together (the
+    mean's noisy coordinates and the second moment's, each whitened by its σ): with the
+    audit's own summaries (:func:`~dpfda.trust.recompute.audit_covariance_summary`) and
+    σ (the smaller of the formula's and the published one), U = ⟨y − s0, d⟩/||d|| for the
+    whitened difference d, N(0, 1) under X0 and N(||d||, 1) under X1.  Each dataset is
+    summarised once and its ``draws`` releases differ in their noise only (the release's
+    own noise step, :meth:`~dpfda.mechanisms.covariance.CovarianceMechanism.privatize`,
+    with normals from ``rng``).  Thresholds come from a ``split`` of the draws, the
+    Clopper–Pearson bounds from the rest (:func:`mu_lower_bound`).
+    """
+    draws = check_int(draws, "draws", 4)
+    rng = check_rng(rng)
+    if not isinstance(mech, CovarianceMechanism):
+        raise TypeError(f"mech must be a CovarianceMechanism, got {type(mech).__name__}")
+    X0, X1 = as_float_array(X0, "X0"), as_float_array(X1, "X1")
+    rec = recompute_covariance(mech, X0, X1)
+    n = X0.shape[0]
+    sigma_m, sigma_c = covariance_formula_sigma(mech, n)
+    law_m = np.minimum(np.asarray(rec.sigma_published[0], dtype=float), np.asarray(sigma_m))
+    law_c = min(float(rec.sigma_published[1]), sigma_c)
+    a0, a1 = audit_covariance_summary(mech, X0), audit_covariance_summary(mech, X1)
+    s0 = np.concatenate([a0[0] / law_m, a0[1] / law_c])
+    d = np.concatenate([a1[0] / law_m, a1[1] / law_c]) - s0
+    norm = float(np.linalg.norm(d))
+    w = d / norm if norm > 0 else np.zeros_like(d)
+
+    def scores(X: np.ndarray) -> np.ndarray:
+        centre_m, centre_c = mech.summary(X)
+        rel = mech.privatize(np.broadcast_to(centre_m, (draws,) + centre_m.shape),
+                             np.broadcast_to(centre_c, (draws,) + centre_c.shape),
+                             rng.standard_normal((draws, mech.mean.noise_dim)),
+                             rng.standard_normal((draws, mech.moment_dim)), n)
+        y = np.concatenate([rel.mean.noisy_coordinates / law_m, rel.noisy_moment / law_c], axis=-1)
+        return (y - s0) @ w
+
+    e0, e1 = scores(X0), scores(X1)
+    ncal = int(round(check_positive(split, "split") * draws))
+    if not 2 <= ncal <= draws - 2:
+        raise ValueError("split leaves too few calibration or evaluation draws; raise draws")
+    levels = (np.arange(check_int(n_thresholds, "n_thresholds", 1)) + 0.5) / n_thresholds
+    thresholds = np.quantile(np.concatenate([e0[:ncal], e1[:ncal]]), levels)
+    res = mu_lower_bound(e0[ncal:], e1[ncal:], thresholds, alpha=alpha)
+    return replace(res, draws=draws, statistic="lr", mechanism=mech.name, mu_claimed=mech.mu,
+                   mu_pair=rec.mu_pair)

@@ -7,7 +7,9 @@ is computed by cancelling large numbers (:func:`broken_ftp_cancellation`, correc
 arithmetic, leaky in floating point), a ball design whose whitening drops a thin noise
 direction through a pseudo-inverse (:func:`broken_design_pinv`), the ellipsoid design with
 its rank-d noise added on the grid (:func:`broken_design_rank_deficient`) and any mechanism
-with σ × 0.9 (:func:`broken_sigma_too_small`).  The audit (:mod:`dpfda.trust.audit`) and its
+with σ × 0.9 (:func:`broken_sigma_too_small`), and a private covariance whose second
+moment is calibrated for added or removed records instead of replaced ones
+(:func:`broken_covariance_add_remove`).  The audit (:mod:`dpfda.trust.audit`) and its
 recomputation (:mod:`dpfda.trust.recompute`) catch every one of them.  They exist for the
 audit only, have no secure path and are not exported by ``dpfda``; never release data
 with them.
@@ -15,7 +17,7 @@ with them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -23,6 +25,7 @@ from numpy.typing import ArrayLike
 
 from .._validation import check_int, check_positive
 from ..maths.spaces import FunctionSpace, GridGeometry
+from ..mechanisms.covariance import SQRT2, CovarianceMechanism, covariance_mechanism
 from ..mechanisms.designs import Design, check_grid_space
 from ..mechanisms.mechanism import (
     ClipToBox,
@@ -46,6 +49,7 @@ __all__ = [
     "broken_design_pinv",
     "broken_design_rank_deficient",
     "broken_sigma_too_small",
+    "broken_covariance_add_remove",
 ]
 
 
@@ -346,3 +350,29 @@ class _ScaledCalibration:
     def secure_noisy(self, centre: np.ndarray, n: int, mu: float, sigma: Any) -> np.ndarray:
         """Not offered: a mechanism broken on purpose is for audits only."""
         raise ValueError("a mechanism broken on purpose has no secure path")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class _AddRemoveCovariance(CovarianceMechanism):
+    """BROKEN ON PURPOSE: the second moment calibrated to r²/n instead of √2·r²/n."""
+
+    def moment_sensitivity(self, n: int) -> float:
+        """r²/n: one record's outer product alone (add/remove), not a replacement's √2·r²/n."""
+        return super().moment_sensitivity(n) / SQRT2
+
+
+def broken_covariance_add_remove(grid: ArrayLike, space: FunctionSpace, radius: float, mu: float, *,
+                                 method: str = "ftp", n: int | None = None) -> CovarianceMechanism:
+    """BROKEN ON PURPOSE: a covariance mechanism whose second moment is calibrated for the wrong neighbours.
+
+    The Frobenius norm of one record's outer product is at most r² (B'² for FTP's fits, T
+    for PTF's cube), which is the sensitivity when a record is added or removed; when one
+    record is *replaced* (the package's neighbours, n public) two records of norm r with
+    orthogonal directions move the mean outer product by √2·r²/n.  This variant uses
+    r²/n, so the second moment's pair μ is √2·μ_cov on such a pair: the audit's
+    recomputation from the definitions catches it.
+    """
+    good = covariance_mechanism(grid, space, radius, mu, method=method, n=n)
+    values = {f.name: getattr(good, f.name) for f in fields(good)}
+    values["name"] = f"{good.name} calibrated to r²/n (broken)"
+    return _AddRemoveCovariance(**values)

@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike
 
 from .._validation import as_float_array, check_int, check_rng
 from ..maths.spaces import GridGeometry
+from ..mechanisms.covariance import CovarianceMechanism
 from ..mechanisms.designs import Design
 from ..mechanisms.mechanism import Mechanism
 from ._checks import check_mechanism, check_n
@@ -37,6 +38,11 @@ __all__ = [
     "AUDIT_MAX_CONDITION",
     "AUDIT_DIGITS",
     "SUMMARY_GAP",
+    "audit_covariance_summary",
+    "covariance_formula_sigma",
+    "covariance_composed_mu",
+    "recompute_covariance",
+    "CovarianceRecomputation",
 ]
 
 
@@ -562,3 +568,191 @@ def recompute(mechanism: Mechanism, X0: ArrayLike, X1: ArrayLike, *, draws: int 
     return Recomputation(mechanism=mech.name, mu_claimed=mech.mu, mu_pair=mu_pair, mu_summaries=mu_sum,
                          sigma_formula=sigma_f, sigma_published=r0.noise_scale, summary_gap=gap,
                          noise_ratio=ratio, problems=tuple(dict.fromkeys(problems)))
+
+
+# ---------------------------------------------------------------------------
+# The private covariances: the same recomputation for two composed Gaussian mechanisms
+# ---------------------------------------------------------------------------
+
+
+def _mp_pack(mp: Any, v: list) -> list:
+    """The free coordinates of vvᵀ in mpmath: v_j² on the diagonal, √2·v_j·v_l above it, by rows."""
+    root2 = mp.sqrt(2)
+    k = len(v)
+    return [v[j] * v[j] if j == q else root2 * v[j] * v[q] for j in range(k) for q in range(j, k)]
+
+
+def audit_covariance_summary(mech: CovarianceMechanism, X: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """The audit's own two summaries of ``X`` (n, T): the mean's and the packed second moment's.
+
+    From the definitions, never from the mechanism's code.  FTP: each curve's fit in the
+    ball of radius B' (:func:`_mp_fit_in_ball`, 50 digits), the mean of the fits and the
+    mean of their outer products' free coordinates (θ_j², √2·θ_jθ_l), rounded once.  PTF:
+    the mean of the values clipped to [−c_j, c_j] (exact, fractions), and the mean of the
+    outer products of u = clip(x)/c taken exactly in rational arithmetic, times √2 off the
+    diagonal in 50 digits, rounded once.
+    """
+    from fractions import Fraction
+
+    mp = _mp()
+    X = as_float_array(X, "X")
+    rows, counts = _unique_rows(X)
+    n = int(counts.sum())
+    geom = mech.geometry
+    if mech.method == "ftp":
+        with mp.workdps(AUDIT_DIGITS):
+            basis = _mp_eigenbasis(mp, geom.Phi)
+            total = [mp.mpf(0)] * geom.dim
+            moment = [mp.mpf(0)] * (geom.dim * (geom.dim + 1) // 2)
+            for x, k in zip(rows, counts):
+                fit = _mp_fit_in_ball(mp, basis, x, mech.radius)
+                total = [t + int(k) * f for t, f in zip(total, fit)]
+                moment = [s + int(k) * q for s, q in zip(moment, _mp_pack(mp, fit))]
+            return (np.array([float(t / n) for t in total]), np.array([float(s / n) for s in moment]))
+    if mech.method != "ptf":
+        raise ValueError(f"the covariance audit knows the methods ftp and ptf, not {mech.method!r}")
+    clip = np.asarray(mech.clip, dtype=float)
+    T = clip.size
+    sums = [[Fraction(0)] * T for _ in range(T)]
+    for x, k in zip(rows, counts):
+        u = [Fraction(float(v)) / Fraction(float(c)) for v, c in zip(np.clip(x, -clip, clip), clip)]
+        for j in range(T):
+            for q in range(j, T):
+                sums[j][q] += int(k) * u[j] * u[q]
+    with mp.workdps(AUDIT_DIGITS):
+        root2 = mp.sqrt(2)
+        packed = []
+        for j in range(T):
+            for q in range(j, T):
+                exact = sums[j][q] / n
+                value = mp.mpf(exact.numerator) / exact.denominator
+                packed.append(float(value if j == q else root2 * value))
+    return _exact_box_mean(X, clip), np.array(packed)
+
+
+def covariance_formula_sigma(mech: CovarianceMechanism, n: int) -> tuple[float | np.ndarray, float]:
+    """(σ of the mean, σ_c of the second moment) from the public parameters and the definitions.
+
+    Mean: 2B'/(nμ_mean) (FTP, Theorem 6) or 2c_j√T/(nμ_mean) (PTF, Proposition 9).  Second
+    moment: the Frobenius sensitivity of the mean outer product over n public curves,
+    sup ||vvᵀ − wwᵀ||_F/n = √2·r²/n for records of norm at most r (r = B' for the fits,
+    r² = T for the cube [−1, 1]^T), over μ_cov.  Computed in 50 digits, rounded once; the
+    rounding cover of the summaries (below 2⁻³¹ of σ up to about a hundred thousand
+    curves) is not included.
+    """
+    mp = _mp()
+    n = check_int(n, "n", 1)
+    with mp.workdps(AUDIT_DIGITS):
+        n_mu_m = mp.mpf(n) * mp.mpf(float(mech.mu_mean))
+        n_mu_c = mp.mpf(n) * mp.mpf(float(mech.mu_cov))
+        if mech.method == "ftp":
+            B = mp.mpf(float(mech.radius))
+            return float(2 * B / n_mu_m), float(mp.sqrt(2) * B * B / n_mu_c)
+        c = np.asarray(mech.clip, dtype=float)
+        root = mp.sqrt(c.size)
+        sigma_m = np.array([float(2 * mp.mpf(float(cj)) * root / n_mu_m) for cj in c])
+        return sigma_m, float(mp.sqrt(2) * c.size / n_mu_c)
+
+
+def covariance_composed_mu(mu_mean: float, mu_cov: float) -> float:
+    """sqrt(μ_mean² + μ_cov²), in 50 digits: the GDP composition of the two Gaussian mechanisms."""
+    mp = _mp()
+    with mp.workdps(AUDIT_DIGITS):
+        return float(mp.sqrt(mp.mpf(float(mu_mean)) ** 2 + mp.mpf(float(mu_cov)) ** 2))
+
+
+@dataclass(frozen=True)
+class CovarianceRecomputation:
+    """What the audit recomputed for one covariance mechanism on one pair, and what it found.
+
+    ``mu_mean_pair`` and ``mu_cov_pair`` are the pair's μ of each Gaussian mechanism (the
+    larger of the audit's and the mechanism's summaries, under the smaller of the
+    formula's and the published σ); ``mu_pair`` = sqrt(mu_mean_pair² + mu_cov_pair²) is the
+    pair's exact μ for the two independent outputs together.  ``passed``: no problem and
+    ``mu_pair`` at most the claimed μ (to the rounding cover).
+    """
+
+    mechanism: str
+    mu_claimed: float
+    mu_composed: float
+    mu_mean_pair: float
+    mu_cov_pair: float
+    mu_pair: float
+    sigma_formula: tuple
+    sigma_published: tuple
+    summary_gap: float
+    problems: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        """No problem found and μ_pair <= μ(1 + 10⁻⁸)."""
+        return not self.problems and self.mu_pair <= self.mu_claimed * (1 + 1e-8)
+
+
+def recompute_covariance(mech: CovarianceMechanism, X0: ArrayLike, X1: ArrayLike, *,
+                         rng: np.random.Generator | None = None) -> CovarianceRecomputation:
+    """Audit a covariance mechanism on neighbours (X0, X1) by recomputing what it releases.
+
+    1. Both summaries of X0 and X1 by the audit's own arithmetic
+       (:func:`audit_covariance_summary`), compared with the mechanism's (within
+       ``SUMMARY_GAP`` of each sensitivity).
+    2. Both σ by the formulas (:func:`covariance_formula_sigma`), compared with the
+       published ``mean.noise_scale`` and ``moment_scale``; the budget split must compose to
+       the claimed μ (:func:`covariance_composed_mu`).
+    3. A release of each dataset: its Gaussian outputs must have the mechanism's
+       dimensions, and every other array it carries (the mean's coefficients and flags,
+       the unprojected and projected covariance) must be recomputed bit for bit from them
+       by the post-processing; no array may have an axis of length n.
+    4. The pair's μ from the audit's summaries and from the mechanism's, whichever is
+       larger, under the smaller σ.
+    """
+    if not isinstance(mech, CovarianceMechanism):
+        raise TypeError(f"mech must be a CovarianceMechanism, got {type(mech).__name__}")
+    X0, X1 = as_float_array(X0, "X0"), as_float_array(X1, "X1")
+    if X0.ndim != 2 or X0.shape != X1.shape or int(np.sum(np.any(X0 != X1, axis=1))) > 1:
+        raise ValueError("X0 and X1 must be neighbouring (n, T) datasets (differing in at most one curve)")
+    n = X0.shape[0]
+    problems: list[str] = []
+    a0, a1 = audit_covariance_summary(mech, X0), audit_covariance_summary(mech, X1)
+    m0, m1 = mech.summary(X0), mech.summary(X1)
+    sigma_m, sigma_c = covariance_formula_sigma(mech, n)
+    unit_m = 2.0 * (mech.radius if mech.method == "ftp" else np.asarray(mech.clip, dtype=float)) / n  # Δ_j
+    unit_c = sigma_c * mech.mu_cov  # √2·r²/n
+    gaps = [float(np.max(np.abs(m[0] - a[0]) / unit_m)) for m, a in ((m0, a0), (m1, a1))]
+    gaps += [float(np.max(np.abs(m[1] - a[1]))) / unit_c for m, a in ((m0, a0), (m1, a1))]
+    gap = max(gaps)
+    if not gap <= SUMMARY_GAP:
+        problems.append(f"the mechanism's summaries differ from the audit's by {gap:.3g} of the sensitivity")
+    composed = covariance_composed_mu(mech.mu_mean, mech.mu_cov)
+    if not composed <= mech.mu * (1 + 1e-12):
+        problems.append(f"the budget split composes to {composed:.6g} > the claimed mu = {mech.mu:.6g}")
+    gen = np.random.default_rng(0) if rng is None else check_rng(rng)
+    r0, r1 = mech.release(X0, gen), mech.release(X1, gen)
+    pub_m = np.asarray(r0.mean.noise_scale, dtype=float)
+    pub_c = float(r0.moment_scale)
+    if np.any(pub_m < np.asarray(sigma_m) * (1 - 1e-12)) or pub_c < sigma_c * (1 - 1e-12):
+        problems.append("a published noise scale is below the formula's")
+    for rel in (r0, r1):
+        y_m = np.asarray(rel.mean.noisy_coordinates, dtype=float)
+        y_c = np.asarray(rel.noisy_moment, dtype=float)
+        if y_m.shape[-1] != mech.mean.dim or y_c.shape[-1] != mech.moment_dim:
+            problems.append("the Gaussian outputs do not have the mechanism's dimensions")
+            continue
+        again = mech.post(mech.mean.post_process(y_m, n), y_c, n)
+        if not (_same_arrays(again.coef, rel.coef) and _same_arrays(again.unprojected, rel.unprojected)
+                and _same_arrays(again.mean.coef, rel.mean.coef)
+                and _same_arrays(again.mean.active, rel.mean.active)
+                and _same_arrays(again.mean.noisy_means, rel.mean.noisy_means)):
+            problems.append("the release carries arrays that are not post-processing of its Gaussian outputs")
+        for name, value in vars(rel).items():
+            if isinstance(value, np.ndarray) and n > max(mech.geometry.T, mech.moment_dim) and n in value.shape:
+                problems.append(f"the release's {name} has an axis of length n")
+    law_m = np.minimum(pub_m, np.asarray(sigma_m))
+    law_c = min(pub_c, sigma_c)
+    mu_mean = max(_norm_of_ratio(a1[0] - a0[0], law_m), _norm_of_ratio(m1[0] - m0[0], law_m))
+    mu_cov = max(_norm_of_ratio(a1[1] - a0[1], law_c), _norm_of_ratio(m1[1] - m0[1], law_c))
+    return CovarianceRecomputation(
+        mechanism=mech.name, mu_claimed=mech.mu, mu_composed=composed, mu_mean_pair=mu_mean,
+        mu_cov_pair=mu_cov, mu_pair=math.hypot(mu_mean, mu_cov), sigma_formula=(sigma_m, sigma_c),
+        sigma_published=(r0.mean.noise_scale, r0.moment_scale), summary_gap=gap,
+        problems=tuple(dict.fromkeys(problems)))
