@@ -91,7 +91,12 @@ def test_the_fixed_design_releases_its_noisy_coefficients_and_maps_them():
     np.testing.assert_array_equal(rel.noisy_means, rel.noisy_coordinates @ des.geometry.Phi.T)
     # the same θ̄ + σZ as FTP's release with the same stream (FTP's mechanism, on the grid after)
     ftp = dpfda.ftp(X, grid, space, 1.0, MU, np.random.default_rng(1))
-    np.testing.assert_allclose(rel.noisy_coordinates, ftp.coef, rtol=0, atol=1e-14)
+    # two computations of θ̄ (each fit to fit_rtol of B' = 1, with the data's ratio; the means γ₄)
+    # and the noise's addition (γ₄ of the result)
+    A_ = des.geometry.Phi.T @ des.geometry.Phi
+    ratio = np.linalg.norm(X, axis=-1).max() / np.sqrt(np.linalg.norm(A_, 2))
+    atol = 2 * fit_rtol(A_, grid.size, data_ratio=ratio) + gamma(4) * (np.abs(ftp.coef).max() + 1.0)
+    np.testing.assert_allclose(rel.noisy_coordinates, ftp.coef, rtol=0, atol=atol)
 
 
 def test_a_mechanism_with_a_noise_of_lower_rank_is_refused():
