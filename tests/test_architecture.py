@@ -69,6 +69,8 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("privacy", "_log_delta", "scipy"): SCIPY,
     ("privacy", "epsilon_from_mu", "scipy"): SCIPY,
     ("privacy", "mu_from_epsilon_delta", "scipy"): SCIPY,
+    ("radius", "gdp_of_pure_dp", "scipy"): SCIPY,
+    ("radius", "epsilon_of_gdp", "scipy"): SCIPY,
     ("secure", "_opendp", "opendp.prelude"): "optional dependency: OpenDP is needed only for secure=True",
     # reading the curves of a release
     ("reading", "_read_table", "pandas"): PANDAS,

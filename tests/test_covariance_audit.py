@@ -19,7 +19,7 @@ from dpfda.maths.rounding import pair_rtol, product_atol
 from dpfda.maths.summation import gamma
 from dpfda.mechanisms import covariance as cv
 from dpfda.trust import audit as au
-from tests._support import reps
+from _support import reps
 
 from _spaces import with_grids
 

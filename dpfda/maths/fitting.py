@@ -16,12 +16,48 @@ eqs. 15–16 and 39–42).  We solve it to machine precision by Newton's method 
 steps): ψ is convex and decreasing, so Newton iterates started at a lower
 bound of the root rise monotonically to it, capped by an upper bound against
 rounding.  The variables are rescaled by max|g| so that no square over- or
-underflows at any magnitude of x and B'.  The eigendecomposition of A is done
-once per design; each batch costs one matrix product plus a few vectorised
-Newton sweeps over the active problems (laid out so that every sweep is a
-handful of elementwise operations on contiguous arrays) — there is no Python
-loop over curves or repetitions, and a curve's result does not depend on the
-other curves in its batch.
+underflows at any magnitude of x and B'.
+
+**Each curve's fit is a function of that curve alone, bit for bit.**  Every
+mechanism's sensitivity argument (Theorem 6; the designs' ellipsoid part; FTP of
+curves on their own points) needs each curve's map into the ball to depend on that
+curve only.  In floating point this has to hold for the bits, not only for the
+exact values: a curve far outside span(Φ) (values up to 1.8e308) has a
+least-squares fit made of rounding error, which the ball scales up to its sphere
+||θ|| = B', in a direction set by that rounding — so if another record could change
+how the curve is rounded, it could move the curve's fit by up to 2B' and the
+released mean by up to 2B'/n beyond its own share (pair μ up to 2μ, or 3μ for a
+record that changes the grouping of two others).  A BLAS product rounds a row
+differently with the shape of the matrix it belongs to (``dgemv`` for one row,
+``dgemm`` for several, different edge kernels, threads), so the fits never go
+through a product whose shape depends on other records.  Instead:
+
+* the design's own quantities — A = ΦᵀWΦ, its eigendecomposition V diag(λ) Vᵀ and
+  P = WΦV — depend on the public grid, space and weights alone and are computed
+  once, with BLAS and LAPACK;
+* a curve's coordinates g = Pᵀx are T element-wise multiplies and adds in a fixed
+  order (:meth:`BallLeastSquares._coordinates`), its unconstrained solution g/λ and
+  norm are element-wise, the secular equation is solved by the same element-wise
+  sweeps column by column (a column stops when its own Newton step stops moving it),
+  and the fit is turned back by d element-wise multiplies and adds in a fixed order
+  (:meth:`BallLeastSquares._rotate`, the turn
+  :func:`dpfda.maths.summation.fixed_point_ball_mean` makes of each point);
+* every element-wise operation — +, −, ×, ÷, √, ldexp, max — is correctly rounded in
+  IEEE 754 arithmetic, whatever the vector instructions that numpy uses for it, so
+  each number of a curve's fit is a fixed sequence of correctly rounded operations
+  on that curve's values and the design's numbers.  The batch shape, the other rows,
+  their order and how the rows are laid out in memory or cut into blocks cannot
+  change it (the processor's BLAS kernel enters only through the design's own
+  numbers P, V and λ, the same for every curve);
+* the rows redone after scaling (those whose product with the design overflows or
+  whose norm is below 2⁻⁹⁰⁰) are chosen by a test on the row itself and redone by the
+  same per-row arithmetic, so which other rows are redone changes nothing.
+
+The tests (``tests/test_record_independence.py``) check a row alone against the same
+row in random batches of huge, subnormal, off-span, overflowing and repeated rows, for
+every space and fitting path, bit for bit.  The cost, measured by
+``benchmarks/bench_ab.py``: the T element-wise passes replace one matrix product per
+batch, on the same (d, N) work arrays the Newton sweeps use.
 """
 
 from __future__ import annotations
@@ -34,7 +70,7 @@ from numpy.typing import ArrayLike
 from .._validation import AssumptionError, as_float_array, check_grid_vector, check_positive
 from .summation import fixed_point_ball_mean
 
-__all__ = ["BallFit", "BallLeastSquares", "fit_ball"]
+__all__ = ["BallFit", "BallLeastSquares", "fit_ball", "row_norms"]
 
 _MAX_ITER = 200
 _BLOCK = 8192
@@ -96,24 +132,11 @@ class BallLeastSquares:
         self.weights = np.ldexp(w, self._weight_exp)  # as given (the solver uses w, scaled by 2^-e)
         self.eigenvalues = lam
         self.eigenvectors = V
-        self._P = (w[:, None] * Phi) @ V  # x @ _P = Vᵀ Φᵀ W x
-        self._rows: dict[int, np.ndarray] = {}  # λ tiled to (n, d), by n (_eigenvalue_rows)
-
-    def _eigenvalue_rows(self, shape: tuple[int, ...]) -> np.ndarray:
-        """λ repeated for each of the n rows of a (..., n, d) array, or λ itself.
-
-        Dividing by a contiguous (n, d) array gives the same quotients as
-        dividing by λ with broadcasting, but numpy then runs one long inner loop
-        instead of one of length d per row.
-        """
-        if len(shape) < 2 or shape[-2] < 2:
-            return self.eigenvalues
-        rows = self._rows.get(shape[-2])
-        if rows is None:
-            if len(self._rows) >= 8:
-                self._rows.clear()
-            rows = self._rows[shape[-2]] = np.tile(self.eigenvalues, (shape[-2], 1))
-        return rows
+        self._P = (w[:, None] * Phi) @ V  # x @ _P = Vᵀ Φᵀ W x (a property of the design alone)
+        # Columns for the per-row arithmetic (_coordinates, _rotate): P's rows and V's columns.
+        self._P_cols = [np.ascontiguousarray(self._P[t][:, None]) for t in range(T)]  # (d, 1) each
+        self._V_cols = [np.ascontiguousarray(V[:, k][:, None]) for k in range(d)]  # (d, 1) each
+        self._lam_col = np.ascontiguousarray(lam[:, None])  # (d, 1)
 
     @property
     def T(self) -> int:
@@ -125,81 +148,119 @@ class BallLeastSquares:
         """Number of coordinates d (columns of Phi)."""
         return self.Phi.shape[1]
 
+    # -- per-row arithmetic: every step below is element-wise on columns (one per curve) --
+
+    def _coordinates(self, X2: np.ndarray) -> np.ndarray:
+        """Vᵀ ΦᵀW x for each row x of ``X2`` (N, T), one column each: (d, N).
+
+        Column i is fl(… fl(fl(P_0k·x_0) + fl(P_1k·x_1)) + … + fl(P_{T−1,k}·x_{T−1})) with
+        P = WΦV: T element-wise multiplies and adds in a fixed order, each correctly
+        rounded (IEEE 754), so it depends on x_i and P alone — not on N, on the other
+        rows, on how the rows are blocked, nor on the processor's BLAS kernel.  Overflow
+        gives ±inf or NaN in that column only (such rows are redone by :meth:`_prepare`).
+        """
+        N, T = X2.shape
+        d = self.dim
+        out = np.empty((d, N))
+        work = np.empty((d, min(N, _BLOCK)))
+        for a in range(0, N, _BLOCK):
+            b = min(N, a + _BLOCK)
+            Xt = np.ascontiguousarray(X2[a:b].T)  # (T, b): row t holds x_t of each curve
+            acc, tmp = out[:, a:b], work[:, : b - a]
+            np.multiply(self._P_cols[0], Xt[0], out=acc)
+            for t in range(1, T):
+                np.multiply(self._P_cols[t], Xt[t], out=tmp)
+                acc += tmp
+        return out
+
+    def _rotate(self, Z: np.ndarray) -> np.ndarray:
+        """θ = V z for each column z of ``Z`` (d, N), returned as rows (N, d).
+
+        θ_i = fl(… fl(fl(V_i0·z_0) + fl(V_i1·z_1)) + … + fl(V_i,d−1·z_d−1)): a fixed-order
+        element-wise sum, the same operations as the turn of each point in
+        :func:`dpfda.maths.summation.fixed_point_ball_mean`, so a curve's coefficients are
+        the point that a release averages, bit for bit.
+        """
+        d, N = Z.shape
+        C = np.empty((d, N))
+        tmp = np.empty((d, N))
+        np.multiply(self._V_cols[0], Z[0], out=C)
+        for k in range(1, d):
+            np.multiply(self._V_cols[k], Z[k], out=tmp)
+            C += tmp
+        return np.ascontiguousarray(C.T)
+
     def unconstrained(self, X: ArrayLike) -> np.ndarray:
-        """The weighted least-squares solution A⁻¹ΦᵀWx for each row of X."""
-        g = np.asarray(X, dtype=float) @ self._P
-        return (g / self.eigenvalues) @ self.eigenvectors.T
+        """The weighted least-squares solution A⁻¹ΦᵀWx for each row of X (row by row, see :meth:`solve`)."""
+        X = np.asarray(X, dtype=float)
+        batch = X.shape[:-1]
+        Z = self._coordinates(X.reshape(-1, self.T)) / self._lam_col
+        return self._rotate(Z).reshape(batch + (self.dim,))
 
     def _prepare(self, X: ArrayLike, radius: float
-                 ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Scaled eigenbasis coordinates of every row, and which rows are active.
+                 ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]:
+        """Scaled eigenbasis coordinates of every row, as columns, and which rows are active.
 
-        Returns ``(radius, g, z, e, active)``: row i's coordinates Vᵀ ΦᵀW x_i
-        and unconstrained solution in the eigenbasis of A are ``g[i]·2**e[i]``
-        and ``z[i]·2**e[i]``.  A row whose product with the design overflows, or
-        comes out near the subnormal range, is redone after dividing it by a
-        power of two (exact), so no finite row over- or underflows, and its
-        comparison with B' is made in the same units.  Other rows keep e = 0;
-        whether a row is redone depends on that row alone, so no row's result
-        depends on the other rows.
+        Returns ``(radius, G, Z, e, active, batch)`` for the N rows of X (``batch`` their
+        shape): row i's coordinates Vᵀ ΦᵀW x_i and unconstrained solution in the
+        eigenbasis of A are ``G[:, i]·2**e[i]`` and ``Z[:, i]·2**e[i]``.  A row whose
+        product with the design overflows, or comes out near the subnormal range, is
+        redone after dividing it by a power of two (exact), so no finite row over- or
+        underflows, and its comparison with B' is made in the same units.  Other rows keep
+        e = 0.  Whether a row is redone, and how, depends on that row alone, and the redone
+        rows are computed by the same per-row arithmetic (:meth:`_coordinates`), so no
+        row's bits depend on the other rows — in particular not on which others are redone.
         """
         radius = check_positive(radius, "radius")
         X = as_float_array(X, "X")
         if X.shape[-1:] != (self.T,):
             raise ValueError(f"X's last axis has length {X.shape[-1:] or 0}, expected T={self.T}")
+        batch = X.shape[:-1]
+        X2 = X.reshape(-1, self.T)
         with np.errstate(over="ignore", invalid="ignore"):  # such rows are redone below
-            g = X @ self._P  # (..., d) in the eigenbasis of A
-            z = g / self._eigenvalue_rows(g.shape)
-            norm = _norm_rows(z)
+            G = self._coordinates(X2)
+            Z = G / self._lam_col
+            norm = _norm_columns(Z)
         e = np.zeros(norm.shape, dtype=np.int64)
         # Rows whose products overflowed (non-finite) or fell towards the subnormal range
         # are redone on the row divided by a power of two (exact); the others are left as
         # they are, so checking costs nothing for data of ordinary size.
         if norm.size == 0 or (np.max(norm) < _NORM_HIGH and np.min(norm) >= _NORM_LOW):
-            return radius, g, z, e, norm > radius  # no row is odd: two reductions instead of a mask
+            return radius, G, Z, e, norm > radius, batch  # no row is odd: two reductions instead of a mask
         odd = ~(norm < _NORM_HIGH) | ((norm < _NORM_LOW) & (norm > 0))
         if not np.any(odd):  # every norm finite and normal: e = 0, B' in the rows' units
-            return radius, g, z, e, norm > radius
-        e[odd] = _row_exponents(X[odd])
-        Xs = np.ldexp(X[odd], -e[odd][..., None])
-        # row by row: one BLAS path (a vector times P) whatever the number of rows redone, so a
-        # row's bits do not depend on how many others are redone with it
-        g[odd] = np.stack([x @ self._P for x in Xs])
-        z[odd] = g[odd] / self.eigenvalues
-        norm[odd] = _norm_rows(z[odd])
+            return radius, G, Z, e, norm > radius, batch
+        e[odd] = _row_exponents(X2[odd])
+        Gs = self._coordinates(np.ldexp(X2[odd], -e[odd][:, None]))
+        G[:, odd] = Gs
+        Zs = Gs / self._lam_col
+        Z[:, odd] = Zs
+        norm[odd] = _norm_columns(Zs)
         if not np.all(np.isfinite(norm)):  # finite rows always give finite, scaled z
             raise ValueError("X contains NaN or inf; every value must be a finite number")
         with np.errstate(over="ignore"):
             bound = np.ldexp(radius, -e)  # B' in the row's units (inf: the row is far inside)
-        return radius, g, z, e, norm > bound
+        return radius, G, Z, e, norm > bound, batch
 
-    def _solve_active(self, g: np.ndarray, z: np.ndarray, e: np.ndarray, active: np.ndarray,
+    def _solve_active(self, G: np.ndarray, Z: np.ndarray, e: np.ndarray, active: np.ndarray,
                       radius: float, nu: np.ndarray | None = None) -> None:
-        """Overwrite the active rows of ``z`` with their constrained solutions.
+        """Overwrite the active columns of ``Z`` with their constrained solutions.
 
-        ``g``, ``z`` (..., d) and ``e``, ``active`` (...) come from
-        :meth:`_prepare` (``g``, ``z`` are fresh C-contiguous arrays, so the
-        reshapes below are views).  Row i's coordinates Vᵀ ΦᵀW x are ``g[i]``
-        in its own units 2**e[i]; its solution has Euclidean norm at most B'
-        (up to one rounding): a unit vector multiplied by B', whatever the
-        magnitude of the data.  Where ``nu`` (shaped like ``active``) is given,
-        the multipliers of the active rows are written into it.  The rows are
-        gathered (whole, then transposed) into the (d, b) layout of
-        :meth:`_active_block` and solved in blocks of :data:`_BLOCK`, so that a block's work arrays stay
-        in the processor's cache; each row's arithmetic is the same in any block.
+        ``G``, ``Z`` (d, N) and ``e``, ``active`` (N,) come from :meth:`_prepare`.  Column
+        i's coordinates Vᵀ ΦᵀW x are ``G[:, i]`` in its own units 2**e[i]; its solution has
+        Euclidean norm at most B' (up to one rounding): a unit vector multiplied by B',
+        whatever the magnitude of the data.  Where ``nu`` (N,) is given, the multipliers of
+        the active rows are written into it.  The active columns are gathered and solved in
+        blocks of :data:`_BLOCK`, so that a block's work arrays stay in the processor's
+        cache; each column's arithmetic is element-wise, the same in any block.
         """
-        d = self.dim
-        rows = np.flatnonzero(active)
-        gf, zf, ef = g.reshape(-1, d), z.reshape(-1, d), e.reshape(-1)
-        nuf = None if nu is None else nu.reshape(-1)
-        for a in range(0, rows.size, _BLOCK):
-            block = rows[a : a + _BLOCK]
-            # rows gathered whole, then transposed: much faster than gathering columns
-            G = np.ascontiguousarray(np.take(gf, block, axis=0).T)
-            zt, nu_block = self._active_block(G, ef[block], radius)
-            zf[block] = zt.T
-            if nuf is not None:
-                nuf[block] = nu_block
+        cols = np.flatnonzero(active)
+        for a in range(0, cols.size, _BLOCK):
+            block = cols[a : a + _BLOCK]
+            zt, nu_block = self._active_block(G[:, block], e[block], radius)
+            Z[:, block] = zt
+            if nu is not None:
+                nu[block] = nu_block
 
     def _active_block(self, G: np.ndarray, e_active: np.ndarray, radius: float
                       ) -> tuple[np.ndarray, np.ndarray]:
@@ -232,17 +293,29 @@ class BallLeastSquares:
             nu = np.ldexp(omega / rho, self._weight_exp)  # ν = ω/ρ in the caller's weights
         return zt, nu
 
-    def solve(self, X: ArrayLike, radius: float) -> BallFit:
-        """Fit every curve in ``X`` (..., T) inside the ball of radius ``radius``."""
-        radius, g, z, e, active = self._prepare(X, radius)
-        nu = np.zeros(active.shape)
+    def _fit_columns(self, X: ArrayLike, radius: float, nu: bool
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, tuple[int, ...]]:
+        """(Z (d, N) the fits in the eigenbasis, active (N,), ν (N,) or None, batch shape)."""
+        radius, G, Z, e, active, batch = self._prepare(X, radius)
+        mult = np.zeros(active.shape) if nu else None
         if np.any(active):
-            self._solve_active(g, z, e, active, radius, nu)
+            self._solve_active(G, Z, e, active, radius, mult)
         if np.any(e):
-            inactive = ~active
-            z[inactive] = np.ldexp(z[inactive], e[inactive][:, None])
-        coef = z @ self.eigenvectors.T
-        return BallFit(coef=coef, active=active, multiplier=nu)
+            back = ~active & (e != 0)
+            Z[:, back] = np.ldexp(Z[:, back], e[back])
+        return Z, active, mult, batch
+
+    def solve(self, X: ArrayLike, radius: float) -> BallFit:
+        """Fit every curve in ``X`` (..., T) inside the ball of radius ``radius``, each on its own.
+
+        Row by row: every step is an element-wise operation in a fixed order on the row's
+        own numbers and the design's (module docstring), so a curve's fit is the same,
+        bit for bit, alone or in any batch, in any position, beside any other curves.
+        """
+        Z, active, nu, batch = self._fit_columns(X, radius, nu=True)
+        assert nu is not None
+        coef = self._rotate(Z).reshape(batch + (self.dim,))
+        return BallFit(coef=coef, active=active.reshape(batch), multiplier=nu.reshape(batch))
 
     def solve_mean(self, X: ArrayLike, radius: float, *,
                    exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -252,48 +325,41 @@ class BallLeastSquares:
         ``solve(X, radius).coef`` over the curves (Algorithm 1, steps 1–2).
         Every curve contributes its own fit, of norm at most B' — the
         unconstrained solution where it lies in the ball, the constrained one
-        where it does not — so the sum never subtracts large numbers, for
-        curves of any finite magnitude.
+        where it does not — computed row by row (:meth:`solve`, the same bits), so
+        the sum never subtracts large numbers, for curves of any finite magnitude,
+        and no curve's fit depends on the others.
 
         ``exact=True`` (what a release uses), by
         :func:`dpfda.maths.summation.fixed_point_ball_mean`: each fit is turned
-        to the original coordinates on its own (a fixed-order sum over the
-        eigenbasis, so a curve's result does not depend on its batch), its norm
-        is checked to be at most B'(1 + 2⁻⁴⁰) with a rigorous bound (the check
-        of :func:`dpfda.maths.summation.bound_ball_rows`), and the fits are
-        averaged as :func:`dpfda.maths.summation.fixed_point_mean` averages,
-        exactly up to one rounding whatever the order of the curves.  Two datasets that differ in
-        one curve then give means that differ by at most
+        to the original coordinates on its own (the fixed-order sum of
+        :meth:`solve`), its norm is checked to be at most B'(1 + 2⁻⁴⁰) with a
+        rigorous bound (the check of :func:`dpfda.maths.summation.bound_ball_rows`),
+        and the fits are averaged as :func:`dpfda.maths.summation.fixed_point_mean`
+        averages, exactly up to one rounding whatever the order of the curves.  Two
+        datasets that differ in one curve then give means that differ by at most
         (2B'/n)(1 + ε), ε = :func:`dpfda.maths.summation.ball_mean_excess` — the
         floating-point sensitivity that ``dpfda.ftp`` calibrates to.
 
         ``exact=False`` (the simulation engine's fast path, which releases
-        nothing): the fits are summed in the eigenbasis with a BLAS product and
-        turned once; about as accurate on average, but its rounding can differ
-        for neighbours by up to n²·2⁻⁵⁴ of the sensitivity.
+        nothing): the same fits, bit for bit, summed in the eigenbasis with a BLAS
+        product and turned once; about as accurate on average, but its rounding
+        can differ for neighbours by up to n²·2⁻⁵⁴ of the sensitivity.
         """
         X = as_float_array(X, "X")
         if X.ndim < 2:
             raise ValueError(f"X must hold curves along its second-to-last axis, got shape {X.shape}")
-        radius, g, z, e, active = self._prepare(X, radius)
+        Z, active, _, batch = self._fit_columns(X, radius, nu=False)
         n, d = X.shape[-2], self.dim
-        batch = z.shape[:-2]
-        if np.any(active):
-            self._solve_active(g, z, e, active, radius)
-        if np.any(e):
-            inactive = ~active
-            z[inactive] = np.ldexp(z[inactive], e[inactive][:, None])
-        # Back to the original coordinates, summed in a fixed order so the result of a
-        # repetition does not depend on how many are processed together (a BLAS
-        # product would pick different kernels for one row and for many).
-        Vt = self.eigenvectors.T
+        reps = batch[:-1]
+        active = active.reshape(batch)
         if not exact:
-            mean_z = (np.ones(n) @ z).reshape(batch + (d,)) / n  # Σ_i of the fits, per repetition
-            coef = mean_z[..., :1] * Vt[0]
-            for k in range(1, d):
-                coef += mean_z[..., k : k + 1] * Vt[k]
-            return coef, active
-        return fixed_point_ball_mean(z.reshape(batch + (n, d)), Vt, radius), active
+            # Σ_i of the fits per repetition: one (n, d) product a repetition, the same shape
+            # whatever the number of repetitions, so a repetition's sum does not depend on the chunk.
+            rows = np.ascontiguousarray(Z.T).reshape((-1, n, d))
+            mean_z = (np.ones(n) @ rows) / n  # (R, d)
+            return self._rotate(np.ascontiguousarray(mean_z.T)).reshape(reps + (d,)), active
+        Zr = Z.T.reshape(reps + (n, d))  # a view: the curves' fits in the eigenbasis, as rows
+        return fixed_point_ball_mean(Zr, self.eigenvectors.T, float(radius)), active
 
 
 _EXP_LOW, _EXP_HIGH = -400, 400  # rows with max |x| in [2^-400, 2^400) are used as they are
@@ -350,26 +416,44 @@ def _sum_rows(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _norm_rows(v: np.ndarray) -> np.ndarray:
-    """Euclidean norm over the last axis, without overflow or underflow in the squares.
+def _norm_columns(v: np.ndarray) -> np.ndarray:
+    """Euclidean norm of each column of a (d, N) array, without overflow or underflow in the squares.
 
-    The plain sqrt(Σv²) is exact to rounding whenever Σv² is a normal number far
-    from the overflow threshold; the other rows are rescaled by their largest
-    entry first.  NaN or inf in ``v`` give a non-finite norm.
+    fl(√(fl(… fl(v_0² + v_1²) + … + v_{d−1}²))), added in a fixed order column by column
+    (:func:`_sum_rows`), is exact to rounding whenever the sum of squares is a normal
+    number far from the overflow threshold; the other columns are divided by their
+    largest entry first.  Every step is element-wise per column, so a column's norm does
+    not depend on the others.  NaN or inf in a column give a non-finite norm.
     """
-    ss = np.asarray(np.einsum("...k,...k->...", v, v))
-    norm = np.sqrt(ss, out=np.empty(ss.shape))
+    ss = _sum_rows(v * v)
+    norm = np.sqrt(ss)
     if ss.size == 0 or (np.min(ss) > _SS_LOW and np.max(ss) < _SS_HIGH):  # False for NaN
-        return norm  # no row is odd (two reductions instead of a mask)
-    odd = np.asarray(~((ss > _SS_LOW) & (ss < _SS_HIGH)))  # under/overflow risk, zero, NaN or inf
+        return norm  # no column is odd (two reductions instead of a mask)
+    odd = ~((ss > _SS_LOW) & (ss < _SS_HIGH))  # under/overflow risk, zero, NaN or inf
     if np.any(odd):
-        w = v[odd]
-        vmax = np.max(np.abs(w), axis=-1)
+        w = v[:, odd]
+        vmax = np.abs(w[0])
+        for row in w[1:]:
+            vmax = np.maximum(vmax, np.abs(row))
         safe = np.where(vmax > 0, vmax, 1.0)
-        with np.errstate(invalid="ignore"):  # inf/inf: such rows get a NaN norm, as they should
-            w = w / safe[..., None]
-            norm[odd] = vmax * np.sqrt(np.einsum("...k,...k->...", w, w))
+        with np.errstate(invalid="ignore"):  # inf/inf: such columns get a NaN norm, as they should
+            w = w / safe
+            norm[odd] = vmax * np.sqrt(_sum_rows(w * w))
     return norm
+
+
+def row_norms(V: ArrayLike) -> np.ndarray:
+    """||v|| of each row of ``V`` (…, d), row by row in a fixed order, without overflow in the squares.
+
+    The per-record norm of a fit (:func:`dpfda.mechanisms.radius.fitted_norms`): the same
+    bits for a row alone or in any batch (:func:`_norm_columns` on the rows as columns).
+    """
+    V = np.asarray(V, dtype=float)
+    if V.ndim == 0:
+        raise ValueError("row_norms needs rows (…, d)")
+    d = V.shape[-1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _norm_columns(np.ascontiguousarray(V.reshape(-1, d).T)).reshape(V.shape[:-1])
 
 
 _SS_LOW = 1e-280  # above the subnormal range with margin: no precision lost in the squares

@@ -274,7 +274,7 @@ class Design:
         return check_data(X, self.geometry.T)
 
     def project(self, X: ArrayLike) -> np.ndarray:
-        """Each curve mapped into C: shape (…, n, T)."""
+        """Each curve mapped into C: shape (…, n, T), each curve alone (element-wise, fixed order)."""
         X = self._check_X(X)
         if self.region == "ball":
             assert self.ball_radius is not None
@@ -285,7 +285,11 @@ class Design:
             out += self._box_w * np.clip(X, -self.clip, self.clip)
         if self._e_w > 0:
             coef = fitter(self.geometry).solve(X, self.radius).coef
-            out += self._e_w * (coef @ self.geometry.Phi.T)
+            Phi = self.geometry.Phi
+            values = coef[..., :1] * Phi[:, 0]  # Φθ row by row, in a fixed order (no BLAS product)
+            for k in range(1, Phi.shape[1]):
+                values += coef[..., k : k + 1] * Phi[:, k]
+            out += self._e_w * values
         return out
 
     def parts(self, X: ArrayLike, *, exact: bool = True) -> dict:

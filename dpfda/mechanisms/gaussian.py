@@ -106,7 +106,7 @@ from .._validation import check_data, check_int, check_rng, check_secure
 from ..maths.curves import Curves
 from ..maths.spaces import GridGeometry, KernelSpace
 from .calibration import check_secure_budget
-from .irregular import release_curves
+from .irregular import curves_summary, release_curves
 from .parts import Calibration, Identity, PerCurveMap, PostFit
 from .pipelines import Release, add_noise, residual_stream
 from .privacy import epsilon_from_mu
@@ -252,8 +252,14 @@ class Mechanism:
         self._n(X.shape[-2])
         return self.per_curve(X, exact=exact)
 
-    def summary(self, X: ArrayLike, *, exact: bool = True) -> np.ndarray:
-        """The non-private centre (…, k) in the noise's coordinates (θ̂ for FTP, x̄ for PTF …)."""
+    def summary(self, X: ArrayLike | Curves, *, exact: bool = True) -> np.ndarray:
+        """The non-private centre (…, k) in the noise's coordinates (θ̂ for FTP, x̄ for PTF …).
+
+        ``X`` may be a :class:`dpfda.Curves`: FTP's summary of curves on their own points is
+        the mean of each subject's fit on its points (what :meth:`release` noises).
+        """
+        if isinstance(X, Curves):
+            return curves_summary(self, X)
         X = check_data(X, self.geometry.T)
         self._n(X.shape[-2])
         return self.per_curve.mean(X, exact=exact)

@@ -50,8 +50,8 @@ from .pipelines import Release, check_radius
 if TYPE_CHECKING:
     from .mechanism import Mechanism
 
-__all__ = ["DISPLAY_POINTS", "IrregularPTFError", "check_own_points_space", "irregular_fit_mean", "public_grid",
-           "release_curves"]
+__all__ = ["DISPLAY_POINTS", "IrregularPTFError", "check_own_points_space", "curves_summary", "irregular_fit_mean",
+           "irregular_fits", "public_grid", "release_curves"]
 
 DISPLAY_POINTS = 101
 """Points of the public grid on which an irregular FTP release is laid out (``Release.grid``)."""
@@ -84,7 +84,12 @@ def check_own_points_space(space: object) -> None:
 
 
 def _subject_fit(space: OrthonormalSpace, t: np.ndarray, x: np.ndarray, radius: float) -> np.ndarray:
-    """θ̂ for one design shared by the rows of ``x`` (k, T_i); zero where A.3 fails (see module)."""
+    """θ̂ of each row of ``x`` (k, T_i) on one design; zero where A.3 fails (see module).
+
+    Whether A.3 fails depends on the points ``t`` alone (a subject's own), and each row's fit
+    is computed by :class:`~dpfda.maths.fitting.BallLeastSquares` row by row, so the rows
+    sharing the design do not change each other's bits.
+    """
     if t.size < space.m:
         return np.zeros((x.shape[0], space.m))
     Phi = space.basis(t)
@@ -94,11 +99,14 @@ def _subject_fit(space: OrthonormalSpace, t: np.ndarray, x: np.ndarray, radius: 
     return BallLeastSquares(Phi).solve(x, radius).coef
 
 
-def irregular_fit_mean(curves: Curves, space: FunctionSpace, radius: float) -> np.ndarray:
-    """The mean over subjects of the fits in the ball, each on the subject's own points (m,).
+def irregular_fits(curves: Curves, space: FunctionSpace, radius: float) -> np.ndarray:
+    """Each subject's fit in the ball on its own points (n, m): the per-record map of FTP.
 
-    Subjects with the same points share one solver (a common grid with a few gaps costs
-    little more than the grid).  See the module docstring for why the sensitivity is 2B'/n.
+    Row i is a function of subject i's points and values alone, bit for bit: subjects with
+    the same points share one design (its eigendecomposition, a function of the points),
+    and every fit is computed row by row with fixed-order element-wise arithmetic
+    (:class:`~dpfda.maths.fitting.BallLeastSquares`), so who else was measured at those
+    points changes no bit of it.
     """
     if not isinstance(curves, Curves):
         raise TypeError(f"curves must be a dpfda Curves, got {type(curves).__name__}")
@@ -114,7 +122,48 @@ def irregular_fit_mean(curves: Curves, space: FunctionSpace, radius: float) -> n
         t = subjects[rows[0]][0]
         x = np.stack([subjects[i][1] for i in rows])
         fits[rows] = _subject_fit(space, t, x, radius)
-    return fixed_point_ball_mean(fits, np.eye(space.m), radius)
+    return fits
+
+
+def irregular_fit_mean(curves: Curves, space: FunctionSpace, radius: float) -> np.ndarray:
+    """The mean over subjects of the fits in the ball, each on the subject's own points (m,).
+
+    :func:`irregular_fits`, averaged exactly and rounded once.  See the module docstring for
+    why the sensitivity is 2B'/n.
+    """
+    fits = irregular_fits(curves, space, radius)
+    return fixed_point_ball_mean(fits, np.eye(fits.shape[1]), check_radius(radius))
+
+
+def _check_curves_mechanism(mech: Mechanism, curves: Curves) -> None:
+    """Refuse, by name, a mechanism that cannot take these curves off its grid."""
+    if curves.common and (mech.method != "ftp" or not isinstance(mech.geometry.space, OrthonormalSpace)):
+        raise ValueError("the curves' grid (their points mapped onto [0, 1] by their domain) is not the "
+                         "mechanism's public grid")
+    if mech.method != "ftp" or mech.noise_factor is not None or not hasattr(mech.per_curve, "curves_mean"):
+        raise IrregularPTFError(
+            f"{mech.name} needs every curve on one common grid (it clips and averages each grid point over "
+            "subjects), and these curves are measured at their own points. Use FTP, which fits each "
+            "subject on the points it has, or first put each curve on the public grid by a per-subject "
+            "map (Curves.on_grid: linear interpolation of that subject's own values, a map of one record "
+            "alone, so the guarantee stands)")
+
+
+def _on_mechanism_grid(mech: Mechanism, curves: Curves) -> bool:
+    return curves.common and curves.grid.shape == mech.geometry.grid.shape and bool(
+        np.array_equal(curves.grid, mech.geometry.grid))
+
+
+def curves_summary(mech: Mechanism, curves: Curves) -> np.ndarray:
+    """The summary ``mech`` adds its noise to, for a ``Curves``: on its grid, or FTP's own-points mean.
+
+    What :func:`release_curves` noises (for the audit and the tests of the noise's input).
+    """
+    if _on_mechanism_grid(mech, curves):
+        return mech.summary(curves.values)  # type: ignore[arg-type]  # common: values set
+    _check_curves_mechanism(mech, curves)
+    mech.sigma(curves.n)  # n checked against the mechanism's declared n
+    return mech.per_curve.curves_mean(curves)  # type: ignore[attr-defined]  # checked just above
 
 
 def release_curves(mech: Mechanism, curves: Curves, rng: np.random.Generator | None, *, secure: bool) -> Release:
@@ -124,19 +173,9 @@ def release_curves(mech: Mechanism, curves: Curves, rng: np.random.Generator | N
     another common grid) each on the points they have; PTF refuses them by name.
     """
     secure = check_secure(secure)
-    if curves.common and curves.grid.shape == mech.geometry.grid.shape and np.array_equal(
-            curves.grid, mech.geometry.grid):
+    if _on_mechanism_grid(mech, curves):
         return mech.release(curves.values, rng, secure=secure)  # type: ignore[arg-type]  # common: values set
-    if curves.common and (mech.method != "ftp" or not isinstance(mech.geometry.space, OrthonormalSpace)):
-        raise ValueError("the curves' grid (their points mapped onto [0, 1] by their domain) is not the "
-                         "mechanism's public grid")
-    if mech.method != "ftp" or mech.noise_factor is not None:
-        raise IrregularPTFError(
-            f"{mech.name} needs every curve on one common grid (it clips and averages each grid point over "
-            "subjects), and these curves are measured at their own points. Use FTP, which fits each "
-            "subject on the points it has, or first put each curve on the public grid by a per-subject "
-            "map (Curves.on_grid: linear interpolation of that subject's own values, a map of one record "
-            "alone, so the guarantee stands)")
+    _check_curves_mechanism(mech, curves)
     if rng is None and not secure:
         raise TypeError("rng must be a numpy.random.Generator; only secure=True may leave it out")
     if not (secure and rng is None):
@@ -145,5 +184,5 @@ def release_curves(mech: Mechanism, curves: Curves, rng: np.random.Generator | N
     mech.sigma(n)  # n and the calibration checked before any data are touched
     if secure:
         check_secure_budget(mech.mu)
-    mean = irregular_fit_mean(curves, mech.geometry.space, mech.radius)
+    mean = mech.per_curve.curves_mean(curves)  # type: ignore[attr-defined]  # FTP's: irregular_fit_mean
     return mech._release_summary(mean, n, rng, secure=secure)  # FTP's own noise step

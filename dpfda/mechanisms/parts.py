@@ -23,9 +23,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..maths.curves import Curves
 from ..maths.spaces import GridGeometry
 from . import secure as opendp_noise  # a module: its sampler is looked up at each release
 from .calibration import declared_sensitivity, noise_scale
+from .irregular import irregular_fit_mean
 from .pipelines import fitter, ftp_fit_mean, ftp_rounding_excess, ptf_clipped_mean, ptf_rounding_excess
 
 __all__ = [
@@ -105,6 +107,13 @@ class FitInBall:
     def mean(self, X: np.ndarray, *, exact: bool = True) -> np.ndarray:
         """The mean of the fits (…, d)."""
         return self(X, exact=exact)[0]
+
+    def curves_mean(self, curves: Curves) -> np.ndarray:
+        """The mean of the fits of curves on their own points (d,): each subject on its points.
+
+        :func:`~dpfda.mechanisms.irregular.irregular_fit_mean` (an orthonormal space only).
+        """
+        return irregular_fit_mean(curves, self.geometry.space, self.radius)
 
 
 @dataclass(frozen=True, eq=False)

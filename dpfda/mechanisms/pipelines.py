@@ -375,6 +375,11 @@ class Release:
     coordinate_factor : ndarray (k, k) or None
         The noise shape in those coordinates (square, full rank): N(0, σ²FFᵀ);
         None: independent noise of scale ``noise_scale``.
+    budget_step : str or None
+        None when the release spent its whole budget ``mu``; otherwise the composed release
+        it is one step of (FTP after a private choice of B',
+        :func:`dpfda.mechanisms.radius.ftp_private_radius`): its record must state the
+        whole budget.
     """
 
     def __init__(self, *, method: str, geometry: GridGeometry, coef: np.ndarray, mu: float, radius: float,
@@ -401,6 +406,10 @@ class Release:
         # Only an RKHS FTP release has a random part off the grid (see __call__).
         self._residual: _ResidualGP | None = None
         self._residual_rng = residual_rng
+        # None: the release spent its whole budget μ.  Otherwise it is one step of a composed
+        # release (e.g. FTP after a private choice of B'), described here; the record of the
+        # step alone is refused (dpfda.practice.publish.release_record).
+        self.budget_step: str | None = None
 
     space = property(lambda self: self.geometry.space)
     grid = property(lambda self: self.geometry.grid)

@@ -27,13 +27,22 @@ def robust_norm(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(scaled rows, exponents e, norms of the scaled rows): X = scaled·2^e, entries <= 1.
 
     Dividing a row by a power of two is exact, so the norm of any finite row is
-    computed without overflow; zero rows get e = 0.
+    computed without overflow; zero rows get e = 0.  The squares are added in a fixed
+    order, element-wise row by row (:func:`~dpfda.maths.fitting.row_norms`'s sum), so a
+    row's norm does not depend on the other rows: the projection onto a ball is a map of
+    each curve alone, bit for bit.
     """
+    X = np.asarray(X, dtype=float)
     top = np.max(np.abs(X), axis=-1)
     _, e = np.frexp(top)
     e = np.asarray(e, dtype=np.int64)
     U = np.ldexp(X, -e[..., None])
-    return U, e, np.sqrt(np.einsum("...k,...k->...", U, U))
+    k = U.shape[-1]
+    cols = np.ascontiguousarray(U.reshape(-1, k).T)  # (k, rows): one column per row of X
+    ss = cols[0] * cols[0]
+    for c in cols[1:]:
+        ss += c * c
+    return U, e, np.sqrt(ss).reshape(U.shape[:-1])
 
 
 def project_ball(X: ArrayLike, radius: float) -> np.ndarray:

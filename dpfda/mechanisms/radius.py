@@ -21,20 +21,26 @@ runs with that B' and the rest of the budget.
 privacy map at symmetric distance 2, on vectors of the public size n).  An ε-DP mechanism
 is μ_q-GDP with μ_q = :func:`gdp_of_pure_dp` (ε): the trade-off function of an ε-DP
 mechanism is at least f_{ε,0}, that of randomised response (Wasserman and Zhou; Dong, Roth
-and Su, §2), and μ_q is (within 1e-6) the smallest μ for which G_μ <= f_{ε,0}, checked
-rigorously through privacy profiles: for these symmetric trade-off functions, f_{ε,0} >= G_μ
-iff δ_RR(ε') <= δ_μ(ε') for every ε' >= 0 (the primal–dual view of Dong, Roth and Su; δ_μ
-as in :func:`dpfda.delta_from_mu`).  FTP with B' fixed by the first step is μ_r-GDP, and
+and Su, §2), and μ_q = 2Φ⁻¹(e^ε/(1 + e^ε)) is the smallest μ for which G_μ <= f_{ε,0}:
+f_{ε,0} is piecewise linear with its kink on the diagonal, at α* = 1/(1 + e^ε), and G_μ is
+convex, so G_μ <= f_{ε,0} everywhere iff G_μ(α*) <= α* (computed to a relative 10⁻¹²,
+rounded up; tests compare it with 50-digit arithmetic and G_μ with f_{ε,0} on a fine grid).
+FTP with B' fixed by the first step is μ_r-GDP, and
 GDP composes adaptively as sqrt(μ_q² + μ_r²) (:func:`dpfda.compose`; the paper's §2.2),
-which :func:`ftp_private_radius` keeps at the budget μ.  The test compares G_μ with f_{ε,0}
-directly on a fine grid, independently of the profile check.
+which :func:`ftp_private_radius` makes equal to the budget μ: the quantile gets the largest
+ε within its share, and FTP the rest of μ².
+
+*The record.*  The FTP release of such a run is one step of a composed mechanism; its own μ
+is μ_r, not the budget.  :func:`dpfda.practice.publish.release_record` takes the
+:class:`PrivateRadius` and states the whole budget — μ in total with its (ε, δ), each step's
+μ and share, and B' as chosen privately, how and from what public inputs — and refuses the
+release step alone (:class:`~dpfda.practice.publish.PartialBudgetError`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, cast
 
 import numpy as np
@@ -42,15 +48,15 @@ from numpy.typing import ArrayLike
 
 from .._validation import check_positive
 from ..maths.curves import Curves
-from ..maths.fitting import BallLeastSquares
+from ..maths.fitting import BallLeastSquares, row_norms
 from ..maths.spaces import FunctionSpace, OrthonormalSpace
 from .irregular import check_own_points_space
 from .mechanism import ftp
 from .pipelines import Release, check_radius
-from .privacy import compose, delta_from_mu
+from .privacy import compose
 
-__all__ = ["PrivateRadius", "public_radius", "gdp_of_pure_dp", "fitted_norms", "private_radius",
-           "ftp_private_radius"]
+__all__ = ["PrivateRadius", "public_radius", "gdp_of_pure_dp", "epsilon_of_gdp", "fitted_norms",
+           "private_radius", "ftp_private_radius"]
 
 
 def public_radius(lower: float, upper: float) -> float:
@@ -61,29 +67,20 @@ def public_radius(lower: float, upper: float) -> float:
     return check_radius(max(abs(lo), abs(hi)))
 
 
-def _rr_delta(eps: float, eps_prime: np.ndarray) -> np.ndarray:
-    """δ(ε') of randomised response with parameter ε (the dominating pair of ε-DP), ε' <= ε."""
-    return (math.exp(eps) - np.exp(eps_prime)) / (1.0 + math.exp(eps))
+_EPS_MAX = 700.0
+"""Largest ε :func:`gdp_of_pure_dp` takes: e^ε must stay within the float range (e^709.8 overflows)."""
 
 
-def _gdp_dominates(mu: float, eps: float, points: int = 4000) -> bool:
-    """Rigorous check of δ_RR(ε') <= δ_μ(ε') on [0, ε], both decreasing in ε'.
-
-    On each cell [a, b] of a grid, δ_RR <= δ_RR(a) and δ_μ >= δ_μ(b): the check
-    δ_RR(a) <= δ_μ(b) on every cell (with a relative margin of 1e-9 for the rounding of
-    the two formulas) proves the inequality on the whole interval.
-    """
-    grid = np.linspace(0.0, eps, points + 1)
-    left = _rr_delta(eps, grid[:-1])
-    right = np.asarray(delta_from_mu(mu, grid[1:]), dtype=float)
-    return bool(np.all(left * (1 + 1e-9) <= right))
-
-
-@lru_cache(maxsize=256)  # a pure function of ε; ftp_private_radius's search asks the same values each call
 def gdp_of_pure_dp(epsilon: float) -> float:
-    """A μ (within 1e-6 of the smallest) such that every ε-DP mechanism is μ-GDP.
+    """The smallest μ such that every ε-DP mechanism is μ-GDP, rounded up: 2Φ⁻¹(e^ε/(1 + e^ε)).
 
-    Bisection on μ of the rigorous check of the module docstring; the returned μ passes it.
+    The trade-off function f_{ε,0} of ε-DP is piecewise linear with its kink at
+    α* = 1/(1 + e^ε), where f_{ε,0}(α*) = α*; G_μ is convex, so G_μ <= f_{ε,0} everywhere
+    iff G_μ(α*) <= α*, i.e. μ >= 2Φ⁻¹(1 − α*).  Computed as 2√2·erfinv(tanh(ε/2)) for
+    ε <= 1 (no cancellation in 2p − 1 = tanh(ε/2)) and 2√2·erfcinv(2α*) above, each to a
+    few units in the last place, then raised by a relative 2⁻⁴⁰ (≈ 9 × 10⁻¹³): never below
+    the exact value and within 10⁻¹² of it (tests compare with 50-digit arithmetic).
+    ``ValueError`` for ε above 700.
 
     Examples
     --------
@@ -91,17 +88,33 @@ def gdp_of_pure_dp(epsilon: float) -> float:
     >>> 0.5 < mu < 1.0
     True
     """
+    from scipy import special  # here: importing dpfda needs no scipy
+
     eps = check_positive(epsilon, "epsilon")
-    lo, hi = 0.0, max(1.0, 2.0 * eps)
-    while not _gdp_dominates(hi, eps):
-        hi *= 2.0
-    while hi - lo > 1e-6:
-        mid = (lo + hi) / 2
-        if _gdp_dominates(mid, eps):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    if eps > _EPS_MAX:
+        raise ValueError(f"epsilon must be at most {_EPS_MAX:g} (e^epsilon must stay within floating point), "
+                         f"got {epsilon!r}")
+    if eps <= 1.0:
+        core = float(special.erfinv(math.tanh(eps / 2.0)))
+    else:
+        core = float(special.erfcinv(2.0 * float(special.expit(-eps))))
+    return 2.0 * math.sqrt(2.0) * core * (1.0 + 2.0**-40)
+
+
+def epsilon_of_gdp(mu: float) -> float:
+    """The largest ε whose ε-DP mechanisms :func:`gdp_of_pure_dp` calls μ-GDP: ε with gdp_of_pure_dp(ε) <= μ.
+
+    The inverse of 2Φ⁻¹(e^ε/(1 + e^ε)): ε = log Φ(μ/2) − log Φ(−μ/2), lowered by a few
+    relative 10⁻¹² steps until :func:`gdp_of_pure_dp` (rounded up) is at most μ.
+    """
+    from scipy import special  # here: importing dpfda needs no scipy
+
+    mu = check_positive(mu, "mu")
+    eps = float(special.log_ndtr(mu / 2.0) - special.log_ndtr(-mu / 2.0))
+    eps = min(eps, _EPS_MAX)
+    while gdp_of_pure_dp(eps) > mu:
+        eps *= 1.0 - 2.0**-38
+    return eps
 
 
 def fitted_norms(X: ArrayLike | Curves, grid: ArrayLike | None, space: FunctionSpace,
@@ -109,7 +122,9 @@ def fitted_norms(X: ArrayLike | Curves, grid: ArrayLike | None, space: FunctionS
     """||θ̂_i|| of each curve's fit in the public ball of radius ``radius_max``: (n,), in [0, radius_max].
 
     ``X``: an array (n, T) on ``grid``, or a :class:`dpfda.Curves` (each subject on its points).
-    A per-record map: one replaced curve changes one entry.
+    A per-record map, bit for bit: each fit and its norm are computed row by row
+    (:class:`~dpfda.maths.fitting.BallLeastSquares`, :func:`~dpfda.maths.fitting.row_norms`),
+    so one replaced curve changes one entry and no other.
     """
     radius_max = check_radius(radius_max)
     check_own_points_space(space)
@@ -120,12 +135,11 @@ def fitted_norms(X: ArrayLike | Curves, grid: ArrayLike | None, space: FunctionS
             Phi = space.basis(t)
             ok = t.size >= space.m and np.linalg.eigvalsh(Phi.T @ Phi)[0] > 1e-12 * max(
                 np.linalg.eigvalsh(Phi.T @ Phi)[-1], 1.0)
-            rows.append(np.linalg.norm(BallLeastSquares(Phi).solve(x, radius_max).coef) if ok else 0.0)
+            rows.append(float(row_norms(BallLeastSquares(Phi).solve(x, radius_max).coef)) if ok else 0.0)
         norms = np.array(rows)
     else:
         geom = space.at(grid)  # type: ignore[arg-type]  # None: check_grid's named TypeError
-        norms = np.linalg.norm(BallLeastSquares(geom.Phi).solve(np.asarray(X, dtype=float), radius_max).coef,
-                               axis=-1)
+        norms = row_norms(BallLeastSquares(geom.Phi).solve(np.asarray(X, dtype=float), radius_max).coef)
     return np.minimum(norms, radius_max)
 
 
@@ -165,7 +179,10 @@ def private_radius(norms: ArrayLike, candidates: ArrayLike, epsilon: float,
 class PrivateRadius:
     """An FTP release whose B' was chosen privately, and the guarantee of the two steps together.
 
-    ``release.mu`` is the FTP step's μ_r; the pair (B', release) is ``mu_total``-GDP.
+    ``release.mu`` is the FTP step's μ_r; the pair (B', release) is ``mu_total``-GDP, at most
+    the budget ``mu`` (equal to it up to the last bits).  The public inputs of the choice —
+    the quantile, the cap ``radius_max``, the candidates — are kept for the record
+    (:meth:`budget`, :func:`dpfda.practice.publish.release_record`).
     """
 
     release: Release
@@ -174,6 +191,46 @@ class PrivateRadius:
     mu_quantile: float
     mu_release: float
     mu_total: float
+    mu: float = math.nan
+    quantile: float = math.nan
+    radius_max: float = math.nan
+    candidates: tuple = ()
+
+    def budget(self) -> dict:
+        """The whole budget, for the record: μ, the composition, each step's μ and share, what was chosen."""
+        mu = self.mu if math.isfinite(self.mu) else self.mu_total
+        cands = np.asarray(self.candidates, dtype=float)
+        return {
+            "mu": float(mu),
+            "mu_composed": float(self.mu_total),
+            "composition": "mu-GDP steps compose to sqrt(sum of mu_i^2) (adaptive composition; the paper's "
+                           "section 2.2, Dong, Roth and Su)",
+            "parts": [
+                {"step": "radius",
+                 "what": (f"B' = the private {self.quantile:g}-quantile of the per-curve fitted norms "
+                          "(OpenDP make_private_quantile, pure epsilon-DP; as mu-GDP by "
+                          "dpfda.mechanisms.radius.gdp_of_pure_dp)"),
+                 "epsilon": float(self.epsilon_quantile), "mu": float(self.mu_quantile),
+                 "share_of_mu_squared": float((self.mu_quantile / mu) ** 2)},
+                {"step": "release", "what": "FTP (Algorithm 1) with that B'", "mu": float(self.mu_release),
+                 "share_of_mu_squared": float((self.mu_release / mu) ** 2)},
+            ],
+            "chosen_privately": {
+                "radius": {
+                    "value": float(self.radius),
+                    "how": (f"the {self.quantile:g}-quantile of the norms of each curve's fit in the public "
+                            f"ball of radius radius_max, released by OpenDP's quantile mechanism at "
+                            f"epsilon = {self.epsilon_quantile:.6g} over the public candidates"),
+                    "quantile": float(self.quantile),
+                    "radius_max": float(self.radius_max),
+                    "candidates": {"count": int(cands.size),
+                                   "smallest": float(cands.min()) if cands.size else None,
+                                   "largest": float(cands.max()) if cands.size else None},
+                    "epsilon": float(self.epsilon_quantile),
+                    "mu": float(self.mu_quantile),
+                },
+            },
+        }
 
 
 def ftp_private_radius(X: ArrayLike | Curves, grid: ArrayLike | None, space: FunctionSpace,
@@ -182,27 +239,28 @@ def ftp_private_radius(X: ArrayLike | Curves, grid: ArrayLike | None, space: Fun
                        secure: bool = True, rng: np.random.Generator | None = None) -> PrivateRadius:
     """FTP with B' a private quantile of the fitted norms; μ-GDP in total (see module).
 
-    A ``share`` of μ² goes to the quantile (μ_q = μ·sqrt(share)), the rest to FTP
-    (μ_r = μ·sqrt(1 - share)), so sqrt(μ_q² + μ_r²) = μ.  ``candidates`` default: 100
-    public radii geometrically spaced from radius_max/1000 to radius_max.  The quantile's
-    noise always comes from OpenDP; ``secure`` and ``rng`` are FTP's.
+    A ``share`` of μ² goes to the quantile: the largest ε whose GDP bound is at most
+    μ·sqrt(share) (:func:`epsilon_of_gdp`), μ_q = :func:`gdp_of_pure_dp` (ε); FTP gets the
+    rest, μ_r = the largest float with sqrt(μ_q² + μ_r²) <= μ, so the two steps spend the
+    budget μ, to the last bits.  ``candidates`` default: 100 public radii geometrically
+    spaced from radius_max/1000 to radius_max.  The quantile's noise always comes from
+    OpenDP; ``secure`` and ``rng`` are FTP's.  Publish the result with
+    :func:`dpfda.practice.publish.release_record`, which states the whole budget.
     """
     mu = check_positive(mu, "mu")
     if not 0.0 < share < 1.0:
         raise ValueError(f"share must lie in (0, 1), got {share!r}")
     radius_max = check_radius(radius_max)
     cands = np.geomspace(radius_max / 1000, radius_max, 100) if candidates is None else candidates
-    mu_q, mu_r = mu * math.sqrt(share), mu * math.sqrt(1.0 - share)
-    lo, hi = 0.0, mu_q  # the largest ε whose GDP bound is <= μ_q (that bound exceeds ε, so ε < μ_q)
-    while hi - lo > 1e-4 * mu_q:
-        mid = (lo + hi) / 2
-        if gdp_of_pure_dp(mid) <= mu_q:
-            lo = mid
-        else:
-            hi = mid
-    eps_q = lo
+    eps_q = epsilon_of_gdp(mu * math.sqrt(share))
+    mu_quantile = gdp_of_pure_dp(eps_q)
+    mu_r = math.sqrt((mu - mu_quantile) * (mu + mu_quantile))
+    while compose(mu_quantile, mu_r) > mu:  # the rest of μ², rounded down
+        mu_r = math.nextafter(mu_r, 0.0)
     radius = private_radius(fitted_norms(X, grid, space, radius_max), cands, eps_q, quantile)
     release = ftp(X, grid, space, radius, mu_r, rng, secure=secure)
-    mu_quantile = gdp_of_pure_dp(eps_q)
+    release.budget_step = (f"the FTP step of ftp_private_radius: mu = {mu_r!r} of a budget mu = {mu!r}, "
+                           f"whose B' = {radius!r} was chosen from the data with the rest")
     return PrivateRadius(release=release, radius=radius, epsilon_quantile=eps_q, mu_quantile=mu_quantile,
-                         mu_release=mu_r, mu_total=compose(mu_quantile, mu_r))
+                         mu_release=mu_r, mu_total=compose(mu_quantile, mu_r), mu=mu, quantile=float(quantile),
+                         radius_max=radius_max, candidates=tuple(float(c) for c in np.asarray(cands, dtype=float)))

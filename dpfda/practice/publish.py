@@ -32,11 +32,13 @@ from ..maths.spaces import FunctionSpace
 from ..mechanisms.bands import BAND_COVERS, band_is_exact
 from ..mechanisms.pipelines import Release
 from ..mechanisms.privacy import epsilon_from_mu
+from ..mechanisms.radius import PrivateRadius
 from .diagnostics import CLIP_WARNING_SHARE, SHRINK_WARNING_SHARE, curator_diagnostics, diagnostics_text
 from .reading import COMBINE, read_curves
 from .realdata import Domain, PublicFrame
 
 __all__ = [
+    "PartialBudgetError",
     "CLIP_WARNING_SHARE",
     "COMBINE",
     "DELTAS",
@@ -53,6 +55,14 @@ __all__ = [
 
 DELTAS = (1e-5, 1e-6, 1e-7)
 """The δ values at which :func:`release_record` states the ε a μ-GDP release implies."""
+
+
+class PartialBudgetError(ValueError):
+    """A release that is one step of a composed release was given to the record alone.
+
+    Its μ is that step's share, not what the whole release spent; pass the composed result
+    (a :class:`~dpfda.mechanisms.radius.PrivateRadius`) so the record states the budget.
+    """
 
 
 def _number(x: ArrayLike) -> float | list:
@@ -127,15 +137,18 @@ def evaluation_points(at: ArrayLike, *, frame: PublicFrame | None = None,
     return at, domain.to_unit(at)
 
 
-def release_record(release: Release, at: ArrayLike, *, frame: PublicFrame | None = None,
+def release_record(release: Release | PrivateRadius, at: ArrayLike, *, frame: PublicFrame | None = None,
                    domain: Domain | None = None, deltas: Sequence[float] = DELTAS,
                    combine: str | None = None) -> dict:
     """Everything to publish about one release, as a JSON-ready dictionary.
 
     Parameters
     ----------
-    release : Release
-        One release (no repetition axes) of :func:`dpfda.ftp` or :func:`dpfda.ptf`.
+    release : Release or PrivateRadius
+        One release (no repetition axes) of :func:`dpfda.ftp` or :func:`dpfda.ptf`, or the
+        result of :func:`dpfda.mechanisms.radius.ftp_private_radius` (B' chosen from the data
+        with part of the budget).  The FTP step of the latter alone is refused
+        (:class:`PartialBudgetError`): its μ is not what the release spent.
     at : array (k,)
         Public evaluation points, in the data's units, where the curve is published.
     frame : PublicFrame, optional
@@ -153,25 +166,39 @@ def release_record(release: Release, at: ArrayLike, *, frame: PublicFrame | None
     Returns
     -------
     dict
-        ``curve`` (``points`` and ``values``), ``mechanism``, ``noise``, ``mu``,
-        ``epsilon_delta`` (a list of ``{"epsilon", "delta"}``), ``privacy_unit``
-        (:func:`privacy_unit`), ``n``, ``radius`` (B'), ``noise_scale``, ``clip`` and
-        ``weights`` (PTF; ``None`` for FTP), ``space`` (:func:`space_description`: kind, parameters, spec),
-        ``grid`` (the design points in the data's units and on [0, 1]), ``domain``,
-        ``frame`` (or ``None``) and ``dpfda_version``.  Nothing in it is computed from the
-        data except the released curve and the released coordinates; ``n`` is public under
-        the neighbouring relation (one subject's curve replaced by another).  The curator's
-        figures about the data (:func:`~dpfda.practice.diagnostics.curator_diagnostics`) are
-        never in it.
+        ``curve`` (``points`` and ``values``), ``mechanism``, ``noise``, ``mu`` (the whole
+        budget the release spent), ``epsilon_delta`` (a list of ``{"epsilon", "delta"}`` for
+        that μ), ``budget`` (``mu``, ``mu_composed``, ``composition`` and ``parts``: each
+        step with its μ and share of μ², and its ε for a pure-DP step), ``chosen_privately``
+        (each parameter chosen from the data, with its value and how: ``{}`` when every
+        parameter is public), ``privacy_unit`` (:func:`privacy_unit`), ``n``, ``radius``
+        (B'), ``noise_scale`` (σ of the Gaussian step), ``clip`` and ``weights`` (PTF;
+        ``None`` for FTP), ``space`` (:func:`space_description`: kind, parameters, spec),
+        ``grid`` (the design points in the data's units and on [0, 1]), ``domain``, ``frame`` (or ``None``) and
+        ``dpfda_version``.  Nothing in it is computed from the data except the released
+        curve and coordinates and the parameters listed in ``chosen_privately``, each
+        released under its part of the budget; ``n`` is public under the neighbouring
+        relation (one subject's curve replaced by another).  The curator's figures about the
+        data (:func:`~dpfda.practice.diagnostics.curator_diagnostics`) are never in it.
 
     Raises
     ------
+    PartialBudgetError
+        ``release`` is one step of a composed release (``Release.budget_step``).
     ValueError
         The release holds repetitions (one release is published at a time), or a point of
         ``at`` lies outside the domain.
     """
+    composed = release if isinstance(release, PrivateRadius) else None
+    if composed is not None:
+        release = composed.release
     if not isinstance(release, Release):
-        raise TypeError(f"release must be a dpfda Release, got {type(release).__name__}")
+        raise TypeError(f"release must be a dpfda Release or PrivateRadius, got {type(release).__name__}")
+    step = getattr(release, "budget_step", None)
+    if composed is None and step is not None:
+        raise PartialBudgetError(
+            f"this release is {step}; its record alone would understate what was spent and list B' as "
+            "public: pass the PrivateRadius that ftp_private_radius returned to release_record")
     if release.shape != ():
         raise ValueError(f"release must be one release, got repetitions of shape {release.shape}")
     at, t = evaluation_points(at, frame=frame, domain=domain)
@@ -185,18 +212,29 @@ def release_record(release: Release, at: ArrayLike, *, frame: PublicFrame | None
     deltas = [check_positive(d, "delta") for d in deltas]
     if any(d >= 1 for d in deltas):
         raise ValueError("every delta must lie in (0, 1)")
-    eps = epsilon_from_mu(release.mu, np.asarray(deltas))
+    mechanism = {"ftp": "FTP (Algorithm 1: fit each curve in the ball, average, add Gaussian noise)",
+                 "ptf": "PTF (Algorithm 2: clip, average, add Gaussian noise, fit)"}.get(
+                     release.method, release.method)
+    if composed is not None:
+        budget = composed.budget()
+        chosen = budget.pop("chosen_privately")
+    else:
+        mu = float(release.mu)
+        budget = {"mu": mu, "mu_composed": mu, "composition": None,
+                  "parts": [{"step": "release", "what": mechanism, "mu": mu, "share_of_mu_squared": 1.0}]}
+        chosen = {}
+    eps = epsilon_from_mu(budget["mu"], np.asarray(deltas))
     record = {
         "dpfda_version": __version__,
-        "mechanism": {"ftp": "FTP (Algorithm 1: fit each curve in the ball, average, add Gaussian noise)",
-                      "ptf": "PTF (Algorithm 2: clip, average, add Gaussian noise, fit)"}.get(
-                          release.method, release.method),
+        "mechanism": mechanism,
         "method": release.method,
         "noise": ("OpenDP vector Gaussian mechanism (secure=True)" if release.secure
                   else "numpy normal draws (secure=False): for teaching and simulation, not publication"),
         "secure": release.secure,
-        "mu": float(release.mu),
+        "mu": budget["mu"],
         "epsilon_delta": [{"epsilon": float(e), "delta": d} for e, d in zip(np.atleast_1d(eps), deltas)],
+        "budget": budget,
+        "chosen_privately": chosen,
         "privacy_unit": privacy_unit(combine),
         "n": int(release.n),
         "radius": float(release.radius),

@@ -49,8 +49,9 @@ on a Dask cluster of workers like the local machine, and a setting shared by
 two studies (Figure 1 and Table 1) gets the same numbers in both; the
 repetitions' streams do not depend on where they run, and chunks are combined
 in a fixed order.  *Across machines, to a relative 1e-12 with the same
-verdicts:* the fits and errors are matrix products (BLAS), whose last bits
-depend on the order of summation of the CPU's kernels, so every Monte Carlo
+verdicts:* the design's eigendecomposition, the sums over curves and the errors
+use BLAS and LAPACK, whose last bits depend on the order of summation of the
+CPU's kernels, so every Monte Carlo
 summary of a study agrees between two machines to a relative error of 1e-12
 (measured: at most 1.7e-13 over the 14,399 numbers of ``reproduce all --reps
 200`` under OpenBLAS's SkylakeX, Haswell and Prescott kernels), and every
@@ -71,14 +72,18 @@ repetitions.  The chunk is sized so that it holds at most
 are the latent curves in every repetition, so the per-curve FTP fits and PTF's
 clipped means are computed once and only the privacy noise varies.
 
-The engine sums with the stage functions' fast path (``exact=False``): an
-``einsum`` or BLAS product, curve after curve.  Such a sum can round
-differently for two neighbouring datasets, which matters for a
-release but not for an estimate of the error: the engine releases nothing,
-and its sums are within n·u of the exact mean, far below Monte Carlo error.
-A public release (:func:`dpfda.ftp`, :func:`dpfda.ptf`) sums exactly and
-rounds once (:mod:`dpfda.maths.summation`), so the engine's coefficients equal a
-release's to a few ulps, not bit for bit.
+Each curve's fit in the engine is the release's, bit for bit: the fits are
+computed row by row (:class:`~dpfda.maths.fitting.BallLeastSquares`), so a curve's
+fit does not depend on how many repetitions share its chunk.  The engine then sums
+the fits (and PTF's clipped values) with the stage functions' fast path
+(``exact=False``): an ``einsum`` or BLAS product, curve after curve.  Such a sum can
+round differently for two neighbouring datasets, which matters for a release but
+not for an estimate of the error: the engine releases nothing, and its sums are
+within n·u of the exact mean, far below Monte Carlo error.  A public release
+(:func:`dpfda.ftp`, :func:`dpfda.ptf`) sums exactly and rounds once
+(:mod:`dpfda.maths.summation`), so the engine's coefficients equal a release's to a
+few ulps, not bit for bit: what the book's simulations estimate is the error of the
+release's per-curve maps averaged by that faster sum.
 """
 
 from __future__ import annotations

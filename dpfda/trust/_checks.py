@@ -6,11 +6,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._validation import check_int, check_positive
+from ..maths.curves import Curves
 from ..maths.spaces import FunctionSpace, GridGeometry
 from ..mechanisms.mechanism import Mechanism
 from ..mechanisms.pipelines import check_radius
 
-__all__ = ["check_mechanism", "check_n", "geometry", "setup"]
+__all__ = ["check_mechanism", "check_n", "check_neighbour_curves", "dataset_n", "geometry", "setup"]
 
 
 def geometry(grid: ArrayLike, space: FunctionSpace) -> GridGeometry:
@@ -40,9 +41,29 @@ def check_mechanism(mechanism: object) -> Mechanism:
     return mechanism
 
 
-def check_n(mechanism: Mechanism, X: np.ndarray) -> None:
-    if mechanism.n is not None and X.shape[-2] != mechanism.n:
+def dataset_n(X: np.ndarray | Curves) -> int:
+    """The number of curves of one dataset: an array (n, T) or a :class:`dpfda.Curves`."""
+    return X.n if isinstance(X, Curves) else int(X.shape[-2])
+
+
+def check_n(mechanism: Mechanism, X: np.ndarray | Curves) -> None:
+    n = dataset_n(X)
+    if mechanism.n is not None and n != mechanism.n:
         raise ValueError(
-            f"the datasets hold n={X.shape[-2]} curves but {mechanism.name} was calibrated for "
+            f"the datasets hold n={n} curves but {mechanism.name} was calibrated for "
             f"n={mechanism.n}"
         )
+
+
+def check_neighbour_curves(X0: object, X1: object) -> tuple[Curves, Curves]:
+    """Two Curves with the same number of subjects that differ in at most one (points or values)."""
+    if not (isinstance(X0, Curves) and isinstance(X1, Curves)):
+        raise TypeError("X0 and X1 must both be arrays (n, T) or both dpfda Curves")
+    s0, s1 = X0.subjects(), X1.subjects()
+    if len(s0) != len(s1):
+        raise ValueError(f"X0 and X1 must hold the same number of subjects, got {len(s0)} and {len(s1)}")
+    changed = sum(1 for (t0, x0), (t1, x1) in zip(s0, s1)
+                  if t0.shape != t1.shape or not (np.array_equal(t0, t1) and np.array_equal(x0, x1)))
+    if changed > 1:
+        raise ValueError(f"X0 and X1 must be neighbours (differ in at most one subject); they differ in {changed}")
+    return X0, X1

@@ -63,19 +63,21 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from .._validation import as_float_array, check_int, check_positive, check_rng
-from ..maths.spaces import FunctionSpace
+from ..maths.curves import Curves
+from ..maths.spaces import FunctionSpace, OrthonormalSpace
 from ..mechanisms import mechanism as mechanisms
 from ..mechanisms.covariance import CovarianceMechanism
 from ..mechanisms.designs import check_grid_space
 from ..mechanisms.mechanism import Mechanism
 from ..mechanisms.pipelines import Release
 from ..simulation.engine import repeat_mechanism, repeated
-from ._checks import check_mechanism, check_n, geometry
+from ._checks import check_mechanism, check_n, check_neighbour_curves, dataset_n, geometry
 from .broken import (  # the mechanisms broken on purpose, also reachable from here
     PinvDesign,
     broken_covariance_add_remove,
     broken_design_pinv,
     broken_design_rank_deficient,
+    broken_ftp_batched_fits,
     broken_ftp_cancellation,
     broken_ftp_grid_norm,
     broken_ftp_no_radius,
@@ -104,9 +106,11 @@ from .recompute import (  # the audit's own recomputation, also reachable from h
 __all__ = [
     "AuditResult",
     "audit",
+    "batch_shape_pair",
     "clopper_pearson",
     "empirical_tradeoff",
     "ftp_mechanism",
+    "grouping_pair",
     "mu_lower_bound",
     "probe_pairs",
     "ptf_mechanism",
@@ -117,6 +121,7 @@ __all__ = [
     "broken_ftp_grid_norm",
     "broken_ftp_no_radius",
     "broken_ftp_cancellation",
+    "broken_ftp_batched_fits",
     "PinvDesign",
     "broken_design_pinv",
     "broken_design_rank_deficient",
@@ -385,6 +390,157 @@ def worst_case_pair(grid: ArrayLike, space: FunctionSpace, radius: float, n: int
 
 
 # ---------------------------------------------------------------------------
+# Neighbours that change how the other records are computed
+# ---------------------------------------------------------------------------
+
+_TOP = 0.999 * float(np.finfo(float).max)
+"""Values near the top of the float range: a product with a design of entries above 1 overflows."""
+
+
+def _coefficient_summary(mechanism: Mechanism, who: str) -> Mechanism:
+    """The mechanism, if its noise is added to the mean of fits in Cameron–Martin coordinates."""
+    mech = check_mechanism(mechanism)
+    geom = mech.geometry
+    if mech.noise_factor is not None or mech.dim != geom.dim or mech.method not in ("ftp", "design"):
+        raise ValueError(f"{who} builds neighbours for a mechanism whose noise is added to the mean of fits "
+                         f"θ̄ (FTP, or a design with FTP's noise shape); {mech.name} adds it elsewhere")
+    return mech
+
+
+def _off_span(Phi: np.ndarray, rng: np.random.Generator, top: float) -> np.ndarray:
+    """A curve orthogonal to span(Φ) (to rounding), scaled to max |value| = ``top``."""
+    Q, _ = np.linalg.qr(Phi)
+    r = rng.standard_normal(Phi.shape[0])
+    v = r - Q @ (Q.T @ r)
+    return v / np.max(np.abs(v)) * top
+
+
+def _toward(Phi: np.ndarray, h: np.ndarray, top: float) -> np.ndarray:
+    """A curve whose fit in the ball is B'·h/||h|| once ``top`` (its largest |value|) is large.
+
+    The curve x = Φ(ΦᵀΦ)⁻¹h, scaled: Φᵀx is along h, and the fit of a curve far outside
+    the ball, (ΦᵀΦ + νI)⁻¹Φᵀx with ν → ∞, turns to the direction of Φᵀx.
+    """
+    c = Phi @ np.linalg.solve(Phi.T @ Phi, h)
+    return c / np.max(np.abs(c)) * top
+
+
+def _unit(v: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    size = float(np.linalg.norm(v))
+    return v / size if size > 0 and np.isfinite(size) else fallback / np.linalg.norm(fallback)
+
+
+def batch_shape_pair(mechanism: Mechanism, n: int, *, candidates: int = 40,
+                     seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Neighbours (X0, X1), (n, T) each, in which one record may change how another is computed.
+
+    A curve v off span(Φ) with values near the top of the float range has a least-squares
+    fit made of rounding error, which the ball scales to its sphere: a direction that only
+    the rounding of that one curve sets.  If a mechanism's fit of v depends on the other
+    curves — on the shape of a matrix product it is computed in, on whether it is
+    recomputed alone or with others — a record can move v's fit by up to 2B'.  The pair:
+    curve 1 is v in both datasets; curve 2 is, in X0, an in-span curve at the top of the
+    float range (its product with the design overflows), in X1 an ordinary in-span curve
+    outside the ball; the others are 0.  From first principles, by the mechanism's
+    summary alone (a black box): for each of ``candidates`` random v (seeded by ``seed``),
+    v's shift is n·[S(v, top) − S(v, ordinary)] − n·[S(0, top) − S(0, ordinary)], zero
+    for a mechanism that maps each curve alone; curve 2 is then aimed along the largest
+    shift found, so that its own change and v's add up (pair μ up to 2μ for a batch-
+    dependent fit, exactly μ otherwise).
+
+    For a mechanism whose noise is on the mean of fits θ̄ (FTP, a design with FTP's noise
+    shape).  Pair μ by :func:`~dpfda.trust.recompute.pair_mu`; audit with :func:`audit`.
+    """
+    mech = _coefficient_summary(mechanism, "batch_shape_pair")
+    n = check_int(n, "n", 2)
+    candidates = check_int(candidates, "candidates", 1)
+    geom = mech.geometry
+    Phi, T, d = geom.Phi, geom.T, geom.dim
+    rng = np.random.default_rng(check_int(seed, "seed", 0))
+    u = np.ones(d) / np.sqrt(d)
+    far = 1e6 * mech.radius  # outside the ball, far from the top of the float range
+    top, ordinary = _toward(Phi, u, _TOP), _toward(Phi, -u, far)
+
+    def data(v: np.ndarray, other: np.ndarray) -> np.ndarray:
+        X = np.zeros((n, T))
+        X[0], X[1] = v, other
+        return X
+
+    zero = np.zeros(T)
+    own = n * (mech.summary(data(zero, top)) - mech.summary(data(zero, ordinary)))
+    best, victim = -1.0, _off_span(Phi, rng, _TOP)
+    shift_best = np.zeros(d)
+    for _ in range(candidates):
+        v = _off_span(Phi, rng, _TOP)
+        shift = n * (mech.summary(data(v, top)) - mech.summary(data(v, ordinary))) - own
+        size = float(np.linalg.norm(shift))
+        if size > best:
+            best, victim, shift_best = size, v, shift
+    h = _unit(-shift_best, u)  # X0 → X1 moves v by −shift; curve 2 moves along −h·2B'
+    X0 = data(victim, _toward(Phi, -h, _TOP))
+    X1 = data(victim, _toward(Phi, h, far))
+    return X0, X1
+
+
+def grouping_pair(mechanism: Mechanism, n: int, *, candidates: int = 60,
+                  seed: int = 0) -> tuple[Curves, Curves]:
+    """Neighbouring :class:`dpfda.Curves` on their own points in which one subject changes who shares its points.
+
+    Two subjects a and b, on point sets A (20 points) and B (23 points), have values off the
+    span of their designs at 10²⁰ B' (fits in the ball made of rounding error); a third
+    subject sits on A in X0 and on B in X1, so a mechanism that fits the subjects on one
+    point set together changes a's group and b's group at once; the others are zero curves
+    on points of their own.  As in :func:`batch_shape_pair`, by the mechanism's summary
+    alone: each victim's shift when the third subject joins its points (against the third
+    subject on points of its own) is measured for ``candidates`` random victims, and the
+    third subject's fit is aimed along the victims' total shift.  A mechanism that maps
+    each subject alone gives pair μ exactly μ; one that fits groups together up to 3μ.
+
+    For FTP on an orthonormal space (Legendre, Fourier), the one mechanism that takes curves
+    on their own points.
+    """
+    mech = _coefficient_summary(mechanism, "grouping_pair")
+    n = check_int(n, "n", 3)
+    space = mech.geometry.space
+    if mech.method != "ftp" or not isinstance(space, OrthonormalSpace):
+        raise ValueError("grouping_pair builds curves on their own points, which FTP in an orthonormal "
+                         f"space takes; {mech.name} does not")
+    rng = np.random.default_rng(check_int(seed, "seed", 0))
+    sets = [np.sort(rng.uniform(0.0, 1.0, size)) for size in (20, 23, max(space.m, 1) + 3)]
+    A, B, C = sets
+    u = np.ones(space.m) / np.sqrt(space.m)
+    scale = 1e20 * mech.radius
+    rest_t = [np.array([0.5 + 1e-3 * k]) for k in range(n - 3)]
+
+    def curves(a: tuple, b: tuple, third: tuple) -> Curves:
+        points, values = zip(a, b, third, *((t, np.zeros(1)) for t in rest_t))
+        return Curves.irregular(list(points), list(values), domain=(0.0, 1.0))
+
+    def on(t: np.ndarray, h: np.ndarray) -> tuple:
+        return t, _toward(space.basis(t), h, 1e6 * mech.radius)  # its fit: B'·h
+
+    def victim(t: np.ndarray, home: np.ndarray, other: tuple) -> tuple[np.ndarray, np.ndarray]:
+        best, out = -1.0, (np.zeros(t.size), np.zeros(space.m))
+        away = on(home, u)
+        for _ in range(candidates):
+            v = _off_span(space.basis(t), rng, scale)
+            shift = n * (mech.summary(curves((t, v), other, on(t, u)))
+                         - mech.summary(curves((t, v), other, away)))
+            size = float(np.linalg.norm(shift))
+            if size > best:
+                best, out = size, (v, shift)
+        return out
+
+    quiet = (C, np.zeros(C.size))  # a zero curve on points of its own
+    va, sa = victim(A, C, quiet)
+    vb, sb = victim(B, C, quiet)
+    h = _unit(sb - sa, u)  # X0: a grouped, b alone; X1: a alone, b grouped
+    X0 = curves((A, va), (B, vb), on(A, -h))
+    X1 = curves((A, va), (B, vb), on(B, h))
+    return X0, X1
+
+
+# ---------------------------------------------------------------------------
 # The audit
 # ---------------------------------------------------------------------------
 
@@ -399,14 +555,25 @@ def _lda_direction(V0: np.ndarray, V1: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return w, 0.5 * (m0 + m1)
 
 
-def _draw(mechanism: Mechanism, X: np.ndarray, draws: int, chunk: int, rng: np.random.Generator,
+def _draw(mechanism: Mechanism, X: np.ndarray | Curves, draws: int, chunk: int, rng: np.random.Generator,
           view: Callable[[Release], np.ndarray]) -> np.ndarray:
     """``view`` of ``draws`` releases of ``X``, one row each, in chunks of ``chunk`` (the one loop).
 
     The releases are those ``mechanism.release`` makes on ``chunk`` copies of ``X``
     with ``rng`` (:func:`dpfda.simulation.engine.repeat_mechanism`); with OpenDP's noise
-    (``secure``) each chunk is a release of the copies.
+    (``secure``) each chunk is a release of the copies.  Curves on their own points are
+    summarised once and each chunk is the noise step of their release
+    (:meth:`~dpfda.Mechanism.privatize` of the summary, normals from ``rng``).
     """
+    if isinstance(X, Curves):
+        centre = np.asarray(mechanism.summary(X), dtype=float)
+        out = []
+        for start in range(0, draws, chunk):
+            c = min(chunk, draws - start)
+            rel = mechanism.privatize(np.broadcast_to(centre, (c,) + centre.shape),
+                                      rng.standard_normal((c, mechanism.noise_dim)), X.n)
+            out.append(np.asarray(view(rel), dtype=float).reshape(c, -1))
+        return np.concatenate(out, axis=0)
     if mechanism.secure:
         parts = [np.asarray(view(rel), dtype=float)
                  for rel in repeated(mechanism.release, X, draws, chunk, rng)]
@@ -418,7 +585,8 @@ def _draw(mechanism: Mechanism, X: np.ndarray, draws: int, chunk: int, rng: np.r
     return repeat_mechanism(mechanism, X, draws, rng, score, chunk=chunk)["y"]
 
 
-def audit(mechanism: Mechanism, X0: ArrayLike, X1: ArrayLike, *, draws: int, rng: np.random.Generator,
+def audit(mechanism: Mechanism, X0: ArrayLike | Curves, X1: ArrayLike | Curves, *, draws: int,
+          rng: np.random.Generator,
           statistic: str | Callable[[Release], np.ndarray] = "lr", alpha: float = 0.05,
           thresholds: ArrayLike | None = None, n_thresholds: int = 32, split: float = 0.5,
           chunk: int = 20000) -> AuditResult:
@@ -431,8 +599,9 @@ def audit(mechanism: Mechanism, X0: ArrayLike, X1: ArrayLike, *, draws: int, rng
         :func:`ptf_mechanism` or :meth:`dpfda.mechanisms.designs.Design.mechanism`.  Its
         ``release`` is called on a batch (size, n, T) of identical copies, so many
         releases cost one vectorised call per ``chunk``.
-    X0, X1 : arrays (n, T)
-        Neighbouring datasets (they may differ in one curve only).
+    X0, X1 : arrays (n, T), or dpfda.Curves
+        Neighbouring datasets (they may differ in one curve only); Curves on their own
+        points for FTP (:func:`grouping_pair`).
     draws : int
         Releases drawn from each dataset.
     rng : numpy.random.Generator
@@ -463,15 +632,18 @@ def audit(mechanism: Mechanism, X0: ArrayLike, X1: ArrayLike, *, draws: int, rng
     split = check_positive(split, "split")
     if split >= 1:
         raise ValueError(f"split must be in (0, 1), got {split}")
-    X0 = as_float_array(X0, "X0")
-    X1 = as_float_array(X1, "X1")
-    if X0.ndim != 2 or X0.shape != X1.shape:
-        raise ValueError(f"X0 and X1 must both be (n, T) arrays of one shape, got {X0.shape} and {X1.shape}")
-    if not (np.all(np.isfinite(X0)) and np.all(np.isfinite(X1))):
-        raise ValueError("X0 and X1 must be finite")
-    changed = int(np.sum(np.any(X0 != X1, axis=1)))
-    if changed > 1:
-        raise ValueError(f"X0 and X1 must be neighbours (differ in at most one curve); they differ in {changed}")
+    if isinstance(X0, Curves) or isinstance(X1, Curves):  # FTP of curves on their own points
+        X0, X1 = check_neighbour_curves(X0, X1)
+    else:
+        X0 = as_float_array(X0, "X0")
+        X1 = as_float_array(X1, "X1")
+        if X0.ndim != 2 or X0.shape != X1.shape:
+            raise ValueError(f"X0 and X1 must both be (n, T) arrays of one shape, got {X0.shape} and {X1.shape}")
+        if not (np.all(np.isfinite(X0)) and np.all(np.isfinite(X1))):
+            raise ValueError("X0 and X1 must be finite")
+        changed = int(np.sum(np.any(X0 != X1, axis=1)))
+        if changed > 1:
+            raise ValueError(f"X0 and X1 must be neighbours (differ in at most one curve); they differ in {changed}")
     mech = check_mechanism(mechanism)
     check_n(mech, X0)
 
@@ -482,7 +654,7 @@ def audit(mechanism: Mechanism, X0: ArrayLike, X1: ArrayLike, *, draws: int, rng
         # the score tests the farther of the two pairs of centres (the audit's, the mechanism's)
         rec = recompute(mech, X0, X1)
         published = published_law(mech, X0)
-        sigma = np.minimum(published.scale, formula_sigma(mech, X0.shape[-2]))
+        sigma = np.minimum(published.scale, formula_sigma(mech, dataset_n(X0)))
         law = NoiseLaw(sigma if published.factor is None else float(sigma), published.factor)
         pairs = [(audit_summary(mech, X0), audit_summary(mech, X1)),
                  (np.asarray(mech.summary(X0)), np.asarray(mech.summary(X1)))]

@@ -4,7 +4,8 @@ PTF without the √T of composition (:func:`broken_ptf_no_sqrt_T`), FTP calibrat
 sup or L² norm on the grid instead of the Cameron–Martin norm (:func:`broken_ftp_grid_norm`),
 FTP without the radius constraint (:func:`broken_ftp_no_radius`), FTP whose mean of fits
 is computed by cancelling large numbers (:func:`broken_ftp_cancellation`, correct in exact
-arithmetic, leaky in floating point), a ball design whose whitening drops a thin noise
+arithmetic, leaky in floating point), FTP whose fit of one curve depends on the batch it is
+computed in (:func:`broken_ftp_batched_fits`, likewise), a ball design whose whitening drops a thin noise
 direction through a pseudo-inverse (:func:`broken_design_pinv`), the ellipsoid design with
 its rank-d noise added on the grid (:func:`broken_design_rank_deficient`) and any mechanism
 with σ × 0.9 (:func:`broken_sigma_too_small`), and a private covariance whose second
@@ -24,7 +25,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._validation import check_int, check_positive
-from ..maths.spaces import FunctionSpace, GridGeometry
+from ..maths.curves import Curves
+from ..maths.fitting import BallLeastSquares
+from ..maths.spaces import FunctionSpace, GridGeometry, OrthonormalSpace
+from ..maths.summation import fixed_point_ball_mean
 from ..mechanisms.covariance import SQRT2, CovarianceMechanism, covariance_mechanism
 from ..mechanisms.designs import Design, check_grid_space
 from ..mechanisms.mechanism import (
@@ -45,6 +49,7 @@ __all__ = [
     "broken_ftp_grid_norm",
     "broken_ftp_no_radius",
     "broken_ftp_cancellation",
+    "broken_ftp_batched_fits",
     "PinvDesign",
     "broken_design_pinv",
     "broken_design_rank_deficient",
@@ -208,6 +213,87 @@ class _CancellingFits:
     def mean(self, X: ArrayLike, *, exact: bool = True) -> np.ndarray:
         """The cancelling mean alone."""
         return self(X)[0]
+
+
+class _BatchedSolver(BallLeastSquares):
+    """BROKEN ON PURPOSE: the ball fit with a row's coordinates rounded as its batch decides.
+
+    Everything as :class:`~dpfda.maths.fitting.BallLeastSquares` except Vᵀ ΦᵀW x: a product
+    of one row adds its T terms one after the other (as BLAS's ``dgemv`` does), a product of
+    several rows adds them in pairs, then pairs of pairs (a blocked ``dgemm``), and the rows
+    redone after scaling form a product of their own.  This is the batching of dpfda's fits
+    before they were made per record, with the two orders written out in element-wise
+    operations: old dpfda used BLAS itself, whose orders depend on the processor's kernels
+    (its constructions leaked up to 2μ under OpenBLAS's Haswell kernels and not at all under
+    its Sandybridge kernels), while these two orders differ, and leak, on every processor.
+    """
+
+    def _coordinates(self, X2: np.ndarray) -> np.ndarray:
+        if X2.shape[0] <= 1:
+            return super()._coordinates(X2)  # one row: the terms one after the other
+        terms = [self._P_cols[t] * X2[:, t] for t in range(X2.shape[1])]  # (d, N) each
+        while len(terms) > 1:  # several rows: pairwise
+            terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i]
+                     for i in range(0, len(terms), 2)]
+        return terms[0]
+
+
+@dataclass(frozen=True, eq=False)
+class _BatchedFits:
+    """BROKEN ON PURPOSE: FTP's mean of fits through :class:`_BatchedSolver` (batch-dependent bits)."""
+
+    geometry: GridGeometry
+    radius: float
+
+    def __call__(self, X: ArrayLike, *, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """(the mean of the fits, which fits hit the ball), the fits computed in one batch."""
+        return _BatchedSolver(self.geometry.Phi).solve_mean(np.asarray(X, dtype=float), self.radius, exact=exact)
+
+    def mean(self, X: ArrayLike, *, exact: bool = True) -> np.ndarray:
+        """The mean of the batched fits."""
+        return self(X, exact=exact)[0]
+
+    def curves_mean(self, curves: Curves) -> np.ndarray:
+        """Curves on their own points: the subjects on one point set fitted together, in one product."""
+        space = self.geometry.space
+        assert isinstance(space, OrthonormalSpace)  # checked by the constructor
+        subjects = curves.subjects()
+        groups: dict = {}
+        for i, (t, _) in enumerate(subjects):
+            groups.setdefault(t.tobytes(), []).append(i)
+        fits = np.zeros((len(subjects), space.m))
+        for rows in groups.values():
+            t = subjects[rows[0]][0]
+            Phi = space.basis(t)
+            if t.size < space.m or np.linalg.eigvalsh(Phi.T @ Phi)[0] <= 1e-12 * max(
+                    np.linalg.eigvalsh(Phi.T @ Phi)[-1], 1.0):
+                continue
+            fits[rows] = _BatchedSolver(Phi).solve(np.stack([subjects[i][1] for i in rows]), self.radius).coef
+        return fixed_point_ball_mean(fits, np.eye(space.m), self.radius)
+
+
+def broken_ftp_batched_fits(grid: ArrayLike, space: FunctionSpace, radius: float, mu: float, *,
+                            n: int) -> Mechanism:
+    """BROKEN ON PURPOSE (in floating point only): FTP whose fit of a curve depends on the other curves.
+
+    Algorithm 1 with the right σ = 2B'/(nμ) and the exact mean, but each curve's fit is
+    computed inside a product over its batch: all the curves, then the curves whose
+    product overflowed (or came out near the subnormal range) again, together, after
+    scaling; for curves on their own points (an orthonormal space), the subjects on one
+    point set in one product.  A product of one row is summed in one order, of several
+    rows in another (:class:`_BatchedSolver`).  In exact arithmetic nothing changes.  In
+    floating point the bits of a row depend on the product it is in, and a curve off the
+    span of Φ with huge values has a fit made of rounding error, scaled to the sphere
+    ||θ|| = B': whether another record is in its batch turns that fit by up to 2B', so a
+    pair of neighbours can be up to 2μ apart (3μ when one subject changes the groups of
+    two others).  This was dpfda's FTP before the fits were made per record, with BLAS's
+    processor-dependent orders replaced by two fixed ones, so that it leaks everywhere.
+    :func:`dpfda.trust.audit.batch_shape_pair` and :func:`~dpfda.trust.audit.grouping_pair`
+    build the neighbours that show it.
+    """
+    geom, radius, mu, n = setup(grid, space, radius, mu, n)
+    return _ftp_variant("FTP with batch-dependent fits (broken)", geom, _BatchedFits(geom, radius),
+                        FTPCalibration(geom, radius), mu=mu, radius=radius, n=n)
 
 
 class PinvDesign(Design):
