@@ -19,9 +19,9 @@ from dpfda.maths.rounding import pair_rtol, product_atol
 from dpfda.maths.summation import gamma
 from dpfda.mechanisms import covariance as cv
 from dpfda.trust import audit as au
-from _support import reps
 
 from _spaces import with_grids
+from _support import reps
 
 SPACES = [
     (dpfda.LegendreSpace(3), dpfda.uniform_grid(8)),

@@ -20,6 +20,7 @@ from dpfda.maths.rounding import psd_root_rtol, solve_rtol
 from dpfda.maths.summation import gamma
 from dpfda.mechanisms import covariance as cv
 from dpfda.mechanisms import covariance_theory as th
+
 from _support import bonferroni_z, reps
 
 
