@@ -54,8 +54,9 @@ def test_gdp_of_pure_dp_is_the_exact_formula_rounded_up(eps):
 def test_epsilon_of_gdp_is_the_largest_epsilon_within_mu(mu):
     eps = epsilon_of_gdp(mu)
     assert gdp_of_pure_dp(eps) <= mu
-    # and the next ones do not fit: ε lowered in relative steps of 2⁻³⁸, so a step of 1e-9 up crosses μ
-    # (G's slope in ε is at least μ/ε·(1/2) here), and μ's own 1e-12 is gdp_of_pure_dp's raise
+    # and the next ones do not fit: ε is lowered in relative steps of 2⁻³⁸ ≈ 3.6e-12; d log μ/d log ε
+    # of 2Φ⁻¹(e^ε/(1 + e^ε)) lies between 1/2 (large ε) and 1 (small ε), so ε(1 + 1e-9) raises μ by
+    # at least 5e-10 relative, far above the steps and gdp_of_pure_dp's raise (1e-12)
     assert gdp_of_pure_dp(eps * (1 + 1e-9)) > mu * (1 - 1e-12)
 
 
