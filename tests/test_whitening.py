@@ -37,9 +37,16 @@ def test_a_general_factor_is_solved_and_its_rounding_bounded():
     W = Whitening(L, "test")
     assert not W.diagonal and 1.0 <= W.kappa < 10 and 0 < W.rounding <= MAX_ROUNDING
     v = rng.standard_normal((4, 5)) * 1e200
-    # two solves with L (QR, LU): solve_rtol of LᵀL each, relative to each row's norm
-    atol = 2 * solve_rtol(L.T @ L, 2 * L.shape[0]) * np.linalg.norm(np.linalg.solve(L, v.T).T, axis=1).max()
-    np.testing.assert_allclose(W.apply(v), np.linalg.solve(L, v.T).T, rtol=0, atol=atol)
+    # two solves with L (QR, LU): solve_rtol of LᵀL each, relative to each row's norm (taken on
+    # the rows divided by their largest entry: the squares of 1e200 overflow, and an atol of inf
+    # would pass anything)
+    ref = np.linalg.solve(L, v.T).T
+    top = np.max(np.abs(ref))
+    atol = 2 * solve_rtol(L.T @ L, 2 * L.shape[0]) * top * np.linalg.norm(ref / top, axis=1).max()
+    assert np.isfinite(atol) and atol < 1e-12 * top
+    np.testing.assert_allclose(W.apply(v), ref, rtol=0, atol=atol)
+    with pytest.raises(AssertionError):  # and it can fail: the result off by a relative 1e-10
+        np.testing.assert_allclose(W.apply(v) * (1 + 1e-10), ref, rtol=0, atol=atol)
 
 
 def test_an_ill_conditioned_factor_is_refused_by_name():
