@@ -64,8 +64,13 @@ def test_product_bound_covers_exact_products_including_cancellation():
     from fractions import Fraction
 
     rng = np.random.default_rng(3)
+    # the last case cancels whatever the kernel does: 0.1·(1/3) and 0.1·(1/3 + ulp) round (in
+    # double and in x87's 64-bit products alike) by more than γ₂ of their exact difference, in
+    # either order of summation, with or without a fused multiply-add (checked in fractions);
+    # a row like [1e16, 1, −1e16, 3] would not do, an extended-precision kernel adds it exactly
+    cancel = (np.array([[0.1, -0.1]]), np.array([[1 / 3], [np.nextafter(1 / 3, 1.0)]]))
     cases = [(rng.standard_normal((4, 9)), rng.standard_normal((9, 3))),
-             (np.array([[1e16, 1.0, -1e16, 3.0]]), np.ones((4, 1)))]
+             (np.array([[1e16, 1.0, -1e16, 3.0]]), np.ones((4, 1))), cancel]
     for A, B in cases:
         exact = np.array([[float(sum(Fraction(float(a)) * Fraction(float(b)) for a, b in zip(row, col)))
                            for col in B.T] for row in A])
