@@ -2,17 +2,26 @@
 #   make book     full-size build of the book into _build/html, then the student edition
 #                 (into _build/html/student/, linked from the preface); runs `make assignments` first
 #                 and executes the notebooks two at a time before Sphinx reads them
-#   make test     static checks (ruff, mypy, doctests), unit tests, notebook tests (quick
-#                 mode), the Binder replay, the full book build (with the student edition),
-#                 the browser tests of that build, the PDF
+#   make test     everything, each notebook executed once at full size (by the book build) and
+#                 once in quick mode (by the Binder replay): static checks (ruff, mypy,
+#                 doctests), unit tests, the Binder replay, the full book build (with the
+#                 student edition), the browser tests of that build, the PDF and its test
+#   make test-quick   the edit-test loop, a few minutes: the static checks, the unit tests not
+#                 marked `slow`, in quick mode, and the notebooks changed since QUICK_BASE (main)
 #   make test-static  ruff on the repository, mypy on dpfda, the doctests of dpfda
-#   make test-binder   every notebook, full size, in a fresh environment installed as Binder does
+#   make test-unit    the unit and property tests (all but the browser's), at full size
+#   make test-notebooks  every notebook under book/, in quick mode, with nbval in .venv
+#   make test-binder  a fresh environment installed as Binder does, every notebook under book/
+#                 run there in quick mode, two at a time (DPFDA_BINDER_QUICK=0: full size, one at a
+#                 time, timing each chapter); then the student edition's repository, likewise
 #   make test-browser  the built book in headless Chromium, driven by Playwright, with the
 #                 axe-core accessibility check on every page (after `make book`)
 #   make pdf      the whole book as one PDF, _build/pdf/book.pdf (after `make book`)
 #   make test-pdf the PDF's test (after `make pdf`)
 #   make assignments  the autograded assignments (otter-grader): student notebooks with public
-#                 checks and autograder zips, into _build/assignments
+#                 checks and autograder zips (each with its own key, read by the grading plugin
+#                 dpfda.teaching.grader), and the power table of their simulation checks
+#                 (grading-power.md), into _build/assignments
 #   make student  the student edition (solutions hidden) into _build/student/_build/html
 #   make clean    remove build outputs (keeps .venv and _vendor)
 #   make distclean  also remove .venv and the copied MathJax and Thebe
@@ -52,7 +61,7 @@ AXE_VERSION := 4.14.1
 AXE_DIR     := _build/npm/node_modules/axe-core
 AXE         := $(AXE_DIR)/axe.min.js
 
-.PHONY: axe thebe venv mathjax book student assignments test test-static test-unit test-notebooks test-browser test-binder browser-deps pdf pdf-deps test-pdf clean distclean
+.PHONY: axe thebe venv mathjax book student assignments test test-quick test-static test-unit test-notebooks test-browser test-binder browser-deps pdf pdf-deps test-pdf clean distclean
 
 venv: $(STAMP)
 
@@ -136,7 +145,8 @@ assignments: venv
 	  $(RUN) otter assign $$src _build/assignments/$$name || exit 1; \
 	  $(BIN)/python -m zipfile -c _build/assignments/$$name-student.zip _build/assignments/$$name/student/$$name.ipynb || exit 1; \
 	done
-	$(BIN)/python tools/autograder_env.py _build/assignments _build/assignments/wheel/dpfda-*.whl
+	$(BIN)/python tools/autograder_env.py _build/assignments _build/assignments/wheel/dpfda-*.whl book/assignments
+	$(BIN)/python tools/grading_power.py book/assignments _build/assignments/grading-power.md > /dev/null
 
 # Student edition: the same book with every solution left out (sphinx-exercise's
 # hide_solutions, made to cover gated solutions by _ext/student_edition.py). Jupyter Book 1
@@ -177,21 +187,45 @@ test-unit: venv
 	  echo "tests/: no test files yet"; \
 	fi
 
-# Every notebook of the book runs without error, in quick mode (small sizes).
+# Every notebook under book/ (the chapters and the assignments' master notebooks) runs without
+# error, in quick mode (small sizes), with nbval in .venv; NOTEBOOKS=... runs only those.
+# `make test` leaves this out: its Binder replay runs the same notebooks in quick mode, in a
+# fresh environment.
+NOTEBOOKS ?= book/
 test-notebooks: venv
 	@if [ -n "$$(find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' -print -quit)" ]; then \
-	  DPFDA_QUICK=1 $(RUN) pytest --nbval-lax --durations=10 book/; \
+	  DPFDA_QUICK=1 $(RUN) pytest --nbval-lax --durations=10 $(NOTEBOOKS); \
 	else \
 	  echo "book/: no notebooks yet"; \
 	fi
 
-# Everything: unit tests, notebooks, then the full book build (-W -n: a warning, a broken
-# reference or a failing cell fails it), the browser test of that build, then the student
-# edition from the same cache.
+# The edit-test loop, a few minutes: the static checks; the unit tests but those marked `slow`
+# (the seeded Monte Carlo checks and every test that took 5 s of CPU or more when last measured:
+# fresh environments, builds of a small book, the assignments' grading, ...; benchmarks/README.md
+# lists the slowest with their times), in quick mode; and, in quick mode, the notebooks under
+# book/ that differ from the last commit HEAD shares with QUICK_BASE, or are not committed yet
+# (none: nothing run). `make test` runs everything.
+QUICK_BASE ?= main
+test-quick: venv
+	$(MAKE) test-static
+	DPFDA_QUICK=1 $(RUN) pytest -q -m "not browser and not slow" tests/
+	@base=$$(git merge-base HEAD $(QUICK_BASE) 2>/dev/null || echo HEAD); \
+	nbs=$$( { git diff --name-only $$base -- 'book/*.ipynb'; git ls-files --others --exclude-standard -- 'book/*.ipynb'; } \
+	        | sort -u | while read -r f; do if [ -f "$$f" ]; then echo "$$f"; fi; done ); \
+	if [ -n "$$nbs" ]; then \
+	  echo "notebooks changed since $$base:" $$nbs; \
+	  DPFDA_QUICK=1 $(RUN) pytest -q --nbval-lax $$nbs; \
+	else \
+	  echo "no notebook under book/ changed since $$base"; \
+	fi
+
+# Everything: the static checks, the unit tests, the Binder replay (every notebook in quick mode
+# in a fresh Binder-like environment), then the full book build (-W -n: a warning, a broken
+# reference or a failing cell fails it; every notebook at full size) with the student edition,
+# the browser test of that build, the PDF and its test.
 test: venv mathjax thebe
 	$(MAKE) test-static
 	$(MAKE) test-unit
-	$(MAKE) test-notebooks
 	$(MAKE) test-binder
 	$(MAKE) book
 	$(MAKE) test-browser
@@ -220,9 +254,12 @@ $(AXE):
 
 # Binder's view of the repository (tests/binder/test_binder_replay.py): copy the tracked files,
 # create a fresh Python 3.11 environment (runtime.txt), `pip install -r requirements.txt` then
-# `pip install .` there (pip's cache reused), and run every notebook from its folder, timing
-# each chapter. Full size; DPFDA_BINDER_QUICK=1 runs the chapters in quick mode.
-# Report: _build/test-artifacts/binder-replay.md.
+# `pip install .` there (pip's cache reused), and run every notebook under book/ from its folder,
+# in quick mode, as many at a time as there are CPUs (the full-size run of each chapter is the
+# book build's). DPFDA_BINDER_QUICK=0 runs them at full size, one at a time, timing each chapter
+# (a Binder reader's wait). Report: _build/test-artifacts/binder-replay.md. Then the student
+# edition's repository (tests/binder/test_student_binder.py): the same install from it alone,
+# and the chapters that need more than dpfda and numpy, in quick mode.
 test-binder: venv
 	$(RUN) pytest -m binder -rA -s tests/binder
 

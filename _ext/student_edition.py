@@ -11,8 +11,10 @@ transform removes the marker, the gated content and the ``{solution-end}``. The 
 
 In the student edition a page's download button offers its solution-free notebook
 (``notebooks/NAME.ipynb``). In the book's own edition the extension sets the Sphinx tag
-``instructor``, so ``{only} instructor`` blocks (the course guide's rubric key steps) are left
-out of the student edition.
+``instructor``, so ``{only} instructor`` blocks (the course guide's rubric key steps and what it
+says of the instructor's files) are left out of the student edition; a notebook cell tagged
+``instructor-only`` appears in the book's own edition only, one tagged ``student-only`` in the
+student edition only.
 
 The student edition's configuration, its solution-free notebooks and the solution-free
 repository for Binder are written by ``tools/student_export.py`` (``make student``).
@@ -68,6 +70,24 @@ class RemoveHiddenGatedSolutions(SphinxTransform):
                 parent.remove(child)
 
 
+class RemoveOtherEditionsCells(SphinxTransform):
+    """Remove the notebook cells tagged for the other edition.
+
+    A code cell tagged ``instructor-only`` appears in the book's own edition only, one tagged
+    ``student-only`` in the student edition only (the preface's citation: the book's edition
+    gives the address of the book's repository, the student edition none). myst-nb gives each
+    cell's container the class ``tag_<tag>``.
+    """
+
+    default_priority = 5
+
+    def apply(self, **kwargs) -> None:
+        other = "tag_instructor-only" if self.config.hide_solutions else "tag_student-only"
+        for node in list(self.document.findall(nodes.container)):
+            if other in node.get("classes", []) and node.parent is not None:
+                node.parent.remove(node)
+
+
 def point_download_at_solution_free_notebook(app, pagename, templatename, context, doctree):
     """In the student edition, the page's download button offers the solution-free notebook.
 
@@ -106,4 +126,5 @@ def setup(app):
     app.add_node(hidden_gated_solution)
     app.add_directive("solution-start", _hiding_solution_start_directive(), override=True)
     app.add_transform(RemoveHiddenGatedSolutions)
+    app.add_transform(RemoveOtherEditionsCells)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -8,13 +8,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def section_blocks(title: str = "Quickstart") -> list[tuple[str, str]]:
+    """The fenced code blocks of the README's section ``### title``, in order: (language, body)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(rf"^### {re.escape(title)}\n(.*?)(?=^#{{2,3}} )", text, flags=re.S | re.M)
+    assert match, f"README.md has no '### {title}' section"
+    return re.findall(r"^```(\w+)\n(.*?)^```", match.group(1), flags=re.S | re.M)
+
+
 def quickstart_blocks() -> dict[str, list[str]]:
     """The fenced code blocks of the README's "Quickstart" section, by language."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"^### Quickstart\n(.*?)(?=^#{2,3} )", text, flags=re.S | re.M)
-    assert match, "README.md has no '### Quickstart' section"
     blocks: dict[str, list[str]] = {}
-    for lang, body in re.findall(r"^```(\w+)\n(.*?)^```", match.group(1), flags=re.S | re.M):
+    for lang, body in section_blocks():
         blocks.setdefault(lang, []).append(body)
     return blocks
 

@@ -4,8 +4,9 @@
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
-        "slow: a seeded Monte Carlo check (sizes shrink under DPFDA_QUICK=1); "
-        "deselect with -m 'not slow'",
+        "slow: left out of `make test-quick` (-m 'not slow'): a seeded Monte Carlo check (sizes "
+        "shrink under DPFDA_QUICK=1), or a test that took 5 s of CPU or more on the unit suite's "
+        "last measurement (benchmarks/bench_tests.py; the slowest are listed in benchmarks/README.md)",
     )
 
 

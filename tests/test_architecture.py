@@ -53,17 +53,20 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("_files", "stage_outputs", "plots"): PLOTS,
     ("_files", "stage_outputs", "matplotlib.pyplot"): MATPLOTLIB,
     ("_release", "_draw_release", "matplotlib.figure"): MATPLOTLIB + " (only `release --plot` draws)",
-    ("examples", "write_example", "fdars.datasets"): "an optional dependency (the book's tools): only the "
-                                                    "growth example reads it",
+    ("examples", "_from_fdars", "fdars.datasets"): "an optional dependency (the book's tools): only the "
+                                                    "growth and weather examples read it",
     ("radius", "private_radius", "opendp.prelude"): "optional dependency: OpenDP's quantile, only for the "
                                                    "private choice of B'",
     ("bands", "plot_band", "matplotlib.pyplot"): MATPLOTLIB + " (a figure of its own when no axes are given)",
     ("_files", "stage_metadata", "plots"): PLOTS,
     ("_files", "FolderLock.__enter__", "fcntl"): POSIX,
+    ("ledger", "_lock", "fcntl"): POSIX,
     ("_files", "stage_outputs", "evidence"): PANDAS + " (`release` never imports it)",
     # settings
     ("config", "n_jobs", "joblib"): JOBLIB,
     ("config", "bonferroni_z", "scipy.special"): SCIPY,
+    # theory
+    ("theory", "quad_ratio_mean", "scipy.integrate"): SCIPY,
     # privacy accounting
     ("privacy", "tradeoff", "scipy"): SCIPY,
     ("privacy", "_log_delta", "scipy"): SCIPY,
@@ -74,6 +77,7 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("secure", "_opendp", "opendp.prelude"): "optional dependency: OpenDP is needed only for secure=True",
     # reading the curves of a release
     ("reading", "_read_table", "pandas"): PANDAS,
+    ("reading", "table_columns", "pandas"): PANDAS,
     # the interactive figure
     ("explorer", "ratio_explorer", "bokeh.layouts"): BOKEH,
     ("explorer", "ratio_explorer", "bokeh.models"): BOKEH,
@@ -99,6 +103,10 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("recompute", "_exactly_in_range", "fractions"): "fractions, exact span test for the audit only",
     ("recompute", "NoiseLaw._solve", "scipy.linalg"): "scipy.linalg (about 0.2 s more than the scipy.special "
                                                   "audit needs at import) only when a noise law whitens",
+    # the assignments' autograder
+    ("sandbox", "_limits", "resource"): POSIX + " (set in the grading child between fork and exec)",
+    ("sandbox", "_child", "IPython.core.interactiveshell"): ("IPython (the kernel's shell, which otter "
+                                                            "installs) only in the grading child process"),
     # the claims
     ("activation_bounds", "_chi2_mix_bounds", "scipy.optimize"): CLAIMS_SCIPY,
     ("activation_bounds", "_chi2_mix_bounds", "scipy.stats"): CLAIMS_SCIPY,
@@ -296,6 +304,8 @@ LAYERS: dict[str, set[str]] = {
     "trust": {"maths", "mechanisms", "simulation"},
     "report": {"maths", "mechanisms", "simulation"},
     "cli": {"maths", "mechanisms", "simulation", "report", "practice"},
+    # the autograder of the book's assignments: reads no other layer (the keys import dpfda)
+    "teaching": set(),
 }
 
 #: Top-level modules every layer may import: module -> the shared modules it may import.

@@ -85,6 +85,7 @@ def test_single_threshold_bound_is_valid_exactly():
     assert res.mu_lower == pytest.approx(max(g0[fp] - g1[fn], 0.0), abs=1e-12)
 
 
+@pytest.mark.slow
 def test_audit_coverage_monte_carlo():
     """The whole audit (split, quantile thresholds, Bonferroni) rarely exceeds the true μ."""
     space = SPACES["legendre"]
@@ -148,6 +149,7 @@ def test_worst_case_pair_ptf_attains_every_coordinate(name):
 
 
 @pytest.mark.parametrize("name", list(SPACES))
+@pytest.mark.slow
 def test_random_neighbours_never_exceed_mu(name):
     """Theorem 6 / Proposition 9: no pair beats the worst case (random pairs, large curves)."""
     space = SPACES[name]

@@ -54,6 +54,7 @@ def test_bench_residual_runs_and_reports_both_kernels():
     assert "| 3 |" in proc.stdout
 
 
+@pytest.mark.slow
 def test_bench_build_times_a_cold_build_and_a_prose_rebuild_of_a_toy_book(tmp_path):
     # A one-page Jupyter Book with the book's execution cache: the cold build executes the
     # notebook (its cache record and the build's log both report it), the prose edit of the
@@ -131,6 +132,7 @@ def test_bench_store_runs_and_reads_back_what_both_caches_wrote():
     assert "| 1.00 |" in proc.stdout  # one file per entry in the store
 
 
+@pytest.mark.slow
 def test_bench_execute_fills_the_cache_both_ways_and_leaves_a_failing_notebook_out(tmp_path):
     # Two tiny chapters in a subfolder (one reads a file beside its folder, as the book's chapters
     # read ../CITATION.cff) and one that raises: each way executes them into its own cache, finds
@@ -159,3 +161,46 @@ def test_bench_execute_fills_the_cache_both_ways_and_leaves_a_failing_notebook_o
             rc = bench.run_executor(paths, cache, timeout=60)
         assert rc == 1, way
         assert bench.cached(paths, cache) == paths[:2], way
+
+
+def test_bench_tests_charges_each_test_its_own_and_its_subprocesses_cpu(tmp_path):
+    # Three tests: one that sleeps (wall, next to no CPU), one that burns 0.5 s of CPU in a
+    # subprocess (charged to it when the subprocess ends) and one that fails. Without
+    # RUSAGE_CHILDREN the burner would show next to no CPU and come after the sleeper.
+    burn = ("import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5:\n    pass\n")
+    (tmp_path / "test_toy.py").write_text(
+        "import subprocess, sys, time\n\n"
+        "def test_sleeps():\n    time.sleep(0.3)\n\n"
+        f"def test_burns_in_a_subprocess():\n    subprocess.run([sys.executable, '-c', {burn!r}], check=True)\n\n"
+        "def test_fails():\n    assert False\n")
+    out = tmp_path / "times.json"
+    env = dict(ENV, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")  # the toy suite needs no plugin: 0.3 s a run, not 4
+    proc = subprocess.run([sys.executable, str(BENCH / "bench_tests.py"), "--top", "5", "--json", str(out), "--",
+                           "-q", str(tmp_path / "test_toy.py")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # pytest's status: a test failed
+    tests = json.loads(out.read_text())["tests"]
+    rows = {k.split("::")[1]: v for k, v in tests.items()}
+    assert set(rows) == {"test_sleeps", "test_burns_in_a_subprocess", "test_fails"}
+    assert rows["test_burns_in_a_subprocess"]["cpu"] >= 0.5  # the subprocess's own CPU time
+    assert rows["test_sleeps"]["wall"] >= 0.3 and rows["test_sleeps"]["cpu"] < rows["test_burns_in_a_subprocess"]["cpu"]
+    assert rows["test_fails"]["failed"] and not rows["test_sleeps"]["failed"]
+    table = proc.stdout[proc.stdout.index("| slowest tests"):]
+    assert table.index("test_burns_in_a_subprocess") < table.index("test_sleeps")  # slowest by CPU first
+    assert "| slowest files (by CPU) |" in proc.stdout and "3 tests:" in proc.stdout
+
+    # --max-unmarked-cpu: the burner, not marked slow, is over 0.4 s (exit 1, named); marked slow,
+    # it is not counted; the sleeper stays under
+    toy = tmp_path / "test_toy.py"
+    toy.write_text(toy.read_text().replace("def test_fails():\n    assert False\n", ""))
+    argv = [sys.executable, str(BENCH / "bench_tests.py"), "--max-unmarked-cpu", "0.4", "--", "-q",
+            str(tmp_path / "test_toy.py")]
+    proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "test_burns_in_a_subprocess (" in proc.stdout, proc.stdout + proc.stderr
+    assert "test_sleeps (" not in proc.stdout
+    (tmp_path / "conftest.py").write_text("def pytest_configure(config):\n"
+                                          "    config.addinivalue_line('markers', 'slow: slow')\n")
+    (tmp_path / "test_toy.py").write_text((tmp_path / "test_toy.py").read_text().replace(
+        "def test_burns", "import pytest\n\n@pytest.mark.slow\ndef test_burns"))
+    proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -61,6 +61,8 @@ def _write_book(folder: Path) -> None:
     (folder / "intro.md").write_text("# Probe\n\nA page.\n\n```{course-times}\nexercises\n```\n\n"
                                      "```{only} instructor\nRUBRIC-KEY-STEP\n```\n")
     (folder / "LICENSE").write_text("MIT licence\n")
+    (folder / "CITATION.cff").write_text('cff-version: 1.2.0\ntitle: "Probe"\n'
+                                         'repository-code: "https://github.com/probe-owner/probe-repo"\n')
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [
@@ -73,6 +75,8 @@ def _write_book(folder: Path) -> None:
             "```{solution-end}\n```\n\n```{exercise}\n:label: ex-plain\n\nName a prime.\n```\n\n"
             "```{solution} ex-plain\n:class: dropdown\n\nPLAIN-SOLUTION\n```\n\nAFTER-SOLUTIONS"
         ),
+        nbformat.v4.new_code_cell("print('INSTRUCTOR-' + 'CELL')", metadata={"tags": ["instructor-only"]}),
+        nbformat.v4.new_code_cell("print('STUDENT-' + 'CELL')", metadata={"tags": ["student-only"]}),
     ]
     nbformat.write(nb, folder / "exercises.ipynb")
 
@@ -103,13 +107,15 @@ def _assert_times_table(intro: str) -> None:
 
 
 @pytest.mark.skipif(not JUPYTER_BOOK.exists(), reason="jupyter-book not installed beside this Python")
+@pytest.mark.slow
 def test_student_edition_hides_plain_and_gated_solutions(tmp_path):
     _write_book(tmp_path)
 
     _build(tmp_path)
     full = (tmp_path / "_build" / "html" / "exercises.html").read_text()
-    for marker in ("GATED-PROSE", "GATED-OUTPUT", "PLAIN-SOLUTION", "AFTER-SOLUTIONS", "CHECK-KEPT"):
+    for marker in ("GATED-PROSE", "GATED-OUTPUT", "PLAIN-SOLUTION", "AFTER-SOLUTIONS", "CHECK-KEPT", "INSTRUCTOR-CELL"):
         assert marker in full
+    assert "STUDENT-CELL" not in full
     _assert_times_table((tmp_path / "_build" / "html" / "intro.html").read_text())
     assert "RUBRIC-KEY-STEP" in (tmp_path / "_build" / "html" / "intro.html").read_text()
     assert "mybinder.org/v2/gh/probe-owner/probe-repo/main" in full
@@ -126,12 +132,14 @@ def test_student_edition_hides_plain_and_gated_solutions(tmp_path):
     assert "AFTER-SOLUTIONS" in page and "ex-gated" in page and "CHECK-KEPT" in page
     _assert_times_table((html / "intro.html").read_text())
     everything = _texts(html)
-    for marker in ("GATED-PROSE", "GATED-OUTPUT", "PLAIN-SOLUTION", "RUBRIC-KEY-STEP"):
+    for marker in ("GATED-PROSE", "GATED-OUTPUT", "PLAIN-SOLUTION", "RUBRIC-KEY-STEP", "INSTRUCTOR-CELL"):
         assert marker not in everything
+    assert "STUDENT-CELL" in page
     assert "(student edition)" in page
     # The chapter as a solution-free notebook, served beside the pages.
     notebook = (html / "notebooks" / "exercises.ipynb").read_text()
     assert "CHECK-KEPT" in notebook and "AFTER-SOLUTIONS" in notebook and "ex-gated" in notebook
+    assert "INSTRUCTOR-" not in notebook and "STUDENT-" in notebook
     assert (html / "notebooks" / "student-notebooks.zip").is_file()
     assert 'href="notebooks/exercises.ipynb"' in page  # the page's download button
     # The main edition links to the repository (solutions, master notebooks); the student edition
@@ -149,8 +157,10 @@ def test_student_edition_hides_plain_and_gated_solutions(tmp_path):
                                       "?urlpath=tree/exercises.ipynb"}, binder
     assert f"{STUDENT_REPO}/blob/main/LICENSE" in links and STUDENT_REPO in links
     repo = tmp_path / "_build" / "student_repository"
-    assert sorted(p.name for p in repo.iterdir() if p.name != ".git") == ["LICENSE", "README.md",
+    assert sorted(p.name for p in repo.iterdir() if p.name != ".git") == ["CITATION.cff", "LICENSE", "README.md",
                                                                         "exercises.ipynb"]
+    citation = (repo / "CITATION.cff").read_text()
+    assert f'repository-code: "{STUDENT_REPO}"' in citation and "probe-repo" not in citation
     assert (repo / "exercises.ipynb").read_text() == notebook
     log = subprocess.run(["git", "-C", str(repo), "log", "--format=%s"], capture_output=True,
                          text=True, check=True).stdout.splitlines()
@@ -173,6 +183,56 @@ def test_student_edition_without_a_repository_links_to_none(tmp_path):
     assert config["html"]["use_repository_button"] is False
     assert "probe-repo" not in config["html"]["extra_footer"]
     assert "opensource.org/license/mit" in config["html"]["extra_footer"]
+
+
+MAIN_URL = re.search(r"^  url: (\S+)", (ROOT / "_config.yml").read_text(), re.M).group(1).rstrip("/")
+#: The book's repository (not the solution-free one, whose name extends it) and the autograders' files.
+INSTRUCTOR_URL = re.compile(re.escape(MAIN_URL) + r"(?![-\w])")
+INSTRUCTOR_FILES = ("_key.py", "hidden_checks", "question_bank", "book/assignments")
+
+
+def test_the_course_guide_names_instructor_files_in_the_instructor_edition_only():
+    guide = (ROOT / "book" / "course_guide.md").read_text()
+    student = re.sub(r"::::\{only\} instructor\n.*?\n::::\n", "", guide, flags=re.S)
+    assert student != guide
+    assert not INSTRUCTOR_URL.search(student)
+    assert not [name for name in INSTRUCTOR_FILES if name in student]
+    assert "_key.py" in guide  # the instructor's edition does name them
+
+
+def _run_cells(cells: list[str], cwd: Path) -> str:
+    code = "import dpfda\n" + "\n".join(cells)
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+def test_the_preface_cites_no_repository_of_the_instructors_in_the_student_edition():
+    """The cells of the preface's citation that the student edition shows print no address of the book's
+    repository, even run against its own CITATION.cff (the student edition reuses the main build's outputs)."""
+    nb = nbformat.read(ROOT / "book" / "preface.ipynb", as_version=4)
+    cite = [c for c in nb.cells if c.cell_type == "code" and c.get("id", "").startswith("preface-cite")]
+    assert len(cite) == 3
+    tags = [set(c.metadata.get("tags", [])) for c in cite]
+    student = _run_cells([c.source for c, t in zip(cite, tags) if "instructor-only" not in t], ROOT / "book")
+    main = _run_cells([c.source for c, t in zip(cite, tags) if "student-only" not in t], ROOT / "book")
+    assert "@software{dpfda_book" in student and "@misc{chen2026ftp" in student
+    assert not INSTRUCTOR_URL.search(student)
+    assert INSTRUCTOR_URL.search(main)  # negative control: the book's edition names its repository
+
+
+def test_the_student_repositorys_citation_names_the_student_repository_or_none():
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import student_export
+    finally:
+        sys.path.pop(0)
+    cff = (ROOT / "CITATION.cff").read_text()
+    assert INSTRUCTOR_URL.search(cff)
+    named = student_export.student_citation(cff, STUDENT_REPO)
+    assert f'repository-code: "{STUDENT_REPO}"' in named and not INSTRUCTOR_URL.search(named)
+    assert "repository-code" not in student_export.student_citation(cff, None)
+    import yaml
+
+    assert yaml.safe_load(named)["version"] == yaml.safe_load(cff)["version"]
 
 
 def test_every_chapter_is_exported_without_its_solutions(tmp_path):
@@ -206,6 +266,7 @@ def test_every_chapter_is_exported_without_its_solutions(tmp_path):
         for marker in ("{exercise}", "**Check"):
             assert text.count(marker) == "\n".join(c.source for c in original.cells).count(marker), (src.name, marker)
         assert all(not c.get("outputs") for c in exported.cells if c.cell_type == "code")
+        assert not INSTRUCTOR_URL.search(text) and not [n for n in INSTRUCTOR_FILES if n in text], src.name
     assert solutions_seen > 100
     folder = tmp_path / "out" / "notebooks"
     assert "./dpfda-0-py3-none-any.whl[" in (folder / "requirements.txt").read_text()

@@ -69,6 +69,7 @@ def pages_showing(book: Path, text: str) -> list[Path]:
     return [p for p in (book / "_build").rglob("*.html") if text in p.read_text(errors="replace")]
 
 
+@pytest.mark.slow
 def test_a_failing_chapter_fails_every_build_and_reaches_no_page(book):
     first = make(book, "book")
     assert first.returncode == 0, first.stdout + first.stderr
@@ -86,6 +87,7 @@ def test_a_failing_chapter_fails_every_build_and_reaches_no_page(book):
     assert {p.name for p in pages_showing(book, "Traceback")} == {"index.html"}  # the tagged cell only
 
 
+@pytest.mark.slow
 def test_the_sphinx_build_alone_raises_on_a_failing_notebook_and_writes_no_page(book):
     """Without the pre-execution (as the student build once ran): myst-nb executes the
     notebook itself, and execute.raise_on_error stops the build before any page is written."""

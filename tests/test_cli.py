@@ -27,6 +27,7 @@ def run_cli(*args, timeout=600):
                           cwd=ROOT, env=ENV, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_reproduce_all_quick_writes_every_file(tmp_path):
     out = tmp_path / "res"
     proc = run_cli("reproduce", "all", "--quick", "--jobs", "2", "--seed", "5", "--out", str(out))

@@ -205,6 +205,7 @@ def test_signal_during_simulation(tmp_path, sig, code, group):
 
 
 @pytest.mark.parametrize("sig, code, group", SIGNALS)
+@pytest.mark.slow
 def test_signal_while_writing(tmp_path, sig, code, group):
     out = tmp_path / "res"
     out.mkdir()
@@ -255,6 +256,7 @@ def test_sighup_is_left_alone_under_nohup(tmp_path):
     assert os.listdir(out) == []
 
 
+@pytest.mark.slow
 def test_second_run_into_the_same_folder_exits_2(tmp_path):
     out = tmp_path / "res"
     first, _ = start_paused(tmp_path, "simulation", ["fig5", "--quick", "--jobs", "2", "--out", str(out)])

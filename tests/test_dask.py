@@ -35,6 +35,7 @@ def _study():
     return Study("dask_check", fig1.settings + fig3.settings + fig6.settings)
 
 
+@pytest.mark.slow
 def test_dask_backend_is_bit_identical_to_serial():
     study = _study()
     serial = schedule.run_study(study, 16, seed=31)
@@ -74,6 +75,7 @@ def _csv_without_run_id(path):
     return b"\n".join(kept), ids
 
 
+@pytest.mark.slow
 def test_cli_on_a_dask_scheduler_writes_the_local_csv(tmp_path):
     local, remote = tmp_path / "local", tmp_path / "dask"
     proc = run_cli("reproduce", "fig1", "--quick", "--no-progress", "--out", str(local))

@@ -42,6 +42,7 @@ from dpfda.simulation.studies import (
     Setting,
     Study,
     get_study,
+    kernel_study,
 )
 
 from _support import assert_mc_close, bonferroni_z
@@ -59,6 +60,8 @@ CASES = [
     Setting("kernel", n=48, T=6, mu=1.0, sigma0=10.0, radius_rule="log_n"),
     Setting("kernel", n=16, T=8, mu=0.1, sigma0=0.0, radius_rule="1.1B"),
     Setting("kernel", n=40, T=4, mu=1.0, sigma0=1.0, radius_rule="B"),
+    Setting("kernel", n=24, T=6, mu=1.0, sigma0=10.0, radius_rule="log_n", kernel="matern:0.5,0.2"),
+    Setting("kernel", n=16, T=8, mu=0.1, sigma0=0.0, radius_rule="1.1B", kernel="matern:2.5,0.2"),
 ]
 
 
@@ -76,7 +79,11 @@ def _err_atol(err, dc, c, t, geom):
     return 2 * np.sqrt(err) * delta + delta**2
 
 
-@pytest.mark.parametrize("setting", CASES, ids=lambda s: f"{s.family}-T{s.T}-s{s.sigma0}")
+def _case_id(s: Setting) -> str:
+    return f"{s.family}-T{s.T}-s{s.sigma0}" + ("" if s.kernel is None else f"-{s.kernel}")
+
+
+@pytest.mark.parametrize("setting", CASES, ids=_case_id)
 def test_engine_repetition_equals_public_pipelines(setting):
     """The engine is the published algorithms, stage by stage, bit for bit with its own sums.
 
@@ -136,6 +143,37 @@ def test_engine_repetition_equals_public_pipelines(setting):
         any_active.append(bool(ftp_active.any()) or bool(p.active))
     if setting.sigma0 == 10.0:
         assert all(any_active)  # the constrained branch of the fit was exercised
+
+
+@pytest.mark.parametrize("setting", [s for s in CASES if s.family == "kernel"], ids=_case_id)
+def test_the_latent_curves_of_a_kernel_setting_live_in_its_own_rkhs(setting):
+    """Sections of the setting's kernel at 20 equally spaced centres, each of norm at most B in that RKHS.
+
+    The kernel is recomputed from its closed form (Matérn: exp(−a)·(1 + a + a²/3) and its
+    kin; Gaussian: eq. 1), not read from the curves.  The norms are B·U_i with U_i uniform
+    on (0, 1), so they lie strictly inside the ball.
+    """
+    curves = engine.latent_curves(setting, 5)
+    kernel = setting.space.kernel
+    assert curves.kernel == kernel and curves.centers.size == setting.centers == 20
+    np.testing.assert_array_equal(curves.centers, np.linspace(0.0, 1.0, 20))
+    r = np.abs(curves.centers[:, None] - setting.grid()[None, :])
+    if kernel.family == "gaussian":
+        a = r**2 / (2 * setting.rho**2)
+        gram = np.exp(-a)
+    else:
+        a = math.sqrt(2 * kernel.nu) * r / kernel.rho
+        poly = {0.5: 1.0, 1.5: 1.0 + a, 2.5: 1.0 + a + a**2 / 3}[kernel.nu]
+        gram = poly * np.exp(-a)
+    # Rounding, not an agreement found by trying: each side sums 20 products (γ_20 ≈ 20u);
+    # the exponent a is computed in another order (relative 4u, so exp(−a) moves by 4a·u more
+    # than its own u), the polynomial and the product a few u: (48 + 4 max a)·u·Σ|α_k g_k|.
+    u = 2.0**-53
+    values = curves.alpha @ gram
+    bound = (48 + 4 * float(a.max())) * u * (np.abs(curves.alpha) @ np.abs(gram))
+    assert np.all(np.abs(curves.values(setting.grid()) - values) <= bound)
+    norms = curves.norms()
+    assert np.all(norms > 0) and np.all(norms <= setting.B * (1 + 1e-12))
 
 
 def test_engine_error_is_against_the_sample_mean_of_the_latent_curves():
@@ -365,7 +403,8 @@ def test_result_table_columns_and_summaries():
 def test_noiseless_ftp_error_matches_theorems_10_and_13():
     """σ₀ = 0, B' = 1.1 > B: no curve's fit is ever shrunk and E[error] = σ²·(m or tr K_T/T)."""
     settings = [get_study("fig1").subset(n=64, T=6, mu=1.0).settings[0],
-                get_study("fig4").subset(n=128, m=8, mu=0.1).settings[0]]
+                get_study("fig4").subset(n=128, m=8, mu=0.1).settings[0],
+                kernel_study(kernels="matern:0.5,0.2").subset(n=64, T=8, mu=1.0).settings[0]]
     z = bonferroni_z(len(settings))
     for s in settings:
         per = engine.simulate_setting(s, 400, seed=8)

@@ -35,7 +35,41 @@ def test_example_never_overwrites_and_names_its_choices(tmp_path, capsys):
     path.write_text("mine\n")
     assert cli.main(["example", "daily", str(path)]) == 2
     assert "exists" in capsys.readouterr().err and path.read_text() == "mine\n"
-    assert cli.main(["example", "weather", str(tmp_path / "y.csv")]) == 2
+    assert cli.main(["example", "rainfall", str(tmp_path / "y.csv")]) == 2
     assert "invalid choice" in capsys.readouterr().err
-    with pytest.raises(ValueError, match="example must be one of growth, daily"):
-        write_example("weather", tmp_path / "y.csv")
+    with pytest.raises(ValueError, match="example must be one of growth, weather, daily, daily-proxy"):
+        write_example("rainfall", tmp_path / "y.csv")
+
+
+def test_an_example_already_there_is_left_as_it_is(tmp_path, capsys):
+    """Running the README's block twice: the second `example` finds its own file and says so."""
+    path = tmp_path / "temps.csv"
+    assert cli.main(["example", "daily", str(path)]) == 0
+    before = path.read_bytes()
+    capsys.readouterr()
+    assert cli.main(["example", "daily", str(path)]) == 0
+    assert "already there, unchanged" in capsys.readouterr().out and path.read_bytes() == before
+    path.write_bytes(before[:-10])  # another file under that name: never overwritten
+    assert cli.main(["example", "daily", str(path)]) == 2
+    assert "exists" in capsys.readouterr().err and path.read_bytes() == before[:-10]
+
+
+def test_weather_example_is_the_canadian_weather_from_fdars(tmp_path, capsys):
+    from fdars.datasets import load_canadian_weather
+
+    assert cli.main(["example", "weather", str(tmp_path / "w.csv")]) == 0
+    assert "35 Canadian stations" in capsys.readouterr().out
+    days, temps, meta = load_canadian_weather(return_fdata=False)
+    table = pd.read_csv(tmp_path / "w.csv")
+    assert table.columns[0] == "station" and table.shape == (35, 366)
+    assert list(table.station) == [str(s).strip() for s in meta["station"]]
+    assert np.array_equal(table.iloc[:, 1:].to_numpy(), temps)  # every value, exactly (written with %g)
+    assert [float(c) for c in table.columns[1:]] == days.tolist()
+
+
+def test_daily_proxy_is_another_year_in_the_same_form(tmp_path):
+    write_example("daily", tmp_path / "a.csv")
+    write_example("daily-proxy", tmp_path / "b.csv")
+    a, b = pd.read_csv(tmp_path / "a.csv"), pd.read_csv(tmp_path / "b.csv")
+    assert list(a.columns) == list(b.columns) and a.day.nunique() == b.day.nunique() == 365
+    assert not a.temp.equals(b.temp)

@@ -66,6 +66,7 @@ def cached(book: Path) -> dict:
     return {Path(r.uri).name: r for r in cache.list_cache_records()}
 
 
+@pytest.mark.slow
 def test_the_build_takes_every_notebook_from_the_cache(book):
     done = run_script(book, "--jobs", "2")
     assert done.returncode == 0, done.stderr

@@ -124,11 +124,14 @@ def _pair_mu(mech: str, X0, X1) -> float:
 
 # Pairs outermost, so that each pair is built once (the cache holds one).  The box with
 # isotropic noise averages exactly what design-box does; at n ≈ 2^25 it is left out.
-CASES = [(name, mech) for name in PAIRS for mech in MECHANISMS
+# The pairs at n ≈ 2^25 take seconds each: marked slow (left out of `make test-quick`).
+CASES = [pytest.param(name, mech, id=f"{name}-{mech}",
+                      marks=[pytest.mark.slow] if name.endswith("2^25") else [])
+         for name in PAIRS for mech in MECHANISMS
          if name == "binade-32769" or mech != "design-box-isotropic"]
 
 
-@pytest.mark.parametrize(("name", "mech"), CASES, ids=[f"{a}-{b}" for a, b in CASES])
+@pytest.mark.parametrize(("name", "mech"), CASES)
 def test_rounding_neighbours_stay_within_mu(name, mech):
     X0, X1 = _pair(name)
     mu_pair = _pair_mu(mech, X0, X1)

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from _readme import ROOT, quickstart_blocks, write_heights_csv
 
 INSTALL_TIMEOUT = 1200
@@ -41,6 +42,7 @@ def tracked_files() -> list[str]:
     return [f for f in out.decode().split("\0") if f and (ROOT / f).is_file()]
 
 
+@pytest.mark.slow
 def test_plain_pip_install_runs_ftp_and_the_quickstart_without_book_tools(tmp_path):
     repo = tmp_path / "repo"
     for rel in tracked_files():

@@ -230,3 +230,17 @@ def test_pooled_interval_uses_student_t_on_k_minus_1_df():
     assert np.allclose(np.log(pooled["ratio_hi"] / pooled["ratio"]), q * pooled["se_log_ratio"], rtol=gamma(4),
                        atol=gamma(4))
     assert q > 1.96  # wider than the normal interval on few draws
+
+
+def test_pooled_draws_keep_the_kernel_of_each_setting_and_refuse_draws_that_differ_in_it():
+    from dpfda.simulation.schedule import run_study
+    from dpfda.simulation.studies import kernel_study
+
+    study = kernel_study(n=[4]).subset(T=4, mu=1.0)
+    draws = [run_study(study, reps=5, seed=s) for s in runs.draw_seeds(3, 2)]
+    pooled = runs.pool_draws(draws)
+    assert list(pooled["kernel"]) == [s.kernel_spec for s in study]
+    swapped = draws[1].copy()
+    swapped["kernel"] = list(reversed(swapped["kernel"]))
+    with pytest.raises(ValueError, match="same settings in the same order"):
+        runs.pool_draws([draws[0], swapped])

@@ -39,7 +39,8 @@ def test_record_of_a_secure_ftp_release_through_a_frame():
     assert [p["delta"] for p in rec["epsilon_delta"]] == list(DELTAS)
     assert rec["grid"]["points"] == pytest.approx(AGES, rel=0, abs=gamma(3) * np.max(AGES))  # start + t·length
     assert rec["curve"]["values"] == pytest.approx(frame.values(rel, [1, 2, 3]).tolist(), rel=gamma(2), abs=0)
-    assert rec["frame"]["scale"] == frame.scale and rec["frame"]["lower"] == [50.0] * 4
+    assert rec["frame"]["scale"] == frame.scale and rec["frame"]["lower"] == 50.0  # a constant band: one number
+    assert rec["frame"]["radius_rule"] == frame.radius_rule and len(rec["frame"]["reference_coef"]) == 2
     assert rec["domain"] == {"start": 1.0, "stop": 3.0, "name": "age"}
 
 
@@ -93,14 +94,15 @@ def test_public_frame_refuses_a_kernel_space_saying_why_and_what_to_do():
         dpfda.PublicFrame(space, AGES, dpfda.Domain(1, 3), 50, 120)
     text = str(info.value)
     assert "no fitting radius" in text and "λ_min(K_T)" in text  # why
-    assert "public bound on the curves' RKHS norm" in text and "dpfda.ftp or dpfda.ptf" in text  # what to do
+    assert "needs radius=" in text and "public bound on the RKHS norm" in text  # what to do: a given B',
+    assert "ftp_private_radius" in text  # or a private one
     # The bound the message names is real: over the band |y_j| <= 1 the smallest RKHS norm of an
     # interpolant reaches sqrt(T/λ_min) at most, and a sign pattern gets near it for a smooth kernel.
     K = space.kernel.gram(dpfda.uniform_grid(12))
     lam, V = np.linalg.eigh(K)
     y = np.sign(V[:, 0])
     assert np.sqrt(y @ np.linalg.solve(K, y)) > 1e3  # a band of height 1 allows an RKHS norm above 1000
-    with pytest.raises(TypeError, match="space must be a LegendreSpace, got str"):
+    with pytest.raises(TypeError, match="space must be a LegendreSpace, a FourierSpace or a KernelSpace, got str"):
         dpfda.PublicFrame("legendre", AGES, dpfda.Domain(1, 3), 50, 120)
 
 

@@ -117,3 +117,49 @@ def test_ids_are_text_and_csv_cells_follow_one_rule(tmp_path):
     path.write_text("")
     with pytest.raises(ValueError, match="the file is empty"):
         read_curves(path, id="id")
+
+
+# --- hints for files that are almost right ------------------------------------------------
+
+
+def test_a_semicolon_separated_file_with_decimal_commas_gets_the_fix(tmp_path):
+    path = tmp_path / "european.csv"
+    path.write_text("station;1;2;3\nOslo;-4,3;-4,0;-0,2\nBergen;1,2;1,1;3,4\n", encoding="utf-8")
+    with pytest.raises(ValueError) as info:
+        read_curves(path, id="station")
+    text = str(info.value)
+    assert "separated by ';'" in text and "decimal=','" in text and "sep=';'" in text
+    # the fix the message gives works: the converted file reads
+    fixed = tmp_path / "fixed.csv"
+    pd.read_csv(path, sep=";", decimal=",").to_csv(fixed, index=False)
+    points, X = read_curves(fixed, id="station")
+    assert points.tolist() == [1.0, 2.0, 3.0] and X[0].tolist() == [-4.3, -4.0, -0.2]
+    tabs = tmp_path / "tabs.csv"
+    tabs.write_text("station\t1\t2\nOslo\t1\t2\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="separated by tabs"):
+        read_curves(tabs, id="station")
+
+
+def test_month_names_as_headers_or_points_get_the_numbers_and_the_domain(tmp_path):
+    wide = tmp_path / "months.csv"
+    wide.write_text("station,Jan,Feb,Mar\nOslo,-4.3,-4.0,-0.2\n", encoding="utf-8")
+    with pytest.raises(ValueError) as info:
+        read_curves(wide, id="station")
+    text = str(info.value)
+    assert "column 'Jan' is not a grid point" in text and "month names" in text
+    assert "1, 2, …, 12" in text and "--domain 1,13" in text
+    long = pd.DataFrame({"station": ["Oslo"] * 2, "month": ["January", "February"], "temp": [-4.3, -4.0]})
+    with pytest.raises(ValueError, match="month names.*--domain 1,13"):
+        read_curves(long, layout="long", id="station", point="month", value="temp")
+    with pytest.raises(ValueError) as info:  # a header that is no month: no month hint
+        read_curves(pd.DataFrame({"station": ["a"], "note": [1.0]}), id="station")
+    assert "month" not in str(info.value)
+
+
+def test_table_columns_are_the_header_names(tmp_path):
+    from dpfda.practice.reading import table_columns
+
+    path = tmp_path / "t.csv"
+    path.write_text("\ufeff\nchild, 1,2\na,1,2\n", encoding="utf-8")  # a BOM and a blank line first
+    assert table_columns(path) == ["child", "1", "2"]
+    assert table_columns(wide_table()) == ["child", "1", "1.5", "3", "2"]

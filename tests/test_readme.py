@@ -1,7 +1,8 @@
-"""The README's quickstart runs as written: its Python block and its command line.
+"""The README's quickstart runs as written, in order and twice: its command lines and its Python block.
 
-The blocks are taken from README.md verbatim and run in a folder holding a heights.csv
-of the Berkeley growth data (one row per child, one column per age).
+The blocks are taken from README.md verbatim and run in an empty folder, in the order a
+reader meets them (the first block writes the heights.csv the Python block reads), and then
+again in the same folder.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import subprocess
 import sys
 
 import numpy as np
-from _readme import ROOT, quickstart_blocks, write_heights_csv
+import pytest
+from _readme import ROOT, section_blocks, write_heights_csv
 
 import dpfda
 from dpfda.maths.summation import gamma
@@ -32,28 +34,75 @@ def check_record(record: dict, secure: bool = True) -> None:
     assert len(record["grid"]["points"]) == 31 and record["grid"]["points"][0] == 1.0
 
 
-def test_readme_quickstart_python_block_runs_verbatim(tmp_path):
-    blocks = quickstart_blocks()
-    assert len(blocks["python"]) == 1
-    code = blocks["python"][0]
-    assert len([line for line in code.splitlines() if line.strip()]) <= 14  # about ten lines
-    write_heights_csv(tmp_path)
+def _run_blocks(blocks: list[tuple[str, str]], folder) -> list[subprocess.CompletedProcess]:
+    """Each block, verbatim and in order, in ``folder``: bash blocks with ``bash -e``, Python with ``-c``."""
+    bindir = os.path.dirname(sys.executable)  # `python` is this environment's
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    record = json.loads((tmp_path / "release.json").read_text())
-    check_record(record)
-    assert record["frame"]["scale"] > 0 and record["radius"] <= 1.0 + 1e-12
-    # The curve is in centimetres: within six of its own noise standard deviations (in cm) of
-    # the same fit with almost no noise, which lies between the band's ends and rises.
-    # OpenDP's noise cannot be seeded; a bound on the noisy curve itself would fail by chance
-    # (the sd at age 1 is about 13 cm). Here P(fail) <= 69 * P(|Z| > 6) < 2e-7.
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    runs = []
+    for lang, body in blocks:
+        command = ["bash", "-ec", body] if lang == "bash" else [sys.executable, "-c", body]
+        proc = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, (lang, body[:60], proc.stderr)
+        runs.append(proc)
+    return runs
+
+
+def test_readme_quickstart_runs_in_order_as_written_twice(tmp_path):
+    """The quickstart's blocks in the order a reader meets them, in an empty folder, and again in the
+    same folder: the example files are made before they are read, and nothing of the first run
+    stops the second (a second release is recorded by the ledger)."""
+    blocks = section_blocks()
+    assert [lang for lang, _ in blocks] == ["bash", "python", "bash"]
+    code = blocks[1][1]
+    assert len([line for line in code.splitlines() if line.strip()]) <= 14  # about ten lines
+    for run in (1, 2):
+        runs = _run_blocks(blocks, tmp_path)
+        record = json.loads((tmp_path / "release.json").read_text())
+        check_record(record)
+        # the radius from clips <= 1 (a sum of 3T terms, γ_{3T} under 1e-12 for T <= 100)
+        assert record["frame"]["scale"] > 0 and record["radius"] <= 1.0 + 1e-12
+        cli_run = runs[2]
+        assert "ε = 4.38 at δ = 1e-05" in cli_run.stdout and "OpenDP" in cli_run.stdout
+        assert "curator's diagnostics" in cli_run.stderr and "WARNING" not in cli_run.stderr
+        cli = json.loads((tmp_path / "release-cli.json").read_text())
+        check_record(cli)
+        assert cli["units"] == {"points": "age (years)", "values": "height (cm)"}
+        temps = json.loads((tmp_path / "temps.json").read_text())
+        assert temps["space"]["kind"] == "fourier" and temps["space"]["dimension"] == 7 and temps["n"] == 365
+        assert temps["frame"]["lower"] == -30 and temps["frame"]["upper"] == 45 and "own points" in temps["sampling"]
+        assert temps["ledger"]["releases"] == run
+        # run releases at μ = 1: the squares add exactly, one square root (a few roundings in another order)
+        assert temps["ledger"]["mu_total"] == pytest.approx(np.sqrt(run), rel=gamma(3), abs=0)
+        assert (tmp_path / "temps.png").read_bytes().startswith(b"\x89PNG")
+    # The curve in centimetres: within six of its own noise standard deviations (in cm) of the same
+    # fit with almost no noise, which lies between the band's ends and rises. OpenDP's noise cannot
+    # be seeded; a bound on the noisy curve itself would fail by chance (the sd at age 1 is about
+    # 13 cm). Here P(fail) <= 69 * P(|Z| > 6) < 2e-7.
     values, sd = np.array(record["curve"]["values"]), np.array(record["noise_sd"])
     reference = _almost_noiseless_curve(tmp_path / "heights.csv", record["curve"]["points"])
     assert sd.shape == values.shape and (sd > 0).all()
     assert (np.abs(values - reference) <= 6 * sd).all()
     assert 60 < reference.min() and reference.max() < 210 and reference[-1] - reference[0] > 50
+    # The example file is the test's own Berkeley file, byte for byte in its values.
+    ours = write_heights_csv(tmp_path / "ours")
+    assert np.array_equal(np.loadtxt(ours, delimiter=",", skiprows=1, usecols=range(1, 32)),
+                          np.loadtxt(tmp_path / "heights.csv", delimiter=",", skiprows=1, usecols=range(1, 32)))
+
+
+def test_readme_more_commands_run_as_written_twice(tmp_path):
+    blocks = section_blocks("More from the command line")
+    assert [lang for lang, _ in blocks] == ["bash"]
+    for _ in (1, 2):
+        (run,) = _run_blocks(blocks, tmp_path)
+        assert "no noise drawn, nothing written, nothing spent" in run.stderr
+        assert "curator's diagnostics" in run.stderr
+        record = json.loads((tmp_path / "temps-private.json").read_text())
+        parts = record["budget"]["parts"]
+        assert record["mu"] == 1.0 and [p["step"] for p in parts] == ["radius", "release"]
+        assert np.hypot(*(p["mu"] for p in parts)) <= 1.0 and 0 < record["chosen_privately"]["radius"]["value"] <= 1
+    # --check wrote nothing; the private-radius release its record
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["proxy.csv", "temps-private.json", "temps.csv"]
 
 
 def _almost_noiseless_curve(path, points) -> np.ndarray:
@@ -68,34 +117,6 @@ def _almost_noiseless_curve(path, points) -> np.ndarray:
     record = release_record(release, np.asarray(points), frame=frame)
     assert max(record["noise_sd"]) < 1e-4
     return np.array(record["curve"]["values"])
-
-
-def test_readme_quickstart_command_line_runs_verbatim(tmp_path):
-    blocks = quickstart_blocks()
-    assert len(blocks["bash"]) == 1
-    # an empty folder: the block writes heights.csv and temps.csv itself (python -m dpfda example)
-    bindir = os.path.dirname(sys.executable)  # `python` is this environment's
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
-    proc = subprocess.run(["bash", "-ec", blocks["bash"][0]], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert "ε = 4.38 at δ = 1e-05" in proc.stdout and "OpenDP" in proc.stdout
-    record = json.loads((tmp_path / "release-cli.json").read_text())
-    check_record(record)
-    # The same public frame as the Python block: the band 60-210 cm, centred, B' = 1.
-    # the scale from a least-squares reference (its residual γ_{8(T+m)}·||Φ||·||θ|| ≈ 1e-11 of 135 cm
-    # at most); the radius from clips <= 1 (a sum of 3T terms, γ_{3T} over 1e-12 for T <= 100)
-    assert abs(record["frame"]["scale"] - 75.0) < 1e-9 and record["radius"] <= 1.0 + 1e-12
-    assert np.allclose(record["curve"]["points"], np.linspace(1, 18, 69), rtol=0, atol=gamma(3) * 18)
-    # The example file is the test's own Berkeley file, byte for byte in its values.
-    ours = write_heights_csv(tmp_path / "ours")
-    assert np.array_equal(np.loadtxt(ours, delimiter=",", skiprows=1, usecols=range(1, 32)),
-                          np.loadtxt(tmp_path / "heights.csv", delimiter=",", skiprows=1, usecols=range(1, 32)))
-    temps = json.loads((tmp_path / "temps.json").read_text())
-    assert temps["space"] == {"kind": "fourier", "dimension": 7, "spec": "fourier:7"} and temps["n"] == 365
-    assert len(temps["noise_sd"]) == len(temps["curve"]["values"]) and "own points" in temps["sampling"]
-    assert (tmp_path / "temps.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_readme_names_the_install_commands():

@@ -328,3 +328,124 @@ def test_smallest_dimension_rejects_bad_input(kwargs, err, match):
     grid = np.linspace(0, 1, 12)
     with pytest.raises(err, match=match):
         realdata.smallest_dimension(grid, np.exp(grid), **kwargs)
+
+
+# --- curves on their own points, Fourier and kernel spaces -------------------------------
+
+
+def _own_points_curves(X, points, domain, drop):
+    """X (n, T) on ``points``, each subject without the points listed in ``drop[i]``."""
+    keep = [np.setdiff1d(np.arange(points.size), d) for d in drop]
+    return dpfda.Curves.irregular([points[k] for k in keep], [X[i, k] for i, k in enumerate(keep)], domain)
+
+
+def test_curves_on_their_own_points_are_mapped_by_the_band_at_their_points():
+    lo, hi = band()
+    f = frame(6)
+    rng = np.random.default_rng(21)
+    X = lo + rng.random((6, AGES.size)) * (hi - lo)
+    X[0, 3] = 1e9  # far beyond the band: clipped to its edge, in that record alone
+    drop = [[0], [5, 6], [], [30], [10, 11, 12], [1]]
+    own = _own_points_curves(X, AGES, (1, 18), drop)
+    mapped = f.to_unit(own)
+    assert not mapped.common and mapped.domain == (0.0, 1.0) and mapped.n == 6
+    for (t, y), (t0, x) in zip(mapped.subjects(), own.subjects()):
+        assert np.array_equal(t, t0)  # the same points (on [0, 1])
+        r = f.space.evaluate(f.reference, t)  # independent of the module: r and ĉ at t
+        half = f.scale * np.interp(t, f.grid, f.clip)
+        np.testing.assert_allclose(y, (np.clip(x, r - half, r + half) - r) / f.scale, rtol=0, atol=1e-13)
+        assert np.all(np.abs(y) <= np.interp(t, f.grid, f.clip) * (1 + 1e-12))
+    # a subject on the frame's own points is mapped as on the grid (to rounding)
+    grid_map = f.to_unit(X)
+    np.testing.assert_allclose(mapped.subjects()[2][1], grid_map[2], rtol=0, atol=1e-13)
+
+
+def test_a_common_grid_curves_on_the_frames_points_maps_bit_for_bit_as_the_array():
+    lo, hi = band()
+    f = frame(6)
+    X = lo + np.random.default_rng(22).random((5, AGES.size)) * (hi - lo)
+    mapped = f.to_unit(dpfda.Curves(X, AGES, (1, 18)))
+    assert mapped.common and np.array_equal(mapped.values, f.to_unit(X)) and np.array_equal(mapped.grid, f.grid)
+    with pytest.raises(ValueError, match="is not the frame's"):
+        f.to_unit(dpfda.Curves(X, AGES, (0, 18)))
+
+
+def test_a_constant_band_on_its_own_points_gives_the_wide_release():
+    """A band constant over the domain: r is its midpoint, ĉ = 1 and B' = 1, whatever points the
+    band is given at; FTP on the days' own points then releases what FTP on the grid releases."""
+    space = dpfda.FourierSpace(5)
+    hours = np.arange(24.0)
+    domain = Domain(0, 24, "hour")
+    rng = np.random.default_rng(23)
+    X = 15 + 5 * np.sin(2 * np.pi * (hours - 9) / 24) + rng.normal(0, 2, (200, 24))
+    on_grid = PublicFrame(space, hours, domain, -30, 45)
+    layout = PublicFrame(space, np.linspace(0, 24, 101), domain, -30, 45)  # the CLI's layout grid
+    # r is the least-squares fit of the constant midpoint: exact up to T·u relative (Φ's columns are
+    # orthogonal on these uniform grids, condition number ~1), so 1e-12 holds with a margin
+    for f in (on_grid, layout):
+        assert f.scale == pytest.approx(37.5, rel=1e-12) and f.radius == pytest.approx(1.0, rel=1e-12)
+    np.testing.assert_allclose(layout.space.evaluate(layout.reference, [0.0, 0.3]), 7.5, rtol=1e-12)
+    own = layout.to_unit(dpfda.Curves(X, hours, (0, 24)).on_grid(hours / 24))  # a common grid off the layout
+    wide = dpfda.ftp(on_grid.to_unit(X), on_grid.grid, space, on_grid.radius, 1.0, np.random.default_rng(5))
+    long = dpfda.ftp(own, layout.grid, space, layout.radius, 1.0, np.random.default_rng(5))
+    # the same noise; the means of the fits differ by rounding (two fitting paths), far below σ
+    np.testing.assert_allclose(long.coef, wide.coef, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(layout.values(long, [0, 6, 12]), on_grid.values(wide, [0, 6, 12]), rtol=0,
+                               atol=1e-9)
+
+
+def test_a_kernel_frame_takes_a_given_radius_and_centres_on_the_interpolated_midpoints():
+    lo, hi = band()
+    pts, lo, hi = AGES[::5], lo[::5], hi[::5]  # 7 ages: K_T well above the eigenvalue floor
+    space = KernelSpace(gaussian_kernel(0.2))
+    f = PublicFrame(space, pts, Domain(1, 18, "age"), lo, hi, radius=60.0)
+    mid = (lo + hi) / 2
+    assert np.array_equal(f.reference, mid) and f.radius == 60.0 / f.scale
+    half = np.maximum(hi - mid, mid - lo)
+    assert f.scale == half.max() and np.array_equal(f.clip, half / half.max())
+    assert "given" in f.radius_rule
+    X = lo + np.random.default_rng(24).random((30, pts.size)) * (hi - lo)
+    Y = f.to_unit(X)
+    np.testing.assert_allclose(Y, (X - mid) / f.scale, rtol=0, atol=1e-14)
+    rel = dpfda.ftp(Y, f.grid, space, f.radius, 1.0, np.random.default_rng(6))
+    on_grid = f.values(rel, pts)  # r + scale·f, f the release's own evaluation
+    np.testing.assert_allclose(on_grid, mid + f.scale * rel(f.grid), rtol=0, atol=1e-9)
+    x = np.array([1.5, 7.0])  # between the points r is the interpolated midpoint
+    np.testing.assert_allclose(f.values(rel, x), np.interp(x, pts, mid) + f.scale * rel(f.domain.to_unit(x)),
+                               rtol=0, atol=1e-9)
+    with pytest.raises(TypeError, match="orthonormal"):
+        f.rms_error(np.zeros(7), np.zeros(7))
+
+
+def test_a_given_radius_overrides_the_bands_bound_and_must_be_positive():
+    lo, hi = band()
+    f = PublicFrame(LegendreSpace(6), AGES, Domain(1, 18, "age"), lo, hi, radius=10.0)
+    assert f.radius == 10.0 / f.scale and f.scale == frame(6).scale
+    assert "sqrt(∫ ĉ²)" in frame(6).radius_rule
+    for bad, err in ((0.0, ValueError), (-1.0, ValueError), (np.nan, ValueError), ("1", TypeError)):
+        with pytest.raises(err, match="radius"):
+            PublicFrame(LegendreSpace(6), AGES, Domain(1, 18, "age"), lo, hi, radius=bad)
+
+
+def test_each_subject_on_its_own_points_is_mapped_alone_bit_for_bit():
+    """A subject's mapped values are the same bits alone as inside any batch: other subjects
+    (extreme, sharing its points or not, before or after it) never change its map."""
+    lo, hi = band()
+    f = frame(6)
+    rng = np.random.default_rng(24)
+    X = lo + rng.random((8, AGES.size)) * (hi - lo)
+    X[1] *= 1e300  # clipped to the band
+    X[4] = -X[4] * 1e-300
+    drop = [[0], [0], [], [30], [10, 11, 12], [1], [0], list(range(20))]  # 0, 1 and 6 share points
+    own = _own_points_curves(X, AGES, (1, 18), drop)
+    batch = f.to_unit(own).subjects()
+    for i in range(own.n):
+        for order in (np.arange(own.n), rng.permutation(own.n)):
+            others = [j for j in order if j != i]
+            picked = [i, *others[:3]] if i % 2 else [*others[:4], i]
+            sub = _own_points_curves(X[picked], AGES, (1, 18), [drop[j] for j in picked])
+            t, y = f.to_unit(sub).subjects()[picked.index(i)]
+            assert np.array_equal(t, batch[i][0])
+            assert np.array_equal(y.view(np.uint64), batch[i][1].view(np.uint64)), i
+        alone = f.to_unit(_own_points_curves(X[[i]], AGES, (1, 18), [drop[i]])).subjects()[0][1]
+        assert np.array_equal(alone.view(np.uint64), batch[i][1].view(np.uint64)), i

@@ -237,9 +237,9 @@ def test_a_public_range_gives_the_frame_its_radius_and_clip(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (("--lower", "140"), "--lower and --upper go together"),
-    (("--lower", "140", "--upper", "200", "--radius", "1"), "leave out --radius and --clip"),
+    (("--lower", "140", "--upper", "200", "--method", "ptf", "--clip", "1"), "leave out --clip"),
     (("--lower", "140", "--upper", "130"), "upper must be > lower"),
-    (("--lower", "140", "--upper", "200", "--space", "gaussian:0.2"), "no fitting radius"),
+    (("--lower", "140", "--upper", "200", "--space", "gaussian:0.2"), "bounds no RKHS norm"),
     ((), "give --radius"),
 ])
 def test_public_range_errors_exit_2(tmp_path, capsys, args, message):

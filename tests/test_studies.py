@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 import dpfda
 from dpfda.maths.summation import gamma
 from dpfda.simulation.studies import (
+    DECAY_KERNELS,
     FAMILIES,
     PAPER_N,
     RADIUS_RULES,
@@ -17,6 +19,7 @@ from dpfda.simulation.studies import (
     Study,
     check_family,
     get_study,
+    kernel_study,
     paper_studies,
     radius_rule,
 )
@@ -195,3 +198,89 @@ def test_get_study_is_the_paper_study_at_other_n():
     assert small.n_values == (4, 8)
     assert len(small) == len(paper_studies()["fig4"]) * 2 // len(PAPER_N)
     assert set(get_study("fig4").n_values) == set(PAPER_N)
+
+
+# ---------------------------------------------------------------------------
+# The kernel of an RKHS setting
+# ---------------------------------------------------------------------------
+
+
+def test_a_kernel_setting_names_its_kernel_and_the_default_is_the_papers_gaussian():
+    paper = Setting("kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B")
+    assert paper.kernel is None and paper.kernel_spec == "gaussian:0.2" and paper.rho == 0.2
+    assert paper.space == dpfda.KernelSpace(dpfda.gaussian_kernel(0.2))
+    # the Gaussian kernel written out, or by another bandwidth given as rho, is the same setting
+    same = Setting("kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", kernel="gaussian:1/5")
+    assert same == paper and same.canonical() == paper.canonical()
+    wide = Setting("kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", rho=0.3)
+    assert wide.kernel_spec == "gaussian:0.3"
+    assert wide == Setting("kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", kernel="gaussian:0.3")
+    assert replace(paper, rho=0.3) == wide  # the bandwidth alone changes the paper's kernel
+    m = Setting("kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B", kernel="matern:3/2,0.2")
+    assert m.kernel == m.kernel_spec == "matern:1.5,0.2" and m.rho is None  # the spec holds ρ
+    assert m.space == dpfda.KernelSpace(dpfda.MaternKernel(1.5, 0.2))
+    assert m.params()["kernel"] == "matern:1.5,0.2" and paper.params()["kernel"] == "gaussian:0.2"
+    leg = Setting("legendre", n=8, T=20, m=4, mu=1.0, sigma0=0.0, radius_rule="B")
+    assert leg.kernel is None and leg.kernel_spec is None and leg.params()["kernel"] is None
+    # from the paper's kernel to another and back, by replace
+    assert replace(paper, kernel="matern:1.5,0.2") == m  # rho = 0.2 is the Matérn kernel's own
+    assert replace(m, kernel="matern:0.5,0.1").kernel_spec == "matern:0.5,0.1"
+    assert replace(m, kernel=None) == paper
+
+
+def test_only_a_kernel_other_than_the_papers_enters_the_stream_keys():
+    base = dict(family="kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B")
+    paper = Setting(**base)
+    assert "kernel" not in paper.canonical() and "kernel" not in paper.latent_canonical()
+    keys = {paper.canonical()}
+    latent = {paper.latent_canonical()}
+    for spec in ("matern:0.5,0.2", "matern:1.5,0.2", "matern:2.5,0.2", "matern:2.5,0.1",
+                 "gaussian:0.2:regularize"):
+        s = Setting(**base, kernel=spec)
+        assert s.canonical().endswith(f"|kernel={s.kernel_spec}") and s.stream_canonical() == s.canonical()
+        assert s.latent_canonical().endswith(f"|kernel={s.kernel_spec}")
+        keys.add(s.canonical())
+        latent.add(s.latent_canonical())
+    assert len(keys) == len(latent) == 6  # each kernel its own curves and its own noise
+    # the law's key still comes last, after the kernel's
+    shifted = Setting(**base, kernel="matern:0.5,0.2", law="shift-0.5")
+    assert shifted.canonical().endswith("|kernel=matern:0.5,0.2|law=shift-0.5")
+    assert shifted.stream_canonical() == Setting(**base, kernel="matern:0.5,0.2").canonical()
+
+
+def test_a_kernel_that_is_not_one_or_disagrees_with_rho_is_refused_by_name():
+    base = dict(family="kernel", n=16, T=4, mu=1.0, sigma0=0.0, radius_rule="1.1B")
+    with pytest.raises(ValueError, match=r"kernel must be the spec of a kernel space .*'legendre:4'"):
+        Setting(**base, kernel="legendre:4")
+    with pytest.raises(ValueError, match="unknown space family 'sobolev'"):
+        Setting(**base, kernel="sobolev:2")
+    with pytest.raises(ValueError, match="nu must be 0.5, 1.5 or 2.5"):
+        Setting(**base, kernel="matern:1,0.2")
+    with pytest.raises(TypeError, match="kernel must be the spec of a kernel space such as"):
+        Setting(**base, kernel=dpfda.MaternKernel(0.5, 0.2))
+    with pytest.raises(ValueError, match=r"rho=0.3 disagrees with kernel 'matern:0.5,0.2'"):
+        Setting(**base, kernel="matern:0.5,0.2", rho=0.3)
+    with pytest.raises(ValueError, match="rho=0.2 disagrees with kernel 'brownian'"):
+        Setting(**base, kernel="brownian", rho=0.2)
+    assert Setting(**base, kernel="matern:0.5,0.2", rho=0.2).kernel == "matern:0.5,0.2"
+    assert Setting(**base, kernel="brownian").rho is None
+    with pytest.raises(ValueError, match=r"rho=0.2 disagrees with kernel 'matern:0.5,0.1'"):
+        replace(Setting(**base), kernel="matern:0.5,0.1")  # the paper's bandwidth, carried over
+    with pytest.raises(ValueError, match="rho, centers and kernel apply only to family='kernel'"):
+        Setting("legendre", n=8, T=20, m=4, mu=1.0, sigma0=0.0, radius_rule="B", kernel="gaussian:0.2")
+
+
+def test_the_kernel_study_is_figure_1_under_each_kernel():
+    st = kernel_study()
+    fig1 = get_study("fig1")
+    assert len(st) == len(DECAY_KERNELS) * len(fig1)
+    assert [s.kernel_spec for s in st.settings[:: len(fig1)]] == list(DECAY_KERNELS)
+    for spec in DECAY_KERNELS:
+        mine = st.subset(kernel=spec)
+        assert [(s.n, s.T, s.mu, s.sigma0, s.radius, s.B) for s in mine] == [
+            (s.n, s.T, s.mu, s.sigma0, s.radius, s.B) for s in fig1]
+        assert {s.kernel_spec for s in mine} == {spec}
+    # the Gaussian kernel's cells are Figure 1's own: the same keys, curves and streams
+    assert [s.canonical() for s in st.subset(kernel="gaussian:1/5")] == [s.canonical() for s in fig1]
+    assert Study.grid("k", family="kernel", T=4, n=[4], kernel="matern:5/2,0.2").settings[0].kernel == (
+        "matern:2.5,0.2")

@@ -335,3 +335,128 @@ def test_identical_curves_error_rejects_bad_input():
     ic = theory.ftp_identical_curves(geom, 1.1, [1.0, 0.0], 1.0, 100, rng)
     with pytest.raises(ValueError, match="n"):
         ic.estimate(0, 1.0)
+
+
+# ---------------------------------------------------------------------------
+# Corollary 15 for every kernel of the registry; PTF's error when its noise is unbounded
+# ---------------------------------------------------------------------------
+
+
+def test_kernel_ratio_limit_is_one_over_T_for_every_kernel_of_the_registry():
+    """tr W⁻¹ = Σ K(t_j, t_j) = tr K_T for every kernel: the leading terms are in the ratio 1/T.
+
+    Whatever the spectrum: the Matérn kernels (eigenvalues decaying like j^−(2ν+1)), the
+    Gaussian (faster) and the Brownian (j^−2, K(t, t) = t not constant) alike.  Tolerance:
+    tr(ΦΦᵀ) rebuilds tr K_T from a symmetric eigendecomposition, whose T eigenvalues each
+    carry a backward error of order T·ε·||K_T||₂ <= T²ε (||K_T||₂ <= T·max K(t, t) = T here).
+    """
+    from _spaces import with_grids
+
+    checked = []
+    for case, (space, grid) in with_grids("uniform6", "uniform8", "right10").items():
+        if not isinstance(space, KernelSpace):
+            continue
+        geom = space.at(grid)
+        T = geom.T
+        tol = T**3 * np.finfo(float).eps
+        assert abs(theory.ratio_limit(geom) * T - 1.0) <= tol, case
+        ratio = (theory.ftp_noiseless_error(geom, 1.1, 100, 1.0)
+                 / theory.ptf_unconstrained_error(geom, 1.1, 100, 1.0))
+        assert abs(ratio * T - 1.0) <= tol, case
+        checked.append(space.kernel.family)
+    assert {"gaussian", "matern", "brownian"} <= set(checked)
+
+
+def _ratio_mean_2d(a, b):
+    # E[(a1 z1² + a2 z2²)/(b1 z1² + b2 z2²)] = (a1/√b1 + a2/√b2)/(√b1 + √b2): in polar coordinates
+    # E[b1 z1²/(b1 z1² + b2 z2²)] = √b1/(√b1 + √b2)
+    return (a[0] / np.sqrt(b[0]) + a[1] / np.sqrt(b[1])) / (np.sqrt(b[0]) + np.sqrt(b[1]))
+
+
+def test_quad_ratio_mean_is_exact_where_closed_forms_exist():
+    """Tolerance 1e-10 relative: the quadrature is asked for 1e-12 (a hundredfold margin on its own estimate)."""
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        a, b = rng.uniform(0.1, 5.0, 2), rng.uniform(0.1, 5.0, 2)
+        assert theory.quad_ratio_mean(np.diag(a), np.diag(b)) == pytest.approx(_ratio_mean_2d(a, b), rel=1e-10)
+        Q = np.linalg.qr(rng.standard_normal((2, 2)))[0]  # a common rotation changes nothing
+        got = theory.quad_ratio_mean(Q @ np.diag(a) @ Q.T, Q @ np.diag(b) @ Q.T)
+        assert got == pytest.approx(_ratio_mean_2d(a, b), rel=1e-10)
+    for d in (1, 3, 8):
+        S = rng.standard_normal((d, d))
+        A, B = S + S.T, S @ S.T + 0.1 * np.eye(d)
+        assert theory.quad_ratio_mean(B, B) == pytest.approx(1.0, rel=1e-10)
+        assert theory.quad_ratio_mean(A, np.eye(d)) == pytest.approx(np.trace(A) / d, rel=1e-10, abs=1e-12)
+        assert theory.quad_ratio_mean(A, 7.0 * B) == pytest.approx(theory.quad_ratio_mean(A, B) / 7.0, rel=1e-10)
+
+
+def test_quad_ratio_mean_matches_monte_carlo_and_the_plug_in_would_not():
+    rng = np.random.default_rng(5)
+    S = rng.standard_normal((5, 5))
+    A = S + S.T + np.diag([8.0, 0, 0, 0, 0])
+    C = rng.standard_normal((5, 5))
+    B = C @ C.T + 0.05 * np.eye(5)
+    z = rng.standard_normal((reps(400_000, 100_000), 5))
+    q = np.einsum("ij,jk,ik->i", z, A, z) / np.einsum("ij,jk,ik->i", z, B, z)
+    mean, se = mc_mean_se(q)
+    value = theory.quad_ratio_mean(A, B)
+    assert abs(mean - value) <= 4 * se
+    # negative control: the ratio of the means, tr A / tr B, is a different number, and this test sees it
+    assert abs(mean - np.trace(A) / np.trace(B)) > 4 * se
+
+
+def test_quad_ratio_mean_refuses_what_it_cannot_integrate():
+    with pytest.raises(ValueError, match="positive definite"):
+        theory.quad_ratio_mean(np.eye(2), np.diag([1.0, 0.0]))
+    with pytest.raises(ValueError, match="square matrices of one shape"):
+        theory.quad_ratio_mean(np.eye(2), np.eye(3))
+    with pytest.raises(ValueError, match="finite"):
+        theory.quad_ratio_mean(np.diag([1.0, np.nan]), np.eye(2))
+
+
+def test_ptf_saturated_error_in_closed_form():
+    """H_m: the fit goes to the sphere, error B′² + ||θ̄||²; unit-diagonal kernel: (B′²E[zᵀK²z/zᵀKz] + ||f̄||²)/T."""
+    geom = LegendreSpace(4).at(uniform_grid(20))
+    target = np.array([0.3, -0.1, 0.2, 0.0])
+    assert theory.ptf_saturated_error(geom, 1.1, target) == pytest.approx(1.21 + target @ target, rel=1e-10)
+    from dpfda import MaternKernel
+
+    for kernel in (MaternKernel(0.5, 0.2), MaternKernel(2.5, 0.2), gaussian_kernel(0.2)):
+        geom = KernelSpace(kernel).at(uniform_grid(8))
+        K = kernel.gram(uniform_grid(8))
+        fbar = 0.4 * np.sin(3 * uniform_grid(8))
+        target = geom.coef_from_values(fbar)
+        expect = (1.21 * theory.quad_ratio_mean(K @ K, K) + fbar @ fbar) / 8
+        assert theory.ptf_saturated_error(geom, 1.1, target) == pytest.approx(expect, rel=1e-9)
+    with pytest.raises(ValueError, match="target must be a finite vector of length 8"):
+        theory.ptf_saturated_error(geom, 1.1, np.zeros(3))
+
+
+@pytest.mark.parametrize("kind", ["matern", "brownian-weighted"])
+def test_ptf_saturated_error_is_the_limit_of_the_simulated_error(kind):
+    """PTF at μ = 1e-7 (noise 10⁷ times the ball) against the limit, and against a wrong limit.
+
+    The fit is within O(B′²·||f̄||/σ) of its limit point, far below the Monte Carlo error here.
+    The Brownian kernel has K(t, t) = t, and custom clip bounds and weights make W and D
+    unequal: the general formula, not the unit-diagonal one.
+    """
+    from dpfda import MaternKernel
+
+    rng = np.random.default_rng(6)
+    if kind == "matern":
+        space, grid, clip, weights = KernelSpace(MaternKernel(1.5, 0.2)), uniform_grid(6), None, None
+    else:
+        grid = np.arange(1, 7) / 6
+        space, clip, weights = KernelSpace(brownian_kernel()), 1.1 * np.linspace(1.0, 2.0, 6), np.linspace(2.0, 0.5, 6)
+    geom = space.at(grid)
+    fbar = 0.3 * np.cos(2 * grid) * np.sqrt(space.kernel.diag(grid))
+    target = geom.coef_from_values(fbar)
+    R = reps(40_000, 10_000)
+    rel = ptf(np.broadcast_to(fbar, (R, 3, 6)), grid, space, 1.1, 1e-7, rng, clip=clip, weights=weights)
+    mean, se = mc_mean_se(rel.error(target))
+    limit = theory.ptf_saturated_error(geom, 1.1, target, clip=clip, weights=weights)
+    assert abs(mean - limit) <= 4 * se
+    # negative control: the ball's size read as tr(ΦᵀΦ·Q)/d instead of the expected ratio
+    K = geom.Phi @ geom.Phi.T
+    wrong = (1.21 * np.trace(K @ K) / np.trace(K) + fbar @ fbar) / 6
+    assert abs(mean - wrong) > 4 * se

@@ -87,8 +87,12 @@ LAYERS = [
                   ("reading", "Curves from a CSV file or a DataFrame"),
                   ("diagnostics", "What only the curator sees"),
                   ("publish", "The record published with a release"),
+                  ("ledger", "The budget of a data set across releases"),
                   ("covariance_record", "The record published with a private covariance"),
                   ("examples", "Sample files to try a release on")]),
+    ("teaching", [("sandbox", "A submission's code in a process of its own"),
+                  ("judging", "Verdicts from plain numbers: distributions and exact answers"),
+                  ("grader", "The assignments' autograder: an otter-grader plugin")]),
     ("", [("cli", "The command line")]),
 ]
 MODULES = [(f"{layer}.{name}" if layer else name, title) for layer, mods in LAYERS for name, title in mods]

@@ -1,6 +1,7 @@
-"""Make each otter autograder zip self-contained: dpfda's wheel and pinned requirements on Python 3.11.
+"""Make each otter autograder zip self-contained: dpfda's wheel, pinned requirements on Python 3.11, and
+the assignment's key.
 
-``python tools/autograder_env.py ASSIGNMENTS_DIR WHEEL`` (run by ``make assignments`` after
+``python tools/autograder_env.py ASSIGNMENTS_DIR WHEEL KEYS_DIR`` (run by ``make assignments`` after
 ``otter assign``) writes ``ASSIGNMENTS_DIR/requirements.txt``: every package grading needs (dpfda's
 run-time dependencies, sympy, otter-grader and the Jupyter kernel it runs notebooks with, and all
 their dependencies), pinned to the versions of the environment running this script, then the line
@@ -10,11 +11,18 @@ pip lines) in place of otter's, which installs otter only. Gradescope's setup bu
 environment from ``environment.yml`` (pip runs in the zip's folder, so ``./files/...`` resolves);
 a plain ``python3.11 -m venv`` + ``pip install -r requirements.txt`` in the unpacked zip builds the
 same environment without conda.
+
+Into the zip of assignment NAME it also puts ``KEYS_DIR/NAME_key.py`` at its top (beside
+``otter_config.json``, not under ``files/``, whose files otter copies into the submission's
+folder): the key that the zip's grading plugin, ``dpfda.teaching.grader.Plugin``, reads and
+deletes before the submission runs. No other zip gets it: each assignment's answers are in its
+own zip only.
 """
 
 from __future__ import annotations
 
 import importlib.metadata as md
+import json
 import sys
 import zipfile
 from pathlib import Path
@@ -66,12 +74,18 @@ def environment(reqs: str) -> str:
             f"  - pip\n  - jupyter_server\n  - pip:\n{pip}")
 
 
-def rewrite(zip_path: Path, wheel: Path, reqs: str) -> None:
+def rewrite(zip_path: Path, wheel: Path, reqs: str, key: Path) -> None:
     with zipfile.ZipFile(zip_path) as z:
         members = {n: z.read(n) for n in z.namelist() if n not in ("environment.yml", "requirements.txt")}
+    config = json.loads(members["otter_config.json"])
+    named = [p["dpfda.teaching.grader.Plugin"]["key"] for p in config.get("plugins", [])
+             if isinstance(p, dict) and "dpfda.teaching.grader.Plugin" in p]
+    if named != [key.name]:
+        raise SystemExit(f"{zip_path}: its otter_config.json names the key {named}, expected [{key.name!r}]")
     members["environment.yml"] = environment(reqs).encode()
     members["requirements.txt"] = reqs.encode()
     members[f"files/{wheel.name}"] = wheel.read_bytes()
+    members[key.name] = key.read_bytes()
     tmp = zip_path.with_suffix(".tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         for name, data in members.items():
@@ -79,16 +93,19 @@ def rewrite(zip_path: Path, wheel: Path, reqs: str) -> None:
     tmp.replace(zip_path)
 
 
-def main(folder: Path, wheel: Path) -> None:
+def main(folder: Path, wheel: Path, keys: Path) -> None:
     reqs = requirements(wheel)
     (folder / "requirements.txt").write_text(reqs)
     zips = sorted(folder.glob("*/autograder/*-autograder_*.zip"))
     if not zips:
         raise SystemExit(f"no autograder zip under {folder}")
     for zip_path in zips:
-        rewrite(zip_path, wheel, reqs)
-        print(f"{zip_path}: + {wheel.name}, {len(reqs.splitlines()) - 1} pinned requirements, Python {PYTHON}")
+        name = zip_path.name.split("-autograder_")[0]
+        key = keys / f"{name}_key.py"
+        rewrite(zip_path, wheel, reqs, key)
+        print(f"{zip_path}: + {wheel.name}, {len(reqs.splitlines()) - 1} pinned requirements, Python {PYTHON}, "
+              f"+ {key.name}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    main(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))

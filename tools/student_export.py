@@ -49,12 +49,15 @@ def _closing(lines: list[str], start: int, fence: str) -> int:
 
 def solution_free(nb):
     """A copy of notebook ``nb`` without solutions: ``{solution}`` blocks, and everything from a
-    ``{solution-start}`` to its ``{solution-end}`` (across cells), removed; outputs cleared."""
+    ``{solution-start}`` to its ``{solution-end}`` (across cells), removed, and the cells tagged
+    ``instructor-only``; outputs cleared."""
     import copy
 
     out = copy.deepcopy(nb)
     cells, in_gated = [], False
     for cell in out.cells:
+        if "instructor-only" in cell.get("metadata", {}).get("tags", []):
+            continue
         if cell.cell_type != "markdown":
             if not in_gated:
                 if cell.cell_type == "code":
@@ -159,15 +162,30 @@ Licences: the text under CC BY 4.0 (LICENSE-CC-BY-4.0.txt), the code under the M
 """
 
 
-def export_repository(toc: Path, folder: Path, repo: Path, *, title: str = "dpfda-book") -> Path:
+def student_citation(text: str, repository: str | None) -> str:
+    """The citation file of the solution-free repository: ``repository-code`` is that repository's
+    address, or absent; no line of it names the book's own repository."""
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("repository-code:"):
+            if repository:
+                lines.append(f'repository-code: "{repository}"')
+            continue
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def export_repository(toc: Path, folder: Path, repo: Path, *, title: str = "dpfda-book",
+                      repository: str | None = None) -> Path:
     """Write a git repository for Binder holding the solution-free chapters only.
 
     The chapters are exported to ``folder`` (:func:`export_notebooks`); ``repo`` gets every
     chapter of ``toc`` without its solutions (``book/NAME.ipynb``: the same relative paths as
     in the book's repository, so that the student edition's Binder links
     open the page's own chapter), ``requirements.txt``, ``runtime.txt`` and dpfda's wheel
-    at its root (what Binder installs), the licences, the citation file and a README, in one
-    commit. An instructor pushes it to a public repository; the book's own repository, with
+    at its root (what Binder installs), the licences, the citation file (its ``repository-code``
+    set to ``repository``, the address the instructor pushes it to, or left out) and a README, in
+    one commit. An instructor pushes it to a public repository; the book's own repository, with
     its solutions and master notebooks, can then stay private. Needs ``git``.
     """
     import subprocess
@@ -185,7 +203,10 @@ def export_repository(toc: Path, folder: Path, repo: Path, *, title: str = "dpfd
         if path.suffix not in (".ipynb", ".zip"):
             shutil.copyfile(path, repo / path.name)
     for name in _REPOSITORY_FILES:
-        if (root / name).is_file():
+        if name == "CITATION.cff" and (root / name).is_file():
+            (repo / name).write_text(student_citation((root / name).read_text(encoding="utf-8"), repository),
+                                     encoding="utf-8")
+        elif (root / name).is_file():
             shutil.copyfile(root / name, repo / name)
     (repo / "README.md").write_text(_REPOSITORY_README.format(title=title), encoding="utf-8")
     # One commit with a fixed author and date: the same sources give the same tree.
@@ -239,7 +260,7 @@ def write_student_config(source: Path, target: Path, repository: str | None = No
     if toc.is_file():
         exported = root / "_build" / "student_notebooks"
         export_repository(toc, exported, root / "_build" / "student_repository",
-                          title=str(config.get("title", "dpfda-book")))
+                          title=str(config.get("title", "dpfda-book")), repository=repository)
         sphinx_config["html_extra_path"] = [*sphinx_config.get("html_extra_path", []),
                                             str(exported)]
     # The preface links to the student edition; in the student edition it says so instead.

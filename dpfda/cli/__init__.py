@@ -41,23 +41,34 @@ cannot be reached within :data:`SCHEDULER_TIMEOUT` seconds, a cluster without
 workers and workers with other versions of dpfda or numpy are reported in one
 line with exit code 2.
 
-``python -m dpfda release DATA.csv --grid … --space … --radius … --mu … --out
-release.json`` releases one private mean curve of the curves in ``DATA.csv``
-(wide or long form, :func:`dpfda.practice.reading.read_curves`) with FTP, or PTF with
-``--method ptf [--clip …]``, and writes the curve on a public evaluation grid
-with every public parameter (:func:`dpfda.practice.publish.release_record`) as JSON.
-The noise comes from OpenDP (``secure=True``); ``--insecure-numpy-noise``
-uses numpy's generator instead, for teaching only.  Every choice is given on
-the command line, none is read from the data: the CSV's grid must be the
-``--grid`` given.  Bad input (a missing value, a grid that differs, a subject id
-on two rows without ``--combine mean``, …) gives one line on stderr and exit
-code 2; ``--out`` is never overwritten (a second release of the same data
-spends the budget again).  Every public choice is checked, and the mechanism
-built, before the data are read; the noise is drawn once, last, before the
-record is written.  After writing, the curator's diagnostics
-(:func:`dpfda.practice.diagnostics.curator_diagnostics`: values clipped, fits shrunk
-onto the ball, the data's range against the band) go to stderr: they are
-computed from the data without noise, are not private and must not be published.
+``python -m dpfda release DATA.csv --space … --mu … --out release.json`` releases one
+private mean curve of the curves in ``DATA.csv`` (wide or long form,
+:func:`dpfda.practice.reading.read_curves`) with FTP, or PTF with ``--method ptf [--clip …]``,
+and writes the curve on a public evaluation grid with every public parameter
+(:func:`dpfda.practice.publish.release_record`) as JSON.  The bounds are given in the data's
+units, for every layout and space: ``--lower``/``--upper`` (a public range of the values:
+the data are centred and scaled by :class:`dpfda.PublicFrame`, which gives B' in a
+Legendre or Fourier space, and PTF's clip), or ``--radius``.  With ``--grid`` the CSV's grid
+must be the ``--grid`` given; without it (and with ``--domain``) FTP fits each subject on the
+points it has.  The budget is ``--mu``, or ``--epsilon`` with ``--delta``; ``--dimension-from``
+chooses the dimension from a public proxy file; ``--private-radius`` chooses FTP's B' from the
+data as a private quantile of the fitted norms, with a share of the budget
+(:func:`dpfda.mechanisms.radius.ftp_private_radius`; the record states both steps' μ);
+``--ledger`` keeps the data set's budget across releases (:mod:`dpfda.practice.ledger`) and
+refuses one past its ``--cap``.  The noise comes from
+OpenDP (``secure=True``); ``--insecure-numpy-noise`` uses numpy's generator instead, for
+teaching only.  Every choice is given on the command line, none is read from the data (but
+B' under ``--private-radius``, which is paid for from the budget).  Bad
+input (a missing value, a grid that differs, a subject id on two rows without ``--combine
+mean``, a periodic space on a domain that makes the first and last point one instant, …) gives
+one line on stderr and exit code 2; ``--out`` is never overwritten (a second release of the
+same data spends the budget again).  Every public choice is checked, and the mechanism built,
+before the data are read.  Then the curator's report
+(:func:`dpfda.practice.diagnostics.curator_report`: values clipped, fits shrunk onto the ball,
+the data's range against the band) goes to stderr, the same with or without a grid, before
+any noise is drawn or anything written; it is computed from the data without noise, is not
+private, must not be published, and never changes what is released (``--check`` stops after
+it).  The noise is drawn once, last, before the record is written.
 """
 
 

@@ -3,27 +3,38 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..maths.spaces import SPACE_FAMILIES, FunctionSpace, space_from_spec
+from ..maths.curves import Curves
+from ..maths.spaces import SPACE_FAMILIES, FourierSpace, FunctionSpace, KernelSpace, OrthonormalSpace, space_from_spec
 from ..mechanisms.bands import plot_band
+from ..mechanisms.dimension import public_dimension
+from ..mechanisms.irregular import DISPLAY_POINTS
 from ..mechanisms.mechanism import Mechanism, ftp_mechanism, ptf_mechanism
+from ..mechanisms.pipelines import Release
+from ..mechanisms.privacy import mu_from_epsilon_delta
+from ..mechanisms.radius import PrivateRadius, ftp_private_radius
 from ..practice.examples import EXAMPLES, write_example
+from ..practice.ledger import BudgetExceeded, Ledger, LedgerError, data_identity
 from ..practice.publish import (
     CLIP_WARNING_SHARE,
     COMBINE,
+    DELTAS,
     SHRINK_WARNING_SHARE,
-    curator_diagnostics,
+    curator_report,
     diagnostics_text,
     evaluation_points,
     read_curves,
     release_record,
+    table_columns,
 )
 from ..practice.realdata import Domain, PublicFrame
 from ._files import discard_temporary, stage_file, text_writer
@@ -68,7 +79,8 @@ def space_option(text: str) -> FunctionSpace:
 _NEGATIVE = re.compile(r"-(\d|\.\d|inf|nan)", re.IGNORECASE)
 """A value that starts like a negative number (``-1,23``, ``-.5:2:5``) rather than an option."""
 
-VALUE_OPTIONS = ("--grid", "--domain", "--eval", "--lower", "--upper", "--clip", "--radius", "--mu")
+VALUE_OPTIONS = ("--grid", "--domain", "--eval", "--lower", "--upper", "--clip", "--radius", "--mu",
+                 "--epsilon", "--delta", "--cap")
 """Options of ``release`` whose value may start with a minus sign."""
 
 
@@ -102,14 +114,16 @@ def add_release_parser(sub: argparse._SubParsersAction) -> None:
         description="Release the mean curve of the curves in a CSV file under mu-GDP (FTP, or PTF with "
                     "--method ptf) and write it, with every public parameter, as JSON. Every choice "
                     "below is public and must be fixed before looking at the data.",
-        epilog="Exit codes: 0 released; 2 bad input (one line on stderr; nothing written). Every public "
-               "choice is checked before the data are read, and the noise is drawn once, last, before "
-               "the file is written; it comes from OpenDP unless --insecure-numpy-noise is given. After "
-               "a release the curator's diagnostics go to stderr (values clipped, fits shrunk onto the "
-               "ball, the data's range against the band, with a warning when more than "
+        epilog="Exit codes: 0 released (or checked, with --check); 2 bad input, or a release the ledger "
+               "refuses (one line on stderr; nothing written, nothing spent). Every public choice is "
+               "checked before the data are read. Then, BEFORE any noise is drawn or anything written, "
+               "the curator's diagnostics go to stderr (values clipped, fits shrunk onto the ball, the "
+               "data's range against the band, with a warning when more than "
                f"{CLIP_WARNING_SHARE:.0%} of the values are clipped or {SHRINK_WARNING_SHARE:.0%} of "
                "the fits shrunk): they are computed from the data without noise, are NOT private and "
-               "must not be published.")
+               "must not be published, and they never change what is released. The noise is drawn "
+               "once, last, before the file is written; it comes from OpenDP unless "
+               "--insecure-numpy-noise is given.")
     rel.add_argument("data", metavar="DATA.csv",
                      help="the curves: wide (one row per subject, one column per grid point, headers = "
                           "the points) or long (--layout long: columns subject, point, value)")
@@ -119,23 +133,33 @@ def add_release_parser(sub: argparse._SubParsersAction) -> None:
                           "at their own points or with empty cells: FTP fits each subject on the points it "
                           "has (PTF needs --grid)")
     rel.add_argument("--space", required=True, metavar="SPACE", help=SPACE_HELP)
-    rel.add_argument("--radius", type=_number_option("--radius"), default=None, metavar="B",
-                     help="the fitting radius B' > 0, in the data's units (required unless --lower and "
-                          "--upper are given)")
     rel.add_argument("--lower", default=None, metavar="L",
-                     help="with --upper: a public range of every value (one number, or one per grid "
-                          "point): the data are centred and scaled by dpfda.PublicFrame, which gives B' "
-                          "and PTF's clip (legendre spaces only); excludes --radius and --clip")
+                     help="with --upper: a public range of every value, in the data's units (one number; "
+                          "with --grid also one per grid point). The data are centred on the range and "
+                          "scaled (dpfda.PublicFrame), which gives PTF's clip and, in a legendre or fourier "
+                          "space, B' (a curve inside the range has at most that norm about its centre). In "
+                          "a kernel space a range bounds no RKHS norm: give --radius")
     rel.add_argument("--upper", default=None, metavar="U", help="see --lower")
-    rel.add_argument("--mu", required=True, type=_number_option("--mu"),
-                     help="the privacy budget: the release is mu-GDP")
+    rel.add_argument("--radius", type=_number_option("--radius"), default=None, metavar="B",
+                     help="the fitting radius B' > 0 in the data's units: a public bound on the norm of "
+                          "each curve (about the range's centre with --lower/--upper, where it replaces "
+                          "the range's own bound). With --private-radius: the largest radius considered")
+    budget = rel.add_argument_group("the budget (one of --mu, or --epsilon with --delta)")
+    budget.add_argument("--mu", type=_number_option("--mu"), default=None,
+                        help="the privacy budget: the release is mu-GDP")
+    budget.add_argument("--epsilon", type=_number_option("--epsilon"), default=None,
+                        help="with --delta: the budget as (epsilon, delta)-DP; the release is mu-GDP with "
+                             "the largest mu that implies it (dpfda.mu_from_epsilon_delta)")
+    budget.add_argument("--delta", type=_number_option("--delta"), default=None, help="see --epsilon")
     rel.add_argument("--method", choices=("ftp", "ptf"), default="ftp",
                      help="Fit-Then-Protect (default) or Protect-Then-Fit")
     rel.add_argument("--clip", default=None, metavar="C",
                      help="PTF's clipping bounds c_j, in the data's units: one number or one per grid "
                           "point (a,b,c,...); default B' times ||phi(t_j)|| (Theorems 11, 14)")
     rel.add_argument("--domain", default=None, metavar="START,STOP",
-                     help="the public interval mapped onto [0, 1] (default: the first and last grid point)")
+                     help="the public interval mapped onto [0, 1] (default: the first and last grid point). "
+                          "A fourier space is periodic on it: STOP is the same instant as START, so for "
+                          "months 1 to 12 give --domain 1,13")
     rel.add_argument("--eval", default=None, metavar="POINTS", dest="eval_points",
                      help="where to publish the curve: a,b,c,... or START:STOP:COUNT (default: 101 "
                           "equally spaced points of the domain)")
@@ -148,12 +172,52 @@ def add_release_parser(sub: argparse._SubParsersAction) -> None:
                           "point) is an error: one subject, one curve")
     rel.add_argument("--point", default="point", metavar="COLUMN", help="long form: the point column")
     rel.add_argument("--value", default="value", metavar="COLUMN", help="long form: the value column")
-    rel.add_argument("--out", required=True, metavar="release.json",
-                     help="the JSON file to write (must not exist yet)")
+    rel.add_argument("--out", default=None, metavar="release.json",
+                     help="the JSON file to write (must not exist yet); required unless --check")
     rel.add_argument("--plot", default=None, metavar="FILE.png|FILE.svg",
                      help="also draw the released curve with a 95%% band of the privacy noise (public: "
                           "from sigma and the basis, free post-processing); the band covers the privacy "
                           "noise only, not sampling variability")
+    rel.add_argument("--xlabel", default=None, metavar="TEXT",
+                     help="what the points are, with their unit (\"hour\", \"age (years)\"); default: the "
+                          "point column's name in long form, \"grid point\" in wide form")
+    rel.add_argument("--ylabel", default=None, metavar="TEXT",
+                     help="what the values are, with their unit (\"temperature (°C)\"); default: the value "
+                          "column's name in long form, \"value\" in wide form")
+    best = rel.add_argument_group("choices made from the data or a proxy, with their cost")
+    best.add_argument("--dimension-from", default=None, metavar="PROXY.csv",
+                      help="choose the dimension M of a legendre or fourier space from a PUBLIC proxy file "
+                           "(curves that are not the data released: another year, a published cohort), read "
+                           "with the same layout options: the m in 1..M (M from --space) that minimises the "
+                           "proxy mean's energy beyond m plus m sigma^2 (dpfda.mechanisms.dimension."
+                           "public_dimension). Free of budget; only as good as the proxy")
+    best.add_argument("--private-radius", action="store_true",
+                      help="FTP only: choose B' from the data, as a private quantile of the norms of each "
+                           "curve's fit (dpfda.mechanisms.radius.ftp_private_radius), with a share of the "
+                           "budget; the cap (the largest radius considered) is the range's bound from "
+                           "--lower/--upper or --radius. The two steps compose to the budget, and the record "
+                           "states each step's mu and the radius chosen. The diagnostics before the release "
+                           "are at the cap (the chosen B' is known only after the quantile's noise)")
+    best.add_argument("--radius-share", type=_number_option("--radius-share"), default=None, metavar="S",
+                      help="with --private-radius: the share of mu^2 spent on choosing B' (default 0.2)")
+    best.add_argument("--radius-quantile", type=_number_option("--radius-quantile"), default=None,
+                      metavar="Q", help="with --private-radius: which quantile of the fitted norms B' is "
+                                        "(default 0.9)")
+    best.add_argument("--check", action="store_true",
+                      help="print the curator's diagnostics and stop: no noise drawn, nothing written, "
+                           "no budget spent. What you change after looking is no longer public (see the "
+                           "book's chapter 'Releasing your own data')")
+    ledger = rel.add_argument_group("a budget ledger across releases of the same data")
+    ledger.add_argument("--ledger", default=None, metavar="FILE",
+                        help="the data set's budget ledger: each release is recorded there (mu, what, when) "
+                             "and one that would take the composed total sqrt(sum mu_i^2) past the cap is "
+                             "refused before any noise is drawn; the record names the total. Created with "
+                             "--cap if it does not exist. An honesty aid, not a security boundary")
+    ledger.add_argument("--cap", type=_number_option("--cap"), default=None, metavar="MU",
+                        help="the ledger's cap: the largest composed mu the data set may spend (fixed when "
+                             "the ledger is started)")
+    ledger.add_argument("--dataset", default=None, metavar="NAME",
+                        help="the data set's name in the ledger (default: DATA.csv's name without .csv)")
     rel.add_argument("--insecure-numpy-noise", action="store_true",
                      help="draw the noise with numpy instead of OpenDP: for teaching only, never for "
                           "a release that leaves the building")
@@ -165,7 +229,8 @@ def add_example_parser(sub: argparse._SubParsersAction) -> None:
     """Add the ``example`` command to the subparsers ``sub``."""
     ex = sub.add_parser("example", help="write a sample CSV file to try `release` on",
                         description="Write a sample file of curves: " + "; ".join(
-                            f"{k}: {v}" for k, v in EXAMPLES.items()) + ". Never overwrites a file.")
+                            f"{k}: {v}" for k, v in EXAMPLES.items()) + ". Never overwrites a file (one that "
+                        "already holds this sample is left as it is).")
     ex.add_argument("name", choices=tuple(EXAMPLES), help="which sample")
     ex.add_argument("file", metavar="FILE.csv", help="where to write it (must not exist yet)")
 
@@ -176,49 +241,153 @@ def run_example(args: argparse.Namespace) -> int:
         what = write_example(args.name, args.file)
     except (FileExistsError, ImportError) as exc:
         raise UsageError(str(exc)) from None
-    print(f"dpfda: wrote {args.file}: {what}")
+    done = "found" if what.endswith("(already there, unchanged)") else "wrote"
+    print(f"dpfda: {done} {args.file}: {what}")
     return 0
 
 
-def _release_inputs(args: argparse.Namespace
-                    ) -> tuple[np.ndarray, Domain, Mechanism, np.ndarray, PublicFrame | None]:
-    """Check the public choices (before the data are read); return the objects they describe."""
-    grid_points = _points_option(args.grid, "--grid")
-    if grid_points.size > 1 and np.any(np.diff(grid_points) <= 0):
-        raise UsageError("--grid must be strictly increasing")
-    if args.domain is None:
-        domain_ends = grid_points[[0, -1]]
-    else:
-        domain_ends = _points_option(args.domain, "--domain")
-        if domain_ends.size != 2:
+@dataclass
+class _Plan:
+    """The public choices of a release, checked before the data are read."""
+
+    grid_points: np.ndarray
+    domain: Domain
+    space: FunctionSpace
+    frame: PublicFrame | None
+    mech: Mechanism
+    at: np.ndarray
+    mu: float
+    own_points: bool
+    xlabel: str
+    ylabel: str
+    how: dict = field(default_factory=dict)
+    budget_request: dict | None = None
+
+
+def _budget(args: argparse.Namespace) -> tuple[float, dict | None, str]:
+    """μ from --mu, or from --epsilon and --delta (the largest μ whose μ-GDP implies them)."""
+    if args.mu is not None and (args.epsilon is not None or args.delta is not None):
+        raise UsageError("give the budget once: --mu, or --epsilon with --delta")
+    if args.mu is not None:
+        return args.mu, None, f"given: --mu {args.mu:g}"
+    if args.epsilon is None and args.delta is None:
+        raise UsageError("give the budget: --mu MU, or --epsilon EPS with --delta DELTA")
+    if args.epsilon is None or args.delta is None:
+        raise UsageError("--epsilon and --delta go together (a budget as (epsilon, delta)-DP), or give --mu")
+    if not (np.isfinite(args.epsilon) and args.epsilon > 0):
+        raise UsageError(f"--epsilon must be a finite number > 0, got {args.epsilon!r}")
+    if not 0 < args.delta < 1:
+        raise UsageError(f"--delta must lie in (0, 1), got {args.delta!r}")
+    mu = float(mu_from_epsilon_delta(args.epsilon, args.delta))
+    request = {"epsilon": args.epsilon, "delta": args.delta, "mu": mu,
+               "how": "the largest mu whose mu-GDP implies (epsilon, delta)-DP (dpfda.mu_from_epsilon_delta)"}
+    return mu, request, f"from (epsilon, delta) = ({args.epsilon:g}, {args.delta:g}): the largest mu that implies it"
+
+
+def _domain_and_grid(args: argparse.Namespace, own_points: bool) -> tuple[np.ndarray, Domain, str]:
+    """The grid (the data's, or a layout grid of the domain for curves on their own points) and the domain."""
+    if own_points:
+        if args.domain is None:
+            raise UsageError("without --grid (each subject on its own points) give --domain START,STOP: the "
+                             "public interval of the points, fixed before the data are read")
+        ends = _points_option(args.domain, "--domain")
+        if ends.size != 2:
             raise UsageError(f"--domain must be two numbers START,STOP, got {args.domain!r}")
+        grid_points = np.linspace(float(ends[0]), float(ends[1]), DISPLAY_POINTS)
+        how = f"the layout grid of {DISPLAY_POINTS} equally spaced points of the domain (curves on their own points)"
+    else:
+        grid_points = _points_option(args.grid, "--grid")
+        if grid_points.size > 1 and np.any(np.diff(grid_points) <= 0):
+            raise UsageError("--grid must be strictly increasing")
+        ends = grid_points[[0, -1]] if args.domain is None else _points_option(args.domain, "--domain")
+        if ends.size != 2:
+            raise UsageError(f"--domain must be two numbers START,STOP, got {args.domain!r}")
+        how = "given: --grid"
+    xlabel = args.xlabel if args.xlabel is not None else (args.point if args.layout == "long" else "grid point")
     try:
-        domain = Domain(float(domain_ends[0]), float(domain_ends[1]), name="grid point")
-        grid = domain.to_unit(grid_points)
+        domain = Domain(float(ends[0]), float(ends[1]), name=xlabel)
+        domain.to_unit(grid_points)
     except ValueError as exc:
         raise UsageError(f"--grid/--domain: {exc}") from None
+    return grid_points, domain, how
+
+
+def _check_period(space: FunctionSpace, grid_points: np.ndarray, domain: Domain, given: bool) -> None:
+    """A periodic space whose domain makes the grid's first and last points one instant: refused, with the fix."""
+    if not isinstance(space, FourierSpace) or grid_points.size < 2:
+        return
+    if grid_points[0] != domain.start or grid_points[-1] != domain.stop:
+        return
+    steps = np.diff(grid_points)
+    step = steps[0] if np.allclose(steps, steps[0], rtol=1e-9, atol=0.0) else None
+    fix = (f"--domain {grid_points[0]:g},{grid_points[-1] + step:g} (one step past the last point of the "
+           "evenly spaced grid)" if step is not None else
+           f"--domain {grid_points[0]:g},STOP with STOP one period after {grid_points[0]:g}")
+    where = (" (the default)" if not given else "") + " runs from the first grid point to the last"
+    raise UsageError(f"--space {space.spec} is periodic on the domain (STOP is the same instant as START), and the "
+                     f"domain [{domain.start:g}, {domain.stop:g}]{where}: the points {grid_points[0]:g} and "
+                     f"{grid_points[-1]:g} would be one instant (for months 1 to 12, December would be "
+                     f"January). Give the domain one period long: {fix}")
+
+
+def _frame(args: argparse.Namespace, space: FunctionSpace, grid_points: np.ndarray, domain: Domain,
+           own_points: bool) -> PublicFrame | None:
+    if (args.lower is None) != (args.upper is None):
+        raise UsageError("--lower and --upper go together (a public range of the values)")
+    if args.lower is None:
+        return None
+    if args.clip is not None:
+        raise UsageError("--lower/--upper give PTF's clip (the range's half-widths); leave out --clip")
+    band = [_points_option(v, o) for v, o in ((args.lower, "--lower"), (args.upper, "--upper"))]
+    if own_points and any(b.size != 1 for b in band):
+        raise UsageError("without --grid, --lower and --upper are one number each (a range over the whole "
+                         "domain): a range that varies needs the points it is given at, --grid")
+    lower, upper = (b[0] if b.size == 1 else b for b in band)
+    try:
+        return PublicFrame(space, grid_points, domain, lower, upper, radius=args.radius)
+    except TypeError as exc:
+        if isinstance(space, KernelSpace):
+            raise UsageError(f"--lower/--upper with --space {space.spec}: a range of values bounds no RKHS norm "
+                             "(curves with the same values on the grid can have any norm in a kernel space), so "
+                             "B' cannot come from it. Give --radius, a public bound on the RKHS norm of each "
+                             "curve about the range's centre in the data's units (FTP stays mu-GDP for any B'; "
+                             "fits beyond it are shrunk onto the ball)") from None
+        raise UsageError(f"--lower/--upper: {exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"--lower/--upper: {exc}") from None
+
+
+def _plan(args: argparse.Namespace) -> _Plan:
+    """Check every public choice (before the data are read); return what they describe."""
+    own_points = args.grid is None
+    mu, request, mu_how = _budget(args)
     space = space_option(args.space)
+    if own_points:
+        if args.method != "ftp":
+            raise UsageError("--method ptf needs --grid: PTF clips and averages each point of one common public "
+                             "grid over subjects, so it cannot take curves measured at their own points (FTP "
+                             "can: leave out --method; or put each curve on a public grid yourself first, e.g. "
+                             "with dpfda.Curves.on_grid, a map of each record alone)")
+        if not isinstance(space, OrthonormalSpace):
+            raise UsageError(f"--space {space.spec} needs --grid: curves on their own points are fitted in an "
+                             "orthonormal space (legendre:M, fourier:M); a kernel space's coordinates are tied to "
+                             "one grid of kernel sections")
+    grid_points, domain, grid_how = _domain_and_grid(args, own_points)
+    if not own_points:
+        _check_period(space, grid_points, domain, given=args.domain is not None)
+    if args.dimension_from is not None and not isinstance(space, OrthonormalSpace):
+        raise UsageError("--dimension-from chooses the dimension of a legendre or fourier space; "
+                         f"--space {space.spec} has none")
     if args.method == "ftp" and args.clip is not None:
         raise UsageError("--clip is PTF's clipping bound; FTP does not clip (use --method ptf)")
+    frame = _frame(args, space, grid_points, domain, own_points)
+    _check_private_radius(args, space, frame)
+    if frame is None and args.radius is None:
+        raise UsageError("give --radius (B' in the data's units), or a public range with --lower and --upper")
     clip: np.ndarray | float | None = None
     if args.clip is not None:
         clip_points = _points_option(args.clip, "--clip")
         clip = float(clip_points[0]) if clip_points.size == 1 else clip_points
-    frame = None
-    if (args.lower is None) != (args.upper is None):
-        raise UsageError("--lower and --upper go together (a public range of the values)")
-    if args.lower is not None:
-        if args.radius is not None or args.clip is not None:
-            raise UsageError("--lower/--upper give B' and the clip (dpfda.PublicFrame); leave out "
-                             "--radius and --clip")
-        band = [_points_option(v, o) for v, o in ((args.lower, "--lower"), (args.upper, "--upper"))]
-        band = [b[0] if b.size == 1 else b for b in band]
-        try:
-            frame = PublicFrame(space, grid_points, domain, band[0], band[1])
-        except (TypeError, ValueError) as exc:
-            raise UsageError(f"--lower/--upper: {exc}") from None
-    elif args.radius is None:
-        raise UsageError("give --radius (B' in the data's units), or a public range with --lower and --upper")
     at = (np.linspace(domain.start, domain.stop, 101) if args.eval_points is None
           else _points_option(args.eval_points, "--eval"))
     try:
@@ -229,113 +398,299 @@ def _release_inputs(args: argparse.Namespace
         raise UsageError("--seed is for --insecure-numpy-noise only: OpenDP's noise cannot be seeded")
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
-    if os.path.exists(args.out):
-        raise UsageError(f"--out {args.out!r} exists: dpfda does not overwrite a release (a second "
-                         "release of the same data spends the budget again); choose another name")
-    folder = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(folder):
-        raise UsageError(f"--out {args.out!r}: the folder {folder!r} does not exist")
+    if args.out is None and not args.check:
+        raise UsageError("the following arguments are required: --out (the JSON file of the release)")
+    if args.out is not None:
+        _check_out_path(args.out)
+    if args.ledger is None and (args.cap is not None or args.dataset is not None):
+        raise UsageError("--cap and --dataset describe a budget ledger: give --ledger FILE")
+    if args.cap is not None and not (np.isfinite(args.cap) and args.cap > 0):
+        raise UsageError(f"--cap must be a finite number > 0 (a mu), got {args.cap!r}")
+    mech = _mechanism(args, domain.to_unit(grid_points), space, frame, mu, clip)
+    ylabel = args.ylabel if args.ylabel is not None else (args.value if args.layout == "long" else "value")
+    how = {"grid": grid_how,
+           "domain": "given: --domain" if args.domain is not None else "the first and last grid point",
+           "space": f"given: --space {space.spec}",
+           "radius": (frame.radius_rule if frame is not None else f"given: --radius {args.radius:g} (data's units)"),
+           "mu": mu_how}
+    if frame is not None:
+        how["band"] = "given: --lower and --upper (data's units)"
+    if args.private_radius:
+        how["radius"] = (f"private: the {args.radius_quantile:g}-quantile of the fitted norms, with "
+                         f"{args.radius_share:g} of mu^2 (ftp_private_radius; see chosen_privately and budget), "
+                         f"among 100 radii up to the cap, {how['radius']}")
+    return _Plan(grid_points, domain, space, frame, mech, at, mu, own_points, domain.name, ylabel, how, request)
+
+
+def _check_private_radius(args: argparse.Namespace, space: FunctionSpace, frame: PublicFrame | None) -> None:
+    """--private-radius and its two numbers: FTP with a public cap, a share and a quantile in (0, 1)."""
+    if not args.private_radius:
+        if args.radius_share is not None or args.radius_quantile is not None:
+            raise UsageError("--radius-share and --radius-quantile describe --private-radius; give it too")
+        return
+    args.radius_share = 0.2 if args.radius_share is None else args.radius_share
+    args.radius_quantile = 0.9 if args.radius_quantile is None else args.radius_quantile
+    if args.method != "ftp":
+        raise UsageError("--private-radius chooses FTP's B'; PTF's clip is public (leave out --method ptf)")
+    if not isinstance(space, OrthonormalSpace):
+        raise UsageError(f"--private-radius with --space {space.spec}: the private quantile is of the fitted "
+                         "norms in a legendre or fourier space; in a kernel space give B' with --radius")
+    if frame is None and args.radius is None:
+        raise UsageError("--private-radius needs a public cap on B': a range with --lower and --upper, or "
+                         "--radius (the largest radius considered, in the data's units)")
+    for name, value in (("--radius-share", args.radius_share), ("--radius-quantile", args.radius_quantile)):
+        if not 0.0 < value < 1.0:
+            raise UsageError(f"{name} must lie strictly between 0 and 1, got {value!r}")
+
+
+def _mechanism(args: argparse.Namespace, grid: np.ndarray, space: FunctionSpace, frame: PublicFrame | None,
+               mu: float, clip: np.ndarray | float | None) -> Mechanism:
+    """The mechanism (FTP or PTF): it checks grid, space, B', mu, clip and weights."""
     secure = not args.insecure_numpy_noise
-    radius: float | None
-    try:  # the mechanism checks grid, space, B', mu, clip and weights
+    try:
         if frame is not None:  # public centre, scale, B', clip and weights from the range
             radius, clip, weights = frame.radius, frame.clip, frame.weights
         else:
             radius, weights = args.radius, None
         if args.method == "ftp":
-            mech = ftp_mechanism(grid, space, radius, args.mu,  # type: ignore[arg-type]  # None: a named TypeError
-                                 secure=secure)
-        else:
-            mech = ptf_mechanism(grid, space, radius, args.mu,  # type: ignore[arg-type]  # None: a named TypeError
-                                 clip=clip, weights=weights, secure=secure)
+            return ftp_mechanism(grid, space, radius, mu, secure=secure)
+        return ptf_mechanism(grid, space, radius, mu, clip=clip, weights=weights, secure=secure)
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    return grid_points, domain, mech, at, frame
+
+
+def _check_out_path(out: str) -> None:
+    """``--out``: a new .json file in an existing folder (checked before the data are read)."""
+    if os.path.splitext(out)[1].lower() != ".json":
+        raise UsageError(f"--out {out!r}: the record is JSON; name the file *.json (dpfda writes no other format)")
+    if os.path.exists(out):
+        raise UsageError(f"--out {out!r} exists: dpfda does not overwrite a release (a second "
+                         "release of the same data spends the budget again); choose another name")
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        raise UsageError(f"--out {out!r}: the folder {folder!r} does not exist")
+
+
+def _read(args: argparse.Namespace, plan: _Plan, source: str) -> Curves | tuple[np.ndarray, np.ndarray]:
+    """The curves of ``source``: a Curves on their own points, or (points, X) on the public grid."""
+    try:
+        data = read_curves(source, layout=args.layout, id=args.id, point=args.point, value=args.value,
+                           combine=args.combine, curves=plan.own_points,
+                           domain=(plan.domain.start, plan.domain.stop) if plan.own_points else None)
+    except ValueError as exc:
+        raise UsageError(f"{source}: {exc}") from None
+    return data
+
+
+def _common(args: argparse.Namespace, plan: _Plan, data: tuple[np.ndarray, np.ndarray], source: str) -> np.ndarray:
+    points, X = data
+    if points.shape != plan.grid_points.shape or not np.allclose(points, plan.grid_points, rtol=1e-12, atol=0.0):
+        raise UsageError(f"{source}: the data's grid ({_short_points(points)}) is not the public "
+                         f"--grid ({_short_points(plan.grid_points)}); the grid is fixed before the data "
+                         "are read, and every curve must be observed on it (or leave out --grid: "
+                         "FTP then fits each subject on its own points)")
+    return X
+
+
+def _choose_dimension(args: argparse.Namespace, plan: _Plan, n: int) -> _Plan:
+    """--dimension-from: the dimension from a public proxy file (n, μ and B' public); the plan rebuilt."""
+    space = plan.space
+    assert isinstance(space, OrthonormalSpace)
+    proxy = _read(args, plan, args.dimension_from)
+    family = type(space)
+    if isinstance(proxy, Curves):
+        curves = proxy if proxy.common and np.array_equal(proxy.grid, plan.mech.geometry.grid) else \
+            proxy.on_grid(plan.mech.geometry.grid, periodic=isinstance(space, FourierSpace))
+        assert curves.values is not None  # a common grid
+        values = curves.values
+    else:
+        values = _common(args, plan, proxy, args.dimension_from)
+    if plan.frame is not None:
+        values = plan.frame.to_unit(values)
+    try:
+        choice = public_dimension(values, plan.mech.geometry.grid, family, n, plan.mu, float(plan.mech.radius),
+                                  m_max=space.m)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"--dimension-from {args.dimension_from}: {exc}") from None
+    chosen = family(choice.m)
+    args_space, args.space = args.space, chosen.spec
+    try:
+        new = _plan(args)
+    finally:
+        args.space = args_space
+    k = values.shape[0]
+    new.how = {**plan.how, "space": (
+        f"public_dimension on the public proxy {os.path.basename(args.dimension_from)} ({k} curves): the m in 1.."
+        f"{space.m} minimising the proxy mean's energy beyond m plus m sigma^2, sigma = 2B'/(n mu) = "
+        f"{choice.sigma:.4g}; chose {chosen.spec}")}
+    return new
+
+
+def _parameters(args: argparse.Namespace, plan: _Plan) -> dict:
+    """The public choices that shape a release's mechanism, as the ledger compares them.
+
+    μ is left out: a later release at another μ is what the ledger's composition counts
+    (GDP composes adaptively, μ chosen after the earlier releases included); the evaluation
+    points are post-processing.
+    """
+    return {"method": args.method, "space": plan.space.spec, "grid": args.grid, "domain": args.domain,
+            "lower": args.lower, "upper": args.upper, "radius": args.radius, "clip": args.clip,
+            "dimension_from": args.dimension_from,
+            "private_radius": ({"share": args.radius_share, "quantile": args.radius_quantile}
+                               if args.private_radius else None)}
 
 
 def run_release(args: argparse.Namespace) -> int:
-    """``python -m dpfda release``: check, read, release, write; 0 or :class:`UsageError`.
+    """``python -m dpfda release``: check, read, report, release, write; 0 or :class:`UsageError`.
 
-    Every public choice is checked (:func:`_release_inputs`) before the data are read; the
-    noise is drawn once, by the mechanism's release, after every other check and right
-    before the record is written.
+    Every public choice is checked (:func:`_plan`) before the data are read; the curator's
+    report goes to stderr before any noise is drawn or anything written; a ledger refuses a
+    release past its cap before the data are read; the noise is drawn once, by the
+    mechanism's release, after every other check and right before the record is written.
     """
-    own_points = args.grid is None
-    if own_points:  # each subject on its own points: FTP, laid out on a public grid of the domain
-        args.grid = _own_points_grid(args)
-    grid_points, domain, mech, at, frame = _release_inputs(args)
+    plan = _plan(args)
     _check_plot_path(args.plot)
+    columns = _columns(args.data)
+    with _open_ledger(args, columns) as ledger:
+        if ledger is not None and not args.check:
+            _ledger_check(ledger, plan.mu)
+        data = _read(args, plan, args.data)
+        n = data.n if isinstance(data, Curves) else data[1].shape[0]
+        if args.dimension_from is not None:
+            plan = _choose_dimension(args, plan, n)
+        try:
+            plan.mech.sigma(n)  # the calibration at this public n, checked before the report
+        except (TypeError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        curves: Curves | np.ndarray = data if isinstance(data, Curves) else _common(args, plan, data, args.data)
+        report = curator_report(curves, plan.mech.geometry, float(plan.mech.radius), frame=plan.frame,
+                                clip=plan.mech.clip if plan.frame is None else None)
+        print(diagnostics_text(report), file=sys.stderr)  # before any noise: the curator only
+        if args.private_radius:
+            print("  (--private-radius: B' above is the cap, the largest radius considered; the B' released is "
+                  "chosen below it with part of the budget, and fits above that B' are shrunk onto it)",
+                  file=sys.stderr)
+        parameters = _parameters(args, plan)
+        if ledger is not None:
+            _say_changes(ledger, parameters)
+        if args.check:
+            if ledger is not None:
+                ledger.note_check({"what": "the curator's diagnostics only (--check)", "n": n}, parameters)
+            print("dpfda: --check: the diagnostics above only; no noise drawn, nothing written, nothing spent. "
+                  "Release as planned to keep every choice public; a choice changed because of these "
+                  "figures is a function of the data that no mu covers", file=sys.stderr)
+            return 0
+        noise = "OpenDP" if plan.mech.secure else "numpy (INSECURE: teaching only, do not publish)"
+        if ledger is not None:  # the spend is on disk before the noise is drawn
+            ledger.spend(plan.mu, {"what": f"{args.method.upper()} mean curve, {plan.space.spec}", "n": n,
+                                   "out": os.path.basename(args.out), "noise": noise.split(" ")[0]}, parameters)
+        rel = _release(args, plan, curves)
+        record = _record(args, plan, rel, ledger)
+    _write_record(record, args.out)
+    if args.plot is not None:
+        _draw_release(record, args.plot, plan.xlabel, plan.ylabel)
+    pairs = ", ".join(f"ε = {p['epsilon']:.3g} at δ = {p['delta']:g}" for p in record["epsilon_delta"])
+    print(f"dpfda: released the {args.method.upper()} mean of n = {record['n']} curves at μ = {record['mu']:g} "
+          f"({pairs}); noise from {noise}; wrote {args.out}"
+          + ("" if ledger is None else f"; the ledger's total is now μ = {record['ledger']['mu_total']:.4g} "
+             f"of its cap {record['ledger']['cap_mu']:g}"))
+    return 0
+
+
+def _columns(source: str) -> list[str]:
     try:
-        data = read_curves(args.data, layout=args.layout, id=args.id, point=args.point, value=args.value,
-                           combine=args.combine, curves=own_points,
-                           domain=(domain.start, domain.stop) if own_points else None)
+        return table_columns(source)
     except ValueError as exc:
-        raise UsageError(f"{args.data}: {exc}") from None
-    if own_points:
-        X = data
-    else:
-        points, X = data
-        if points.shape != grid_points.shape or not np.allclose(points, grid_points, rtol=1e-12, atol=0.0):
-            raise UsageError(f"{args.data}: the data's grid ({_short_points(points)}) is not the public "
-                             f"--grid ({_short_points(grid_points)}); the grid is fixed before the data "
-                             "are read, and every curve must be observed on it (or leave out --grid: "
-                             "FTP then fits each subject on its own points)")
-    rng = None if mech.secure else np.random.default_rng(args.seed)
+        raise UsageError(f"{source}: {exc}") from None
+
+
+@contextlib.contextmanager
+def _open_ledger(args: argparse.Namespace, columns: list[str]) -> Iterator[Ledger | None]:
+    if args.ledger is None:
+        yield None
+        return
+    name = args.dataset if args.dataset is not None else os.path.splitext(os.path.basename(args.data))[0]
     try:
-        Y = frame.to_unit(X) if frame is not None else X
-        rel = mech.release(Y, rng)  # the noise: drawn here, once
-        record = (release_record(rel, at, frame=frame, combine=args.combine) if frame is not None
-                  else release_record(rel, at, domain=domain, combine=args.combine))
+        identity = data_identity(name, layout=args.layout, columns=columns, id=args.id)
+        with Ledger(args.ledger, identity, cap=args.cap) as ledger:
+            yield ledger
+    except LedgerError as exc:
+        raise UsageError(f"--ledger: {exc}") from None
+
+
+def _ledger_check(ledger: Ledger, mu: float) -> None:
+    try:
+        ledger.check(mu)
+    except BudgetExceeded as exc:
+        raise UsageError(f"--ledger: {exc}") from None
+
+
+def _say_changes(ledger: Ledger, parameters: dict) -> None:
+    changed = ledger.changed(parameters)
+    if not changed:
+        return
+    last = ledger.entries[-1]
+    what = "; ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in changed)
+    print(f"dpfda: NOTE: the ledger's last entry ({last.get('kind')}, {last.get('time')}) had other public "
+          f"choices ({what}). If you changed them after looking at its diagnostics or its release, the new "
+          "values are functions of the data, no longer public, and this release's mu does not cover them; "
+          "the ledger records both", file=sys.stderr)
+
+
+def _release(args: argparse.Namespace, plan: _Plan, curves: Curves | np.ndarray) -> Release | PrivateRadius:
+    """The noise: drawn here, once (with --private-radius: the quantile's, then FTP's)."""
+    rng = None if plan.mech.secure else np.random.default_rng(args.seed)
+    try:
+        Y = plan.frame.to_unit(curves) if plan.frame is not None else curves
+        if args.private_radius:
+            return ftp_private_radius(Y, plan.mech.geometry.grid, plan.space, plan.mu,
+                                      radius_max=float(plan.mech.radius), share=args.radius_share,
+                                      quantile=args.radius_quantile, secure=plan.mech.secure, rng=rng)
+        return plan.mech.release(Y, rng)
     except ImportError as exc:
         raise UsageError(f"{exc} (or, for teaching only, --insecure-numpy-noise)") from None
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    record["command"] = {"data": os.path.basename(args.data), "layout": args.layout,
-                         "grid": None if own_points else args.grid, "space": args.space}
-    if own_points:
-        record["sampling"] = ("each subject fitted on its own points (no common grid); the release is laid "
-                              f"out on {args.grid} for the record's grid")
-    text = json.dumps(record, indent=2) + "\n"
-    tmp = stage_file(args.out, text_writer(text))
+
+
+def _record(args: argparse.Namespace, plan: _Plan, rel: Release | PrivateRadius, ledger: Ledger | None) -> dict:
+    deltas = list(DELTAS)
+    if plan.budget_request is not None and plan.budget_request["delta"] not in deltas:
+        deltas.append(plan.budget_request["delta"])
     try:
-        os.link(tmp, args.out)  # fails if --out appeared meanwhile: never overwrite a release
+        if plan.frame is not None:
+            record = release_record(rel, plan.at, frame=plan.frame, combine=args.combine, deltas=deltas)
+        else:
+            record = release_record(rel, plan.at, domain=plan.domain, combine=args.combine, deltas=deltas)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    record["command"] = {"data": os.path.basename(args.data), "layout": args.layout,
+                         "grid": args.grid, "space": plan.space.spec}
+    record["units"] = {"points": plan.xlabel, "values": plan.ylabel}
+    record["how_chosen"] = plan.how
+    if plan.budget_request is not None:
+        record["budget_requested"] = plan.budget_request
+    if plan.own_points:
+        record["sampling"] = ("each subject fitted on its own points (no common grid); the release is laid "
+                              f"out on {DISPLAY_POINTS} equally spaced points of the domain for the record's grid")
+    if ledger is not None:
+        record["ledger"] = ledger.summary()
+    return record
+
+
+def _write_record(record: dict, out: str) -> None:
+    text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+    tmp = stage_file(out, text_writer(text))
+    try:
+        os.link(tmp, out)  # fails if --out appeared meanwhile: never overwrite a release
     except FileExistsError:
-        raise UsageError(f"--out {args.out!r} appeared while releasing; not overwritten") from None
+        raise UsageError(f"--out {out!r} appeared while releasing; not overwritten") from None
     except OSError:  # a file system without hard links: check, then rename
-        if os.path.exists(args.out):
-            raise UsageError(f"--out {args.out!r} appeared while releasing; not overwritten") from None
-        os.replace(tmp, args.out)
+        if os.path.exists(out):
+            raise UsageError(f"--out {out!r} appeared while releasing; not overwritten") from None
+        os.replace(tmp, out)
     finally:
         discard_temporary(tmp)
-    if args.plot is not None:
-        _draw_release(record, args.plot, domain.name if frame is None else frame.domain.name)
-    pairs = ", ".join(f"ε = {p['epsilon']:.3g} at δ = {p['delta']:g}" for p in record["epsilon_delta"])
-    noise = "OpenDP" if mech.secure else "numpy (INSECURE: teaching only, do not publish)"
-    print(f"dpfda: released the {args.method.upper()} mean of n = {rel.n} curves at μ = {rel.mu:g} "
-          f"({pairs}); noise from {noise}; wrote {args.out}")
-    # For the curator only, after the release is written: computed from the data without noise.
-    if not own_points:  # the curator's diagnostics read the curves on the grid
-        print(diagnostics_text(curator_diagnostics(rel, X, frame=frame)), file=sys.stderr)
-    return 0
-
-
-def _own_points_grid(args: argparse.Namespace) -> str:
-    """Without ``--grid``: check the options FTP on each subject's own points needs; its layout grid."""
-    if args.domain is None:
-        raise UsageError("without --grid (each subject on its own points) give --domain START,STOP: the "
-                         "public interval of the points, fixed before the data are read")
-    if args.method != "ftp":
-        raise UsageError("--method ptf needs --grid: PTF clips and averages each point of one common public "
-                         "grid over subjects, so it cannot take curves measured at their own points (FTP "
-                         "can: leave out --method; or put each curve on a public grid yourself first, e.g. "
-                         "with dpfda.Curves.on_grid, a map of each record alone)")
-    if args.lower is not None or args.upper is not None:
-        raise UsageError("--lower/--upper need --grid (the band is interpolated on the grid); without "
-                         "--grid give --radius")
-    ends = _points_option(args.domain, "--domain")
-    if ends.size != 2:
-        raise UsageError(f"--domain must be two numbers START,STOP, got {args.domain!r}")
-    return f"{float(ends[0])!r}:{float(ends[1])!r}:101"
 
 
 def _check_plot_path(path: str | None) -> None:
@@ -350,14 +705,14 @@ def _check_plot_path(path: str | None) -> None:
         raise UsageError(f"--plot {path!r}: the folder does not exist")
 
 
-def _draw_release(record: dict, path: str, xlabel: str) -> None:
+def _draw_release(record: dict, path: str, xlabel: str, ylabel: str) -> None:
     """The record's curve with the 95 % band of its privacy noise, as PNG or SVG."""
     from matplotlib.figure import Figure  # here: only `release --plot` draws
 
     fig = Figure(figsize=(6.4, 3.6), layout="constrained")
     ax = fig.add_subplot()
     plot_band(record["curve"]["points"], record["curve"]["values"], record["noise_sd"], level=0.95, ax=ax,
-              xlabel=xlabel, ylabel="released mean (data's units)",
+              xlabel=xlabel, ylabel=f"released mean {ylabel}",
               title=f"{record['method'].upper()} at μ = {record['mu']:g}, n = {record['n']}")
     fig.savefig(path, metadata={"Date": None} if path.lower().endswith(".svg") else None)
 

@@ -182,11 +182,13 @@ def ball_fits(X: ArrayLike, geometry: GridGeometry, radius: float, *, exact: boo
     """Each curve's least-squares fit (W = I) in the ball of radius B': (…, n, d) coordinates.
 
     ``exact=True`` (what a release uses): the fitter is called on one curve at a time, a
-    (1, T) problem whatever the batch, so each curve's fit is a function of that curve
-    alone, bit for bit; every fit's norm is then checked to be at most B'(1 + 2⁻⁴⁰) with a
-    rigorous bound (:func:`dpfda.maths.summation.bound_ball_rows`).  ``exact=False`` is the
-    simulations' batched call (one matrix product for all curves; the bits may depend on
-    the batch, so no release uses it).
+    (1, T) problem whatever the batch; every fit's norm is then checked to be at most
+    B'(1 + 2⁻⁴⁰) with a rigorous bound (:func:`dpfda.maths.summation.bound_ball_rows`).
+    ``exact=False`` is the simulations' call, one call for the whole batch.  Both give the
+    same bits: :class:`~dpfda.maths.fitting.BallLeastSquares` computes each row by the same
+    fixed-order element-wise arithmetic whatever the batch, so each curve's fit is a
+    function of that curve alone either way; the one-curve loop keeps a release from
+    resting on that property of the fitter alone.
     """
     radius = check_radius(radius)
     X = np.asarray(X, dtype=float)

@@ -25,7 +25,15 @@ from numpy.typing import ArrayLike
 
 from .._validation import check_int, check_nonnegative, check_positive, check_rng
 from ..maths.spaces import GridGeometry, KernelGeometry, LegendreGeometry
-from .pipelines import check_radius, fitter, ftp_sigma, ptf_default_weights, ptf_sigmas
+from .pipelines import (
+    check_radius,
+    fitter,
+    ftp_sigma,
+    ptf_clip_bounds,
+    ptf_default_weights,
+    ptf_sigmas,
+    ptf_weight_vector,
+)
 
 __all__ = [
     "Bound",
@@ -39,6 +47,8 @@ __all__ = [
     "ptf_mse_lower_bound",
     "ratio_limit",
     "ratio_limit_upper",
+    "quad_ratio_mean",
+    "ptf_saturated_error",
     "ptf_A",
     "chi2_tail_bound",
     "IdenticalCurvesError",
@@ -265,6 +275,90 @@ def ratio_limit(geometry: GridGeometry) -> float:
         return geometry.dim / (T * np.trace(np.linalg.inv(ptf_A(geometry))))
     trK = np.trace(geometry.Phi @ geometry.Phi.T)
     return trK / (T * np.sum(geometry.eval_norm**2))
+
+
+def quad_ratio_mean(A: ArrayLike, B: ArrayLike) -> float:
+    """E[zᵀAz / zᵀBz] for z ~ N(0, I_d), A symmetric and B symmetric positive definite.
+
+    From 1/q = ∫₀^∞ e^{−tq} dt and the Gaussian integrals E[z_j² e^{−t zᵀΛz}]:
+
+        E[zᵀAz / zᵀBz] = ∫₀^∞ det(I + 2tB)^{−1/2} · tr(A (I + 2tB)^{−1}) dt,
+
+    evaluated in the eigenbasis of B (where only the diagonal of A counts) by adaptive
+    quadrature on t = u/(1 − u), u ∈ [0, 1), to a relative 1e-12.  Exact in special cases:
+    A = B gives 1, and B = I gives tr(A)/d (zᵀz is independent of the direction z/|z|).
+
+    Examples
+    --------
+    >>> round(quad_ratio_mean(np.diag([1.0, 3.0]), np.eye(2)), 12)
+    2.0
+    >>> round(quad_ratio_mean(np.diag([4.0, 1.0]), np.diag([2.0, 1.0])), 10)  # 3 − √2
+    1.5857864376
+    """
+    from scipy.integrate import quad  # here: importing dpfda (a simulation worker) needs no scipy
+
+    A = np.atleast_2d(np.asarray(A, dtype=float))
+    B = np.atleast_2d(np.asarray(B, dtype=float))
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or B.shape != A.shape:
+        raise ValueError(f"A and B must be square matrices of one shape, got {A.shape} and {B.shape}")
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
+        raise ValueError("A and B must be finite")
+    lam, V = np.linalg.eigh((B + B.T) / 2.0)
+    if lam[0] <= 0.0:
+        raise ValueError(f"B must be positive definite, got smallest eigenvalue {lam[0]:.3g}")
+    a = np.einsum("ji,jk,ki->i", V, (A + A.T) / 2.0, V)  # diagonal of VᵀAV
+    scale = float(lam[-1])
+    lam = lam / scale  # t is measured in units of 1/λ_max: the integral is scale-free
+
+    def integrand(u: float) -> float:
+        if u >= 1.0:
+            return 0.0
+        t = u / (1.0 - u)
+        g = 1.0 + 2.0 * t * lam
+        return float(np.exp(-0.5 * np.sum(np.log(g))) * np.sum(a / g)) / (1.0 - u) ** 2
+
+    value, _ = quad(integrand, 0.0, 1.0, epsabs=0.0, epsrel=1e-12, limit=400)
+    return value / scale
+
+
+def ptf_saturated_error(geometry: GridGeometry, radius: float, target: ArrayLike,
+                        clip: ArrayLike | None = None, weights: ArrayLike | None = None) -> float:
+    """The limit of PTF's noiseless error as its noise grows without bound (nμ → 0).
+
+    PTF's fit minimises (x̃ − Φθ)ᵀW(x̃ − Φθ) over the ball ||θ|| <= B′, where x̃ = f̄ + Dz
+    holds the (unclipped: noiseless values of norm at most B′ never reach the clip) means
+    plus noise of scales D = diag(σ_j), σ_j ∝ c_j.  As D grows, the linear term of the
+    objective dominates its bounded quadratic one and the fit tends to the point of the
+    ball's sphere along g = ΦᵀWDz, θ = B′g/||g||.  Its error against the target θ̄ in the
+    metric Q of the space (I for the IMSE of H_m, ΦᵀΦ/T for the grid MSE of an RKHS) has
+    expectation
+
+        B′² · E[gᵀQg / gᵀg] + θ̄ᵀQθ̄
+
+    (the cross term vanishes: z and −z are equally likely), where g ~ N(0, MMᵀ),
+    M = ΦᵀWD, and the expectation is :func:`quad_ratio_mean` of (LQL, L²), L = (MMᵀ)^{1/2}.
+    It is B′² + ||θ̄||² in H_m (Q = I), and for a kernel with K(t, t) = 1 (W = I, D ∝ I)
+    it is (B′²·E[zᵀK_T²z / zᵀK_Tz] + ||f̄(t)||²)/T: the "size" of the ball in the grid
+    metric, larger when K_T's spectrum is concentrated on few eigenvalues.
+
+    ``target`` is θ̄, the coordinates of the mean (``geometry.coef_from_values``);
+    ``clip`` and ``weights`` as for :func:`dpfda.ptf` (default: c_j = B′a_j, W = diag(a_j⁻²)).
+    """
+    radius = check_radius(radius)
+    _is_legendre(geometry)
+    target = np.asarray(target, dtype=float)
+    if target.shape != (geometry.dim,) or not np.all(np.isfinite(target)):
+        raise ValueError(f"target must be a finite vector of length {geometry.dim}, got shape {target.shape}")
+    c = ptf_clip_bounds(geometry, radius, clip)
+    w = ptf_weight_vector(geometry, weights)
+    M = geometry.Phi.T * (w * c)[None, :]  # ΦᵀWD, with D = diag(c) (the scale cancels)
+    G = M @ M.T
+    lam, V = np.linalg.eigh((G + G.T) / 2.0)
+    if lam[0] <= 0.0:
+        raise ValueError("ΦᵀWD must have full row rank (d <= T with a positive definite geometry)")
+    L = (V * np.sqrt(lam)) @ V.T
+    Q = np.eye(geometry.dim) if geometry.metric == "IMSE" else geometry.Phi.T @ geometry.Phi / geometry.T
+    return radius**2 * quad_ratio_mean(L @ Q @ L, G) + float(target @ Q @ target)
 
 
 def ratio_limit_upper(geometry: GridGeometry) -> float:

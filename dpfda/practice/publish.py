@@ -28,13 +28,19 @@ from numpy.typing import ArrayLike
 
 from .._validation import as_float_array, check_positive
 from .._version import __version__
-from ..maths.spaces import FunctionSpace
+from ..maths.spaces import FunctionSpace, OrthonormalSpace
 from ..mechanisms.bands import BAND_COVERS, band_is_exact
 from ..mechanisms.pipelines import Release
 from ..mechanisms.privacy import epsilon_from_mu
 from ..mechanisms.radius import PrivateRadius
-from .diagnostics import CLIP_WARNING_SHARE, SHRINK_WARNING_SHARE, curator_diagnostics, diagnostics_text
-from .reading import COMBINE, read_curves
+from .diagnostics import (
+    CLIP_WARNING_SHARE,
+    SHRINK_WARNING_SHARE,
+    curator_diagnostics,
+    curator_report,
+    diagnostics_text,
+)
+from .reading import COMBINE, read_curves, table_columns
 from .realdata import Domain, PublicFrame
 
 __all__ = [
@@ -44,6 +50,7 @@ __all__ = [
     "DELTAS",
     "SHRINK_WARNING_SHARE",
     "curator_diagnostics",
+    "curator_report",
     "diagnostics_text",
     "evaluation_points",
     "noise_record",
@@ -51,6 +58,7 @@ __all__ = [
     "read_curves",
     "release_record",
     "space_description",
+    "table_columns",
 ]
 
 DELTAS = (1e-5, 1e-6, 1e-7)
@@ -244,15 +252,29 @@ def release_record(release: Release | PrivateRadius, at: ArrayLike, *, frame: Pu
         "space": space_description(release.space),
         "grid": {"points": _number(domain.from_unit(release.grid)), "unit": _number(release.grid)},
         "domain": {"start": domain.start, "stop": domain.stop, "name": domain.name},
-        "frame": None if frame is None else {
-            "lower": _number(frame.lower), "upper": _number(frame.upper),
-            "reference_coef": _number(frame.reference), "scale": frame.scale,
-            "note": "data mapped to y = (x - r(t))/scale before the release; the curve is mapped back",
-        },
+        "frame": None if frame is None else _frame_record(frame),
         "curve": {"points": _number(at), "values": _number(curve)},
     }
     record.update(noise_record(release, t, 1.0 if frame is None else frame.scale))
     return record
+
+
+def _band_number(values: np.ndarray) -> float | list:
+    """A band's bounds: one number when they are the same at every point, else one per grid point."""
+    return float(values[0]) if np.all(values == values[0]) else _number(values)
+
+
+def _frame_record(frame: PublicFrame) -> dict:
+    """The public frame's part of the record: the range, the centre curve, the scale, how B' was had."""
+    orthonormal = isinstance(frame.space, OrthonormalSpace)
+    return {
+        "lower": _band_number(frame.lower), "upper": _band_number(frame.upper),
+        ("reference_coef" if orthonormal else "reference_values"): _number(frame.reference),
+        "reference": ("the least-squares fit in the space of the range's midpoints" if orthonormal else
+                      "the range's midpoints at the grid points, interpolated linearly"),
+        "scale": frame.scale, "radius_rule": frame.radius_rule,
+        "note": "data mapped to y = (x - r(t))/scale before the release; the curve is mapped back",
+    }
 
 
 def noise_record(release: Release, t: ArrayLike, scale: float) -> dict:

@@ -33,7 +33,7 @@ from ..maths.curves import Curves
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["COMBINE", "read_curves"]
+__all__ = ["COMBINE", "read_curves", "table_columns"]
 
 _MISSING_HELP = (
     "dpfda needs every curve observed at every point of one common grid (the paper's "
@@ -52,6 +52,32 @@ COMBINE = {
 """The rules :func:`read_curves` (``combine=``) may use to make one curve of a subject's rows."""
 
 _MISSING = frozenset({"", "na", "n/a", "nan", "null", "none", "#n/a", "<na>"})
+_MONTHS = frozenset(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+     "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"])
+_MONTH_HINT = ("; these look like month names: give the months as numbers (1, 2, …, 12 for January to "
+               "December; rename the columns, or map the point column, by that public rule) and, for a "
+               "periodic space, the domain one year long, --domain 1,13 (domain=(1, 13)), so that December "
+               "and January are a month apart rather than the same instant")
+
+
+def _month_hint(text: object) -> str:
+    return _MONTH_HINT if isinstance(text, str) and text.strip().strip(".").lower() in _MONTHS else ""
+
+
+def _separator_hint(header: list[str]) -> str:
+    """A hint when a CSV's header is one field holding ';' or tabs: another separator."""
+    if len(header) != 1:
+        return ""
+    if ";" in header[0]:
+        return ("; the header is one field holding ';': the file looks separated by ';' (often with decimal "
+                "commas, 12,5). dpfda reads comma-separated files with decimal points; convert it once, e.g. "
+                "pandas.read_csv(PATH, sep=';', decimal=',').to_csv(NEW_PATH, index=False)")
+    if "\t" in header[0]:
+        return ("; the header is one field holding tabs: the file looks separated by tabs. dpfda reads "
+                "comma-separated files; convert it once, e.g. "
+                "pandas.read_csv(PATH, sep='\\t').to_csv(NEW_PATH, index=False)")
+    return ""
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _INFINITE = re.compile(r"[+-]?inf(inity)?", re.IGNORECASE)
 
@@ -80,11 +106,14 @@ class _CsvTable:
                 raise ValueError(f"{self.where}: the header {name!r} is repeated (columns {seen[name] + 1} "
                                  f"and {k + 1}); every column needs its own name")
             seen[name] = k
+        hint = _separator_hint(rows[0])
         for line, row in zip(lines[1:], rows[1:]):
             if len(row) != len(self.names):
                 raise ValueError(f"{self.where}: line {line} has {len(row)} fields but the header has "
                                  f"{len(self.names)}; every row needs one field per header (a field "
-                                 "too many or too few shifts the values into the wrong columns)")
+                                 f"too many or too few shifts the values into the wrong columns){hint}")
+        if hint:  # every row has one field too: the values are not numbers either
+            raise ValueError(f"{self.where}: the file has one column{hint}")
         self._rows = rows[1:]
         self._lines = lines[1:]
         self.n_rows = len(self._rows)
@@ -116,7 +145,8 @@ def _cell(text: str, table: _CsvTable | _FrameTable, i: int, name: str) -> float
         raise ValueError(f"{table.where}: the value at {table.row(i)}, column {name!r} is infinite; "
                          "every value must be a finite number")
     raise ValueError(f"{table.where}: the value {text!r} ({table.row(i)}, column {name!r}) is not "
-                     "a number (a real number in decimal notation, or empty for a missing value)")
+                     "a number (a real number in decimal notation, or empty for a missing value)"
+                     + _month_hint(text))
 
 
 class _FrameTable:
@@ -184,6 +214,30 @@ def _read_table(source: str | os.PathLike[str] | pd.DataFrame) -> _CsvTable | _F
     raise TypeError(f"source must be a path to a CSV file or a pandas DataFrame, got {type(source).__name__}")
 
 
+def table_columns(source: str | os.PathLike[str] | pd.DataFrame) -> list[str]:
+    """The column names of a CSV file (its first non-blank line) or a DataFrame, as text.
+
+    Public facts about a file (its schema), read without its values: the budget ledger
+    identifies a data set by them (:func:`dpfda.practice.ledger.data_identity`).
+    """
+    import pandas as pd
+
+    if isinstance(source, pd.DataFrame):
+        return [str(c).strip() for c in source.columns]
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f"source must be a path to a CSV file or a pandas DataFrame, got {type(source).__name__}")
+    try:
+        with open(os.fspath(source), newline="", encoding="utf-8-sig") as fh:
+            for row in csv.reader(fh):
+                if row:
+                    return [name.strip() for name in row]
+    except FileNotFoundError:
+        raise ValueError(f"source: no such file {os.fspath(source)!r}") from None
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise ValueError(f"source: {os.fspath(source)!r} is not a readable CSV file ({exc})") from None
+    return []
+
+
 def _header_point(label: str | float, where: str, id_hint: str) -> float:
     text = label.strip() if isinstance(label, str) else label
     if isinstance(text, str) and _NUMBER.fullmatch(text):
@@ -192,7 +246,7 @@ def _header_point(label: str | float, where: str, id_hint: str) -> float:
         value = float(text)
     else:
         raise ValueError(f"{where}: column {label!r} is not a grid point (its header is not a number); "
-                         f"{id_hint}")
+                         f"{id_hint}{_month_hint(label)}")
     if not np.isfinite(value):
         raise ValueError(f"{where}: column {label!r} is not a finite grid point")
     return value

@@ -8,36 +8,58 @@ it to the paper's setting, and both must be fixed before anyone looks at the dat
 * :class:`Domain` maps the study's design points (e.g. ages) affinely onto [0, 1] and back;
   derivatives pick up the factor 1/length.
 * :class:`PublicFrame` takes public bounds ``lower_j <= x(t_j) <= upper_j`` at the grid
-  points (from a growth standard, a device's range, ...) and a Legendre space H_m.  It
-  centres the values on a public reference curve r ∈ H_m (the least-squares fit of the
-  band's midpoints) and divides by one constant ``scale``, the largest half-width of the
-  band about r, so that a curve inside the band becomes y = (x - r)/scale with
-  ``|y(t_j)| <= c_j <= 1``.  From that:
+  points (from a growth standard, a device's range, a climate's records, ...) and a
+  function space.  It centres the values on a public reference curve r (in an orthonormal
+  H_m, Legendre or Fourier: the least-squares fit of the band's midpoints; in an RKHS: their
+  piecewise-linear interpolant) and divides by one constant ``scale``, the largest
+  half-width of the band about r, so that a curve inside the band becomes
+  y = (x - r)/scale with ``|y(t_j)| <= c_j <= 1``.  From that:
 
   - PTF's clipping bounds are the c_j (Algorithm 2 with public c), and its weights
     W = diag(c_j^-2) (the noise at t_j has standard deviation proportional to c_j);
-  - the fitting radius B' is sqrt(∫ ĉ(t)² dt), with ĉ the piecewise-linear interpolant of
-    the c_j (constant beyond the first and last grid point): a curve with ``|y| <= ĉ`` has
-    L²[0, 1] norm, hence H_m norm, at most B'.
+  - in an orthonormal H_m the fitting radius B' is sqrt(∫ ĉ(t)² dt), with ĉ the
+    piecewise-linear interpolant of the c_j (constant beyond the first and last grid
+    point): a curve with ``|y| <= ĉ`` everywhere has L²[0, 1] norm at most B', and so has
+    its orthogonal projection onto H_m, whose coefficient norm is the Cameron–Martin norm.
+
+The frame also maps curves measured at their own points (a :class:`dpfda.Curves`, e.g. a
+long-form file without a common grid): a subject's value at its point s is clipped to
+r(s) ± scale·ĉ(s) and mapped to (x - r(s))/scale, a map of that record alone.  *Why B' still
+bounds the fits.*  If a subject's curve lies inside the band on the whole domain, its
+mapped curve y has |y| <= ĉ everywhere, so ||y||_{L²} <= B' and the projection of y onto
+H_m lies in the ball of radius B'.  FTP fits the subject on the points it has, by least
+squares; with points that determine H_m well that fit is close to the projection, and
+where it is not (few points, or values clipped at the band) the fit may land outside the
+ball and is shrunk onto it, a bias for that subject alone.  Privacy never depends on B'
+being right: FTP's fit lies in the ball whatever the points and values
+(:mod:`dpfda.mechanisms.irregular`), so its sensitivity is 2B'/n for every B'.
+
+*Kernel spaces.*  A band of values bounds no RKHS norm: curves with the same values on the
+grid can have any norm in H_K, and the smallest, sqrt(yᵀK_T⁻¹y), is bounded over the band
+only through 1/λ_min(K_T), astronomically large for a smooth kernel.  So in an RKHS the
+frame centres and scales with the band (and gives PTF's clip and weights), but B' must come
+another honest way: a public bound on ||x - r||_H given as ``radius`` (in the data's units),
+or a private choice with part of the budget
+(:func:`dpfda.mechanisms.radius.ftp_private_radius`, with the given ``radius`` as its cap).
+Without ``radius`` a kernel frame is refused by a ``TypeError`` that says so.
 
 Because both maps are fixed public affine maps applied to each person's record, a
 neighbouring dataset stays neighbouring, and mapping a release back is post-processing: the
 μ-GDP guarantee of :func:`dpfda.ftp` and :func:`dpfda.ptf` carries over unchanged.  Means
 commute with the maps, so the mean of the mapped curves maps back to the mean curve.
 
-The value map needs a finite-dimensional space: in an RKHS the norm is not bounded by the
-curve's values, so a value range gives no B' (a ``TypeError`` says so, and what to do).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 from numpy.polynomial import legendre as _leg
 from numpy.typing import ArrayLike
 
 from .._validation import as_float_array, check_data, check_grid, check_points, to_float
+from ..maths.curves import Curves
 from ..maths.spaces import FunctionSpace, KernelSpace, LegendreSpace, OrthonormalSpace
 
 if TYPE_CHECKING:
@@ -182,28 +204,37 @@ def _band(value: ArrayLike, name: str, T: int) -> np.ndarray:
 
 
 class PublicFrame:
-    """A Legendre space on a public grid, with a public value band mapped to c_j and B'.
+    """A function space on a public grid, with a public value band mapped to c_j and B'.
 
     Parameters
     ----------
-    space : LegendreSpace
-        H_m, chosen before looking at the data.  A :class:`~dpfda.KernelSpace` is refused
-        with a ``TypeError`` that says why (a value range bounds no RKHS norm) and what to
-        do instead.
+    space : FunctionSpace
+        An orthonormal H_m (:class:`~dpfda.LegendreSpace`, :class:`~dpfda.FourierSpace`), or
+        a :class:`~dpfda.KernelSpace` together with ``radius`` (see the module: a value band
+        bounds no RKHS norm).  Chosen before looking at the data.
     points : array (T,)
-        The public design points in the study's units (e.g. ages), strictly increasing.
+        The public points in the study's units (e.g. ages) at which the band is given,
+        strictly increasing: the grid of a common-grid release, or any public points of the
+        domain (a constant band needs none but its ends) for curves on their own points.
     domain : Domain
         Public interval containing ``points``; mapped onto [0, 1].
     lower, upper : float or array (T,)
-        Public bounds of a person's value at each design point (e.g. heights in cm from a
-        growth standard), lower < upper everywhere.  Never computed from the data.
+        Public bounds of a person's value at each point (e.g. heights in cm from a growth
+        standard), lower < upper everywhere; between the points the band is interpolated
+        linearly.  Never computed from the data.
+    radius : float, optional
+        B' in the data's units: a public bound on the norm of x - r in the space (the
+        Cameron–Martin norm: L² for an orthonormal H_m, the RKHS norm for a kernel space).
+        Default for an orthonormal H_m: the band's own bound, scale·sqrt(∫ ĉ²).  Required
+        for a kernel space.
 
     Attributes
     ----------
     grid : ndarray (T,)
-        The design points on [0, 1].
-    reference : ndarray (m,)
-        Coefficients of the public centre curve r (in the study's units).
+        The points on [0, 1].
+    reference : ndarray (m,) or (T,)
+        The public centre curve r: its coefficients in H_m (orthonormal space), or its
+        values at the points (kernel space: r is their piecewise-linear interpolant).
     scale : float
         Study units per unit of the mapped values y = (x - r)/scale.
     clip : ndarray (T,)
@@ -211,25 +242,28 @@ class PublicFrame:
     weights : ndarray (T,)
         c_j^-2, PTF's weights for noise with standard deviation proportional to c_j.
     radius : float
-        B' = sqrt(∫ ĉ²), an L² (= H_m) bound for curves inside the interpolated band.
+        B' of the mapped curves: sqrt(∫ ĉ²), an L² (= H_m) bound for curves inside the
+        interpolated band, or the given ``radius`` divided by ``scale``.
+    radius_rule : str
+        How B' was obtained, in words (for the record).
     """
 
     def __init__(self, space: FunctionSpace, points: ArrayLike, domain: Domain, lower: ArrayLike,
-                 upper: ArrayLike) -> None:
-        if isinstance(space, KernelSpace):
+                 upper: ArrayLike, *, radius: float | None = None) -> None:
+        if isinstance(space, KernelSpace) and radius is None:
             raise TypeError(
-                "space must be a LegendreSpace, got a KernelSpace: a range of values bounds the "
-                "L² norm, which is the Cameron–Martin norm of H_m, but not the norm of an RKHS, so it "
-                "gives no fitting radius there (curves with the same values on the grid can have any "
-                "RKHS norm; the smallest, sqrt(yᵀK_T⁻¹y), is bounded over the band only through "
-                "1/λ_min(K_T), which is astronomically large for a smooth kernel). For an RKHS, map "
-                "the values with a public centre and scale yourself, choose B' as a public bound on "
-                "the curves' RKHS norm (FTP stays μ-GDP for any B'; fits beyond it are shrunk onto "
-                "the ball), and call dpfda.ftp or dpfda.ptf (whose clip may be the band's half-widths)"
+                "a KernelSpace frame needs radius=...: a range of values bounds the L² norm, which is "
+                "the Cameron–Martin norm of an orthonormal H_m (Legendre, Fourier), but not the norm of "
+                "an RKHS, so it gives no fitting radius there (curves with the same values on the grid "
+                "can have any RKHS norm; the smallest, sqrt(yᵀK_T⁻¹y), is bounded over the band only "
+                "through 1/λ_min(K_T), which is astronomically large for a smooth kernel). Give B' as "
+                "a public bound on the RKHS norm of x - r in the data's units (FTP stays μ-GDP for any "
+                "B'; fits beyond it are shrunk onto the ball), or choose it privately with part of the "
+                "budget (dpfda.mechanisms.radius.ftp_private_radius, with that bound as radius_max)"
             )
-        if not isinstance(space, OrthonormalSpace):  # the L² bound holds for any orthonormal basis
-            raise TypeError(f"space must be a LegendreSpace, got {type(space).__name__} "
-                            "(or a FourierSpace: any orthonormal H_m)")
+        if not isinstance(space, (OrthonormalSpace, KernelSpace)):
+            raise TypeError(f"space must be a LegendreSpace, a FourierSpace or a KernelSpace, got "
+                            f"{type(space).__name__}")
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a dpfda Domain, got {type(domain).__name__}")
         pts = as_float_array(points, "points")
@@ -249,8 +283,13 @@ class PublicFrame:
                              f"upper={hi[j]:g}")
         self.lower, self.upper = lo, hi
         with np.errstate(over="ignore", invalid="ignore"):
-            self.reference = self.geometry.coef_from_values(lo / 2.0 + hi / 2.0)
-            r = self.geometry.values(self.reference)
+            mid = lo / 2.0 + hi / 2.0
+            if isinstance(space, OrthonormalSpace):
+                self.reference = self.geometry.coef_from_values(mid)
+                r = self.geometry.values(self.reference)
+            else:  # an RKHS: r is the piecewise-linear interpolant of the midpoints, r(t_j) = mid_j
+                self.reference = mid
+                r = mid
             half = np.maximum(hi - r, r - lo)
             edges = np.concatenate([r - half, r + half])
         if not np.all(np.isfinite(edges)):  # so that to_unit's clipping bounds are finite
@@ -259,50 +298,113 @@ class PublicFrame:
         self.scale = float(half.max())
         self.clip = half / self.scale
         self.weights = self.clip**-2.0
-        self.radius = _l2_norm_of_interpolant(self.grid, self.clip)
+        if radius is None:
+            self.radius = _l2_norm_of_interpolant(self.grid, self.clip)
+            self.radius_rule = ("the band's bound sqrt(∫ ĉ²): the L² norm, hence the norm in the "
+                                "orthonormal space, of any curve inside the band, centred and scaled")
+        else:
+            given = _finite_scalar(radius, "radius")
+            if not given > 0:
+                raise ValueError(f"radius must be > 0 (B' in the data's units), got {given!r}")
+            self.radius = given / self.scale
+            self.radius_rule = (f"given: a public bound of {given:g} (data's units) on the norm of x - r in "
+                                "the space, divided by the scale")
 
     def __repr__(self) -> str:
         return (f"PublicFrame({self.space!r}, T={self.grid.size}, {self.domain!r}, "
                 f"scale={self.scale:.4g}, radius={self.radius:.4g})")
 
-    def to_unit(self, X: ArrayLike) -> np.ndarray:
-        """Mapped curves y = (clip(x) - r(t_j))/scale, shape as ``X`` ((n, T) or (reps, n, T)).
+    def centre_at(self, t: ArrayLike) -> np.ndarray:
+        """The centre curve r at points ``t`` of [0, 1], in the study's units (public)."""
+        t = check_points(t)
+        if isinstance(self.space, OrthonormalSpace):
+            if t.shape == self.grid.shape and np.array_equal(t, self.grid):
+                return self.geometry.values(self.reference)  # as to_unit maps the grid
+            return self.space.evaluate(self.reference, t)
+        return np.interp(t, self.grid, self.reference)
+
+    def half_width_at(self, t: ArrayLike) -> np.ndarray:
+        """The band's half-width about r, scale·ĉ(t), at points ``t`` of [0, 1] (public).
+
+        ĉ interpolates the c_j linearly and is constant beyond the first and last point.
+        """
+        return self.scale * np.interp(check_points(t), self.grid, self.clip)
+
+    @overload
+    def to_unit(self, X: Curves) -> Curves: ...
+    @overload
+    def to_unit(self, X: ArrayLike) -> np.ndarray: ...
+    def to_unit(self, X: ArrayLike | Curves) -> np.ndarray | Curves:
+        """Mapped curves y = (clip(x) - r(t))/scale: an array shaped as ``X``, or a :class:`Curves`.
+
+        ``X``: curves on the frame's points ((n, T) or (reps, n, T)), or a
+        :class:`dpfda.Curves` on the frame's domain (each subject on its own points, or
+        on a common grid); a Curves comes back as a Curves on [0, 1] (domain (0, 1)),
+        each subject on the same points.
 
         Each value is first clipped, in the study's units, to the public band about
-        the reference, [r(t_j) - scale·c_j, r(t_j) + scale·c_j] (which contains
-        [lower_j, upper_j]), and then mapped.  So every finite record maps to a
-        finite curve with ``|y(t_j)| <= c_j`` (up to one rounding), and no single record,
+        the reference, [r(t) - scale·ĉ(t), r(t) + scale·ĉ(t)] (at the frame's points it
+        contains [lower_j, upper_j]), and then mapped.  So every finite record maps to a
+        finite curve with ``|y(t)| <= ĉ(t)`` (up to one rounding), and no single record,
         however extreme, can make the map overflow and decide whether a release
         happens.  Clipping is a fixed public map applied to each record alone, so
         neighbours stay neighbours; for a value inside the band it changes nothing,
         and for PTF with ``clip=frame.clip`` it is the clipping PTF does anyway.
         NaN and inf are refused (``ValueError``).
         """
+        if isinstance(X, Curves):
+            return self._curves_to_unit(X)
         X = check_data(X, self.grid.size)
-        r = self.geometry.values(self.reference)
+        r = self.centre_at(self.grid)
         half = self.scale * self.clip  # the band's half-width about r, in the study's units
         return (np.clip(X, r - half, r + half) - r) / self.scale
 
+    def _curves_to_unit(self, curves: Curves) -> Curves:
+        if tuple(curves.domain) != (self.domain.start, self.domain.stop):
+            raise ValueError(f"the curves' domain {tuple(curves.domain)} is not the frame's "
+                             f"({self.domain.start:g}, {self.domain.stop:g}): both map the points onto [0, 1]")
+        if curves.common and np.array_equal(curves.grid, self.grid):  # on the frame's points
+            return Curves(self.to_unit(curves.values), self.grid, (0.0, 1.0))  # type: ignore[arg-type]  # common: set
+        if curves.common and curves.values is not None and curves.values.ndim != 2:
+            raise ValueError("a Curves with batch axes off the frame's points: map one data set at a time")
+        points, values = [], []
+        band: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}  # r and scale·ĉ, once per set of points
+        for t, x in curves.subjects():  # each subject alone: its points, its values, public r and ĉ
+            key = t.tobytes()
+            if key not in band:
+                band[key] = (self.centre_at(t), self.half_width_at(t))
+            r, half = band[key]
+            points.append(t)
+            values.append((np.clip(x, r - half, r + half) - r) / self.scale)
+        if curves.common:
+            return Curves(np.array(values), points[0], (0.0, 1.0))
+        return Curves.irregular(points, values, (0.0, 1.0))
+
     def _coef(self, coef: ArrayLike | Release) -> np.ndarray:
         coef = np.asarray(getattr(coef, "coef", coef), dtype=float)
-        if coef.ndim < 1 or coef.shape[-1] != self.space.m:
-            raise ValueError(f"coef's last axis must have length m={self.space.m}, got shape {coef.shape}")
+        if coef.ndim < 1 or coef.shape[-1] != self.geometry.dim:
+            raise ValueError(f"coef's last axis must have length m={self.geometry.dim}, got shape {coef.shape}")
         return coef
 
     def values(self, coef: ArrayLike | Release, x: ArrayLike) -> np.ndarray:
-        """The curve r + scale·θᵀφ in the study's units at points ``x`` of the domain.
+        """The curve r + scale·f in the study's units at points ``x`` of the domain.
 
-        ``coef`` is a coefficient array (..., m) of a mapped curve or a :class:`Release`.
+        ``coef`` is a coefficient array (..., m) of a mapped curve f, or a :class:`Release`
+        (in a kernel space, the release's own evaluation: on the grid and, off it, with
+        its Gaussian-process residual).
         """
-        coef = self._coef(coef)
         t = self.domain.to_unit(np.atleast_1d(x))
-        return self.space.evaluate(self.reference + self.scale * coef, t)
+        if isinstance(self.space, OrthonormalSpace):
+            coef = self._coef(coef)
+            return self.space.evaluate(self.reference + self.scale * coef, t)
+        f = coef(t) if callable(coef) else self.geometry.evaluate(self._coef(coef), t)
+        return self.centre_at(t) + self.scale * np.asarray(f, dtype=float)
 
     def derivative(self, coef: ArrayLike | Release, x: ArrayLike) -> np.ndarray:
         """d/dx of :meth:`values` (e.g. growth velocity in cm per year): post-processing."""
         coef = self._coef(coef)
         t = self.domain.to_unit(np.atleast_1d(x))
-        # A Fourier frame is refused by legendre_derivative with a named TypeError.
+        # A Fourier or kernel frame is refused by legendre_derivative with a named TypeError.
         return legendre_derivative(self.space, self.reference + self.scale * coef,  # type: ignore[arg-type]
                                    t) / self.domain.length
 
@@ -310,8 +412,10 @@ class PublicFrame:
         """Root integrated squared error over the domain, in the study's units.
 
         scale·||θ - θ_target||₂ = sqrt(mean over the domain of (f - f_target)²), by
-        orthonormality of φ on [0, 1] (eq. 7 without the expectation).
+        orthonormality of φ on [0, 1] (eq. 7 without the expectation); orthonormal spaces only.
         """
+        if not isinstance(self.space, OrthonormalSpace):
+            raise TypeError("rms_error needs an orthonormal space (its coefficient norm is the L² norm)")
         diff = self._coef(coef) - self._coef(target)
         return self.scale * np.linalg.norm(diff, axis=-1)
 

@@ -13,9 +13,9 @@ from functools import lru_cache
 import numpy as np
 
 from ..mechanisms.pipelines import ptf_default_clip, ptf_sigmas
-from ..simulation.studies import get_study
+from ..simulation.studies import Setting, get_study
 
-__all__ = ["theory_activation"]
+__all__ = ["theory_activation", "setting_activation"]
 
 
 def _chi2_mix_bounds(lam: np.ndarray, x: float) -> tuple[float, float]:
@@ -54,7 +54,25 @@ def theory_activation(T: int, mu: float, n: int) -> tuple[float, float]:
     (``_chi2_mix_bounds``).  Returns ``(lower, upper)``.  Uses the design
     only, never a simulation's results.
     """
-    s = get_study("table1", n=[int(n)]).subset(T=int(T), mu=float(mu)).settings[0]
+    return setting_activation(get_study("table1", n=[int(n)]).subset(T=int(T), mu=float(mu)).settings[0])
+
+
+@lru_cache(maxsize=None)
+def setting_activation(s: Setting) -> tuple[float, float]:
+    """:func:`theory_activation` for any noiseless RKHS setting whose latent curves have norm at most B <= B′.
+
+    The same bracket, P(‖Ce‖ > B′ + B) <= P(active) <= P(‖Ce‖ > B′ − B), in the setting's own
+    RKHS (any kernel, T, μ, n, B and B′), where PTF's unconstrained fit interpolates its noisy
+    means whatever the weights.  Returns ``(lower, upper)``.
+    """
+    if not isinstance(s, Setting):
+        raise TypeError(f"s must be a Setting, got {type(s).__name__}")
+    if s.family != "kernel":
+        raise ValueError("the bracket is derived for an RKHS (family='kernel'), where PTF's unconstrained "
+                         "fit interpolates; in H_m it would depend on the weights")
+    if s.sigma0 != 0.0 or s.radius < s.B:
+        raise ValueError("the bracket needs noiseless data (sigma0 = 0) and a radius B' >= B, "
+                         f"got sigma0={s.sigma0!r}, B'={s.radius!r}, B={s.B!r}")
     g = s.geometry()
     C = np.column_stack([g.coef_from_values(e) for e in np.eye(g.T)])
     sig = ptf_sigmas(s.n, ptf_default_clip(g, s.radius), s.mu)

@@ -5,7 +5,8 @@
 the module of its one job:
 
 * :mod:`dpfda.report.activation_bounds`: bounds on PTF's activation probability from the
-  design alone (:func:`~dpfda.report.activation_bounds.theory_activation`);
+  design alone (:func:`~dpfda.report.activation_bounds.theory_activation`, and
+  :func:`~dpfda.report.activation_bounds.setting_activation` for any noiseless RKHS setting);
 * :mod:`dpfda.report.claim_encodings`: each claim as signed comparisons
   (:class:`~dpfda.report.claim_encodings.Component`), with the margins and the one reading
   of "close to" and of "performs well";
@@ -23,7 +24,7 @@ the module of its one job:
 
 from __future__ import annotations
 
-from .activation_bounds import theory_activation
+from .activation_bounds import setting_activation, theory_activation
 from .claim_encodings import LOG_MARGIN, P_MARGIN, PAPER_P, QUIET_P, Component
 from .claim_labels import VERDICT_MARKS, law_label
 from .claim_registry import CLAIMS, Claim, claim_components, get_claim, registry_table
@@ -87,6 +88,7 @@ __all__ = [
     "draws_from_pilot",
     "law_level_null_size",
     "theory_activation",
+    "setting_activation",
     "VERDICT_MARKS",
     "law_label",
     "activation_by_share",

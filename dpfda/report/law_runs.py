@@ -55,7 +55,7 @@ NOISELESS_STUDIES = ("fig1", "table1", "fig4")
 """The studies without observation noise (only privacy noise is drawn, so they are cheap)."""
 
 _SETTING_COLUMNS = ["study", "source", "family", "T", "m", "n", "mu", "sigma0", "B", "radius_rule", "radius", "rho",
-           "centers", "law", "metric"]
+           "kernel", "centers", "law", "metric"]
 
 
 def draw_seeds(seed: int, draws: int) -> list[int]:

@@ -101,7 +101,7 @@ from numpy.typing import ArrayLike
 from .._validation import check_int, check_optional_int, check_reps, check_rng
 from ..config import quick as quick_mode
 from ..maths.data import KernelCurves, PolynomialCurves, polynomial_curves, rkhs_curves
-from ..maths.spaces import FunctionSpace, GridGeometry, gaussian_kernel
+from ..maths.spaces import FunctionSpace, GridGeometry, KernelSpace
 from ..mechanisms.mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
 from ..mechanisms.pipelines import Release, ftp_fit_mean, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
 from .seeding import latent_generator, rep_generators, stream_key
@@ -152,8 +152,10 @@ def latent_curves(setting: Setting, seed: int) -> PolynomialCurves | KernelCurve
     if setting.family == "legendre":
         assert setting.m is not None  # Setting requires m for H_m
         return polynomial_curves(setting.n, setting.m, rng, B=setting.B, law=setting.law)
-    assert setting.rho is not None and setting.centers is not None  # Setting fills them in
-    return rkhs_curves(setting.n, rng, kernel=gaussian_kernel(setting.rho),
+    assert setting.centers is not None  # Setting fills it in
+    space = setting.space
+    assert isinstance(space, KernelSpace)  # family "kernel"
+    return rkhs_curves(setting.n, rng, kernel=space.kernel,
                        centers=setting.centers, B=setting.B, law=setting.law)
 
 

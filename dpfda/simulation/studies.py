@@ -42,13 +42,13 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, cast
 
 import numpy as np
 
 from .._validation import check_int, check_nonnegative, check_positive
 from ..maths.data import check_law
-from ..maths.spaces import GridGeometry, KernelSpace, LegendreSpace, gaussian_kernel, uniform_grid
+from ..maths.spaces import GridGeometry, KernelSpace, LegendreSpace, gaussian_kernel, space_from_spec, uniform_grid
 
 __all__ = [
     "FAMILIES",
@@ -64,6 +64,8 @@ __all__ = [
     "paper_studies",
     "get_study",
     "STUDY_NAMES",
+    "DECAY_KERNELS",
+    "kernel_study",
 ]
 
 PAPER_N = tuple(2**k for k in range(2, 13))
@@ -136,8 +138,8 @@ def radius_rule(name: str, n: int, B: float = 1.0) -> float:
 
 FAMILIES = ("kernel", "legendre")
 """The families of function spaces a :class:`Setting` can use: ``"kernel"``
-(:class:`~dpfda.maths.spaces.KernelSpace`, the Gaussian-kernel RKHS) and ``"legendre"``
-(:class:`~dpfda.maths.spaces.LegendreSpace`, H_m)."""
+(:class:`~dpfda.maths.spaces.KernelSpace`, an RKHS: the paper's Gaussian kernel unless the
+setting names another ``kernel``) and ``"legendre"`` (:class:`~dpfda.maths.spaces.LegendreSpace`, H_m)."""
 
 # Stream compatibility, said here once: the random-stream keys (Setting.canonical,
 # Setting.latent_canonical) hash "poly" and "rkhs", the family names of dpfda 0.1.x, and add
@@ -145,6 +147,41 @@ FAMILIES = ("kernel", "legendre")
 # all results of the book stay bit-identical.  Never change these strings (tests/test_engine.py
 # pins keys and first draws); other modules refer to this note as _STREAM_TOKEN.
 _STREAM_TOKEN = {"legendre": "poly", "kernel": "rkhs"}
+
+
+def _gaussian_spec(rho: float | None) -> str | None:
+    """The spec of the paper's space, the RKHS of the Gaussian kernel of bandwidth ρ (None without ρ)."""
+    return None if rho is None else KernelSpace(gaussian_kernel(rho)).spec
+
+
+def _kernel_of(kernel: object, rho: float | None) -> tuple[float | None, str | None]:
+    """(ρ, kernel) as a kernel setting holds them.
+
+    The paper's space, the Gaussian kernel of bandwidth ρ, is ``kernel=None`` with ``rho`` (however
+    it was written); any other kernel is its spec, with ``rho=None`` (the spec holds its numbers).
+    A ``rho`` given beside another kernel must be that kernel's own length-scale.
+
+    >>> _kernel_of(None, None), _kernel_of("gaussian:1/5", None)
+    ((0.2, None), (0.2, None))
+    >>> _kernel_of("matern:3/2,0.1", None)
+    (None, 'matern:1.5,0.1')
+    """
+    if kernel is None:
+        return (0.2 if rho is None else check_positive(rho, "rho")), None
+    if not isinstance(kernel, str):
+        raise TypeError("kernel must be the spec of a kernel space such as 'matern:1.5,0.2', "
+                        f"got {type(kernel).__name__}")
+    space = space_from_spec(kernel)
+    if not isinstance(space, KernelSpace):
+        raise ValueError(f"kernel must be the spec of a kernel space (gaussian:RHO, matern:NU,RHO, ...), "
+                         f"got {kernel!r}, a {type(space).__name__}; H_m is family='legendre'")
+    own = space.kernel.parameters.get("rho")
+    if rho is not None and (own is None or check_positive(rho, "rho") != own):
+        raise ValueError(f"rho={rho!r} disagrees with kernel {kernel!r}, whose length-scale is {own!r}: "
+                         "give the kernel alone")
+    if own is not None and space.spec == _gaussian_spec(own):
+        return own, None  # the paper's family, however written
+    return None, space.spec
 
 
 def check_family(value: object, name: str = "family") -> str:
@@ -170,10 +207,10 @@ class Setting:
     ----------
     family : {"kernel", "legendre"}
         The family of the function space (:attr:`space`).  ``"kernel"``: the
-        RKHS of the Gaussian kernel with bandwidth ``rho``
-        (:class:`~dpfda.maths.spaces.KernelSpace`), latent curves from
-        :func:`dpfda.rkhs_curves` with ``centers`` kernel centres, error =
-        grid MSE (eq. 8).  ``"legendre"``: the Legendre space H_m
+        RKHS of ``kernel`` (the paper's Gaussian kernel with bandwidth ``rho``
+        unless ``kernel`` names another; :class:`~dpfda.maths.spaces.KernelSpace`),
+        latent curves from :func:`dpfda.rkhs_curves` in that RKHS with ``centers``
+        kernel centres, error = grid MSE (eq. 8).  ``"legendre"``: the Legendre space H_m
         (:class:`~dpfda.maths.spaces.LegendreSpace`), latent curves from
         :func:`dpfda.polynomial_curves`, error = IMSE (eq. 7).
     n : int
@@ -194,7 +231,17 @@ class Setting:
     B : float
         Bound on the norm of each latent curve (Assumption A.1), default 1.
     rho : float, optional
-        Gaussian-kernel bandwidth (``family="kernel"`` only; default 0.2).
+        Gaussian-kernel bandwidth (``family="kernel"`` with the paper's kernel; default 0.2).
+        None for another ``kernel``, whose spec holds its own length-scale.
+    kernel : str, optional
+        The RKHS's kernel as a space spec (``family="kernel"`` only), e.g.
+        ``"matern:1.5,0.2"`` (:func:`dpfda.space_from_spec`; any kernel of
+        :data:`~dpfda.maths.spaces.SPACE_FAMILIES`).  None (the default), or a spec of the
+        Gaussian kernel, is the paper's Gaussian kernel of bandwidth ``rho``, held as
+        ``kernel=None`` (so ``dataclasses.replace(setting, rho=...)`` works as before);
+        :attr:`kernel_spec` is the spec in every case.  Only another kernel enters the
+        stream keys (:meth:`stream_canonical`, :meth:`latent_canonical`), so the paper's
+        settings keep their keys and draws.
     centers : int, optional
         Number of kernel centres of the latent curves (``"kernel"`` only; default 20).
     law : str
@@ -219,6 +266,7 @@ class Setting:
     rho: float | None = None
     centers: int | None = None
     law: str = "default"
+    kernel: str | None = None
 
     def __post_init__(self) -> None:
         check_family(self.family)
@@ -240,12 +288,14 @@ class Setting:
             assign("m", check_int(self.m, "m", 1))
             if self.T < self.m:
                 raise ValueError(f"T must be >= m for H_m (Assumption A.3), got T={self.T}, m={self.m}")
-            if self.rho is not None or self.centers is not None:
-                raise ValueError("rho and centers apply only to family='kernel'")
+            if self.rho is not None or self.centers is not None or self.kernel is not None:
+                raise ValueError("rho, centers and kernel apply only to family='kernel'")
         else:
             if self.m is not None:
                 raise ValueError("m applies only to family='legendre'")
-            assign("rho", 0.2 if self.rho is None else check_positive(self.rho, "rho"))
+            rho, kernel = _kernel_of(self.kernel, self.rho)
+            assign("rho", rho)
+            assign("kernel", kernel)
             assign("centers", 20 if self.centers is None else check_int(self.centers, "centers", 1))
         check_law(self.law)
 
@@ -265,12 +315,18 @@ class Setting:
 
     @property
     def space(self) -> LegendreSpace | KernelSpace:
-        """The function space, a :class:`~dpfda.LegendreSpace` (m) or :class:`~dpfda.KernelSpace` (Gaussian, ρ)."""
+        """The function space: a :class:`~dpfda.LegendreSpace` (m) or the :class:`~dpfda.KernelSpace` of ``kernel``."""
         if self.family == "legendre":
             assert self.m is not None  # required for H_m (__post_init__)
             return LegendreSpace(self.m)
-        assert self.rho is not None  # filled in for the kernel family (__post_init__)
-        return KernelSpace(gaussian_kernel(self.rho))
+        return cast(KernelSpace, space_from_spec(cast(str, self.kernel_spec)))
+
+    @property
+    def kernel_spec(self) -> str | None:
+        """The kernel's spec (``"gaussian:0.2"``, ``"matern:1.5,0.2"``); None for ``family="legendre"``."""
+        if self.family == "legendre":
+            return None
+        return self.kernel if self.kernel is not None else _gaussian_spec(self.rho)
 
     def grid(self) -> np.ndarray:
         """The equally spaced grid of T points (:func:`dpfda.uniform_grid`)."""
@@ -310,7 +366,13 @@ class Setting:
             f"rho={self.rho!r}",
             f"centers={self.centers}",
         ]
-        return "setting|" + "|".join(parts)
+        return "setting|" + "|".join(parts) + self._kernel_key()
+
+    def _kernel_key(self) -> str:
+        """"" for the paper's Gaussian kernel of bandwidth ρ (``rho`` says it all), else "|kernel=<spec>"."""
+        if self.kernel is None:  # H_m, or the paper's Gaussian kernel
+            return ""
+        return f"|kernel={self.kernel}"
 
     def _law_key(self) -> str:
         """"" for the default law (see ``_STREAM_TOKEN``), else "|law=…"."""
@@ -324,7 +386,8 @@ class Setting:
 
         ``("poly", m, n, B)`` (family ``"legendre"``) or ``("rkhs", n, ρ,
         centres, B)`` (family ``"kernel"``; the tokens of ``_STREAM_TOKEN``),
-        plus the law unless it is the default —
+        plus the kernel unless it is the Gaussian kernel of bandwidth ρ, and the
+        law unless it is the default —
         independent of T, μ, σ₀ and B', so every figure uses the same latent
         curves for the same n (and m) and law, and for the RKHS the same
         functions are evaluated on each grid.
@@ -333,7 +396,7 @@ class Setting:
         if self.family == "legendre":
             return f"latent|{token}|m={self.m}|n={self.n}|B={self.B!r}" + self._law_key()
         return (f"latent|{token}|n={self.n}|rho={self.rho!r}|centers={self.centers}|B={self.B!r}"
-                + self._law_key())
+                + self._kernel_key() + self._law_key())
 
     def params(self) -> dict:
         """The parameters as a flat dict (one row of the results table)."""
@@ -348,6 +411,7 @@ class Setting:
             "radius_rule": self.radius_rule,
             "radius": self.radius,
             "rho": self.rho,
+            "kernel": self.kernel_spec,
             "centers": self.centers,
             "law": self.law,
             "metric": self.metric,
@@ -463,13 +527,14 @@ class Study:
              mu: float | Iterable[float] = 1.0, sigma0: float | Iterable[float] = 0.0,
              radius_rule: _RuleSpec | Iterable[_RuleSpec] = "1.1B", B: float = 1.0, rho: float | None = None,
              centers: int | None = None, law: str | Iterable[str] = "default",
-             **study_kwargs: Any) -> "Study":
+             kernel: str | Iterable[str] | None = None, **study_kwargs: Any) -> "Study":
         """All combinations of the given parameter values, in a fixed order.
 
-        Each of ``n``, ``T``, ``m``, ``mu``, ``sigma0``, ``radius_rule`` and
-        ``law`` may be a single value or a list.  A radius rule is a name from
+        Each of ``n``, ``T``, ``m``, ``mu``, ``sigma0``, ``radius_rule``, ``law``
+        and ``kernel`` (``family="kernel"``: kernel specs such as
+        ``"matern:0.5,0.2"``) may be a single value or a list.  A radius rule is a name from
         :data:`RADIUS_RULES` or a ``(name, function(n, B))`` pair.  Settings are
-        ordered with ``n`` varying fastest.  ``family`` (required) is
+        ordered with ``n`` varying fastest and ``kernel`` slowest.  ``family`` (required) is
         ``"legendre"`` or ``"kernel"`` (:data:`FAMILIES`).  ``T`` defaults to 20
         for ``family="legendre"`` (the paper's polynomial setup).
 
@@ -506,18 +571,20 @@ class Study:
             else:
                 raise TypeError("radius_rule entries must be rule names or (name, function) pairs")
         settings = []
-        for law_i, sigma0_i, mu_i, T_i, m_i, (rule_name, rule_function), n_i in itertools.product(
-                _as_list(law), _as_list(sigma0), _as_list(mu), _as_list(T), _as_list(m), named_rules,
-                _as_list(n)):
+        for kernel_i, law_i, sigma0_i, mu_i, T_i, m_i, (rule_name, rule_function), n_i in itertools.product(
+                _as_list(kernel), _as_list(law), _as_list(sigma0), _as_list(mu), _as_list(T), _as_list(m),
+                named_rules, _as_list(n)):
             settings.append(Setting(family=family, n=n_i, T=T_i, m=m_i, mu=mu_i, sigma0=sigma0_i,
                                     radius_rule=rule_name, radius=float(rule_function(int(n_i), float(B))),
-                                    B=B, rho=rho, centers=centers, law=law_i))
+                                    B=B, rho=rho, centers=centers, law=law_i, kernel=kernel_i))
         return cls(name=name, settings=tuple(settings), **study_kwargs)
 
     def subset(self, **criteria: object) -> "Study":
         """The settings whose parameters take the given values (lists allowed).
 
-        ``study.subset(n=[4, 4096], T=8)`` keeps n ∈ {4, 4096} and T = 8.
+        ``study.subset(n=[4, 4096], T=8)`` keeps n ∈ {4, 4096} and T = 8.  A ``kernel`` is
+        matched by its spec, however written (``kernel="gaussian:1/5"`` keeps the paper's
+        settings, whose ``kernel`` field is None).
         """
         keep = []
         for s in self.settings:
@@ -530,7 +597,9 @@ class Study:
                 if k == "family":
                     for value in allowed:
                         check_family(value)
-                if getattr(s, k) not in allowed:
+                if k == "kernel":
+                    allowed = [space_from_spec(a).spec if isinstance(a, str) else a for a in allowed]
+                if (s.kernel_spec if k == "kernel" else getattr(s, k)) not in allowed:
                     ok = False
                     break
             if ok:
@@ -626,6 +695,29 @@ def layout_of(study: Study | str) -> Layout:
         raise ValueError(f"study {name!r} is not one of the paper's ({', '.join(LAYOUTS)}) and has no "
                          "layout: pass its Layout (plots.figure(df, layout=Layout(...)))")
     return LAYOUTS[base]
+
+
+DECAY_KERNELS = ("matern:0.5,0.2", "matern:1.5,0.2", "matern:2.5,0.2", "gaussian:0.2")
+"""Kernels of one length-scale ρ = 0.2 whose eigenvalues decay ever faster: Matérn ν = 1/2, 3/2, 5/2
+(like j^−(2ν+1)) and the paper's Gaussian kernel (faster than any power; the Matérn limit ν → ∞)."""
+
+
+def kernel_study(kernels: str | Iterable[str] = DECAY_KERNELS, n: int | Iterable[int] = PAPER_N) -> Study:
+    """Figure 1's design in the RKHS of each kernel: σ₀ = 0, B' = 1.1B, T ∈ {2, 4, 6, 8}, μ ∈ {0.1, 1}.
+
+    The Gaussian kernel's settings are Figure 1's own (the same keys, so the same latent curves
+    and streams); each other kernel draws its latent curves in its own RKHS (:func:`dpfda.rkhs_curves`,
+    the default law with 20 centres and B = 1) and its own noise.
+
+    >>> st, fig1 = kernel_study(n=[4]), get_study("fig1", n=[4])
+    >>> len(st), st.settings[0].kernel, st.settings[-1].canonical() == fig1.settings[-1].canonical()
+    (32, 'matern:0.5,0.2', True)
+    """
+    return Study.grid(
+        "kernels", family="kernel", kernel=_as_list(kernels), n=n, T=[2, 4, 6, 8], mu=[0.1, 1.0],
+        sigma0=0.0, radius_rule="1.1B",
+        title="Noiseless RKHS of several kernels: MSE ratio FTP/PTF against n (B' = 1.1, rho = 0.2)",
+        source="§5.1's design, Figure 1, under the kernels of §6's open question")
 
 
 def get_study(name: str, n: int | Iterable[int] = PAPER_N, law: str | Iterable[str] = "default") -> Study:

@@ -45,7 +45,7 @@ CI_METHOD = (
 
 RESULT_COLUMNS = [
     "study", "source", "family", "T", "m", "n", "mu", "sigma0", "B", "radius_rule", "radius",
-    "rho", "centers", "law", "reps", "seed", "metric",
+    "rho", "kernel", "centers", "law", "reps", "seed", "metric",
     "err_ftp", "se_ftp", "err_ptf", "se_ptf",
     "ratio", "ratio_lo", "ratio_hi", "se_log_ratio",
     "p_ftp_active", "se_p_ftp_active", "p_ftp_active_curves",

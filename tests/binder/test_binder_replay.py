@@ -10,13 +10,21 @@ it, with the notebook's folder as working directory. This test replays that:
 2. creates a new virtual environment there with the Python of ``runtime.txt`` and runs the
    same two pip commands from that folder (pip's own cache is used, as on any machine that
    installed the book before; nothing else of this checkout's environment is visible);
-3. executes every notebook of the book in that environment's ``python3`` kernel with the
-   notebook's folder as working directory, at full size (the published chapters' sizes,
-   ``DPFDA_QUICK`` unset) — or in quick mode with ``DPFDA_BINDER_QUICK=1`` — and records
-   how long each chapter takes, which is how long a Binder reader waits for "Run all".
+3. executes every notebook under ``book/`` (the chapters, then the assignments' master
+   notebooks) in that environment's ``python3`` kernel with the
+   notebook's folder as working directory, figures drawn by the kernel's default (inline)
+   backend as in Binder's Jupyter, and fails on any error in any cell.
 
-The table goes to ``_build/test-artifacts/binder-replay.md`` and to the test's output.
-Marker ``binder``: run by ``make test-binder`` (part of ``make test``).
+By default the notebooks run in quick mode (``DPFDA_QUICK=1``: small Monte Carlo sizes, the
+same code and assertions), as many at a time as there are CPUs: the full-size execution of
+every chapter is the book build's (``make book``), which ``make test`` runs next, so no
+chapter is executed at full size twice in one ``make test``, and this replay is also the
+test that every notebook runs in quick mode. ``DPFDA_BINDER_QUICK=0`` runs them at full size
+instead (``DPFDA_QUICK`` unset), one at a time, so that each chapter's time is how long a
+Binder reader waits for "Run all"; ``DPFDA_BINDER_JOBS=k`` sets how many run at a time.
+
+The table of the steps' and chapters' times goes to ``_build/test-artifacts/binder-replay.md``
+and to the test's output. Marker ``binder``: run by ``make test-binder`` (part of ``make test``).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import re
 import shutil
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -35,8 +44,12 @@ pytestmark = pytest.mark.binder
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("DPFDA_ARTIFACTS", ROOT / "_build" / "test-artifacts")).resolve()
-QUICK = os.environ.get("DPFDA_BINDER_QUICK", "0") not in ("", "0")
+QUICK = os.environ.get("DPFDA_BINDER_QUICK", "1") not in ("", "0")
+JOBS = int(os.environ.get("DPFDA_BINDER_JOBS") or ((os.cpu_count() or 1) if QUICK else 1))
 INSTALL_TIMEOUT = 1800
+# The chapters that took longest in quick mode when last measured (benchmarks/README.md), started
+# first so that the queues end together; the others follow in name order.
+QUICK_LONGEST_FIRST = ("robustness", "audit", "sim_polynomial", "beyond", "design_space")
 NOTEBOOK_TIMEOUT = 1800  # per cell, as the book build's execute.timeout
 
 RUNNER = r"""
@@ -88,14 +101,19 @@ def test_notebooks_run_in_a_binder_like_environment(tmp_path):
     for rel in tracked_files():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, repo / rel)
-    notebooks = sorted((repo / "book").glob("*.ipynb"))
+    # Every notebook under book/: the chapters and the assignments' master notebooks.
+    rank = {name: i for i, name in enumerate(QUICK_LONGEST_FIRST)}
+    notebooks = sorted((repo / "book").rglob("*.ipynb"),
+                       key=lambda p: (rank.get(p.stem, len(rank)) if p.parent.name == "book" else len(rank),
+                                      len(p.parts), p))
     assert notebooks, "no notebooks under book/"
 
     env_dir = tmp_path / "env"
     # Only the new environment: no PYTHONPATH or virtualenv of this checkout leaks in.
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "DPFDA_QUICK")}
+    # No MPLBACKEND either: Binder sets none, so the kernel draws figures inline.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "DPFDA_QUICK", "DPFDA_STORE", "MPLBACKEND")}
     env["PATH"] = f"{env_dir / 'bin'}:{env.get('PATH', '')}"
-    env["MPLBACKEND"] = "Agg"
     timings = {}
     timings["venv"] = run([runtime_python(), "-m", "venv", str(env_dir)], repo, log, 300, env)
     python = env_dir / "bin" / "python"
@@ -111,25 +129,34 @@ def test_notebooks_run_in_a_binder_like_environment(tmp_path):
         env["DPFDA_QUICK"] = "1"
     runner = tmp_path / "run_notebook.py"
     runner.write_text(RUNNER)
-    rows, failures, pythons = [], [], set()
-    for nb in notebooks:
+
+    def execute(nb: Path) -> tuple[Path, dict, subprocess.CompletedProcess]:
         proc = subprocess.run([python, str(runner), str(nb), str(NOTEBOOK_TIMEOUT), str(nb.parent)],
                               cwd=nb.parent, env=env, capture_output=True, text=True,
                               timeout=NOTEBOOK_TIMEOUT * 4)
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
         result = json.loads(lines[-1]) if lines else {"seconds": float("nan"), "error": proc.stderr[-3000:]}
-        assert result.get("executable", str(python)).startswith(str(env_dir)), result
-        rows.append((nb.name, result["seconds"], result["error"]))
-        pythons.add(result.get("python", "?"))
-        if result["error"] or proc.returncode:
-            failures.append(f"{nb.name}: {result['error'] or proc.stderr[-2000:]}")
+        return nb, result, proc
+
+    rows, failures, pythons = [], [], set()
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:  # each notebook is its own process
+        for nb, result, proc in pool.map(execute, notebooks):
+            assert result.get("executable", str(python)).startswith(str(env_dir)), result
+            name = nb.relative_to(repo / "book").as_posix()
+            rows.append((name, result["seconds"], result["error"]))
+            pythons.add(result.get("python", "?"))
+            if result["error"] or proc.returncode:
+                failures.append(f"{name}: {result['error'] or proc.stderr[-2000:]}")
+    timings["notebooks"] = time.monotonic() - started
 
     rows_python = ", ".join(sorted(pythons))
     assert all(v.startswith("3.11.") for v in pythons), pythons  # runtime.txt: python-3.11
     mode = "quick mode (DPFDA_QUICK=1)" if QUICK else "full size"
-    lines = [f"# Binder replay: {len(rows)} notebooks, {mode}", "",
+    lines = [f"# Binder replay: {len(rows)} notebooks, {mode}, {JOBS} at a time", "",
              f"Notebooks ran on Python {rows_python} in a new environment made from runtime.txt and the "
-             "two pip commands; chapter times are wall-clock seconds of a whole-notebook run.", "",
+             "two pip commands; chapter times are wall-clock seconds of a whole-notebook run "
+             "(a Binder reader's wait for \"Run all\" only at full size, one at a time).", "",
              "| step | seconds |", "|---|---:|"]
     lines += [f"| {k} | {v:.0f} |" for k, v in timings.items()]
     lines += ["", "| chapter | seconds | result |", "|---|---:|---|"]

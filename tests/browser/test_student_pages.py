@@ -70,6 +70,22 @@ def test_no_link_leads_to_the_book_repository_or_instructor_files(pages):
     assert not [p for p in scripts if MAIN_URL in p.read_text(errors="replace")]
 
 
+def test_no_page_or_student_file_names_the_book_repository_or_an_autograder_file(pages):
+    """In the text too, not only in links: the preface's citation, the course guide, the notebooks and
+    every file of the solution-free repository (its CITATION.cff included)."""
+    url = re.compile(re.escape(MAIN_URL) + r"(?![-\w])")  # the book's repository, not the student one
+    names = ("_key.py", "hidden_checks", "question_bank")
+    texts = {str(p.relative_to(STUDENT)): p.read_text(errors="replace")
+             for p in [*pages, STUDENT / "searchindex.js", *(STUDENT / "notebooks").glob("*.ipynb")]}
+    files = subprocess.run(["git", "-C", str(REPOSITORY), "ls-files"], capture_output=True, text=True,
+                           check=True).stdout.split()
+    texts |= {f"repository/{f}": (REPOSITORY / f).read_text(errors="replace") for f in files if not f.endswith(".whl")}
+    bad = [name for name, text in texts.items() if url.search(text) or any(n in text for n in names)]
+    assert not bad, bad
+    # negative control: the book's own edition does print its repository in the preface's citation
+    assert url.search((ROOT / "_build" / "html" / "book" / "preface.html").read_text())
+
+
 def test_binder_opens_the_pages_own_chapter_without_its_solutions(pages):
     student_repo = _student_config()["repository"]["url"].rstrip("/")
     assert student_repo != MAIN_URL
@@ -91,9 +107,9 @@ def test_binder_opens_the_pages_own_chapter_without_its_solutions(pages):
 def test_no_page_holds_a_solution_or_a_rubric_key_step(pages):
     text = "\n".join(p.read_text(errors="replace") for p in [*pages, STUDENT / "searchindex.js"])
     guide = (ROOT / "book" / "course_guide.md").read_text()
-    block = re.search(r"::::\{only\} instructor\n(.*?)\n::::\n", guide, re.S)
-    assert block, "the course guide's rubric key steps are not in an {only} instructor block"
-    steps = [row.split("|")[2].strip() for row in block.group(1).splitlines() if row.startswith("| {ref}")]
+    blocks = re.findall(r"::::\{only\} instructor\n(.*?)\n::::\n", guide, re.S)
+    assert blocks, "the course guide's rubric key steps are not in an {only} instructor block"
+    steps = [row.split("|")[2].strip() for block in blocks for row in block.splitlines() if row.startswith("| {ref}")]
     assert len(steps) >= 5
     # The longest stretch of each step without math, quotes or brackets, as a page shows it.
     probes = [max(re.split(r"\$[^$]*\$|[()'\";:]", step), key=len).strip(" ,") for step in steps]
