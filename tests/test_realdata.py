@@ -383,8 +383,8 @@ def test_a_constant_band_on_its_own_points_gives_the_wide_release():
     # r is the least-squares fit of the constant midpoint: exact up to T·u relative (Φ's columns are
     # orthogonal on these uniform grids, condition number ~1), so 1e-12 holds with a margin
     for f in (on_grid, layout):
-        assert f.scale == pytest.approx(37.5, rel=1e-12) and f.radius == pytest.approx(1.0, rel=1e-12)
-    np.testing.assert_allclose(layout.space.evaluate(layout.reference, [0.0, 0.3]), 7.5, rtol=1e-12)
+        assert f.scale == pytest.approx(37.5, rel=1e-12, abs=0) and f.radius == pytest.approx(1.0, rel=1e-12, abs=0)
+    np.testing.assert_allclose(layout.space.evaluate(layout.reference, [0.0, 0.3]), 7.5, rtol=1e-12, atol=0)
     own = layout.to_unit(dpfda.Curves(X, hours, (0, 24)).on_grid(hours / 24))  # a common grid off the layout
     wide = dpfda.ftp(on_grid.to_unit(X), on_grid.grid, space, on_grid.radius, 1.0, np.random.default_rng(5))
     long = dpfda.ftp(own, layout.grid, space, layout.radius, 1.0, np.random.default_rng(5))

@@ -378,16 +378,16 @@ def test_quad_ratio_mean_is_exact_where_closed_forms_exist():
     rng = np.random.default_rng(4)
     for _ in range(5):
         a, b = rng.uniform(0.1, 5.0, 2), rng.uniform(0.1, 5.0, 2)
-        assert theory.quad_ratio_mean(np.diag(a), np.diag(b)) == pytest.approx(_ratio_mean_2d(a, b), rel=1e-10)
+        assert theory.quad_ratio_mean(np.diag(a), np.diag(b)) == pytest.approx(_ratio_mean_2d(a, b), rel=1e-10, abs=0)
         Q = np.linalg.qr(rng.standard_normal((2, 2)))[0]  # a common rotation changes nothing
         got = theory.quad_ratio_mean(Q @ np.diag(a) @ Q.T, Q @ np.diag(b) @ Q.T)
-        assert got == pytest.approx(_ratio_mean_2d(a, b), rel=1e-10)
+        assert got == pytest.approx(_ratio_mean_2d(a, b), rel=1e-10, abs=0)
     for d in (1, 3, 8):
         S = rng.standard_normal((d, d))
         A, B = S + S.T, S @ S.T + 0.1 * np.eye(d)
-        assert theory.quad_ratio_mean(B, B) == pytest.approx(1.0, rel=1e-10)
+        assert theory.quad_ratio_mean(B, B) == pytest.approx(1.0, rel=1e-10, abs=0)
         assert theory.quad_ratio_mean(A, np.eye(d)) == pytest.approx(np.trace(A) / d, rel=1e-10, abs=1e-12)
-        assert theory.quad_ratio_mean(A, 7.0 * B) == pytest.approx(theory.quad_ratio_mean(A, B) / 7.0, rel=1e-10)
+        assert theory.quad_ratio_mean(A, 7.0 * B) == pytest.approx(theory.quad_ratio_mean(A, B) / 7.0, rel=1e-10, abs=0)
 
 
 def test_quad_ratio_mean_matches_monte_carlo_and_the_plug_in_would_not():
@@ -418,7 +418,7 @@ def test_ptf_saturated_error_in_closed_form():
     """H_m: the fit goes to the sphere, error B′² + ||θ̄||²; unit-diagonal kernel: (B′²E[zᵀK²z/zᵀKz] + ||f̄||²)/T."""
     geom = LegendreSpace(4).at(uniform_grid(20))
     target = np.array([0.3, -0.1, 0.2, 0.0])
-    assert theory.ptf_saturated_error(geom, 1.1, target) == pytest.approx(1.21 + target @ target, rel=1e-10)
+    assert theory.ptf_saturated_error(geom, 1.1, target) == pytest.approx(1.21 + target @ target, rel=1e-10, abs=0)
     from dpfda import MaternKernel
 
     for kernel in (MaternKernel(0.5, 0.2), MaternKernel(2.5, 0.2), gaussian_kernel(0.2)):
@@ -427,7 +427,7 @@ def test_ptf_saturated_error_in_closed_form():
         fbar = 0.4 * np.sin(3 * uniform_grid(8))
         target = geom.coef_from_values(fbar)
         expect = (1.21 * theory.quad_ratio_mean(K @ K, K) + fbar @ fbar) / 8
-        assert theory.ptf_saturated_error(geom, 1.1, target) == pytest.approx(expect, rel=1e-9)
+        assert theory.ptf_saturated_error(geom, 1.1, target) == pytest.approx(expect, rel=1e-9, abs=0)
     with pytest.raises(ValueError, match="target must be a finite vector of length 8"):
         theory.ptf_saturated_error(geom, 1.1, np.zeros(3))
 

@@ -81,7 +81,7 @@ def test_every_comparison_gives_its_absolute_tolerance():
 
 def test_the_scan_covers_tests_chapters_and_assignments():
     where = {w.split(" cell ")[0] for w, _ in sources()}
-    assert "tests/test_tolerances.py" in where and "book/assignments/hidden_checks.py" in where
+    assert "tests/test_tolerances.py" in where and "book/assignments/part1_key.py" in where
     assert "book/design_space.ipynb" in where and "book/assignments/part1.ipynb" in where
 
 
