@@ -29,8 +29,8 @@ def test_releases_compose_and_one_past_the_cap_is_refused_spending_nothing(tmp_p
         book.spend(1.0, {"what": "FTP mean curve"}, {"space": "fourier:7"})
     with Ledger(path, WHO) as book:
         book.spend(1.0, {"what": "FTP mean curve"}, {"space": "fourier:7"})
-        assert book.total == pytest.approx(math.sqrt(2), rel=1e-15)  # sqrt(1² + 1²), dpfda.compose
-        assert book.total == pytest.approx(dpfda.compose(1.0, 1.0), rel=1e-15)
+        assert book.total == pytest.approx(math.sqrt(2), rel=1e-15, abs=0)  # sqrt(1² + 1²), dpfda.compose
+        assert book.total == pytest.approx(dpfda.compose(1.0, 1.0), rel=1e-15, abs=0)
     before = path.read_bytes()
     with Ledger(path, WHO) as book, pytest.raises(BudgetExceeded) as info:
         book.spend(1.5, {"what": "FTP mean curve"})
@@ -40,11 +40,11 @@ def test_releases_compose_and_one_past_the_cap_is_refused_spending_nothing(tmp_p
     assert path.read_bytes() == before  # a refused release writes nothing
     with Ledger(path, WHO) as book:
         book.spend(math.sqrt(2.0), {"what": "the rest"})  # exactly the rest: sqrt(2 + 2) = 2
-        assert book.total == pytest.approx(2.0, rel=1e-15) and len(book.releases) == 3
+        assert book.total == pytest.approx(2.0, rel=1e-15, abs=0) and len(book.releases) == 3
         summary = book.summary()
-    assert summary["releases"] == 3 and summary["mu_total"] == pytest.approx(2.0, rel=1e-15)
+    assert summary["releases"] == 3 and summary["mu_total"] == pytest.approx(2.0, rel=1e-15, abs=0)
     assert summary["cap_mu"] == 2.0 and summary["dataset"] == "daily temperatures"
-    assert summary["epsilon_total_at_1e-5"] == pytest.approx(float(dpfda.epsilon_from_mu(2.0, 1e-5)), rel=1e-12)
+    assert summary["epsilon_total_at_1e-5"] == pytest.approx(float(dpfda.epsilon_from_mu(2.0, 1e-5)), rel=1e-12, abs=0)
 
 
 def test_three_thirds_reach_the_cap(tmp_path, monkeypatch):

@@ -50,7 +50,8 @@ from dpfda.mechanisms.radius import fitted_norms
 
 from _spaces import with_grids
 
-TOL = 1e-9
+TOL = 1e-9  # realised μ may exceed μ by this relative amount, never more: σ covers the summaries'
+# rounding, so pair μ < μ(1 + 2⁻³¹ + 4u) (dpfda.maths.summation, ROUNDING_FREE)
 BIG = float(np.finfo(float).max)  # 1.7976931348623157e308
 PROPS = settings(derandomize=True, database=None, deadline=None, max_examples=80,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -65,7 +65,8 @@ def test_long_form_on_own_points_with_a_range_is_the_librarys_frame_release(tmp_
                     "--eval", "0:23:24", *SEEDED)
     assert code == 0, capsys.readouterr().err
     rec = json.loads(out.read_text())
-    assert rec["frame"]["scale"] == pytest.approx(45.0, rel=1e-12) and rec["radius"] == pytest.approx(1.0, rel=1e-12)
+    assert rec["frame"]["scale"] == pytest.approx(45.0, rel=1e-12, abs=0)
+    assert rec["radius"] == pytest.approx(1.0, rel=1e-12, abs=0)
     assert rec["how_chosen"]["radius"].startswith("the band's bound") and "own points" in rec["sampling"]
     assert rec["units"] == {"points": "hour", "values": "temp"} and rec["domain"]["name"] == "hour"
     # the library, step by step: the band on the layout grid, each day mapped on its own hours
@@ -122,7 +123,7 @@ def test_a_kernel_space_takes_the_range_for_centre_and_clip_and_b_prime_given(tm
                     *SEEDED)
     assert code == 0
     rec = json.loads(out.read_text())
-    assert rec["radius"] == pytest.approx(30 / 45, rel=1e-15) and rec["clip"] == [1.0] * 8
+    assert rec["radius"] == pytest.approx(30 / 45, rel=1e-15, abs=0) and rec["clip"] == [1.0] * 8
     assert rec["how_chosen"]["radius"].startswith("given: a public bound of 30")
     frame = dpfda.PublicFrame(dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)), pts, dpfda.Domain(0, 24, "grid point"),
                               20, 110, radius=30)
@@ -250,7 +251,7 @@ def test_a_budget_as_epsilon_delta(tmp_path, capsys):
     mu = float(dpfda.mu_from_epsilon_delta(1.0, 1e-6))
     assert rec["mu"] == mu and rec["budget_requested"]["epsilon"] == 1.0 and rec["budget_requested"]["mu"] == mu
     pairs = {p["delta"]: p["epsilon"] for p in rec["epsilon_delta"]}
-    assert pairs[1e-6] == pytest.approx(1.0, rel=1e-9)  # the requested pair, met
+    assert pairs[1e-6] == pytest.approx(1.0, rel=1e-9, abs=0)  # the requested pair, met
     assert "from (epsilon, delta) = (1, 1e-06)" in rec["how_chosen"]["mu"]
     for bad, message in ((("--mu", "1", "--epsilon", "1", "--delta", "1e-6"), "give the budget once"),
                          (("--epsilon", "1"), "--epsilon and --delta go together"),
@@ -297,10 +298,10 @@ def test_the_private_radius_from_the_command_line_records_the_whole_spend(tmp_pa
     assert np.hypot(radius_step["mu"], ftp_step["mu"]) <= 1.0 and ftp_step["mu"] < 1.0
     assert radius_step["share_of_mu_squared"] == pytest.approx(0.2, abs=1e-9)  # epsilon's inverse, to 1e-9
     chosen = rec["chosen_privately"]["radius"]
-    assert chosen["value"] == rec["radius"] <= chosen["radius_max"] == pytest.approx(1.0, rel=1e-12)
+    assert chosen["value"] == rec["radius"] <= chosen["radius_max"] == pytest.approx(1.0, rel=1e-12, abs=0)
     assert rec["how_chosen"]["radius"].startswith("private: the 0.9-quantile")
     pairs = {p["delta"]: p["epsilon"] for p in rec["epsilon_delta"]}
-    assert pairs[1e-5] == pytest.approx(float(dpfda.mechanisms.privacy.epsilon_from_mu(1.0, 1e-5)), rel=1e-12)
+    assert pairs[1e-5] == pytest.approx(float(dpfda.mechanisms.privacy.epsilon_from_mu(1.0, 1e-5)), rel=1e-12, abs=0)
     # the FTP step is the library's FTP at that B' and the rest of mu^2 (numpy's seed: FTP's noise only)
     days = dpfda.practice.reading.read_curves(data, layout="long", id="day", point="hour", value="temp",
                                               curves=True, domain=(0, 24))
@@ -354,7 +355,8 @@ def test_the_ledger_refuses_a_release_past_its_cap_before_any_noise(tmp_path, ca
     assert (tmp_path / "d.ledger").read_bytes() == before
     monkeypatch.undo()
     code, out = run(tmp_path, *common, "--mu", "1.1", out="third.json")  # sqrt(1 + 1.21) = 1.487
-    assert code == 0 and json.loads(out.read_text())["ledger"]["mu_total"] == pytest.approx(np.sqrt(2.21), rel=1e-15)
+    assert code == 0
+    assert json.loads(out.read_text())["ledger"]["mu_total"] == pytest.approx(np.sqrt(2.21), rel=1e-15, abs=0)
 
 
 def test_the_ledger_refuses_another_data_set_and_records_checks(tmp_path, capsys):
