@@ -17,6 +17,7 @@ import pytest
 
 import dpfda
 from dpfda import cli
+from dpfda.maths.rounding import product_atol
 from dpfda.maths.summation import gamma
 from dpfda.practice.ledger import data_identity, identity_fingerprint
 
@@ -66,8 +67,6 @@ def test_long_form_on_own_points_with_a_range_is_the_librarys_frame_release(tmp_
                     "--eval", "0:23:24", *SEEDED)
     assert code == 0, capsys.readouterr().err
     rec = json.loads(out.read_text())
-    assert rec["frame"]["scale"] == pytest.approx(45.0, rel=1e-12, abs=0)
-    assert rec["radius"] == pytest.approx(1.0, rel=1e-12, abs=0)
     assert rec["how_chosen"]["radius"].startswith("the band's bound") and "own points" in rec["sampling"]
     assert rec["units"] == {"points": "hour", "values": "temp"} and rec["domain"]["name"] == "hour"
     # the library, step by step: the band on the layout grid, each day mapped on its own hours
@@ -75,6 +74,16 @@ def test_long_form_on_own_points_with_a_range_is_the_librarys_frame_release(tmp_
                                               curves=True, domain=(0, 24))
     frame = dpfda.PublicFrame(dpfda.FourierSpace(7), np.linspace(0, 24, 101), dpfda.Domain(0, 24), 20, 110)
     rel = dpfda.ftp(frame.to_unit(days), frame.grid, frame.space, frame.radius, 1.0, np.random.default_rng(7))
+    assert rec["frame"]["scale"] == frame.scale and rec["radius"] == frame.radius  # the same steps on the same band
+    # r, the consistent least-squares fit of the midpoint 65, within res of it (a backward-stable fit's residual
+    # γ_{8(T+m)}·‖Φ‖·‖θ‖, the product γ_m·|Φ||θ|, the midpoint one rounding); the half-widths round once
+    # (γ₁·110): scale within res + γ₁·110 of 45; ĉ in [1 − η, 1], and the radius's sum of 3T terms adds γ_{3T+8}
+    Phi, ref = frame.geometry.Phi, frame.reference
+    res = (gamma(8 * (frame.grid.size + 7)) * np.linalg.norm(Phi, 2) * np.linalg.norm(ref)
+           + product_atol(Phi, ref) + gamma(1) * 65).max()
+    assert frame.scale == pytest.approx(45.0, rel=(res + gamma(1) * 110) / 45, abs=0)
+    eta = (res + 2 * gamma(1) * 110) / 45 + gamma(1)
+    assert frame.radius == pytest.approx(1.0, rel=eta + gamma(3 * frame.grid.size + 8), abs=0)
     assert np.array_equal(rec["curve"]["values"], frame.values(rel, np.linspace(0, 23, 24)))
 
 
