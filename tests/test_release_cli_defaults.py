@@ -309,7 +309,9 @@ def test_the_private_radius_from_the_command_line_records_the_whole_spend(tmp_pa
     assert np.hypot(radius_step["mu"], ftp_step["mu"]) <= 1.0 and ftp_step["mu"] < 1.0
     assert radius_step["share_of_mu_squared"] == pytest.approx(0.2, abs=1e-9)  # epsilon's inverse, to 1e-9
     chosen = rec["chosen_privately"]["radius"]
-    assert chosen["value"] == rec["radius"] <= chosen["radius_max"] == pytest.approx(1.0, rel=1e-12, abs=0)
+    # the cap is the band's B' on the layout grid: the same steps on the same band (bounded against 1 above)
+    band = dpfda.PublicFrame(dpfda.FourierSpace(7), np.linspace(0, 24, 101), dpfda.Domain(0, 24), 20, 110)
+    assert chosen["value"] == rec["radius"] <= chosen["radius_max"] == band.radius
     assert rec["how_chosen"]["radius"].startswith("private: the 0.9-quantile")
     pairs = {p["delta"]: p["epsilon"] for p in rec["epsilon_delta"]}
     assert pairs[1e-5] == float(dpfda.mechanisms.privacy.epsilon_from_mu(1.0, 1e-5))  # exact: the same function, μ = 1
