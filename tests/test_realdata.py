@@ -380,11 +380,22 @@ def test_a_constant_band_on_its_own_points_gives_the_wide_release():
     X = 15 + 5 * np.sin(2 * np.pi * (hours - 9) / 24) + rng.normal(0, 2, (200, 24))
     on_grid = PublicFrame(space, hours, domain, -30, 45)
     layout = PublicFrame(space, np.linspace(0, 24, 101), domain, -30, 45)  # the CLI's layout grid
-    # r is the least-squares fit of the constant midpoint: exact up to T·u relative (Φ's columns are
-    # orthogonal on these uniform grids, condition number ~1), so 1e-12 holds with a margin
+    # r is the consistent least-squares fit of the constant midpoint 7.5: its values within dr of it (the
+    # residual bound of test_reference_is_the_least_squares_fit_of_the_band_midpoint); the half-widths
+    # 45 − r, r + 30 round once (γ₁·45): scale within dr + γ₁·45 of 37.5; ĉ = half/scale lies in
+    # [1 − η, 1] with η = (dr + 2γ₁·45)/37.5 + u, and the radius's sum of 3T terms adds γ_{3T+8}
     for f in (on_grid, layout):
-        assert f.scale == pytest.approx(37.5, rel=1e-12, abs=0) and f.radius == pytest.approx(1.0, rel=1e-12, abs=0)
-    np.testing.assert_allclose(layout.space.evaluate(layout.reference, [0.0, 0.3]), 7.5, rtol=1e-12, atol=0)
+        Phi, ref = f.geometry.Phi, f.reference
+        res = (gamma(8 * (f.grid.size + 5)) * np.linalg.norm(Phi, 2) * np.linalg.norm(ref)
+               + product_atol(Phi, ref) + gamma(1) * 7.5)
+        eta = (res.max() + 2 * gamma(1) * 45) / 37.5 + gamma(1)
+        assert f.scale == pytest.approx(37.5, rel=(res.max() + gamma(1) * 45) / 37.5, abs=0)
+        assert f.radius == pytest.approx(1.0, rel=eta + gamma(3 * f.grid.size + 8), abs=0)
+    # off the grid: the coefficients within ‖res‖/σ_min(Φ) of the exact fit, then one product with φ(t)
+    phi_t = layout.space.evaluate(np.eye(5), [0.0, 0.3])
+    coef_err = np.linalg.norm(res) / np.linalg.svd(Phi, compute_uv=False)[-1]
+    off = np.abs(layout.space.evaluate(layout.reference, [0.0, 0.3]) - 7.5)
+    assert np.all(off <= np.linalg.norm(phi_t, axis=0) * coef_err + product_atol(ref, phi_t))
     own = layout.to_unit(dpfda.Curves(X, hours, (0, 24)).on_grid(hours / 24))  # a common grid off the layout
     wide = dpfda.ftp(on_grid.to_unit(X), on_grid.grid, space, on_grid.radius, 1.0, np.random.default_rng(5))
     long = dpfda.ftp(own, layout.grid, space, layout.radius, 1.0, np.random.default_rng(5))
