@@ -187,7 +187,7 @@ test-static: venv
 # book and runs in `test-browser` instead.
 test-unit: venv
 	@if [ -n "$$(find tests \( -name 'test_*.py' -o -name '*_test.py' \) -print -quit 2>/dev/null)" ]; then \
-	  $(RUN) pytest -m "not browser" tests/; \
+	  $(RUN) pytest -m "not browser" --durations=30 tests/; \
 	else \
 	  echo "tests/: no test files yet"; \
 	fi

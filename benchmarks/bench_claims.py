@@ -2,12 +2,15 @@
 
 Runs what the chapter runs — the pilot (:func:`dpfda_book.report.law_runs.pilot_needs` on
 10 draws of every study at n = 4, default law), then
-:func:`dpfda_book.report.claims.simulate` over all the laws of
+:func:`dpfda_book.report.claims.simulate_draws` over all the laws of
 :data:`dpfda_book.simulation.models.LAWS` with ``--draws`` independent latent draws per law (the
 repetitions split evenly between them; two engine calls per draw, covering every
-law), then the components (Student's t on K − 1 df), the Holm-corrected verdicts
-and the classification — at the chapter's sizes, and reports the wall time of each
-part.  ``--draws 5`` is the earlier design, for a paired comparison.
+law) and their pooling, then the components (standard errors draw by draw, Student's t
+on K − 1 df), the Holm-corrected verdicts and the classification, then the test of the
+test (:mod:`dpfda_book.report.law_null`: the matrix's procedure on ``--null-reps`` replicated
+matrices of each of two worlds, the earlier design on ``--null-reps-earlier``) — at the
+chapter's sizes, and reports the wall time of each part.  ``--draws 5`` is the earlier
+design, for a paired comparison.
 
 The random-number floor: the time one process takes to draw the matrix's standard
 normals (observation noise of every repetition with σ₀ > 0 and every
@@ -35,6 +38,8 @@ import json
 import os
 import sys
 import time
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -95,6 +100,8 @@ def main(argv=None) -> int:
     ap.add_argument("--draws", type=int, default=20, help="latent draws per law (the chapter's K)")
     ap.add_argument("--no-pilot", action="store_true", help="skip the chapter's pilot")
     ap.add_argument("--no-floor", action="store_true", help="skip the random-number floor")
+    ap.add_argument("--null-reps", type=int, default=500, help="replicated matrices, the matrix's procedure")
+    ap.add_argument("--null-reps-earlier", type=int, default=2000, help="replicated matrices, the earlier design")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--max-seconds", type=float, default=265.0)
@@ -109,20 +116,40 @@ def main(argv=None) -> int:
         cl.pilot_needs(pilot, reps_noiseless=args.quiet_reps, reps_noisy=args.noisy_reps)
     t_pilot = time.perf_counter() - t0
     t, c = time.perf_counter(), cpu_seconds()
-    results = cl.simulate(LAWS, reps_noiseless=args.quiet_reps, reps_noisy=args.noisy_reps, seed=args.seed,
-                          draws=args.draws, n_jobs=args.jobs)
+    draws = cl.simulate_draws(LAWS, reps_noiseless=args.quiet_reps, reps_noisy=args.noisy_reps, seed=args.seed,
+                              draws=args.draws, n_jobs=args.jobs)
+    cl.pool(draws)  # the law-level tables, as cl.simulate gives them
     t_sim, cpu_sim = time.perf_counter() - t, cpu_since(c)
     t = time.perf_counter()
-    comps = cl.components_table(results, reference="t")
+    forms = cl.compile_forms(draws)
+    stats, _ = cl.draw_stats(draws)
+    comps = cl.components_from_draws(draws, forms=forms, stats=stats)
     matrix = cl.verdict_matrix(cl.verdicts(comps))
     cl.classify(matrix)
     t_eval = time.perf_counter() - t
+    t_null, null_rates = 0.0, None
+    if args.draws >= 5 and args.null_reps > 0:
+        t = time.perf_counter()
+        rng = np.random.default_rng(np.random.SeedSequence([args.seed, 47]))
+        runs = {}
+        for world in ("ptf-self", "draws"):
+            w = cl.null_world(draws, world, forms=forms, stats=stats)
+            for p, reps in ((cl.Procedure(args.draws, "t", "paired"), args.null_reps),
+                            (cl.Procedure(5, "normal", "root-sum-square"),
+                             args.null_reps_earlier if world == "ptf-self" else args.null_reps)):
+                runs[world, p.label] = cl.replicate_errors(w, p, reps, rng)
+        t_null = time.perf_counter() - t
+        null_rates = cl.error_rates(runs)
     total = time.perf_counter() - t0
     out = {"quiet_reps": args.quiet_reps, "noisy_reps": args.noisy_reps, "draws": args.draws, "jobs": args.jobs,
-           "pilot_s": t_pilot, "simulate_s": t_sim, "simulate_cpu_s": cpu_sim, "evaluate_s": t_eval, "total_s": total,
-           "components": len(comps), "cpus": os.cpu_count(), "load": os.getloadavg()}
+           "pilot_s": t_pilot, "simulate_s": t_sim, "simulate_cpu_s": cpu_sim, "evaluate_s": t_eval,
+           "null_s": t_null, "total_s": total, "components": len(comps), "cpus": os.cpu_count(),
+           "load": os.getloadavg()}
     print(f"{args.draws} draws per law: pilot {t_pilot:.1f} s, simulate {t_sim:.1f} s ({cpu_sim:.1f} s CPU), "
-          f"evaluate {t_eval:.1f} s ({len(comps)} components), total {total:.1f} s (budget {args.max_seconds:.0f} s)")
+          f"evaluate {t_eval:.1f} s ({len(comps)} components), test of the test {t_null:.1f} s, "
+          f"total {total:.1f} s (budget {args.max_seconds:.0f} s)")
+    if null_rates is not None:  # what the test of the test found
+        print(null_rates[["reps", "fwer", "fwer_se", "false", "sign", "wrong_verdict"]].to_string())
     if not args.no_floor:
         normals = count_normals(args.quiet_reps, args.noisy_reps, args.draws)
         independent = count_normals(args.quiet_reps, args.noisy_reps, args.draws, shared=False)

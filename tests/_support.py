@@ -9,10 +9,11 @@ simultaneous comparisons, ``bonferroni_z(k)`` keeps the family-wise
 false-alarm rate at the same level instead of loosening anything by hand;
 quick mode is ``dpfda_book.settings.quick()``.
 
-``MACHINE_RTOL`` is the determinism contract's tolerance across machines (the
-README's "Determinism"): a stored Monte Carlo summary computed with BLAS
-agrees with this machine's to that relative error; bit identity is checked
-only between two runs made in the same test.
+``machine_atol`` is the determinism contract's tolerance across machines (the
+README's "Determinism"): a stored Monte Carlo summary computed with BLAS on
+another machine agrees with this machine's to twice the rounding bound of each
+repetition's numbers (:mod:`dpfda.maths.rounding`), plus the summation of the
+mean; bit identity is checked only between two runs made in the same test.
 """
 
 from __future__ import annotations
@@ -22,12 +23,40 @@ import numpy as np
 from dpfda_book.montecarlo import Z, bonferroni_z, proportion_se
 from dpfda_book.settings import quick
 
-__all__ = ["MACHINE_RTOL", "QUICK", "Z", "assert_mc_close", "bonferroni_z", "mc_mean_se", "proportion_se", "reps"]
+__all__ = ["QUICK", "Z", "assert_mc_close", "bonferroni_z", "cancelling_mean_rtol", "machine_atol", "mc_mean_se",
+           "proportion_se", "reps"]
 
 QUICK = quick()
 
-MACHINE_RTOL = 1e-12
-"""Relative agreement of a BLAS-computed summary between two machines (measured: below 1e-13)."""
+
+def machine_atol(values, scale, eps: float) -> float:
+    """How far the mean of ``values`` (R repetitions) may be from the same mean computed elsewhere.
+
+    The caller gives the rounding bound of each repetition: a value may be off by ``eps·scale_r``
+    from its exact value on any machine whose arithmetic is IEEE double with any summation order
+    (another BLAS kernel). Two machines are then at most 2·eps·mean(scale) apart, and each mean
+    adds its own summation's γ_R·mean|value| (Higham, §3.1, any order).
+    """
+    from dpfda.maths.summation import gamma
+
+    v = np.abs(np.asarray(values, dtype=float))
+    s = np.broadcast_to(np.asarray(scale, dtype=float), v.shape)
+    return 2 * (eps * float(np.mean(s)) + gamma(max(v.shape[0], 1)) * float(np.mean(v)))
+
+
+def cancelling_mean_rtol(geom, n: int) -> float:
+    """Relative error of a pair μ through the cancelling mean of fits (``dpfda_book.mechanisms.broken``) at
+    scale 1, where it equals FTP's in exact arithmetic.
+
+    Per dataset: Σx_i and Σ(fitted_i − x_i) round by γ_{2n} of the sums of magnitudes, about
+    3n·||x||, and the fit of the mean curve amplifies that by ||Φ⁺||·||Φ|| = √κ(ΦᵀΦ): 3√κ·γ_{2n}·B';
+    the fitted values carry their fits' errors (fit_rtol·B', which the fit of the mean gives back
+    unamplified, Φ⁺Φ = I) and their own rounding (√κ·√d·γ_d·B'); the final fit adds fit_rtol·B'.
+    Against the sensitivity 2B'/n, for both datasets: 3n·fit_rtol(ΦᵀΦ, 4n + T + d) covers it all.
+    """
+    from dpfda.maths.rounding import fit_rtol
+
+    return 3 * n * fit_rtol(geom.Phi.T @ geom.Phi, 4 * n + geom.T + geom.dim)
 
 
 def reps(full: int, quick: int) -> int:

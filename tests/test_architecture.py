@@ -127,6 +127,8 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("claim_verdicts", "components_table", "scipy.stats"): CLAIMS_SCIPY,
     ("law_runs", "law_level_null_size", "scipy"): CLAIMS_SCIPY,
     ("law_runs", "pool_draws", "scipy.stats"): CLAIMS_SCIPY,
+    ("law_components", "p_values", "scipy"): CLAIMS_SCIPY,
+    ("law_components", "_plan", "scipy"): CLAIMS_SCIPY,
 }
 
 #: Private names imported from another module: (module, imported module, name) -> owner and fix.

@@ -16,6 +16,8 @@ import pytest
 from scipy import special, stats
 
 import dpfda
+from dpfda.maths.rounding import pair_rtol, solve_rtol
+from dpfda.maths.summation import gamma
 from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean, ptf_default_clip
 from dpfda.trust import audit as A
 from dpfda_book.mechanisms import broken
@@ -28,6 +30,16 @@ RADIUS = 1.0
 MU = 1.0
 SPACES = on_grid(GRID)  # every space of the registry (tests/_spaces.py) this grid takes
 DRAWS = 100_000
+PTF_PAIR_RTOL = gamma(GRID.size + 16)
+"""PTF's pair μ at its worst-case pair: clipping exact, each mean rounded once (γ₄, exact sums of
+c_j and zeros), σ by its formula (γ₅), the ratios, their squares, sum and root (γ_{T+7})."""
+
+
+def _pair_rtol(space) -> float:
+    """FTP's pair μ at a worst-case pair: :func:`dpfda.maths.rounding.pair_rtol` (fits through ΦᵀΦ,
+    means of N curves); it also covers PTF's (:data:`PTF_PAIR_RTOL`)."""
+    geom = space.at(GRID)
+    return max(pair_rtol(geom.Phi.T @ geom.Phi, GRID.size, N), PTF_PAIR_RTOL)
 
 
 def _rng(*key):
@@ -44,8 +56,10 @@ def test_clopper_pearson_matches_binomial_tails():
     k = np.arange(n + 1)
     lo, up = A.clopper_pearson(k, n, alpha)
     # The upper bound p_u solves P(Bin(n, p_u) <= k) = alpha (k < n); the lower P(Bin >= k) = alpha.
-    assert np.allclose(stats.binom.cdf(k[:-1], n, up[:-1]), alpha, rtol=1e-8)
-    assert np.allclose(stats.binom.sf(k[1:] - 1, n, lo[1:]), alpha, rtol=1e-8)
+    # scipy's beta quantile and binomial tails (no BLAS) to a few ulps, times the tails' relative
+    # condition number in p (at most n/min(p, 1 - p) here): far below 1e-8
+    assert np.allclose(stats.binom.cdf(k[:-1], n, up[:-1]), alpha, rtol=1e-8, atol=0)
+    assert np.allclose(stats.binom.sf(k[1:] - 1, n, lo[1:]), alpha, rtol=1e-8, atol=0)
     assert up[-1] == 1.0 and lo[0] == 0.0
     assert np.all(lo <= k / n) and np.all(k / n <= up)
 
@@ -119,8 +133,9 @@ def test_worst_case_pair_ftp_attains_cm_sensitivity(name, factor):
     assert np.sum(np.any(X0 != X1, axis=1)) == 1
     d = ftp_fit_mean(X1, geom, RADIUS)[0] - ftp_fit_mean(X0, geom, RADIUS)[0]
     # Coordinates are Cameron–Martin coordinates: the CM norm is the Euclidean norm.
-    assert np.linalg.norm(d) == pytest.approx(2 * RADIUS / N, rel=1e-10)
-    assert A.pair_mu(A.ftp_mechanism(GRID, space, RADIUS, MU, n=N), X0, X1) == pytest.approx(MU, rel=1e-10)
+    rtol = pair_rtol(geom.Phi.T @ geom.Phi, GRID.size, N)  # two fits through ΦᵀΦ, two means, the norm
+    assert np.linalg.norm(d) == pytest.approx(2 * RADIUS / N, rel=rtol, abs=0)
+    assert A.pair_mu(A.ftp_mechanism(GRID, space, RADIUS, MU, n=N), X0, X1) == pytest.approx(MU, rel=rtol, abs=0)
 
 
 @pytest.mark.parametrize("name", list(SPACES))
@@ -129,9 +144,9 @@ def test_worst_case_pair_ptf_attains_every_coordinate(name):
     c = ptf_default_clip(space.at(GRID), RADIUS)
     X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N, pipeline="ptf", factor=2.0)
     d = ptf_clipped_mean(X0, c) - ptf_clipped_mean(X1, c)
-    assert np.allclose(d, 2 * c / N, rtol=1e-14, atol=0)
+    assert np.allclose(d, 2 * c / N, rtol=1e-14, atol=0)  # exact clips, means rounded once: γ₅ < 1e-14
     mech = A.ptf_mechanism(GRID, space, RADIUS, MU, n=N)
-    assert A.pair_mu(mech, X0, X1) == pytest.approx(MU, rel=1e-12)
+    assert A.pair_mu(mech, X0, X1) == pytest.approx(MU, rel=PTF_PAIR_RTOL, abs=0)
 
 
 @pytest.mark.parametrize("name", list(SPACES))
@@ -163,12 +178,13 @@ def test_calibrated_pipelines_pass_tightly(name, pipeline):
     mech = build(GRID, space, RADIUS, MU, n=N)
     X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N, pipeline=pipeline)
     res = A.audit(mech, X0, X1, draws=DRAWS, rng=_rng(6, len(name), len(pipeline)))
-    assert res.mu_pair == pytest.approx(MU, rel=1e-10)
+    assert res.mu_pair == pytest.approx(MU, rel=_pair_rtol(space), abs=0)
     assert res.mu_lower <= MU, res  # valid at 95% confidence
     assert res.mu_lower >= 0.8 * MU, res  # the analysis is tight
     assert not res.violation
     # the simultaneous bands contain the point estimates and G_μ is not refuted anywhere
     assert np.all(res.fpr_lower <= res.fpr) and np.all(res.fpr <= res.fpr_upper)
+    # G_μ from scipy's ndtr to a few ulps of probabilities <= 1: 1e-12 covers it
     assert np.all(res.fnr_upper >= dpfda.tradeoff(np.clip(res.fpr_upper, 0, 1), MU) - 1e-12)
 
 
@@ -198,7 +214,7 @@ def test_plain_callable_is_refused_with_the_constructors_named():
     # the mechanism behind dpfda.ftp is audited, at the pair's exact μ
     res = A.audit(dpfda.mechanisms.mechanism.ftp_mechanism(GRID, space, RADIUS, MU), X0, X1, draws=4000,
                   rng=_rng(8))
-    assert res.mu_pair == pytest.approx(MU, rel=1e-10) and 0 < res.mu_lower <= MU
+    assert res.mu_pair == pytest.approx(MU, rel=_pair_rtol(space), abs=0) and 0 < res.mu_lower <= MU
 
 
 def test_custom_statistic_callable():
@@ -259,17 +275,21 @@ def test_noise_law_refuses_ill_conditioned_and_detects_off_support():
         A.NoiseLaw(1.0, L)
     tall = np.array([[1.0, 2.0], [-3.0, 1.0], [0.5, 0.0], [2.0, -1.0], [1.0, 1.0]])
     law = A.NoiseLaw(0.5, tall)
-    assert np.isclose(law.distance(tall @ [3.0, 4.0]), 10.0, rtol=1e-12)  # exactly in the span
+    # a least-squares solve by Householder QR: κ(tallᵀtall)·γ_{8·size} (solve_rtol); tall @ θ is exact
+    rtol = solve_rtol(tall.T @ tall, sum(tall.shape))
+    assert np.isclose(law.distance(tall @ [3.0, 4.0]), 10.0, rtol=rtol, atol=0)  # exactly in the span
     # no tolerance: a difference off the span by one subnormal is told apart with certainty
     v = tall @ [1.0, 3.0]  # (7, 0, 0.5, -1, 4)
-    assert np.isclose(law.distance(v), 2 * np.sqrt(10.0), rtol=1e-12)
+    assert np.isclose(law.distance(v), 2 * np.sqrt(10.0), rtol=rtol + gamma(1), atol=0)
     assert law.distance(v + np.array([0.0, 2.0**-1074, 0.0, 0.0, 0.0])) == np.inf
     assert law.distance(np.eye(5)[0] - tall @ np.linalg.lstsq(tall, np.eye(5)[0], rcond=None)[0]) == np.inf
     # Diagonal laws at any magnitude, without overflow warnings (issue #23, item 1).
     with np.errstate(all="raise"):
         assert A.NoiseLaw(1e-300).distance(np.array([1e300, 1e300])) == np.inf
-        assert np.isclose(A.NoiseLaw(1e-300).distance(np.array([3e-290, 4e-290])), 5e10, rtol=1e-14)
-        assert np.isclose(A.NoiseLaw(np.array([1e300, 1e-300])).distance(np.array([3e300, 4e-300])), 5.0)
+        # no BLAS: the literals, a division and a square per entry, their sum and the root: γ_8
+        assert np.isclose(A.NoiseLaw(1e-300).distance(np.array([3e-290, 4e-290])), 5e10, rtol=gamma(8), atol=0)
+        assert np.isclose(A.NoiseLaw(np.array([1e300, 1e-300])).distance(np.array([3e300, 4e-300])), 5.0,
+                          rtol=gamma(8), atol=0)
 
 
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
@@ -289,8 +309,9 @@ def test_pair_mu_reads_the_published_noise_not_the_mechanism_fields():
     X0, X1 = A.worst_case_pair(GRID, space, RADIUS, N)
     half = _HalfPublished(**{f.name: getattr(mech, f.name) for f in dataclasses.fields(mech)})
     assert half.sigma(N) == mech.sigma(N)  # the calibration code says σ ...
-    assert np.isclose(A.pair_mu(mech, X0, X1), MU, rtol=1e-12)
-    assert np.isclose(A.pair_mu(half, X0, X1), 2 * MU, rtol=1e-12)  # ... the audit reads σ/2
+    rtol = _pair_rtol(space)
+    assert np.isclose(A.pair_mu(mech, X0, X1), MU, rtol=rtol, atol=0)
+    assert np.isclose(A.pair_mu(half, X0, X1), 2 * MU, rtol=rtol, atol=0)  # ... the audit reads σ/2
 
 
 def test_worst_case_pair_refuses_the_space_then_grid_order_by_name():

@@ -42,7 +42,8 @@ def test_bench_reproduce_counts_and_its_per_curve_loop_matches_the_engine():
     assert reps == 5280 and 0 < noise < total  # 528 settings; privacy normals come on top
     loop = bench.loop_extrapolation(reps_full=10, n_loop=4, reps_loop=1)
     assert loop["combinations"] == 48
-    assert loop["max_rel_diff_vs_engine"] < 1e-12  # the plain loop is the same algorithm
+    # the plain loop is the same algorithm: equal to the rounding bound of each repetition's error
+    assert loop["max_diff_over_bound"] <= 1
 
 
 def test_bench_residual_runs_and_reports_both_kernels():
@@ -83,7 +84,7 @@ def test_bench_build_times_a_cold_build_and_a_prose_rebuild_of_a_toy_book(tmp_pa
     assert res["rebuild"]["cache_records"] == [] and res["rebuild"]["build_log"] == {}
     assert "| intro.ipynb |" in proc.stdout and "## rebuild" in proc.stdout
     # executed by Sphinx, one notebook after the other: the execution's wall time is their sum
-    assert res["cold"]["execution_wall"] == pytest.approx(res["cold"]["cache_records"][0]["seconds"])
+    assert res["cold"]["execution_wall"] == res["cold"]["cache_records"][0]["seconds"]  # a sum of one: exact
     assert "one after the other" in proc.stdout
 
     # the same book with the notebooks executed beforehand, as `make book` does: the script's
@@ -115,6 +116,7 @@ def test_compare_results_finds_a_changed_number_and_a_changed_verdict(tmp_path):
     assert cmp.main([str(a), str(b)]) == 0
     (b / "fig1.csv").write_text(table.replace("34.7196068156359", "34.7196068156399"))
     res = cmp.compare(a, b)
+    # the two decimals differ by 4e-12 in 34.72: 1.15e-13, to a few ulps of parsing and dividing
     assert res["numbers"] == 10 and res["rel_at"] == "fig1.csv:err_ftp" and 1e-13 < res["rel"] < 1e-12
     assert cmp.main([str(a), str(b), "--rtol", "1e-14"]) == 1
     (b / "fig1.csv").write_text(table.replace("0.9,1.05", "0.9,0.99"))

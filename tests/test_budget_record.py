@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import dpfda
+from dpfda.maths.summation import gamma
 from dpfda.mechanisms.radius import epsilon_of_gdp, ftp_private_radius, gdp_of_pure_dp
 from dpfda.practice.publish import PartialBudgetError, release_record
 
@@ -45,6 +46,7 @@ def test_gdp_of_pure_dp_is_the_exact_formula_rounded_up(eps):
     exact = exact_gdp(eps)
     with mpmath.workdps(digits(eps)):
         assert mpmath.mpf(mu) >= exact, (mu, exact)  # never below: every ε-DP mechanism is μ-GDP
+        # raised by 2⁻⁴⁰ ≈ 9.1e-13 over a few ulps of erfinv/erfcinv: within 1e-12 (the docstring's bound)
         assert (mpmath.mpf(mu) - exact) / exact <= mpmath.mpf("1e-12"), float((mu - exact) / exact)
 
 
@@ -52,7 +54,10 @@ def test_gdp_of_pure_dp_is_the_exact_formula_rounded_up(eps):
 def test_epsilon_of_gdp_is_the_largest_epsilon_within_mu(mu):
     eps = epsilon_of_gdp(mu)
     assert gdp_of_pure_dp(eps) <= mu
-    assert gdp_of_pure_dp(eps * (1 + 1e-9)) > mu * (1 - 1e-12)  # and the next ones do not fit
+    # and the next ones do not fit: ε is lowered in relative steps of 2⁻³⁸ ≈ 3.6e-12; d log μ/d log ε
+    # of 2Φ⁻¹(e^ε/(1 + e^ε)) lies between 1/2 (large ε) and 1 (small ε), so ε(1 + 1e-9) raises μ by
+    # at least 5e-10 relative, far above the steps and gdp_of_pure_dp's raise (1e-12)
+    assert gdp_of_pure_dp(eps * (1 + 1e-9)) > mu * (1 - 1e-12)
 
 
 def test_gdp_of_pure_dp_refuses_what_floats_cannot_state():
@@ -73,7 +78,9 @@ def _private_release(mu=1.0, share=0.2, seed=3):
 @pytest.mark.parametrize("mu", [0.5, 1.0, 2.0])
 def test_the_private_radius_spends_exactly_the_budget(mu):
     out = _private_release(mu)
-    assert out.mu_total <= mu and out.mu_total >= mu * (1 - 1e-12)
+    # μ_r = sqrt((μ − μ_q)(μ + μ_q)) to γ₄, stepped down one ulp at a time only while compose (γ₃)
+    # exceeds μ: μ_total within γ₈ of μ
+    assert out.mu_total <= mu and out.mu_total >= mu * (1 - gamma(8))
     assert dpfda.compose(out.mu_quantile, out.mu_release) == out.mu_total
     assert out.release.mu == out.mu_release and gdp_of_pure_dp(out.epsilon_quantile) == out.mu_quantile
     assert out.mu_quantile <= mu * math.sqrt(0.2)
@@ -84,16 +91,18 @@ def test_the_record_of_a_private_radius_states_the_whole_budget():
     record = release_record(out, np.linspace(0, 1, 5))
     json.dumps(record)  # JSON-ready
     assert record["mu"] == 1.0  # the budget, not the FTP step's share
-    assert record["epsilon_delta"][0]["epsilon"] == pytest.approx(float(dpfda.epsilon_from_mu(1.0, 1e-5)),
-                                                                  rel=1e-12)
+    # the same root-finding, element by element, on the same (μ, δ): exactly
+    assert record["epsilon_delta"][0]["epsilon"] == float(dpfda.epsilon_from_mu(1.0, 1e-5))
     budget = record["budget"]
     assert budget["mu"] == 1.0 and budget["mu_composed"] <= 1.0
     parts = {p["step"]: p for p in budget["parts"]}
     assert set(parts) == {"radius", "release"}
     assert parts["radius"]["mu"] == out.mu_quantile and parts["radius"]["epsilon"] == out.epsilon_quantile
     assert parts["release"]["mu"] == out.mu_release == out.release.mu
-    assert sum(p["share_of_mu_squared"] for p in budget["parts"]) == pytest.approx(1.0, abs=1e-12)
-    assert math.hypot(parts["radius"]["mu"], parts["release"]["mu"]) == pytest.approx(1.0, rel=1e-12)
+    # μ_total within γ₈ of μ (above); the shares (μ_i/μ)² add 3 roundings each and the sum one: γ₂₄
+    assert sum(p["share_of_mu_squared"] for p in budget["parts"]) == pytest.approx(1.0, rel=0, abs=gamma(24))
+    # hypot against compose's sqrt(a² + b²): γ₃ each, on μ_total's γ₈
+    assert math.hypot(parts["radius"]["mu"], parts["release"]["mu"]) == pytest.approx(1.0, rel=gamma(14), abs=0)
     chosen = record["chosen_privately"]
     assert set(chosen) == {"radius"} and chosen["radius"]["value"] == out.radius == record["radius"]
     assert "quantile" in chosen["radius"]["how"] and chosen["radius"]["radius_max"] == 10.0

@@ -2,19 +2,30 @@
 
 The chapters, the benchmarks and the tests write ``from dpfda_book.report import claims as cl`` and
 ``cl.judge(...)``; each name is defined in one of the claim modules (their own tests are
-tests/test_claim_*.py, test_activation_bounds.py and test_law_runs.py).
+tests/test_claim_*.py, test_activation_bounds.py, test_law_runs.py, test_law_components.py and
+test_law_null.py).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from dpfda_book.report import activation_bounds, claim_encodings, claim_labels, claim_registry, claim_verdicts, law_runs
+from dpfda_book.report import (
+    activation_bounds,
+    claim_encodings,
+    claim_labels,
+    claim_registry,
+    claim_verdicts,
+    law_components,
+    law_null,
+    law_runs,
+)
 from dpfda_book.report import claims as cl
 
 from _claim_tables import fig6_table
 
-HOMES = (activation_bounds, claim_encodings, claim_registry, claim_labels, claim_verdicts, law_runs)
+HOMES = (activation_bounds, claim_encodings, claim_registry, claim_labels, claim_verdicts, law_runs, law_components,
+         law_null)
 
 
 def test_every_name_of_the_face_is_the_object_of_its_home_module():

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpfda
-from dpfda.maths.summation import ROUNDING_FREE
+from dpfda.maths.rounding import eigh_rtol
+from dpfda.maths.summation import ROUNDING_FREE, gamma
 from dpfda.mechanisms import covariance as cv
 from dpfda.mechanisms import secure as S
 
@@ -41,10 +42,12 @@ def test_packing_keeps_the_frobenius_norm_and_round_trips():
     A = A + np.swapaxes(A, -1, -2)
     p = cv.pack_symmetric(A)
     assert p.shape == (3, 15) and cv.packed_size(5) == 15
-    np.testing.assert_allclose(np.linalg.norm(p, axis=-1), np.linalg.norm(A, axis=(-2, -1)), rtol=4e-16 * 15)
+    # p's entries to 2u (fl(√2), the product); each norm's sum of squares γ_K and its square root
+    np.testing.assert_allclose(np.linalg.norm(p, axis=-1), np.linalg.norm(A, axis=(-2, -1)),
+                               rtol=gamma(2) + gamma(15 + 25 + 2), atol=0)
     np.testing.assert_allclose(cv.unpack_symmetric(p), A, rtol=0, atol=4 * np.finfo(float).eps * np.abs(A).max())
     v = rng.standard_normal(5)
-    np.testing.assert_allclose(cv.pack_outer(v), cv.pack_symmetric(np.outer(v, v)), rtol=4e-16, atol=0)
+    np.testing.assert_array_equal(cv.pack_outer(v), cv.pack_symmetric(np.outer(v, v)))  # v_j·v_l, then ·fl(√2)
     with pytest.raises(ValueError, match="k\\(k\\+1\\)/2"):
         cv.unpack_symmetric(np.zeros(4))
     with pytest.raises(ValueError, match="square"):
@@ -82,9 +85,11 @@ def test_outer_products_of_the_ball_move_by_at_most_sqrt2_r_squared():
             v *= r * rng.random() ** (1 / d) / np.linalg.norm(v)
             w *= r * rng.random() ** (1 / d) / np.linalg.norm(w)
             worst = max(worst, _frobenius(v, w))
-        assert worst <= math.sqrt(2) * r * r * (1 + 1e-15)
+        # ||v|| <= r to γ_{d+6} (the norm, the scaling's roundings), the outer products and their
+        # difference to 2u of |vvᵀ| + |wwᵀ|, the Frobenius norm γ_{d²}: within γ_{d²+2d+16}
+        assert worst <= math.sqrt(2) * r * r * (1 + gamma(d * d + 2 * d + 16))
     u, w = np.array([r, 0.0]), np.array([0.0, r])  # orthogonal, on the sphere: attained
-    assert _frobenius(u, w) == pytest.approx(math.sqrt(2) * r * r, rel=1e-15)
+    assert _frobenius(u, w) == pytest.approx(math.sqrt(2) * r * r, rel=gamma(6), abs=0)  # r² and √2·r·r
 
 
 @pytest.mark.parametrize("T", [2, 3, 4, 5, 6])
@@ -92,7 +97,7 @@ def test_the_cube_attains_sqrt2_T_when_T_is_even(T):
     """max over corners of ||uuᵀ − vvᵀ||_F is sqrt(2T² − 2(T mod 2)²): √2·T exactly when T is even."""
     corners = np.array(np.meshgrid(*([[-1.0, 1.0]] * T))).reshape(T, -1).T
     best = max(_frobenius(u, v) for u in corners for v in corners)
-    assert best == pytest.approx(math.sqrt(2 * T * T - 2 * (T % 2)), rel=1e-15)
+    assert best == math.sqrt(2 * T * T - 2 * (T % 2))  # integers summed exactly, one correctly rounded sqrt
     assert best <= math.sqrt(2) * T
 
 
@@ -116,7 +121,12 @@ def test_neighbours_move_the_moment_by_at_most_its_sensitivity(kind, method):
         if method == "ptf":
             first0, first1 = first0 / mech.clip, first1 / mech.clip
         direct = _frobenius(first0[0], first1[0]) / n
-        assert abs(float(np.linalg.norm(c1 - c0)) - direct) <= 1e-12 * mech.moment_sensitivity(n)
+        # the records' and the two means' roundings: at most moment_excess of the sensitivity (its
+        # proof: the rounding part of the neighbours' bound); direct's own (the division by the clip,
+        # outer products, norm: γ_{k²+8}) and the norm of c1 − c0 (γ_{K+2})
+        tol = (mech.moment_sensitivity(n) * mech.moment_excess(n) + gamma(first0.shape[1] ** 2 + 8) * direct
+               + gamma(mech.moment_dim + 2) * float(np.linalg.norm(c1 - c0)))
+        assert abs(float(np.linalg.norm(c1 - c0)) - direct) <= tol
     assert worst <= mech.moment_sensitivity(n) * (1 + mech.moment_excess(n))
     assert mech.moment_excess(n) < ROUNDING_FREE  # σ keeps its formula at this n
 
@@ -190,7 +200,8 @@ def test_a_release_is_its_two_gaussian_outputs_and_their_post_processing(kind, m
     space, grid = SPACES[kind]
     X = _data(kind, 30)
     mech = cv.covariance_mechanism(grid, space, 1.5, 2.0, method=method, mean_share=0.3)
-    assert mech.mu == 2.0 and math.hypot(mech.mu_mean, mech.mu_cov) == pytest.approx(2.0, rel=1e-15)
+    # μ·sqrt(share), μ·sqrt(1 − share) and hypot: 5 roundings
+    assert mech.mu == 2.0 and math.hypot(mech.mu_mean, mech.mu_cov) == pytest.approx(2.0, rel=gamma(5), abs=0)
     rel = mech.release(X, np.random.default_rng(6))
     # the release's draw order: both summaries, then the mean's normals, then the moment's
     rng = np.random.default_rng(6)
@@ -209,9 +220,16 @@ def test_a_release_is_its_two_gaussian_outputs_and_their_post_processing(kind, m
     # the projected operator is positive semidefinite in the metric; components are orthonormal there
     S, _ = cv.metric_root(mech.geometry)
     lam = np.linalg.eigvalsh(S @ rel.coef @ S)
-    assert lam.min() >= -1e-12 * max(lam.max(), 1e-300)
+    # VΛ₊Vᵀ and S·S⁻¹(·)S⁻¹·S are congruences of a PSD matrix (PSD whatever V's orthogonality): only the
+    # products round, d·γ_{2d+2}·κ(S)² of the norm each (three of them), and eigvalsh's backward error
+    d = S.shape[0]
+    floor = (3 * d * gamma(2 * d + 2) * np.linalg.cond(S) ** 2 + eigh_rtol(d)) * np.abs(lam).max()
+    assert lam.min() >= -floor
     vals, vecs = rel.components()
-    np.testing.assert_allclose((S @ vecs).T @ (S @ vecs), np.eye(vecs.shape[1]), atol=1e-10)
+    # SS⁻¹U: U's orthonormality (eigh_rtol) and S·S⁻¹ − I (eigh's, √κ(G) = κ(S), and the products' γ_{2d+2})
+    k_s = np.linalg.cond(S)
+    np.testing.assert_allclose((S @ vecs).T @ (S @ vecs), np.eye(vecs.shape[1]), rtol=0,
+                               atol=4 * (2 * eigh_rtol(d) + d * gamma(2 * d + 2)) * k_s**2)
     assert np.all(np.diff(vals) <= 0)
     assert rel.eigenfunctions(np.linspace(0, 1, 7), 2).shape == (2, 7)
     assert rel.covariance([0.1, 0.5], np.linspace(0, 1, 3)).shape == (2, 3)
@@ -229,8 +247,13 @@ def test_the_projection_never_increases_the_error(method):
                          rng.standard_normal((500, mech.moment_dim)), 40)
     target = cv.sample_covariance(theta)
     raw = cv.hs_error(rel.unprojected, target, mech.geometry)
-    # non-expansive projection onto a convex set holding the target, up to the eigh rounding
-    assert np.all(rel.error(target) <= raw * (1 + 1e-12) + 1e-28)
+    # non-expansive projection onto a convex set holding the target (S = I in H_m), of A + E: eigh's
+    # backward error E and V's departure from orthogonality (3·eigh_rtol·||A||₂), VΛ₊Vᵀ's products
+    # (d·γ_{d+2}·||A||₂), √d of them in Frobenius norm; each squared error rounds by γ_{d²+4}
+    d = mech.geometry.dim
+    delta = np.sqrt(d) * (3 * eigh_rtol(d) + d * gamma(d + 2)) * np.linalg.norm(rel.unprojected, 2, axis=(-2, -1))
+    g = gamma(d * d + 4)
+    assert np.all(rel.error(target) <= (np.sqrt(raw * (1 + g)) + delta) ** 2 * (1 + g))
     assert np.mean(rel.error(target) < raw) > 0.5
 
 
@@ -278,10 +301,15 @@ def test_sample_covariance_and_angles_on_a_known_case():
     geom = dpfda.LegendreSpace(3).at(dpfda.uniform_grid(5))
     G = np.diag([3.0, 2.0, 1.0])
     vals, vecs = cv.principal_components(G, geom)
-    np.testing.assert_allclose(vals, [3.0, 2.0, 1.0])
-    np.testing.assert_allclose(np.abs(vecs), np.eye(3))
+    # eigh's backward error e·||G|| = 3e moves eigenvalues by as much, eigenvectors by 3e/gap + e (gap 1)
+    e = eigh_rtol(3)
+    np.testing.assert_allclose(vals, [3.0, 2.0, 1.0], rtol=0, atol=3 * e)
+    np.testing.assert_allclose(np.abs(vecs), np.eye(3), rtol=0, atol=4 * e)
     c, s = math.cos(0.3), math.sin(0.3)
     Rot = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
-    assert cv.component_angles(Rot @ G @ Rot.T, G, geom, 2) == pytest.approx([0.3, 0.3], abs=1e-12)
+    # each component to 4e + Rot·G·Rotᵀ's rounding (18γ₃ over the gap 1), cos of the angle to twice that,
+    # arccos amplifies by 1/sin 0.3 < 3.4; cos 0.3 and sin 0.3 round too
+    tol = 7 * (4 * e + gamma(54)) + gamma(4)
+    assert cv.component_angles(Rot @ G @ Rot.T, G, geom, 2) == pytest.approx([0.3, 0.3], rel=0, abs=tol)
     theta = np.array([[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]])
-    np.testing.assert_allclose(cv.sample_covariance(theta), np.diag([1.0, 0.0, 0.0]))
+    np.testing.assert_array_equal(cv.sample_covariance(theta), np.diag([1.0, 0.0, 0.0]))  # exact in binary

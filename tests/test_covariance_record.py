@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import dpfda
+from dpfda.maths.rounding import eigh_rtol
+from dpfda.maths.summation import gamma
 from dpfda.mechanisms import covariance as cv
 from dpfda.practice.covariance_record import covariance_record
 from dpfda.practice.realdata import Domain, PublicFrame
@@ -30,20 +32,26 @@ def test_the_record_states_the_whole_budget_and_maps_back(method):
     rel = mech.release(frame.to_unit(X), rng)
     at = np.array([10.0, 100.0, 200.0, 300.0])
     rec = json.loads(json.dumps(covariance_record(rel, at, frame=frame, components=2)))
-    assert rec["mu"] == 2.0 and math.hypot(rec["mu_mean"], rec["mu_cov"]) == pytest.approx(2.0, rel=1e-15)
-    assert rec["mu_mean"] == pytest.approx(1.0) and rec["epsilon_delta"][0]["delta"] == 1e-5
+    # μ·sqrt(share), μ·sqrt(1 − share) and hypot: 5 roundings; 2·sqrt(0.25) = 1 exactly
+    assert rec["mu"] == 2.0 and math.hypot(rec["mu_mean"], rec["mu_cov"]) == pytest.approx(2.0, rel=gamma(5), abs=0)
+    assert rec["mu_mean"] == 1.0 and rec["epsilon_delta"][0]["delta"] == 1e-5
     eps = dpfda.epsilon_from_mu(2.0, 1e-5)
-    assert rec["epsilon_delta"][0]["epsilon"] == pytest.approx(float(eps))
+    assert rec["epsilon_delta"][0]["epsilon"] == float(eps)  # the same scalar computation, element by element
+    # the record's own calls, the same arithmetic (JSON keeps every bit)
     cov = np.array(rec["covariance"]["values"])
-    np.testing.assert_allclose(cov, frame.scale**2 * rel.covariance(frame.domain.to_unit(at), frame.domain.to_unit(at)))
-    np.testing.assert_allclose(rec["mean"]["values"], frame.values(rel.mean, at))
+    unit = frame.domain.to_unit(at)
+    np.testing.assert_array_equal(cov, frame.scale**2 * rel.covariance(unit, unit))
+    np.testing.assert_array_equal(rec["mean"]["values"], frame.values(rel.mean, at))
     lam, _ = rel.components(2)
-    assert rec["components"][0]["eigenvalue"] == pytest.approx(frame.scale**2 * 365.0 * lam[0])
+    assert rec["components"][0]["eigenvalue"] == frame.scale**2 * 365.0 * lam[0]
     # the eigenfunction in days has ∫ψ² = 1 over the year: trapezoid on a fine periodic grid
     x = np.arange(0.5, 365.5, 0.25)
     rec2 = covariance_record(rel, x, frame=frame, components=1)
     psi = np.array(rec2["components"][0]["values"])
-    assert np.sum(psi**2) * 0.25 == pytest.approx(1.0, rel=1e-9)
+    # trapezoid exact for these trigonometric polynomials: the eigenvector's norm (eigh_rtol, twice),
+    # ψ's values in days (the basis, the scaling: γ_{d+8}, twice) and the sum of 1460 squares
+    rtol = 2 * eigh_rtol(5) + 2 * gamma(5 + 8) + gamma(x.size + 2)
+    assert np.sum(psi**2) * 0.25 == pytest.approx(1.0, rel=rtol, abs=0)
     assert rec["n"] == 40 and rec["method"] == method and (rec["clip"] is None) == (method == "ftp")
 
 

@@ -23,6 +23,8 @@ import pandas as pd
 import pytest
 
 import dpfda
+from dpfda.maths.rounding import solve_rtol
+from dpfda.maths.summation import gamma
 from dpfda.mechanisms import theory
 from dpfda.mechanisms.pipelines import (
     add_noise,
@@ -64,6 +66,17 @@ CASES = [
 
 
 U = 2.0**-53
+
+
+def _err_atol(err, dc, c, t, geom):
+    """How far a squared error ||c − t||² (IMSE, or grid MSE) may move when c moves by ``dc`` (in
+    the coordinates' norm, which bounds the error's metric: ||Φ||₂² <= tr K = T), plus each
+    evaluation's own rounding: the difference (u of |c| + |t|) and Φ times it (γ_d·√d·max a_j/√T
+    of the same, for grid MSE), both at most γ_{d+2}·√d·max(1, a_j)·(||c|| + ||t||)."""
+    g = gamma(geom.dim + 2) * math.sqrt(geom.dim) * max(1.0, float(np.max(geom.eval_norm))) * (
+        np.linalg.norm(c, axis=-1) + np.linalg.norm(t))
+    delta = dc + 2 * g
+    return 2 * np.sqrt(err) * delta + delta**2
 
 
 def _case_id(s: Setting) -> str:
@@ -123,8 +136,10 @@ def test_engine_repetition_equals_public_pipelines(setting):
         assert np.linalg.norm(f.coef - out["coef_ftp"][r]) <= tol_ftp
         tol_means = np.linalg.norm((2 * (n + 1) + 10) * U * (clip + np.abs(p.noisy_means)))
         assert np.linalg.norm(p.coef - out["coef_ptf"][r]) <= lip * tol_means
-        assert f.error(target) == pytest.approx(out["err_ftp"][r], rel=1e-9, abs=1e-300)
-        assert p.error(target) == pytest.approx(out["err_ptf"][r], rel=1e-9, abs=1e-300)
+        err_f, err_p = out["err_ftp"][r], out["err_ptf"][r]
+        assert f.error(target) == pytest.approx(err_f, rel=0, abs=_err_atol(err_f, tol_ftp, f.coef, target, geom))
+        dp = lip * tol_means
+        assert p.error(target) == pytest.approx(err_p, rel=0, abs=_err_atol(err_p, dp, p.coef, target, geom))
         any_active.append(bool(ftp_active.any()) or bool(p.active))
     if setting.sigma0 == 10.0:
         assert all(any_active)  # the constrained branch of the fit was exercised
@@ -166,15 +181,22 @@ def test_engine_error_is_against_the_sample_mean_of_the_latent_curves():
     curves = engine.latent_curves(s, 3)
     assert curves.theta.shape == (s.n, s.m)
     out = engine.simulate_chunk(s, 3, 0, 4, keep_releases=True)
+    # the same differences, squared and summed, perhaps in another order: γ_m of a sum of squares
     np.testing.assert_allclose(out["err_ftp"], np.sum((out["coef_ftp"] - curves.theta.mean(0)) ** 2, -1),
-                               rtol=1e-12)
+                               rtol=gamma(s.m), atol=0)
     r = CASES[4]
     rc = engine.latent_curves(r, 3)
     o = engine.simulate_chunk(r, 3, 0, 4, keep_releases=True)
     geom = r.geometry()
     fbar = rc.values(geom.grid).mean(0)
-    np.testing.assert_allclose(o["err_ptf"], np.mean((o["coef_ptf"] @ geom.Phi.T - fbar) ** 2, -1),
-                               rtol=1e-10)
+    # the engine measures against t = Φ⁺f̄ (a least-squares solve: Φt within ||Φ||·solve_rtol·||t|| of
+    # f̄) and rounds Φ(c − t); here Φc − f̄: γ_{d+1} of |c|·|Φ| and |t|·|Φ| per point
+    t = geom.coef_from_values(fbar)
+    dv = (gamma(geom.dim + 1) * (np.abs(o["coef_ptf"]) + np.abs(t)) @ np.abs(geom.Phi.T)
+          + np.linalg.norm(geom.Phi, 2) * solve_rtol(geom.Phi.T @ geom.Phi, geom.T + geom.dim) * np.linalg.norm(t))
+    delta = np.sqrt(np.mean(dv**2, axis=-1))
+    bound = 2 * np.sqrt(o["err_ptf"]) * delta + delta**2
+    assert np.all(np.abs(o["err_ptf"] - np.mean((o["coef_ptf"] @ geom.Phi.T - fbar) ** 2, -1)) <= bound)
 
 
 # ---------------------------------------------------------------------------
@@ -353,19 +375,26 @@ def test_result_table_columns_and_summaries():
     s = study.settings[3]
     per = engine.simulate_setting(s, 40, seed=4)
     F, P = per["err_ftp"], per["err_ptf"]
-    assert row["err_ftp"] == pytest.approx(F.mean(), rel=1e-12)
-    assert row["se_ftp"] == pytest.approx(F.std(ddof=1) / math.sqrt(40), rel=1e-12)
-    assert row["se_ptf"] == pytest.approx(P.std(ddof=1) / math.sqrt(40), rel=1e-12)
+    # the same 40 positive errors, summed in any order: means to γ_R, standard errors to γ_{R+8} (the
+    # mean's rounding enters the squared deviations at second order), ratios to γ_{2R+2}
+    R = 40
+    assert row["err_ftp"] == pytest.approx(F.mean(), rel=gamma(R), abs=0)
+    assert row["se_ftp"] == pytest.approx(F.std(ddof=1) / math.sqrt(40), rel=gamma(R + 8), abs=0)
+    assert row["se_ptf"] == pytest.approx(P.std(ddof=1) / math.sqrt(40), rel=gamma(R + 8), abs=0)
     ratio = F.mean() / P.mean()
     # Delta method for g(a, b) = log a - log b at the sample means, with the sample covariance.
     C = np.cov(np.vstack([F, P]), ddof=1)
     grad = np.array([1 / F.mean(), -1 / P.mean()])
     se_log = math.sqrt(grad @ C @ grad / 40)
-    assert row["ratio"] == pytest.approx(ratio, rel=1e-12)
-    assert row["se_log_ratio"] == pytest.approx(se_log, rel=1e-9)
-    assert row["ratio_lo"] == pytest.approx(ratio * math.exp(-1.959963984540054 * se_log), rel=1e-9)
-    assert row["ratio_hi"] == pytest.approx(ratio * math.exp(1.959963984540054 * se_log), rel=1e-9)
-    assert row["p_ptf_active"] == pytest.approx(per["ptf_active"].mean())
+    # gᵀCg rounds by γ_{R+8} of |g|ᵀ|C||g|, which the covariance term can cancel against: relative to
+    # gᵀCg that is amp, and the root halves it
+    rel_se = gamma(R + 8) * (np.abs(grad) @ np.abs(C) @ np.abs(grad)) / (grad @ C @ grad)
+    assert row["ratio"] == pytest.approx(ratio, rel=gamma(2 * R + 2), abs=0)
+    assert row["se_log_ratio"] == pytest.approx(se_log, rel=rel_se, abs=0)
+    rel_ci = gamma(2 * R + 8) + 1.96 * se_log * rel_se  # the ratio, z·se_log's error, the exponential
+    assert row["ratio_lo"] == pytest.approx(ratio * math.exp(-1.959963984540054 * se_log), rel=rel_ci, abs=0)
+    assert row["ratio_hi"] == pytest.approx(ratio * math.exp(1.959963984540054 * se_log), rel=rel_ci, abs=0)
+    assert row["p_ptf_active"] == pytest.approx(per["ptf_active"].mean(), rel=gamma(1), abs=0)  # count/R
     assert 0 <= row["p_ftp_active_curves"] <= row["p_ftp_active"] <= 1
     poly = schedule.run_study(get_study("fig4").subset(n=8, m=[2, 4], mu=1.0), 5, seed=1)
     assert (poly["metric"] == "IMSE").all() and list(poly["m"]) == [2, 4]

@@ -13,6 +13,8 @@ from numpy.polynomial import legendre as leg
 import dpfda
 from dpfda import FourierSpace, LegendreSpace, cli
 from dpfda.cli._release import join_negative_values, space_option
+from dpfda.maths.rounding import product_atol, solve_rtol
+from dpfda.maths.summation import gamma
 
 
 @pytest.mark.parametrize("m", [1, 2, 5, 8, 15])
@@ -23,7 +25,9 @@ def test_the_basis_is_orthonormal_by_gauss_legendre_quadrature(m):
     t, w = (x + 1) / 2, w / 2
     Phi = FourierSpace(m).basis(t)
     gram = (Phi * w[:, None]).T @ Phi
-    assert np.allclose(gram, np.eye(m), atol=1e-12)
+    # 200 Gauss nodes are exact for polynomials of degree 399: for harmonics of frequency <= m/2 the
+    # truncation is below (πm)^400/400!, nothing; the product rounds by γ_200 of |Φ|ᵀw|Φ|
+    assert np.allclose(gram, np.eye(m), rtol=0, atol=product_atol((Phi * w[:, None]).T, np.abs(Phi)))
 
 
 @settings(max_examples=40, deadline=None)
@@ -37,23 +41,35 @@ def test_functions_are_periodic_and_shifts_wrap_around(h, s, seed):
     shifted = space.evaluate(coef, (grid + s) % 1.0)
     geom = space.at(grid)
     fit = geom.coef_from_values(shifted)
-    assert np.allclose(geom.values(fit), shifted, atol=1e-9 * (1 + np.abs(coef).sum()))
-    assert np.linalg.norm(fit) == pytest.approx(np.linalg.norm(coef), rel=1e-9)  # a shift keeps the norm
+    # the values carry γ_m·(1 + 2πm) of √2·Σ|c| (the basis, its arguments 2πk·t rounded); a consistent
+    # least-squares solve gives them back to solve_rtol·||Φ||·||θ|| plus the product's γ_m·|θ||Φ|
+    A = geom.Phi.T @ geom.Phi
+    dv = gamma(space.m + 4) * (1 + 2 * np.pi * space.m) * np.sqrt(2) * np.abs(coef).sum()
+    atol = (solve_rtol(A, grid.size + space.m) * np.linalg.norm(geom.Phi, 2) * np.linalg.norm(fit)
+            + product_atol(fit, geom.Phi.T) + dv)
+    assert np.allclose(geom.values(fit), shifted, rtol=0, atol=atol)
+    gain = np.linalg.norm(np.linalg.pinv(geom.Phi), 2) * np.sqrt(grid.size)  # the values' error into θ
+    rel = solve_rtol(A, grid.size + space.m) + gain * dv / np.linalg.norm(coef)
+    assert np.linalg.norm(fit) == pytest.approx(np.linalg.norm(coef), rel=rel, abs=0)  # a shift keeps the norm
     ends = space.evaluate(coef, [0.0, 1.0])
-    assert ends[0] == pytest.approx(ends[1], abs=1e-12 * (1 + np.abs(coef).sum()))
+    # sin(2πk) rounds to about 2πk·u, not 0: γ_{m+4}·(1 + 2πm) of √2·Σ|c| at each end (dv above)
+    assert ends[0] == pytest.approx(ends[1], rel=0, abs=2 * dv)
 
 
 def test_odd_dimensions_have_the_same_evaluation_norm_everywhere():
     geom = FourierSpace(7).at(np.arange(24) / 24)
-    assert np.allclose(geom.eval_norm, np.sqrt(7.0))
+    assert np.allclose(geom.eval_norm, np.sqrt(7.0), rtol=gamma(2 * 7 + 4) * (1 + 2 * np.pi * 7), atol=0)  # Σ φ² = 7
     assert geom.metric == "IMSE" and geom.dim == 7
 
 
 def test_project_recovers_coefficients_and_norm_is_euclidean():
     space = FourierSpace(6)
     coef = np.array([0.3, -1.0, 0.5, 0.2, 0.0, 0.7])
-    assert np.allclose(space.project(lambda t: space.evaluate(coef, t)), coef, atol=1e-12)
-    assert space.norm(coef) == pytest.approx(np.linalg.norm(coef))
+    # the trapezoidal rule on 64 nodes is exact for these harmonics; (f·w)ᵀΦ rounds by γ_64 of
+    # Σ w|f||φ| <= 2Σ|c|, f itself by γ_m·(1 + 2πm) of the same
+    atol = (gamma(64) + gamma(space.m + 4) * (1 + 2 * np.pi * space.m)) * 2 * np.abs(coef).sum()
+    assert np.allclose(space.project(lambda t: space.evaluate(coef, t)), coef, rtol=0, atol=atol)
+    assert space.norm(coef) == pytest.approx(np.linalg.norm(coef), rel=gamma(2 * space.m + 2), abs=0)  # two norms
     assert space.sample_gaussian(np.random.default_rng(0), (4,)).shape == (4, 6)
 
 

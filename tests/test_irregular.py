@@ -9,12 +9,26 @@ from hypothesis import strategies as st
 
 import dpfda
 from dpfda import Curves, FourierSpace, LegendreSpace
+from dpfda.maths.fitting import BallLeastSquares
+from dpfda.maths.rounding import fit_rtol
+from dpfda.maths.summation import gamma
 from dpfda.mechanisms.irregular import IrregularPTFError, irregular_fit_mean
 from dpfda.mechanisms.pipelines import ftp_rounding_excess
 
 from _spaces import of_size
 
 SPACES = list(of_size(10).values())  # the registry's orthonormal spaces (tests/_spaces.py)
+
+
+def _fits_atol(space, grid, X, radius) -> float:
+    """Two computations of a mean of fits on one grid (per curve, and in a batch): each fit to fit_rtol
+    (with its data's ratio) of its norm <= B', and each mean rounded once (γ₄ of B')."""
+    Phi = space.basis(grid)
+    A = Phi.T @ Phi
+    fits = BallLeastSquares(Phi).solve(X, radius).coef
+    norms = np.linalg.norm(fits, axis=-1)
+    ratio = np.max(np.linalg.norm(X, axis=-1) / norms) / np.sqrt(np.linalg.norm(A, 2))
+    return 2 * (fit_rtol(A, grid.size, data_ratio=ratio) * norms.max() + gamma(4) * radius)
 
 
 def random_subject(rng, scale):
@@ -56,7 +70,12 @@ def test_the_bound_is_reached_by_neighbours_on_different_points(space):
     a = Curves.irregular([p0] + rest_p, [far(p0, 1)] + rest_v, domain=(0, 1))
     b = Curves.irregular([p1] + rest_p, [far(p1, -1)] + rest_v, domain=(0, 1))
     gap = np.linalg.norm(irregular_fit_mean(a, space, radius) - irregular_fit_mean(b, space, radius))
-    assert gap == pytest.approx(2 * radius / n, rel=1e-6)
+    # both fits are normalised onto the sphere at ±B'(e_1 + δ), δ ⟂ e_1 of order ||M||·B'/c plus the
+    # fit's rounding: the gap moves at second order in δ; the means add n·γ₄, the norm γ_{d+10}
+    M = max(np.linalg.norm(space.basis(p).T @ space.basis(p), 2) for p in (p0, p1))
+    delta = M * radius / c + max(fit_rtol(space.basis(p).T @ space.basis(p), p.size, multiplier=c / radius)
+                                 for p in (p0, p1))
+    assert gap == pytest.approx(2 * radius / n, rel=n * gamma(4) + gamma(space.m + 10) + 2 * delta**2, abs=0)
     assert gap <= 2 * radius / n * (1 + ftp_rounding_excess(n, space.m, radius))
 
 
@@ -66,7 +85,7 @@ def test_on_a_common_grid_the_own_points_fit_is_the_common_fit(space):
     X = np.random.default_rng(2).normal(0, 1, (30, 11))
     c = Curves.irregular([grid] * 30, list(X), domain=(0, 1))
     common = dpfda.ftp_mechanism(grid, space, 0.7, 1.0).summary(X)
-    assert np.allclose(irregular_fit_mean(c, space, 0.7), common, rtol=1e-10, atol=1e-12)
+    assert np.allclose(irregular_fit_mean(c, space, 0.7), common, rtol=0, atol=_fits_atol(space, grid, X, 0.7))
 
 
 def test_a_subject_that_cannot_determine_a_function_contributes_zero():
@@ -98,7 +117,8 @@ def test_ftp_ptf_and_the_mechanism_accept_curves():
         dpfda.ptf_mechanism(np.linspace(0, 1, 24), space, 2.0, 1.0).release(on, np.random.default_rng(6))
     # FTP fits common-grid curves on another grid on their own points: the same fit as on theirs
     other = dpfda.ftp_mechanism(np.linspace(0, 1, 24), space, 2.0, 1.0)
-    assert np.allclose(irregular_fit_mean(on, space, 2.0), mech.summary(on.values), atol=1e-12)
+    assert np.allclose(irregular_fit_mean(on, space, 2.0), mech.summary(on.values), rtol=0,
+                       atol=_fits_atol(space, grid, on.values, 2.0))
     assert other.release(on, np.random.default_rng(6)).n == 50
     with pytest.raises(TypeError, match="orthonormal space"):
         dpfda.ftp(c, None, dpfda.KernelSpace(dpfda.gaussian_kernel(0.2)), 2.0, 1.0, np.random.default_rng(4))
@@ -170,7 +190,9 @@ def test_cli_releases_own_points_by_ftp_with_a_plot_and_ptf_refuses_by_name(tmp_
     assert code == 0, capsys.readouterr().err
     record = json.loads((tmp_path / "r.json").read_text())
     assert len(record["noise_sd"]) == len(record["curve"]["values"]) == 101
-    assert np.allclose(record["noise_sd"], record["noise_sd"][0])  # a Fourier space: the same everywhere
+    # a Fourier space: σ·sqrt(Σφ_k(t)²) = σ·√7 everywhere; the basis at arguments 2πk·t rounded and
+    # the sum of squares: γ_{2m+8}·(1 + 2πm), m = 7
+    assert np.allclose(record["noise_sd"], record["noise_sd"][0], rtol=gamma(22) * (1 + 2 * np.pi * 7), atol=0)
     assert record["n"] == 60 and "own points" in record["sampling"]
     assert (tmp_path / "r.png").read_bytes().startswith(b"\x89PNG")
     assert cli.main([*common, "--method", "ptf", "--out", str(tmp_path / "p.json")]) == 2

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import dpfda
+from dpfda.maths.summation import gamma
 from dpfda.mechanisms.mechanism import Mechanism, ftp_mechanism, ptf_mechanism
 from dpfda.mechanisms.pipelines import (
     add_noise,
@@ -169,8 +170,11 @@ def test_every_constructor_release_privatize_sigma_agree(which):
         _same(rel.noise_factor, mech.noise_factor)
     # the noisy coordinates are the summary plus σ·L·normals
     L = np.eye(mech.noise_dim) if mech.noise_factor is None else mech.noise_factor
-    np.testing.assert_allclose(mech.coordinates(rel), centre + np.asarray(mech.sigma(n)) * (normals @ L.T),
-                               rtol=1e-12, atol=1e-14)
+    # the same sum by two routes: each to γ_{d+2} of |centre| + σ|normals||L|ᵀ (the product's d terms,
+    # the scaling, the sum)
+    sig = np.asarray(mech.sigma(n))
+    atol = 2 * gamma(mech.noise_dim + 2) * (np.abs(centre) + sig * (np.abs(normals) @ np.abs(L).T))
+    assert np.all(np.abs(mech.coordinates(rel) - (centre + sig * (normals @ L.T))) <= atol)
 
 
 @pytest.mark.parametrize("which", list(_constructors()))

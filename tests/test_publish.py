@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import dpfda
+from dpfda.maths.summation import gamma
 from dpfda.practice import diagnostics, publish, reading
 from dpfda.practice.publish import (
     COMBINE,
@@ -36,8 +37,8 @@ def test_record_of_a_secure_ftp_release_through_a_frame():
     rec = release_record(rel, [1, 2, 3], frame=frame)
     assert rec["secure"] is True and rec["mu"] == 2.0 and rec["n"] == 3
     assert [p["delta"] for p in rec["epsilon_delta"]] == list(DELTAS)
-    assert rec["grid"]["points"] == pytest.approx(AGES)
-    assert rec["curve"]["values"] == pytest.approx(frame.values(rel, [1, 2, 3]).tolist())
+    assert rec["grid"]["points"] == pytest.approx(AGES, rel=0, abs=gamma(3) * np.max(AGES))  # start + t·length
+    assert rec["curve"]["values"] == pytest.approx(frame.values(rel, [1, 2, 3]).tolist(), rel=gamma(2), abs=0)
     assert rec["frame"]["scale"] == frame.scale and rec["frame"]["lower"] == 50.0  # a constant band: one number
     assert rec["frame"]["radius_rule"] == frame.radius_rule and len(rec["frame"]["reference_coef"]) == 2
     assert rec["domain"] == {"start": 1.0, "stop": 3.0, "name": "age"}
@@ -52,7 +53,8 @@ def test_record_of_ptf_in_a_kernel_space_and_refusals():
     assert rec["secure"] is False and "not publication" in rec["noise"]
     assert rec["space"] == {"kind": "gaussian-kernel", "rho": 0.3, "spec": "gaussian:0.3"}
     assert len(rec["clip"]) == 5 and rec["frame"] is None
-    assert rec["epsilon_delta"][0]["epsilon"] == pytest.approx(float(dpfda.epsilon_from_mu(1.0, 1e-3)))
+    assert rec["epsilon_delta"][0]["epsilon"] == pytest.approx(float(dpfda.epsilon_from_mu(1.0, 1e-3)), rel=gamma(1),
+                                                               abs=0)  # the same function
     batch = dpfda.ftp(np.zeros((2, 20, 5)), grid, space, 1.0, 1.0, np.random.default_rng(2))
     with pytest.raises(ValueError, match="must be one release"):
         release_record(batch, [0.5])

@@ -13,6 +13,8 @@ from scipy import integrate, special
 
 import dpfda
 from dpfda import Domain, KernelSpace, LegendreSpace, PublicFrame, gaussian_kernel, legendre_derivative
+from dpfda.maths.rounding import product_atol
+from dpfda.maths.summation import gamma
 from dpfda.practice import realdata
 
 AGES = np.array([1, 1.25, 1.5, 1.75, 2, 3, 4, 5, 6, 7, 8, 8.5, 9, 9.5, 10, 10.5, 11, 11.5, 12,
@@ -23,6 +25,25 @@ def band():
     lo = 60.0 + 4.5 * (AGES - 1)
     hi = lo + 25.0 + 2.0 * (AGES - 1)
     return lo, hi
+
+
+def _map_slack(f):
+    """How far |y| = |clip(x) − r|/scale may pass c_j: the band's edges r ± scale·c_j and the map
+    round by γ₄ of |r|/scale + c_j (r = the reference's values at the grid)."""
+    return gamma(4) * (np.abs(f.geometry.values(f.reference)) / f.scale + f.clip)
+
+
+def _fd_atol(coef, m, h, fmax, d3):
+    """A central difference's error: h²/6 times a bound d3 on |f'''|, plus the rounding of the two
+    values (γ_{4m²} of fmax, their size) over 2h."""
+    return h * h / 6 * d3 + 2 * gamma(4 * m * m) * fmax / (2 * h)
+
+
+def _d3(coef, m):
+    """A bound on |f'''| on [0, 1] for f = Σ c_k φ_k: Markov's inequality for P_{k−1} on [−1, 1]
+    (|P'''_n| <= n²(n² − 1)(n² − 4)/15 <= n⁶/15), times 2³ for t ↦ 2t − 1 and sqrt(2k − 1)."""
+    k = np.arange(1, m + 1)
+    return np.abs(coef) @ (np.sqrt(2 * k - 1) * 8 * (k - 1.0) ** 6 / 15)
 
 
 def frame(m=6):
@@ -37,9 +58,9 @@ def test_domain_maps_affinely_both_ways():
     d = Domain(1, 18, "age")
     assert d.length == 17
     t = d.to_unit(AGES)
-    np.testing.assert_allclose(t, (AGES - 1) / 17, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(t, (AGES - 1) / 17, rtol=0, atol=1e-15)  # one rounding of a value <= 1
     assert t[0] == 0.0 and t[-1] == 1.0
-    np.testing.assert_allclose(d.from_unit(t), AGES, rtol=1e-15, atol=1e-13)
+    np.testing.assert_allclose(d.from_unit(t), AGES, rtol=0, atol=gamma(3) * 18)  # 1 + t·17, t off by u
 
 
 @pytest.mark.parametrize("start, stop, err, match", [
@@ -80,10 +101,17 @@ def test_legendre_derivative_matches_scipy_and_finite_differences(m):
         # d/dt P*_{k-1}(t) with scipy's shifted Legendre polynomial, by its coefficients
         p = special.sh_legendre(k - 1)
         ref += np.sqrt(2 * k - 1) * coef[:, [k - 1]] * np.polyder(p)(t)
-    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
+    # the library's recurrence (k² ulps of |P'_k| <= k²) against scipy's monomial coefficients
+    # evaluated by Horner's rule (γ_{2m} of Σ|p'_i|·t^i): both per term, times sqrt(2k − 1)·|c_k|
+    mono = np.stack([np.polyval(np.abs(np.polyder(special.sh_legendre(k - 1))), t) + (k - 1.0) ** 2 * 2
+                     for k in range(1, m + 1)])
+    atol = gamma(4 * m * m) * (np.abs(coef) * np.sqrt(2 * np.arange(1, m + 1) - 1)) @ mono
+    assert np.all(np.abs(got - ref) <= atol)
     h = 1e-6
     fd = (space.evaluate(coef, t + h) - space.evaluate(coef, t - h)) / (2 * h)
-    np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-5 * m**2)
+    fmax = np.abs(coef) @ np.sqrt(2 * np.arange(1, m + 1) - 1)
+    atol = _fd_atol(coef, m, h, fmax, _d3(coef, m))[:, None]
+    assert np.all(np.abs(got - fd) <= atol)
 
 
 def test_legendre_derivative_rejects_bad_input():
@@ -102,20 +130,26 @@ def test_frame_maps_the_band_inside_the_clip_and_the_largest_clip_is_one():
     f = frame()
     lo, hi = band()
     r = f.geometry.values(f.reference)
-    assert np.all(f.clip <= 1.0 + 1e-15) and np.isclose(f.clip.max(), 1.0)
+    assert np.all(f.clip <= 1.0) and f.clip.max() == 1.0  # half/max(half): exactly, division is monotone
     # both edges of the band map into [-c_j, c_j], and one of them onto an end
     ylo, yhi = f.to_unit(np.stack([lo, hi]))
-    assert np.all(np.abs(ylo) <= f.clip + 1e-12) and np.all(np.abs(yhi) <= f.clip + 1e-12)
-    np.testing.assert_allclose(np.maximum(np.abs(ylo), np.abs(yhi)), f.clip, rtol=1e-12)
-    np.testing.assert_allclose(ylo, (lo - r) / f.scale, rtol=1e-12)
-    np.testing.assert_allclose(f.weights, f.clip**-2.0, rtol=1e-15)
-    np.testing.assert_allclose(f.grid, (AGES - 1) / 17, atol=1e-15)
+    slack = _map_slack(f)
+    assert np.all(np.abs(ylo) <= f.clip + slack) and np.all(np.abs(yhi) <= f.clip + slack)
+    assert np.all(np.abs(np.maximum(np.abs(ylo), np.abs(yhi)) - f.clip) <= slack)
+    assert np.all(np.abs(ylo - (lo - r) / f.scale) <= slack)
+    np.testing.assert_array_equal(f.weights, f.clip**-2.0)  # the same operation
+    np.testing.assert_allclose(f.grid, (AGES - 1) / 17, rtol=0, atol=1e-15)  # one rounding of a value <= 1
 
 
 def test_reference_is_the_least_squares_fit_of_the_band_midpoint():
     f = frame(6)
     lo, hi = band()  # linear in age: H_6 holds it exactly
-    np.testing.assert_allclose(f.geometry.values(f.reference), (lo + hi) / 2, rtol=1e-12)
+    # a consistent least-squares fit, backward stable: residual γ_{8(T+m)}·||Φ||·||θ||, the product
+    # γ_m·|Φ||θ|, the midpoint one rounding
+    Phi, ref = f.geometry.Phi, f.reference
+    atol = (gamma(8 * (AGES.size + 6)) * np.linalg.norm(Phi, 2) * np.linalg.norm(ref)
+            + product_atol(Phi, ref) + gamma(1) * (lo + hi) / 2)
+    assert np.all(np.abs(f.geometry.values(f.reference) - (lo + hi) / 2) <= atol)
 
 
 def test_radius_is_the_l2_norm_of_the_interpolated_clip():
@@ -124,13 +158,14 @@ def test_radius_is_the_l2_norm_of_the_interpolated_clip():
     def c_hat(t):  # constant beyond the ends, like the module
         return np.interp(t, f.grid, f.clip)
 
-    ref, _ = integrate.quad(lambda t: c_hat(t) ** 2, 0, 1, points=f.grid, limit=200)
-    assert f.radius == pytest.approx(np.sqrt(ref), rel=1e-10)
+    ref, err = integrate.quad(lambda t: c_hat(t) ** 2, 0, 1, points=f.grid, limit=200)
+    # quad's own error estimate on quadratic pieces, and the closed form's sum of 3T terms; the root halves
+    assert f.radius == pytest.approx(np.sqrt(ref), rel=err / ref + gamma(3 * AGES.size + 8), abs=0)
     # a grid that stops short of 1 extends the last bound to the end
     lo, hi = band()
     g = PublicFrame(LegendreSpace(3), AGES[:-2], Domain(1, 18), lo[:-2], hi[:-2])
-    ref2, _ = integrate.quad(lambda t: np.interp(t, g.grid, g.clip) ** 2, 0, 1, points=g.grid, limit=200)
-    assert g.radius == pytest.approx(np.sqrt(ref2), rel=1e-10)
+    ref2, err2 = integrate.quad(lambda t: np.interp(t, g.grid, g.clip) ** 2, 0, 1, points=g.grid, limit=200)
+    assert g.radius == pytest.approx(np.sqrt(ref2), rel=err2 / ref2 + gamma(3 * AGES.size + 8), abs=0)
 
 
 def test_curves_inside_the_band_have_norm_at_most_radius():
@@ -157,19 +192,31 @@ def test_values_derivative_and_error_in_study_units():
     coef = f.geometry.coef_from_values(Y)
     # values map back: a curve in H_6 is recovered exactly at the design points
     exact = f.values(np.zeros(6), AGES) + 0.0
-    np.testing.assert_allclose(exact, f.geometry.values(f.reference), rtol=1e-12)
-    np.testing.assert_allclose(f.values(coef.mean(0), AGES),
-                               f.values(coef, AGES).mean(0), rtol=1e-12)  # means commute
+    P = f.space.basis(f.domain.to_unit(AGES))
+    # two products of the same coefficients with the basis at the same points: γ_m·|θ||φ| each
+    assert np.all(np.abs(exact - f.geometry.values(f.reference)) <= 2 * product_atol(P, f.reference))
+    # means commute: r + scale·θ̄ against the mean of r + scale·θ_i, through the basis (γ_{n+m+4})
+    atol = gamma(coef.shape[0] + 6 + 4) * ((np.abs(f.reference) + f.scale * np.abs(coef).max(0)) @ np.abs(P).T)
+    assert np.all(np.abs(f.values(coef.mean(0), AGES) - f.values(coef, AGES).mean(0)) <= atol)  # means commute
     h = 1e-5
     a = np.array([3.0, 9.0, 14.5])
     fd = (f.values(coef[0], a + h) - f.values(coef[0], a - h)) / (2 * h)
-    np.testing.assert_allclose(f.derivative(coef[0], a), fd, rtol=1e-6, atol=1e-6)
+    # in age units: t = (x − 1)/17, so f''' carries 17⁻³; the values are of size |r| + scale·|θ|·φ
+    c_full = f.reference + f.scale * coef[0]
+    fmax = np.abs(c_full) @ np.sqrt(2 * np.arange(1, 7) - 1)
+    atol = _fd_atol(c_full, 6, h, fmax, _d3(c_full, 6) / 17**3) + gamma(4) * fmax * 17 / h  # a ± h rounds
+    assert np.all(np.abs(f.derivative(coef[0], a) - fd) <= atol)
     # RMS error over the ages = scale * ||Δθ||, checked by quadrature in age
     d = coef[0] - coef[1]
-    num, _ = integrate.quad(lambda x: (f.values(coef[0], x) - f.values(coef[1], x))[0] ** 2, 1, 18,
-                            limit=200)
-    assert f.rms_error(coef[0], coef[1]) == pytest.approx(np.sqrt(num / 17), rel=1e-8)
-    assert f.rms_error(coef[0], coef[1]) == pytest.approx(f.scale * np.linalg.norm(d), rel=1e-12)
+    num, err = integrate.quad(lambda x: (f.values(coef[0], x) - f.values(coef[1], x))[0] ** 2, 1, 18,
+                              limit=200)
+    # quad's estimate; the difference of two full values (size |r| + scale·|θ|·φ) cancels down to Δf:
+    # γ_{4m²} of their size, against the RMS of Δf
+    size = (2 * np.abs(f.reference) + f.scale * (np.abs(coef[0]) + np.abs(coef[1]))) @ np.sqrt(2 * np.arange(1, 7) - 1)
+    rms = np.sqrt(num / 17)
+    rel = err / num + gamma(4 * 36) * size / rms + gamma(16)
+    assert f.rms_error(coef[0], coef[1]) == pytest.approx(rms, rel=rel, abs=0)
+    assert f.rms_error(coef[0], coef[1]) == pytest.approx(f.scale * np.linalg.norm(d), rel=gamma(6 + 4), abs=0)
 
 
 def test_frame_works_with_both_pipelines_and_a_release():
@@ -178,10 +225,12 @@ def test_frame_works_with_both_pipelines_and_a_release():
     X = f.lower + rng.random((30, AGES.size)) * (f.upper - f.lower)
     Y = f.to_unit(X)
     rel = dpfda.ptf(Y, f.grid, f.space, f.radius, 1.0, rng, clip=f.clip, weights=f.weights)
-    np.testing.assert_allclose(f.values(rel, AGES), f.values(rel.coef, AGES))
+    P = f.space.basis(f.domain.to_unit(AGES))  # the release's evaluation and the coefficients': γ_m each
+    np.testing.assert_allclose(f.values(rel, AGES), f.values(rel.coef, AGES), rtol=0,
+                               atol=2 * product_atol(f.reference + f.scale * rel.coef, P.T).max())
     rel2 = dpfda.ftp(Y, f.grid, f.space, f.radius, 1.0, rng)
     assert f.values(rel2, [1, 18]).shape == (2,)
-    assert np.all(np.abs(Y) <= f.clip + 1e-12)
+    assert np.all(np.abs(Y) <= f.clip + _map_slack(f))
 
 
 EXTREMES = [1.5e308, -1.5e308, np.finfo(float).max, -np.finfo(float).max, 1e300, 2.0**-1074]
@@ -199,7 +248,7 @@ def test_one_extreme_record_cannot_decide_whether_a_release_happens(extreme, pip
         Xn = X.copy()
         Xn[row, col] = extreme
         Y, Yn = f.to_unit(X), f.to_unit(Xn)
-        assert np.all(np.isfinite(Yn)) and np.all(np.abs(Yn) <= f.clip * (1 + 1e-15))
+        assert np.all(np.isfinite(Yn)) and np.all(np.abs(Yn) <= f.clip + _map_slack(f))
         assert np.array_equal(np.delete(Y, row, axis=0), np.delete(Yn, row, axis=0))
         kw = dict(clip=f.clip, weights=f.weights) if pipeline == "ptf" else {}
         run = getattr(dpfda, pipeline)
@@ -217,7 +266,7 @@ def test_to_unit_changes_nothing_inside_the_band_and_clips_outside_it():
     # beyond the band a value counts as the band's edge (about r, in the study's units)
     half = f.scale * f.clip
     far = np.stack([r + 3 * half, r - 1e9 * half, np.full(AGES.size, 1.7e308)])
-    np.testing.assert_allclose(f.to_unit(far), np.stack([f.clip, -f.clip, f.clip]), rtol=1e-14)
+    assert np.all(np.abs(f.to_unit(far) - np.stack([f.clip, -f.clip, f.clip])) <= _map_slack(f))
     with pytest.raises(ValueError, match="X contains NaN or inf"):
         f.to_unit(np.full((1, AGES.size), np.inf))
 
@@ -331,11 +380,22 @@ def test_a_constant_band_on_its_own_points_gives_the_wide_release():
     X = 15 + 5 * np.sin(2 * np.pi * (hours - 9) / 24) + rng.normal(0, 2, (200, 24))
     on_grid = PublicFrame(space, hours, domain, -30, 45)
     layout = PublicFrame(space, np.linspace(0, 24, 101), domain, -30, 45)  # the CLI's layout grid
-    # r is the least-squares fit of the constant midpoint: exact up to T·u relative (Φ's columns are
-    # orthogonal on these uniform grids, condition number ~1), so 1e-12 holds with a margin
+    # r is the consistent least-squares fit of the constant midpoint 7.5: its values within dr of it (the
+    # residual bound of test_reference_is_the_least_squares_fit_of_the_band_midpoint); the half-widths
+    # 45 − r, r + 30 round once (γ₁·45): scale within dr + γ₁·45 of 37.5; ĉ = half/scale lies in
+    # [1 − η, 1] with η = (dr + 2γ₁·45)/37.5 + u, and the radius's sum of 3T terms adds γ_{3T+8}
     for f in (on_grid, layout):
-        assert f.scale == pytest.approx(37.5, rel=1e-12) and f.radius == pytest.approx(1.0, rel=1e-12)
-    np.testing.assert_allclose(layout.space.evaluate(layout.reference, [0.0, 0.3]), 7.5, rtol=1e-12)
+        Phi, ref = f.geometry.Phi, f.reference
+        res = (gamma(8 * (f.grid.size + 5)) * np.linalg.norm(Phi, 2) * np.linalg.norm(ref)
+               + product_atol(Phi, ref) + gamma(1) * 7.5)
+        eta = (res.max() + 2 * gamma(1) * 45) / 37.5 + gamma(1)
+        assert f.scale == pytest.approx(37.5, rel=(res.max() + gamma(1) * 45) / 37.5, abs=0)
+        assert f.radius == pytest.approx(1.0, rel=eta + gamma(3 * f.grid.size + 8), abs=0)
+    # off the grid: the coefficients within ‖res‖/σ_min(Φ) of the exact fit, then one product with φ(t)
+    phi_t = layout.space.evaluate(np.eye(5), [0.0, 0.3])
+    coef_err = np.linalg.norm(res) / np.linalg.svd(Phi, compute_uv=False)[-1]
+    off = np.abs(layout.space.evaluate(layout.reference, [0.0, 0.3]) - 7.5)
+    assert np.all(off <= np.linalg.norm(phi_t, axis=0) * coef_err + product_atol(ref, phi_t))
     own = layout.to_unit(dpfda.Curves(X, hours, (0, 24)).on_grid(hours / 24))  # a common grid off the layout
     wide = dpfda.ftp(on_grid.to_unit(X), on_grid.grid, space, on_grid.radius, 1.0, np.random.default_rng(5))
     long = dpfda.ftp(own, layout.grid, space, layout.radius, 1.0, np.random.default_rng(5))

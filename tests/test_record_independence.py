@@ -45,12 +45,15 @@ from dpfda.maths.summation import fixed_point_ball_mean, fixed_point_mean
 from dpfda.mechanisms import secure as S
 from dpfda.mechanisms.irregular import irregular_fit_mean
 from dpfda.mechanisms.radius import fitted_norms
+from dpfda.trust.audit import pair_mu
+from dpfda_book.mechanisms.broken import broken_ftp_batched_fits
 from dpfda_book.mechanisms.designs import Design
 from dpfda_book.mechanisms.projections import project_ball
 
 from _spaces import with_grids
 
-TOL = 1e-9
+TOL = 1e-9  # realised μ may exceed μ by this relative amount, never more: σ covers the summaries'
+# rounding, so pair μ < μ(1 + 2⁻³¹ + 4u) (dpfda.maths.summation, ROUNDING_FREE)
 BIG = float(np.finfo(float).max)  # 1.7976931348623157e308
 PROPS = settings(derandomize=True, database=None, deadline=None, max_examples=80,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -291,18 +294,20 @@ def _offspan(geom, rng):
     return v / np.max(np.abs(v)) * BIG * 0.999
 
 
-def _common_grid_pair(space, T, n, *, candidates=60, seed=0):
+def _common_grid_pair(space, T, n, *, candidates=60, seed=0, grid=None, aim=None):
     """The common-grid construction: (X0, X1) of n curves, worst over the candidate victims.
 
     A victim v off span(Φ) at the top of the float range; the other record is odd in X0
     (its product with the design overflows) and ordinary in X1.  The victim's shift between
     the two is measured through FTP's summary (n·ΔS minus the other record's own change)
     and the other record is chosen along it, so that both changes add up.  A per-record fit
-    has no shift, and the pair's μ is then exactly μ.
+    has no shift, and the pair's μ is then exactly μ.  ``grid``: T points (default: evenly
+    spaced from 0 to 1, both ends included); ``aim``: the mechanism whose shift is measured
+    (default: dpfda's FTP at B' = 1, μ = 1; the old batched fits to build the old code's worst pair).
     """
-    grid = dpfda.uniform_grid(T)
+    grid = dpfda.uniform_grid(T) if grid is None else np.asarray(grid, dtype=float)
     geom = space.at(grid)
-    mech = dpfda.ftp_mechanism(grid, space, 1.0, 1.0)
+    mech = dpfda.ftp_mechanism(grid, space, 1.0, 1.0) if aim is None else aim
     rng = np.random.default_rng(seed)
     u = np.ones(geom.dim) / np.sqrt(geom.dim)
     best = (-1.0, None)
@@ -443,7 +448,11 @@ def _cli_vector(tmp_path, name, args):
 @pytest.mark.parametrize("space_name", ["legendre:2", "fourier:5"])
 def test_the_common_grid_construction_through_the_command_line(tmp_path, space_name, capsys):
     space = space_option(space_name)
-    grid, X0, X1 = _common_grid_pair(space, 50, 2)
+    # a periodic space's grid stops one step short of the period (the command refuses 0 and 1 as one instant)
+    grid = np.arange(50) / 50 if space_name.startswith("fourier") else dpfda.uniform_grid(50)
+    old = broken_ftp_batched_fits(grid, space, 1.0, 1.0, n=2)  # the old code, to aim the pair at
+    grid, X0, X1 = _common_grid_pair(space, 50, 2, grid=grid, aim=old)
+    assert pair_mu(old, X0, X1) > 1.2  # control: the pair is one the old code leaks on
     common = ["--id", "subject", "--space", space_name, "--radius", "1", "--mu", "1", "--domain", "0,1",
               "--grid", ",".join(repr(float(t)) for t in grid)]
     v0, sens = _cli_vector(tmp_path, "a", [_write_wide(tmp_path / "a.csv", grid, X0), *common])

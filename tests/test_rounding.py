@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpfda.maths.rounding import solve_rtol
+from dpfda.maths.rounding import eigh_rtol, fit_rtol, pair_rtol, product_atol, psd_root_rtol, solve_rtol
 from dpfda.maths.summation import gamma
 
 
 def test_the_bound_is_condition_number_times_gamma():
     A = np.diag([1.0, 1e-3])
-    assert solve_rtol(A, 5) == pytest.approx(1e3 * gamma(40), rel=1e-12)
+    assert solve_rtol(A, 5) == pytest.approx(1e3 * gamma(40), rel=gamma(4), abs=0)  # κ of a diagonal: exact
 
 
 def test_the_bound_covers_the_error_of_an_ill_conditioned_solve():
@@ -56,3 +56,142 @@ def _exact_inverse(M):
 def test_refusals_name_the_argument(A, size, word):
     with pytest.raises(ValueError, match=word):
         solve_rtol(A, size)
+
+
+def test_product_bound_covers_exact_products_including_cancellation():
+    """|fl(AB) − AB| ≤ γ_k·|A||B| entry by entry, against the exact product (fractions), on random
+    matrices and on rows that cancel; a bound relative to |AB| instead would fail on the latter."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(3)
+    # the last case cancels whatever the kernel does: 0.1·(1/3) and 0.1·(1/3 + ulp) round (in
+    # double and in x87's 64-bit products alike) by more than γ₂ of their exact difference, in
+    # either order of summation, with or without a fused multiply-add (checked in fractions);
+    # a row like [1e16, 1, −1e16, 3] would not do, an extended-precision kernel adds it exactly
+    cancel = (np.array([[0.1, -0.1]]), np.array([[1 / 3], [np.nextafter(1 / 3, 1.0)]]))
+    cases = [(rng.standard_normal((4, 9)), rng.standard_normal((9, 3))),
+             (np.array([[1e16, 1.0, -1e16, 3.0]]), np.ones((4, 1))), cancel]
+    for A, B in cases:
+        exact = np.array([[float(sum(Fraction(float(a)) * Fraction(float(b)) for a, b in zip(row, col)))
+                           for col in B.T] for row in A])
+        err = np.abs(A @ B - exact)
+        assert np.all(err <= product_atol(A, B))
+    assert np.any(err > gamma(A.shape[1]) * np.abs(exact))  # the cancelling row: |AB| is no scale
+
+
+def test_eigh_bound_covers_eigenvalues_and_orthogonality():
+    """tridiag(−1, 2, −1) has eigenvalues 2 − 2cos(kπ/(n + 1)) (40 digits); numpy's eigh is within
+    eigh_rtol(n)·‖A‖₂ of them and its eigenvectors orthogonal to 2·eigh_rtol(n) (exact VᵀV)."""
+    import mpmath as mp
+
+    for n in (2, 5, 10, 20):
+        A = 2 * np.eye(n) - np.eye(n, k=1) - np.eye(n, k=-1)
+        lam, V = np.linalg.eigh(A)
+        with mp.workdps(40):
+            exact = sorted(2 - 2 * mp.cos(k * mp.pi / (n + 1)) for k in range(1, n + 1))
+            err = max(abs(mp.mpf(float(a)) - b) for a, b in zip(lam, exact))
+            orth = mp.mnorm(mp.matrix(V.T.tolist()) * mp.matrix(V.tolist()) - mp.eye(n), "F")
+        e = eigh_rtol(n)
+        assert err <= e * float(exact[-1]), n
+        assert orth <= 2 * e + e * e, n
+
+
+@pytest.mark.parametrize("rho, T", [(0.2, 8), (0.2, 12), (0.1, 20)])
+def test_fit_bound_covers_fits_against_50_digit_fits(rho, T):
+    """The library's fits (inside and outside the ball) against the audit's 50-digit fits, on
+    Gaussian-kernel designs with κ(ΦᵀΦ) from 9e2 to 7e6 (the design_space chapter's T = 12):
+    within fit_rtol·‖θ‖. The same bound without κ would fail at κ = 7e6 (errors near κ·u)."""
+    import dpfda
+    from dpfda.maths.fitting import BallLeastSquares
+    from dpfda.trust.recompute import _mp_eigenbasis, _mp_fit_in_ball
+
+    mp = pytest.importorskip("mpmath")
+    Phi = dpfda.KernelSpace(dpfda.gaussian_kernel(rho)).at(dpfda.uniform_grid(T)).Phi
+    A = Phi.T @ Phi
+    bound, rel = fit_rtol(A, T), []
+    rng = np.random.default_rng(T)
+    for radius in (0.5, 1e12):  # every fit active, then none
+        X = rng.standard_normal((5, T))
+        fit = BallLeastSquares(Phi).solve(X, radius)
+        assert np.all(fit.active) if radius < 1 else not np.any(fit.active)
+        with mp.workdps(50):
+            basis = _mp_eigenbasis(mp, Phi)
+            for x, coef in zip(X, fit.coef):
+                ref = np.array([float(v) for v in _mp_fit_in_ball(mp, basis, x, radius)])
+                rel.append(np.linalg.norm(coef - ref) / np.linalg.norm(ref))
+    assert max(rel) <= bound, (max(rel), bound)
+    if np.linalg.cond(A) > 1e6:
+        assert max(rel) > fit_rtol(np.eye(T), T)  # κ is needed: the bound at κ = 1 fails
+
+
+@pytest.mark.parametrize("call", [
+    lambda: eigh_rtol(0), lambda: eigh_rtol(2.0), lambda: fit_rtol(np.ones((2, 3)), 3),
+    lambda: fit_rtol(np.eye(2), 0), lambda: fit_rtol(np.diag([1.0, 1e-15]), 4),
+    lambda: product_atol(np.ones((2, 3)), np.ones((2, 3))), lambda: fit_rtol(np.eye(2), 3, data_ratio=np.nan),
+])
+def test_new_bounds_refuse_bad_arguments(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+@pytest.mark.parametrize("family, T, n", [("legendre", 8, 10), ("legendre", 8, 131_075), ("gaussian", 12, 10)])
+def test_pair_bound_covers_ftp_pair_mu_at_worst_case_pairs(family, T, n):
+    """FTP's pair μ at a worst-case pair with every fit on the sphere (μ exactly, in exact
+    arithmetic) is within pair_rtol of μ, at κ = 7e6 and at n = 131,075 curves, where the
+    means' rounding (n·γ₄) is what the bound needs: without it, the bound fails there."""
+    import dpfda
+    from dpfda.trust import audit as A
+
+    space = dpfda.LegendreSpace(4) if family == "legendre" else dpfda.KernelSpace(dpfda.gaussian_kernel(0.2))
+    grid = dpfda.uniform_grid(T)
+    geom = space.at(grid)
+    X0, X1 = A.worst_case_pair(grid, space, 1.0, n, factor=3.0)
+    err = abs(A.pair_mu(A.ftp_mechanism(grid, space, 1.0, 1.0, n=n), X0, X1) - 1.0)
+    Phi_A = geom.Phi.T @ geom.Phi
+    assert err <= pair_rtol(Phi_A, T, n)
+    if n > 100_000:
+        assert err > fit_rtol(Phi_A, T) + gamma(geom.dim + 10)
+
+
+@pytest.mark.parametrize("rho, T", [(0.2, 4), (0.2, 8), (0.1, 12)])
+def test_psd_root_bound_covers_the_kernel_geometrys_square_root(rho, T):
+    """Φ̂ = K^½ of a Gaussian kernel's Gram matrix (the library's geometry): Φ̂Φ̂ᵀ against K, entry
+    by entry in 40-digit arithmetic, within psd_root_rtol(T)·‖K‖₂, and the trace within T times it."""
+    import mpmath as mp
+
+    import dpfda
+
+    geom = dpfda.KernelSpace(dpfda.gaussian_kernel(rho)).at(dpfda.uniform_grid(T))
+    K, Phi = geom.K, geom.Phi
+    with mp.workdps(40):
+        P = mp.matrix(Phi.tolist())
+        E = P * P.T - mp.matrix(K.tolist())
+        worst = max(abs(E[i, j]) for i in range(T) for j in range(T))
+        trace = abs(sum(E[i, i] for i in range(T)))
+    bound = psd_root_rtol(T) * np.linalg.norm(K, 2)
+    assert worst <= bound and trace <= T * bound
+
+
+def test_fit_bound_needs_the_data_ratio_off_the_span():
+    """A curve with a residual 1e8 times its fitted part (H_4 on 20 points): the fit's rounding
+    follows ||x||, not ||θ||; the bound with data_ratio covers it, without it the bound fails."""
+    import dpfda
+    from dpfda.maths.fitting import BallLeastSquares
+    from dpfda.trust.recompute import _mp_eigenbasis, _mp_fit_in_ball
+
+    mp = pytest.importorskip("mpmath")
+    Phi = dpfda.LegendreSpace(4).at(dpfda.uniform_grid(20)).Phi
+    A = Phi.T @ Phi
+    rng = np.random.default_rng(7)
+    Q, _ = np.linalg.qr(np.hstack([Phi, rng.standard_normal((20, 16))]))
+    failed_without = False
+    for _ in range(3):
+        x = Phi @ rng.standard_normal(4) + 1e8 * Q[:, 4:] @ rng.standard_normal(16)
+        coef = BallLeastSquares(Phi).solve(x, 1e30).coef
+        with mp.workdps(50):
+            ref = np.array([float(v) for v in _mp_fit_in_ball(mp, _mp_eigenbasis(mp, Phi), x, 1e30)])
+        rel = np.linalg.norm(coef - ref) / np.linalg.norm(ref)
+        ratio = np.linalg.norm(x) / (np.sqrt(np.linalg.norm(A, 2)) * np.linalg.norm(ref))
+        assert rel <= fit_rtol(A, 20, data_ratio=ratio)
+        failed_without |= rel > fit_rtol(A, 20)
+    assert failed_without

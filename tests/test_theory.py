@@ -14,7 +14,9 @@ import pytest
 from scipy import special, stats
 
 from dpfda import KernelSpace, LegendreSpace, brownian_kernel, ftp, gaussian_kernel, ptf, theory, uniform_grid
-from dpfda.mechanisms.pipelines import ftp_fit_mean
+from dpfda.maths.rounding import eigh_rtol, psd_root_rtol, solve_rtol
+from dpfda.maths.summation import gamma
+from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_default_weights
 from dpfda_book.simulation.models import observe, polynomial_curves
 
 from _support import mc_mean_se, reps
@@ -31,6 +33,27 @@ def A_ref(m, grid):
     return Phi.T @ (W[:, None] * Phi)
 
 
+def _lam_rtol(M, m):
+    """Relative error of λ_min of a Gram matrix M = ΦᵀWΦ built from the basis by two routes (the
+    library's recurrence, scipy's: γ_{4m} per value, three of them in each entry, m terms: 3m²·γ_{4m}
+    of ||M||) and two eigensolves (2·eigh_rtol(m) of ||M||), against λ_min: times κ(M)."""
+    return (3 * m * m * gamma(4 * m) + 2 * eigh_rtol(m)) * np.linalg.cond(M)
+
+
+def _trinv_rtol(M, T, m):
+    """Relative error of tr(M⁻¹) computed from the two routes' M: solve_rtol for each computation and
+    κ(M) times the entries' difference (3m²·γ_{4m})."""
+    return 2 * solve_rtol(M, T + m) + np.linalg.cond(M) * 3 * m * m * gamma(4 * m) + gamma(8)
+
+
+def _expo_rtol(radius, B, lam, scale, root, rel_lam):
+    """Relative error of exp(−(a)²/4), a = (B' − B)·sqrt(λ)/scale − root, when λ is off by rel_lam:
+    a moves by |a + root|·rel_lam/2 (and γ₄ of |a|), the exponential by |a|/2 times that, plus its ulps."""
+    a = (radius - B) * np.sqrt(lam) / scale - root
+    da = abs(a + root) * rel_lam / 2 + gamma(4) * (abs(a) + root)
+    return abs(a) * da / 2 + gamma(4)
+
+
 # ---------------------------------------------------------------------------
 # Corollaries 12 and 15: the limiting ratio
 # ---------------------------------------------------------------------------
@@ -43,32 +66,38 @@ def test_legendre_ratio_limit(m, T):
     geom = LegendreSpace(m).at(grid)
     A = A_ref(m, grid)
     limit = theory.ratio_limit(geom)
-    assert limit == pytest.approx(m / (T * np.trace(np.linalg.inv(A))), rel=1e-12)
-    assert theory.ratio_limit_upper(geom) == pytest.approx(1.0 / m)
+    assert limit == pytest.approx(m / (T * np.trace(np.linalg.inv(A))), rel=_trinv_rtol(A, T, m), abs=0)
+    assert theory.ratio_limit_upper(geom) == 1.0 / m  # the same division
     # tr A = T (each row of Φ weighted by its own squared norm), so by AM-HM
     # m/(T tr A⁻¹) <= 1/m, with equality exactly when all eigenvalues of A are equal.
     lam = np.linalg.eigvalsh(A)
-    assert np.sum(lam) == pytest.approx(T, rel=1e-12)
+    # tr A = T to the rounding of W and the products (γ_{T+m+4} of T), Σλ = tr A to m·eigh_rtol(m)·||A||
+    assert np.sum(lam) == pytest.approx(T, rel=gamma(T + m + 4) + m * eigh_rtol(m), abs=0)
     spread = (lam[-1] - lam[0]) / lam[-1]
-    if spread < 1e-12:
-        assert limit == pytest.approx(1.0 / m, rel=1e-12)
+    if spread <= 2 * eigh_rtol(m):  # equal eigenvalues, to the eigensolver's accuracy
+        assert limit == pytest.approx(1.0 / m, rel=_trinv_rtol(A, T, m), abs=0)
     else:
         assert limit < 1.0 / m * (1 - 1e-3 * spread**2)
     # The limit is the ratio of the exact noiseless FTP error to the unconstrained PTF error.
     ratio = (theory.ftp_noiseless_error(geom, 1.1, 100, 0.5)
              / theory.ptf_unconstrained_error(geom, 1.1, 100, 0.5))
-    assert ratio == pytest.approx(limit, rel=1e-12)
+    assert ratio == pytest.approx(limit, rel=gamma(16), abs=0)  # the same tr A⁻¹, and σ²/τ² = 1/T
 
 
 def test_ratio_limit_equality_case():
     """Equal eigenvalues: m = 2 at t = 1/2 ± 1/sqrt(12), where φ₂ = ∓1 and A = I."""
     grid = np.array([0.5 - 1 / np.sqrt(12), 0.5 + 1 / np.sqrt(12)])
     geom = LegendreSpace(2).at(grid)
-    np.testing.assert_allclose(theory.ptf_A(geom), np.eye(2), atol=1e-14)
-    assert theory.ratio_limit(geom) == pytest.approx(0.5, rel=1e-14)
-    assert theory.ratio_limit(geom) == pytest.approx(theory.ratio_limit_upper(geom), rel=1e-14)
-    # m = 1: A is 1x1, trivially "equal eigenvalues": ratio 1 = 1/m.
-    assert theory.ratio_limit(LegendreSpace(1).at(uniform_grid(9))) == pytest.approx(1.0)
+    # the grid rounded (φ₂ = ∓1 to about 2√3·u) and ΦᵀWΦ formed: γ_16 of |Φ|ᵀW|Φ|; tr A⁻¹ of a
+    # matrix that close to I: γ_32 of it
+    Phi = geom.Phi
+    W = ptf_default_weights(geom)
+    np.testing.assert_allclose(theory.ptf_A(geom), np.eye(2), rtol=0,
+                               atol=gamma(16) * np.max(np.abs(Phi).T @ (W[:, None] * np.abs(Phi))))
+    assert theory.ratio_limit(geom) == pytest.approx(0.5, rel=gamma(32), abs=0)
+    assert theory.ratio_limit(geom) == pytest.approx(theory.ratio_limit_upper(geom), rel=gamma(32), abs=0)
+    # m = 1: A is 1x1, trivially "equal eigenvalues": ratio 1 = 1/m (A = T, a division and a product).
+    assert theory.ratio_limit(LegendreSpace(1).at(uniform_grid(9))) == pytest.approx(1.0, rel=gamma(4), abs=0)
 
 
 @pytest.mark.parametrize("T", [2, 4, 6, 8])
@@ -76,11 +105,12 @@ def test_kernel_ratio_limit_is_one_over_T(T):
     for space, grid in [(KernelSpace(gaussian_kernel(0.2)), uniform_grid(T)),
                         (KernelSpace(brownian_kernel()), np.arange(1, T + 1) / T)]:
         geom = space.at(grid)
-        assert theory.ratio_limit(geom) == pytest.approx(1.0 / T, rel=1e-12)
+        rel = T * psd_root_rtol(T) + gamma(T + 8)  # tr(Φ̂Φ̂ᵀ) against tr K = Σ K(t, t), Φ̂ = K^½ by eigh
+        assert theory.ratio_limit(geom) == pytest.approx(1.0 / T, rel=rel, abs=0)
         assert theory.ratio_limit_upper(geom) == 1.0 / T
         ratio = (theory.ftp_noiseless_error(geom, 1.1, 100, 1.0)
                  / theory.ptf_unconstrained_error(geom, 1.1, 100, 1.0))
-        assert ratio == pytest.approx(1.0 / T, rel=1e-12)
+        assert ratio == pytest.approx(1.0 / T, rel=rel + gamma(8), abs=0)
 
 
 # ---------------------------------------------------------------------------
@@ -89,12 +119,12 @@ def test_kernel_ratio_limit_is_one_over_T(T):
 
 
 def test_tau_and_chi2_tail():
-    assert theory.tau(1.5, 20, 100, 0.5) == pytest.approx(2 * 1.5 * np.sqrt(20) / (100 * 0.5))
+    assert theory.tau(1.5, 20, 100, 0.5) == pytest.approx(2 * 1.5 * np.sqrt(20) / (100 * 0.5), rel=gamma(8), abs=0)
     for m in (1, 4, 10):
         x = np.array([0.0, 0.5, 2.0, 10.0])
         thr, bound = theory.chi2_tail_bound(m, x)
-        np.testing.assert_allclose(thr, m + 2 * np.sqrt(m * x) + 2 * x)
-        np.testing.assert_allclose(bound, np.exp(-x))
+        np.testing.assert_allclose(thr, m + 2 * np.sqrt(m * x) + 2 * x, rtol=gamma(8), atol=0)  # the same formula
+        np.testing.assert_allclose(bound, np.exp(-x), rtol=gamma(1), atol=0)
         assert np.all(stats.chi2.sf(thr, m) <= bound)  # Laurent–Massart (eq. 27)
 
 
@@ -105,7 +135,7 @@ def test_theorem_10_bound():
     # σ₀ = 0: exact 4mB'²/(n²μ²), condition B' >= B.
     for radius, holds in [(1.1, True), (1.0, True), (0.9, False)]:
         b = theory.ftp_imse_bound(geom, B, radius, n, mu, 0.0)
-        assert b.value == pytest.approx(4 * m * radius**2 / (n**2 * mu**2))
+        assert b.value == pytest.approx(4 * m * radius**2 / (n**2 * mu**2), rel=gamma(8), abs=0)
         assert b.holds is holds and b.theorem == "Theorem 10"
         assert float(b) == b.value
     with pytest.raises(ValueError, match="Theorem 10"):
@@ -122,7 +152,10 @@ def test_theorem_10_bound():
         expo = np.exp(-0.25 * ((radius - B) * np.sqrt(lam[0]) / s0 - np.sqrt(m)) ** 2)
         value = (4 * m * radius**2 / (n**2 * mu**2) + kappa * s0**2 * trMinv / n
                  + (1 - 1 / n) * kappa * np.sqrt(3) * s0**2 * trMinv * expo)
-        assert b.value == pytest.approx(value, rel=1e-10)
+        # each term positive: κ (two λ's), tr M⁻¹ and the exponential's relative errors add up
+        rl = _lam_rtol(M, m)
+        rel = 2 * rl + _trinv_rtol(M, T, m) + _expo_rtol(radius, B, lam[0], s0, np.sqrt(m), rl) + gamma(16)
+        assert b.value == pytest.approx(value, rel=rel, abs=0)
         assert b.holds is (radius >= need)
         assert "B'" in b.condition
 
@@ -138,8 +171,11 @@ def test_theorem_11_bound():
         need = B + tau * np.sqrt(m) / np.sqrt(lam_min)
         b = theory.ptf_imse_lower_bound(geom, B, radius, n, mu)
         expo = np.exp(-0.25 * ((radius - B) * np.sqrt(lam_min) / tau - np.sqrt(m)) ** 2)
+        # tr A⁻¹'s error, and 1 − √3·expo's: √3·expo·(its relative error)/(1 − √3·expo)
+        e_rel = _expo_rtol(radius, B, lam_min, tau, np.sqrt(m), _lam_rtol(A, m))
+        rel = _trinv_rtol(A, T, m) + np.sqrt(3) * expo * e_rel / abs(1 - np.sqrt(3) * expo) + gamma(16)
         assert b.value == pytest.approx(tau**2 * np.trace(np.linalg.inv(A)) * (1 - np.sqrt(3) * expo),
-                                        rel=1e-10)
+                                        rel=rel, abs=0)
         assert b.holds is (radius >= need)
         assert b.value <= theory.ptf_unconstrained_error(geom, radius, n, mu)
     with pytest.raises(ValueError, match="Theorem 11"):
@@ -154,7 +190,8 @@ def test_theorems_13_and_14_bounds():
     lamK = np.linalg.eigvalsh(K)[0]
     # Theorem 13, σ₀ = 0: exact 4B'² tr(K_T)/(n²μ²T), condition B' >= B.
     b = theory.ftp_mse_bound(geom, B, 1.2, n, mu, 0.0)
-    assert b.value == pytest.approx(4 * 1.2**2 * np.trace(K) / (n**2 * mu**2 * T))
+    assert b.value == pytest.approx(4 * 1.2**2 * np.trace(K) / (n**2 * mu**2 * T), rel=T * psd_root_rtol(T) + gamma(8),
+                                    abs=0)  # tr(Φ̂Φ̂ᵀ) against tr K
     assert b.holds and not theory.ftp_mse_bound(geom, B, 0.8, n, mu, 0.0).holds
     # Theorem 13, σ₀ > 0.
     s0 = 0.05
@@ -164,18 +201,23 @@ def test_theorems_13_and_14_bounds():
         expo = np.exp(-0.25 * ((radius - B) * np.sqrt(lamK) / s0 - np.sqrt(T)) ** 2)
         value = (4 * radius**2 * np.trace(K) / (n**2 * mu**2 * T) + s0**2 / n
                  + (1 - 1 / n) * s0**2 * np.sqrt((T + 2) / T) * expo)
-        assert b.value == pytest.approx(value, rel=1e-8)
+        # λ_min(K) by two eigensolves of K's formula (ulps of exp: γ₄ of the entries), κ(K) times it
+        rl = (2 * eigh_rtol(T) + T * gamma(4)) * np.linalg.cond(K)
+        rel = T * psd_root_rtol(T) + _expo_rtol(radius, B, lamK, s0, np.sqrt(T), rl) + gamma(16)
+        assert b.value == pytest.approx(value, rel=rel, abs=0)
         assert b.holds is (radius >= need)
     with pytest.raises(ValueError, match="Theorem 13"):
         theory.ftp_mse_bound(geom, B, need * 0.99, n, mu, s0).require()
     # Theorem 14: A = K^{1/2} W K^{1/2} = K_T for the Gaussian kernel (W = I).
-    np.testing.assert_allclose(theory.ptf_A(geom), K, atol=1e-12)
+    np.testing.assert_allclose(theory.ptf_A(geom), K, rtol=0, atol=psd_root_rtol(T) * np.linalg.norm(K, 2) + gamma(4))
     for radius in [1.05, 2.0]:
         tau = 2 * radius * np.sqrt(T) / (n * mu)
         need = B + tau * np.sqrt(T) / np.sqrt(lamK)
         b = theory.ptf_mse_lower_bound(geom, B, radius, n, mu)
         expo = np.exp(-0.25 * ((radius - B) * np.sqrt(lamK) / tau - np.sqrt(T)) ** 2)
-        assert b.value == pytest.approx(tau**2 * (1 - np.sqrt(3) * expo), rel=1e-8)  # tr(W⁻¹) = T
+        e_rel = _expo_rtol(radius, B, lamK, tau, np.sqrt(T), (2 * eigh_rtol(T) + T * gamma(4)) * np.linalg.cond(K))
+        rel = np.sqrt(3) * expo * e_rel / abs(1 - np.sqrt(3) * expo) + gamma(16)
+        assert b.value == pytest.approx(tau**2 * (1 - np.sqrt(3) * expo), rel=rel, abs=0)  # tr(W⁻¹) = T
         assert b.holds is (radius >= need)
 
 
@@ -326,16 +368,16 @@ def test_quad_ratio_mean_is_exact_where_closed_forms_exist():
     rng = np.random.default_rng(4)
     for _ in range(5):
         a, b = rng.uniform(0.1, 5.0, 2), rng.uniform(0.1, 5.0, 2)
-        assert theory.quad_ratio_mean(np.diag(a), np.diag(b)) == pytest.approx(_ratio_mean_2d(a, b), rel=1e-10)
+        assert theory.quad_ratio_mean(np.diag(a), np.diag(b)) == pytest.approx(_ratio_mean_2d(a, b), rel=1e-10, abs=0)
         Q = np.linalg.qr(rng.standard_normal((2, 2)))[0]  # a common rotation changes nothing
         got = theory.quad_ratio_mean(Q @ np.diag(a) @ Q.T, Q @ np.diag(b) @ Q.T)
-        assert got == pytest.approx(_ratio_mean_2d(a, b), rel=1e-10)
+        assert got == pytest.approx(_ratio_mean_2d(a, b), rel=1e-10, abs=0)
     for d in (1, 3, 8):
         S = rng.standard_normal((d, d))
         A, B = S + S.T, S @ S.T + 0.1 * np.eye(d)
-        assert theory.quad_ratio_mean(B, B) == pytest.approx(1.0, rel=1e-10)
+        assert theory.quad_ratio_mean(B, B) == pytest.approx(1.0, rel=1e-10, abs=0)
         assert theory.quad_ratio_mean(A, np.eye(d)) == pytest.approx(np.trace(A) / d, rel=1e-10, abs=1e-12)
-        assert theory.quad_ratio_mean(A, 7.0 * B) == pytest.approx(theory.quad_ratio_mean(A, B) / 7.0, rel=1e-10)
+        assert theory.quad_ratio_mean(A, 7.0 * B) == pytest.approx(theory.quad_ratio_mean(A, B) / 7.0, rel=1e-10, abs=0)
 
 
 def test_quad_ratio_mean_matches_monte_carlo_and_the_plug_in_would_not():
@@ -366,7 +408,7 @@ def test_ptf_saturated_error_in_closed_form():
     """H_m: the fit goes to the sphere, error B′² + ||θ̄||²; unit-diagonal kernel: (B′²E[zᵀK²z/zᵀKz] + ||f̄||²)/T."""
     geom = LegendreSpace(4).at(uniform_grid(20))
     target = np.array([0.3, -0.1, 0.2, 0.0])
-    assert theory.ptf_saturated_error(geom, 1.1, target) == pytest.approx(1.21 + target @ target, rel=1e-10)
+    assert theory.ptf_saturated_error(geom, 1.1, target) == pytest.approx(1.21 + target @ target, rel=1e-10, abs=0)
     from dpfda import MaternKernel
 
     for kernel in (MaternKernel(0.5, 0.2), MaternKernel(2.5, 0.2), gaussian_kernel(0.2)):
@@ -375,7 +417,7 @@ def test_ptf_saturated_error_in_closed_form():
         fbar = 0.4 * np.sin(3 * uniform_grid(8))
         target = geom.coef_from_values(fbar)
         expect = (1.21 * theory.quad_ratio_mean(K @ K, K) + fbar @ fbar) / 8
-        assert theory.ptf_saturated_error(geom, 1.1, target) == pytest.approx(expect, rel=1e-9)
+        assert theory.ptf_saturated_error(geom, 1.1, target) == pytest.approx(expect, rel=1e-9, abs=0)
     with pytest.raises(ValueError, match="target must be a finite vector of length 8"):
         theory.ptf_saturated_error(geom, 1.1, np.zeros(3))
 

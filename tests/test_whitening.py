@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpfda.maths.rounding import psd_root_rtol, solve_rtol
+from dpfda.maths.summation import gamma
 from dpfda_book.mechanisms.designs import Design
 from dpfda_book.mechanisms.whitening import MAX_ROUNDING, Whitening, noise_factor, scaled
 
@@ -26,7 +28,7 @@ def test_a_diagonal_factor_is_inverted_exactly_however_thin():
     assert W.diagonal and W.kappa == 1.0 and W.rounding == 0.0
     assert np.array_equal(np.diag(W.M), 1.0 / ell)  # the thin directions are kept
     v = np.array([[1.0, 1e-16, 3.0, 2.0**-1000]])
-    np.testing.assert_allclose(W.apply(v), [[1.0, 1.0, 1.0, 1.0]], rtol=1e-15)
+    np.testing.assert_allclose(W.apply(v), [[1.0, 1.0, 1.0, 1.0]], rtol=gamma(2), atol=0)  # v·fl(1/ℓ)
 
 
 def test_a_general_factor_is_solved_and_its_rounding_bounded():
@@ -35,7 +37,16 @@ def test_a_general_factor_is_solved_and_its_rounding_bounded():
     W = Whitening(L, "test")
     assert not W.diagonal and 1.0 <= W.kappa < 10 and 0 < W.rounding <= MAX_ROUNDING
     v = rng.standard_normal((4, 5)) * 1e200
-    np.testing.assert_allclose(W.apply(v), np.linalg.solve(L, v.T).T, rtol=1e-12)
+    # two solves with L (QR, LU): solve_rtol of LᵀL each, relative to each row's norm (taken on
+    # the rows divided by their largest entry: the squares of 1e200 overflow, and an atol of inf
+    # would pass anything)
+    ref = np.linalg.solve(L, v.T).T
+    top = np.max(np.abs(ref))
+    atol = 2 * solve_rtol(L.T @ L, 2 * L.shape[0]) * top * np.linalg.norm(ref / top, axis=1).max()
+    assert np.isfinite(atol) and atol < 1e-12 * top
+    np.testing.assert_allclose(W.apply(v), ref, rtol=0, atol=atol)
+    with pytest.raises(AssertionError):  # and it can fail: the result off by a relative 1e-10
+        np.testing.assert_allclose(W.apply(v) * (1 + 1e-10), ref, rtol=0, atol=atol)
 
 
 def test_an_ill_conditioned_factor_is_refused_by_name():
@@ -61,7 +72,10 @@ def test_the_matched_mix_noise_shrinks_ftps_correlations(lam):
     geom = SPACES["gaussian"].at(GRID6)
     L = noise_factor(geom, "matched", "mix", lam)
     K = geom.Phi @ geom.Phi.T
-    np.testing.assert_allclose(L @ L.T, (1 - lam) * np.diag(np.diag(K)) + lam * K, rtol=1e-12, atol=1e-14)
+    # L from Σ_λ by a factorisation (psd_root_rtol of ||Σ||), K = ΦΦᵀ and LLᵀ formed (2T·γ_{T+1} of it)
+    S = (1 - lam) * np.diag(np.diag(K)) + lam * K
+    atol = (psd_root_rtol(GRID6.size) + 2 * GRID6.size * gamma(GRID6.size + 1)) * np.linalg.norm(S, 2)
+    np.testing.assert_allclose(L @ L.T, S, rtol=0, atol=atol)
     assert np.array_equal(noise_factor(geom, "diagonal", "box", None), np.diag(geom.eval_norm))
     with pytest.raises(ValueError, match="rank"):
         noise_factor(SPACES["legendre"].at(GRID6), "ellipsoid", "box", None)
@@ -75,4 +89,6 @@ def test_extents_are_cached_on_the_radius_itself():
     one = Design(GRID6, space, 1.0, region="mix", lam=0.5).extent
     again = Design(GRID6, space, 1.0, region="mix", lam=0.5).extent
     assert one == again and small != one
-    np.testing.assert_allclose(small * 1e3, one, rtol=1e-9)
+    # each extent within its cover (10⁻¹⁰ + the whitening's rounding) of the exact one, which scales with B'
+    cover = 1e-10 + Design(GRID6, space, 1.0, region="mix", lam=0.5).whitening.rounding
+    np.testing.assert_allclose(small * 1e3, one, rtol=2 * cover + gamma(2), atol=0)

@@ -95,6 +95,8 @@ LAYERS = {
                     ("claim_labels", "The labels of the verdict matrix"),
                     ("claim_verdicts", "From components to verdicts"),
                     ("law_runs", "The claims under every latent law: draws, pilot, pooling"),
+                    ("law_components", "The matrix's components, each standard error taken draw by draw"),
+                    ("law_null", "The test of the matrix's test: the whole procedure where the truth is known"),
                     ("claims", "The paper's claims, judged, from one place")]),
         ("teaching", [("sandbox", "A submission's code in a process of its own"),
                       ("judging", "Verdicts from plain numbers: distributions and exact answers"),

@@ -32,11 +32,10 @@ chosen from the results it tests.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-import numpy as np
 import pandas as pd
 
 from dpfda.mechanisms import theory
@@ -47,6 +46,8 @@ from .activation_bounds import theory_activation
 
 __all__ = [
     "Component",
+    "Form",
+    "STATISTICS",
     "LOG_MARGIN",
     "P_MARGIN",
     "PAPER_P",
@@ -71,11 +72,102 @@ under every law (a bound from the design, :func:`~dpfda_book.report.activation_b
 _SCALED_RULES = ("B", "sqrt_log_n", "log_n", "sqrt_n", "n_2_3")
 
 
+STATISTICS = ("log_ratio", "err_ftp", "err_ptf", "log_err_ftp", "log_err_ptf", "p_ptf")
+"""The per-setting statistics a component is a linear form in (:class:`Form`).
+
+``log_ratio``: log(err_ftp/err_ptf); ``err_*``: a pipeline's error; ``log_err_*``: its log;
+``p_ptf``: the share of repetitions in which PTF's constraint binds."""
+
+
+class Form:
+    """c + Σⱼ aⱼ·xⱼ: a linear form in per-setting statistics xⱼ (:data:`STATISTICS`).
+
+    Every component of every claim is one: its estimate is a constant plus a weighted sum
+    of statistics of the rows it reads (a log ratio minus log 1.5; a difference of two log
+    ratios; a sum of log ratios over n; n times an error; a sum of activation shares over T).
+    Each xⱼ is keyed by (study, row label, statistic) and carries its value and standard
+    error on the table it was read from, so the form gives the component on that table
+    (:attr:`estimate`, and :attr:`se` = √Σ(aⱼ·seⱼ)², right when the rows' errors are
+    independent: one draw of the curves, whose settings draw independent noise) and keeps
+    its structure — which rows, which weights — for the law-level design, where several
+    rows share latent curves within a draw and the standard error is taken draw by draw
+    instead (:func:`dpfda_book.report.law_runs.components_from_draws`).
+    """
+
+    __slots__ = ("const", "coef", "values")
+
+    def __init__(self, const: float = 0.0, coef: dict | None = None, values: dict | None = None) -> None:
+        self.const = float(const)
+        self.coef: dict = {} if coef is None else coef
+        self.values: dict = {} if values is None else values
+
+    @classmethod
+    def of(cls, row: pd.Series, statistic: str) -> "Form":
+        """The statistic ``statistic`` of one results-table row, as a form with coefficient 1."""
+        if statistic == "log_ratio":
+            x, se = ev.log_ratio(row)
+        elif statistic in ("err_ftp", "err_ptf", "log_err_ftp", "log_err_ptf"):
+            method = statistic[-3:]
+            x, se = float(row[f"err_{method}"]), float(row[f"se_{method}"])
+            if statistic.startswith("log_"):
+                if not (x > 0 and math.isfinite(x)):
+                    raise ValueError(f"err_{method} must be finite and > 0, got {x!r}")
+                x, se = math.log(x), se / x
+        elif statistic == "p_ptf":
+            x, se = p_ptf_and_se(row)
+        else:
+            raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
+        key = (str(row["study"]), row.name, statistic)
+        return cls(0.0, {key: 1.0}, {key: (x, se)})
+
+    def _combine(self, other: "Form | float", sign: float) -> "Form":
+        if not isinstance(other, Form):
+            return Form(self.const + sign * float(other), dict(self.coef), self.values)
+        coef = dict(self.coef)
+        for k, a in other.coef.items():
+            coef[k] = coef.get(k, 0.0) + sign * a
+        return Form(self.const + sign * other.const, {k: a for k, a in coef.items() if a != 0.0},
+                    {**self.values, **other.values})
+
+    def __add__(self, other: "Form | float") -> "Form":
+        return self._combine(other, 1.0)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: "Form | float") -> "Form":
+        return self._combine(other, -1.0)
+
+    def __rsub__(self, other: float) -> "Form":
+        return (-self)._combine(other, 1.0)
+
+    def __neg__(self) -> "Form":
+        return self * -1.0
+
+    def __mul__(self, scale: float) -> "Form":
+        scale = float(scale)
+        return Form(self.const * scale, {k: a * scale for k, a in self.coef.items() if a * scale != 0.0},
+                    self.values)
+
+    __rmul__ = __mul__
+
+    @property
+    def estimate(self) -> float:
+        """c + Σⱼ aⱼ·xⱼ on the table(s) the statistics were read from."""
+        return self.const + sum(a * self.values[k][0] for k, a in self.coef.items())
+
+    @property
+    def se(self) -> float:
+        """√Σⱼ (aⱼ·seⱼ)²: the standard error when the statistics' errors are independent."""
+        return math.sqrt(sum((a * self.values[k][1]) ** 2 for k, a in self.coef.items()))
+
+
 @dataclass(frozen=True)
 class Component:
     """One signed comparison: the claim asserts ``direction · estimate > 0``.
 
-    ``df`` is the degrees of freedom of ``se`` (None: known, a normal reference).
+    ``df`` is the degrees of freedom of ``se`` (None: known, a normal reference);
+    ``form``, when the component was built from results tables, the linear form its
+    estimate and standard error come from (:class:`Form`).
     """
 
     label: str
@@ -83,6 +175,7 @@ class Component:
     se: float
     direction: int = 1
     df: float | None = None
+    form: Form | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         est, se = float(self.estimate), float(self.se)
@@ -94,9 +187,15 @@ class Component:
             raise ValueError(f"component {self.label!r}: direction must be +1 or -1, got {self.direction!r}")
         if self.df is not None and not (float(self.df) >= 1):
             raise ValueError(f"component {self.label!r}: df must be >= 1 or None, got {self.df!r}")
+        if self.form is not None and not isinstance(self.form, Form):
+            raise TypeError(f"component {self.label!r}: form must be a Form or None, got {type(self.form).__name__}")
         object.__setattr__(self, "estimate", est)
         object.__setattr__(self, "se", se)
 
+    @classmethod
+    def of(cls, label: str, form: Form, direction: int = 1) -> "Component":
+        """The component ``direction · form > 0``, with the form's estimate and standard error."""
+        return cls(label, form.estimate, form.se, direction, form=form)
 
 
 # ---------------------------------------------------------------------------
@@ -104,51 +203,48 @@ class Component:
 # ---------------------------------------------------------------------------
 
 
+def _log_ratio(row: pd.Series) -> Form:
+    """The log ratio of one row, as a form."""
+    return Form.of(row, "log_ratio")
+
+
 def _ratio_compared_to(label: str, row: pd.Series, value: float, direction: int) -> Component:
     """log ratio − log value, asserted > 0 (direction 1) or < 0 (−1)."""
-    lr, se = ev.log_ratio(row)
-    return Component(label, lr - math.log(value), se, direction)
+    return Component.of(label, _log_ratio(row) - math.log(value), direction)
 
 
 def _ratio_change(label: str, a: pd.Series, b: pd.Series, direction: int) -> Component:
     """log ratio(b) − log ratio(a): rises (1) or falls (−1)."""
-    d, se = ev.log_change(a, b)
-    return Component(label, d, se, direction)
+    return Component.of(label, _log_ratio(b) - _log_ratio(a), direction)
 
 
-def _within_margin(label: str, d: float, se: float, margin: float) -> list[Component]:
+def _within_margin(label: str, d: Form, margin: float) -> list[Component]:
     """|d| < margin as two one-sided components (TOST)."""
-    return [Component(f"{label} (> −δ)", d + margin, se, 1), Component(f"{label} (< δ)", margin - d, se, 1)]
+    return [Component.of(f"{label} (> −δ)", d + margin, 1), Component.of(f"{label} (< δ)", margin - d, 1)]
 
 
-def _n_times_error(df: pd.DataFrame, rule: str, n: int, method: str) -> tuple[float, float]:
-    """n × error of ``method`` under radius rule ``rule`` at n, and its standard error."""
-    return ev.scaled(ev.one(df, radius_rule=rule, n=n), method)
+def _n_times_error(df: pd.DataFrame, rule: str, n: int, method: str) -> Form:
+    """n × error of ``method`` under radius rule ``rule`` at n."""
+    return float(n) * Form.of(ev.one(df, radius_rule=rule, n=n), f"err_{method}")
 
 
-def _log_n_times_error(df: pd.DataFrame, rule: str, n: int, method: str) -> tuple[float, float]:
-    """log(n × error) and its delta-method standard error."""
-    x, s = _n_times_error(df, rule, n, method)
-    return math.log(x), s / x
+def _log_n_times_error(df: pd.DataFrame, rule: str, n: int, method: str) -> Form:
+    """log(n × error) = log n + log error (delta-method standard error)."""
+    return math.log(n) + Form.of(ev.one(df, radius_rule=rule, n=n), f"log_err_{method}")
 
 
 def _rule_beats(df: pd.DataFrame, a: str, b: str, n: int, method: str) -> Component:
     """Rule a has the smaller n × error than rule b at n."""
-    xa, sa = _n_times_error(df, a, n, method)
-    xb, sb = _n_times_error(df, b, n, method)
-    return Component(f"{method.upper()} n={n}: {a} < {b}", xb - xa, math.hypot(sa, sb), 1)
+    return Component.of(f"{method.upper()} n={n}: {a} < {b}",
+                        _n_times_error(df, b, n, method) - _n_times_error(df, a, n, method), 1)
 
 
 def _performs_well(df: pd.DataFrame, rule: str, n: int, method: str) -> list[Component]:
     """"``rule`` performs well at n": within a factor 1.5 of each other rule (module notes)."""
-    la, sa = _log_n_times_error(df, rule, n, method)
-    out = []
-    for r in _SCALED_RULES:
-        if r != rule:
-            lr, sr = _log_n_times_error(df, r, n, method)
-            out.append(Component(f"{method.upper()} n={n}: {rule} within 1.5× of {r}", LOG_MARGIN - (la - lr),
-                                 math.hypot(sa, sr), 1))
-    return out
+    la = _log_n_times_error(df, rule, n, method)
+    return [Component.of(f"{method.upper()} n={n}: {rule} within 1.5× of {r}",
+                         LOG_MARGIN - (la - _log_n_times_error(df, r, n, method)), 1)
+            for r in _SCALED_RULES if r != rule]
 
 
 def p_ptf_and_se(row: pd.Series) -> tuple[float, float]:
@@ -164,11 +260,10 @@ def p_ptf_and_se(row: pd.Series) -> tuple[float, float]:
     return p, se
 
 
-def _area_above_limit(df: pd.DataFrame, key: str, value: float, limit: float) -> tuple[float, float]:
+def _area_above_limit(df: pd.DataFrame, key: str, value: float, limit: float) -> Form:
     """Σ_n log(ratio/limit) over the n of one curve: its area above the limit."""
-    d = ev.select(df, **{key: value})
-    lr = np.log(d["ratio"].to_numpy(float)) - math.log(limit)
-    return float(lr.sum()), float(np.sqrt(np.sum(d["se_log_ratio"].to_numpy(float) ** 2)))
+    rows = [r for _, r in ev.select(df, **{key: value}).iterrows()]
+    return sum((_log_ratio(r) for r in rows), Form()) - len(rows) * math.log(limit)
 
 
 def _largest_n(df: pd.DataFrame) -> int:
@@ -195,11 +290,9 @@ def _ratios_fall_to_one_over_T(tables: dict[str, pd.DataFrame]) -> list[Componen
         for T in (2, 4, 6, 8):
             first, mid, last = (ev.one(df, T=T, mu=mu, n=n) for n in (4, 256, N))
             out.append(_ratio_change(f"mu={mu:g} T={T}: falls 4→{N}", first, last, -1))
-            rise = _ratio_change("", mid, last, 1)
-            out.append(Component(f"mu={mu:g} T={T}: no rise 256→{N} beyond δ", LOG_MARGIN - rise.estimate,
-                                 rise.se, 1))
-            lr, se = ev.log_ratio(last)
-            out += _within_margin(f"mu={mu:g} T={T}: ratio({N}) ≈ 1/T", lr + math.log(T), se, LOG_MARGIN)
+            rise = _log_ratio(last) - _log_ratio(mid)
+            out.append(Component.of(f"mu={mu:g} T={T}: no rise 256→{N} beyond δ", LOG_MARGIN - rise, 1))
+            out += _within_margin(f"mu={mu:g} T={T}: ratio({N}) ≈ 1/T", _log_ratio(last) + math.log(T), LOG_MARGIN)
     return out
 
 
@@ -232,11 +325,9 @@ def _larger_T_or_smaller_mu_approach_later(tables: dict[str, pd.DataFrame]) -> l
             area[mu, T] = _area_above_limit(d, "T", T, 1.0 / T)
     for mu in (0.1, 1.0):
         for lo, hi in ((2, 4), (4, 6), (6, 8)):
-            (a, sa), (b, sb) = area[mu, hi], area[mu, lo]
-            out.append(Component(f"mu={mu:g}: area T={hi} > T={lo}", a - b, math.hypot(sa, sb), 1))
+            out.append(Component.of(f"mu={mu:g}: area T={hi} > T={lo}", area[mu, hi] - area[mu, lo], 1))
     for T in (2, 4, 6, 8):
-        (a, sa), (b, sb) = area[0.1, T], area[1.0, T]
-        out.append(Component(f"T={T}: area mu=0.1 > mu=1", a - b, math.hypot(sa, sb), 1))
+        out.append(Component.of(f"T={T}: area mu=0.1 > mu=1", area[0.1, T] - area[1.0, T], 1))
     return out
 
 
@@ -250,12 +341,11 @@ def _activation_falls_with_n_grows_with_T(tables: dict[str, pd.DataFrame]) -> li
     df = tables["table1"]
     N, out = _largest_n(df), []
 
-    def total(**where: object) -> tuple[float, float]:
-        ps = [p_ptf_and_se(r) for _, r in ev.select(df, **where).iterrows()]
-        return sum(p for p, _ in ps), math.sqrt(sum(s * s for _, s in ps))
+    def total(**where: object) -> Form:
+        return sum((Form.of(r, "p_ptf") for _, r in ev.select(df, **where).iterrows()), Form())
 
-    def contrast(label: str, a: tuple[float, float], b: tuple[float, float]) -> None:
-        out.append(Component(label, a[0] - b[0], math.hypot(a[1], b[1]), 1))
+    def contrast(label: str, a: Form, b: Form) -> None:
+        out.append(Component.of(label, a - b, 1))
 
     for mu in (0.1, 1.0):
         contrast(f"mu={mu:g}: falls with n (n=4 vs {N})", total(mu=mu, n=4), total(mu=mu, n=N))
@@ -273,10 +363,10 @@ def _activation_at_T8_n1024(tables: dict[str, pd.DataFrame]) -> list[Component]:
     activations", read with the same margin).
     """
     df = tables["table1"]
-    p01, se01 = p_ptf_and_se(ev.one(df, T=8, mu=0.1, n=1024))
-    p1, se1 = p_ptf_and_se(ev.one(df, T=8, mu=1.0, n=1024))
-    return _within_margin("mu=0.1: p ≈ 0.755", p01 - PAPER_P, se01, P_MARGIN) + [
-        Component("mu=1: p < δ", P_MARGIN - p1, se1, 1)]
+    p01 = Form.of(ev.one(df, T=8, mu=0.1, n=1024), "p_ptf")
+    p1 = Form.of(ev.one(df, T=8, mu=1.0, n=1024), "p_ptf")
+    return _within_margin("mu=0.1: p ≈ 0.755", p01 - PAPER_P, P_MARGIN) + [
+        Component.of("mu=1: p < δ", P_MARGIN - p1, 1)]
 
 
 def _rare_activation_ratio_near_one_over_T(tables: dict[str, pd.DataFrame]) -> list[Component]:
@@ -290,13 +380,13 @@ def _rare_activation_ratio_near_one_over_T(tables: dict[str, pd.DataFrame]) -> l
     """
     df, out = tables["table1"], []
     for _, r in df.iterrows():
-        T, lr_se = int(r["T"]), ev.log_ratio(r)
+        T, lr = int(r["T"]), _log_ratio(r)
         lower, upper = theory_activation(T, float(r["mu"]), int(r["n"]))
         tag = f"mu={r['mu']:g} T={T} n={int(r['n'])}"
         if upper <= QUIET_P:
-            out += _within_margin(f"{tag}: quiet, ratio ≈ 1/T", lr_se[0] + math.log(T), lr_se[1], LOG_MARGIN)
+            out += _within_margin(f"{tag}: quiet, ratio ≈ 1/T", lr + math.log(T), LOG_MARGIN)
         elif lower >= 0.5:
-            out.append(Component(f"{tag}: busy, ratio > 1/T", lr_se[0] + math.log(T), lr_se[1], 1))
+            out.append(Component.of(f"{tag}: busy, ratio > 1/T", lr + math.log(T), 1))
     return out
 
 
@@ -333,11 +423,9 @@ def _oracle_radius_good_early_grows_late(tables: dict[str, pd.DataFrame]) -> lis
     df, N = tables["fig2"], _largest_n(tables["fig2"])
     out = []
     for method in ("ftp", "ptf"):
-        lb, sb = _log_n_times_error(df, "B", 4, method)
         out += _performs_well(df, "B", 4, method)
-        le, se_ = _log_n_times_error(df, "B", N, method)
-        out.append(Component(f"{method.upper()}: B's n·MSE grows > 1.5× from 4 to {N}", le - lb - LOG_MARGIN,
-                             math.hypot(sb, se_), 1))
+        grows = _log_n_times_error(df, "B", N, method) - _log_n_times_error(df, "B", 4, method)
+        out.append(Component.of(f"{method.upper()}: B's n·MSE grows > 1.5× from 4 to {N}", grows - LOG_MARGIN, 1))
     return out
 
 
@@ -350,11 +438,10 @@ def _ftp_log_n_best_at_the_end(tables: dict[str, pd.DataFrame]) -> list[Componen
     """
     df, N = tables["fig2"], _largest_n(tables["fig2"])
     out = [_rule_beats(df, "log_n", r, N, "ftp") for r in _SCALED_RULES if r != "log_n"]
-    x, s = _n_times_error(df, "log_n", N, "ftp")
-    out += _within_margin(f"FTP n={N}: n·MSE(log n) ≈ 1", x - 1.0, s, 0.25)
-    x8, s8 = _n_times_error(df, "log_n", 256, "ftp")
-    out.append(Component(f"FTP: n·MSE(log n) − 1 smaller at {N} than at 256", (x8 - 1) - (x - 1),
-                         math.hypot(s, s8), 1))
+    x = _n_times_error(df, "log_n", N, "ftp")
+    out += _within_margin(f"FTP n={N}: n·MSE(log n) ≈ 1", x - 1.0, 0.25)
+    x8 = _n_times_error(df, "log_n", 256, "ftp")
+    out.append(Component.of(f"FTP: n·MSE(log n) − 1 smaller at {N} than at 256", (x8 - 1.0) - (x - 1.0), 1))
     return out
 
 
@@ -367,9 +454,8 @@ def _ftp_sqrt_log_n_good_early_then_rises(tables: dict[str, pd.DataFrame]) -> li
     """
     df, N = tables["fig2"], _largest_n(tables["fig2"])
     out = [c for n in (8, 16, 32, 64, 128, 256) for c in _performs_well(df, "sqrt_log_n", n, "ftp")]
-    a, sa = _n_times_error(df, "sqrt_log_n", N, "ftp")
-    b, sb = _n_times_error(df, "sqrt_log_n", 512, "ftp")
-    out.append(Component(f"FTP: n·MSE(√log n) rises 512→{N}", a - b, math.hypot(sa, sb), 1))
+    rise = _n_times_error(df, "sqrt_log_n", N, "ftp") - _n_times_error(df, "sqrt_log_n", 512, "ftp")
+    out.append(Component.of(f"FTP: n·MSE(√log n) rises 512→{N}", rise, 1))
     return out
 
 
@@ -384,9 +470,8 @@ def _ptf_log_rules_improve_late(tables: dict[str, pd.DataFrame]) -> list[Compone
     df, N = tables["fig2"], _largest_n(tables["fig2"])
     out = []
     for rule in ("sqrt_log_n", "log_n"):
-        mid, mid_se = _n_times_error(df, rule, 128, "ptf")
-        last, last_se = _n_times_error(df, rule, N, "ptf")
-        out.append(Component(f"PTF {rule}: lower at {N} than at 128", mid - last, math.hypot(mid_se, last_se), 1))
+        drop = _n_times_error(df, rule, 128, "ptf") - _n_times_error(df, rule, N, "ptf")
+        out.append(Component.of(f"PTF {rule}: lower at {N} than at 128", drop, 1))
     out.append(_rule_beats(df, "sqrt_log_n", "log_n", N, "ptf"))
     return out
 
@@ -399,13 +484,10 @@ def _sqrt_n_flat_n23_rising(df: pd.DataFrame) -> list[Component]:
     """
     N, out = _largest_n(df), []
     for method in ("ftp", "ptf"):
-        a, sa = _n_times_error(df, "sqrt_n", N, method)
-        b, sb = _n_times_error(df, "sqrt_n", 64, method)
-        out += _within_margin(f"{method.upper()}: √n flat 64→{N}", math.log(a / b), math.hypot(sa / a, sb / b),
-                              LOG_MARGIN)
-        a, sa = _n_times_error(df, "n_2_3", N, method)
-        b, sb = _n_times_error(df, "n_2_3", 512, method)
-        out.append(Component(f"{method.upper()}: n^(2/3) rises 512→{N}", a - b, math.hypot(sa, sb), 1))
+        flat = _log_n_times_error(df, "sqrt_n", N, method) - _log_n_times_error(df, "sqrt_n", 64, method)
+        out += _within_margin(f"{method.upper()}: √n flat 64→{N}", flat, LOG_MARGIN)
+        rise = _n_times_error(df, "n_2_3", N, method) - _n_times_error(df, "n_2_3", 512, method)
+        out.append(Component.of(f"{method.upper()}: n^(2/3) rises 512→{N}", rise, 1))
     return out
 
 
@@ -436,9 +518,8 @@ def _oracle_rises_late_sqrt_log_n_best(tables: dict[str, pd.DataFrame]) -> list[
     out = []
     for method in ("ftp", "ptf"):
         out += _performs_well(df, "B", 64, method)
-        a, sa = _n_times_error(df, "B", N, method)
-        b, sb = _n_times_error(df, "B", 256, method)
-        out.append(Component(f"{method.upper()}: B rises 256→{N}", a - b, math.hypot(sa, sb), 1))
+        rise = _n_times_error(df, "B", N, method) - _n_times_error(df, "B", 256, method)
+        out.append(Component.of(f"{method.upper()}: B rises 256→{N}", rise, 1))
         out += [_rule_beats(df, "sqrt_log_n", r, N, method) for r in _SCALED_RULES if r != "sqrt_log_n"]
     return out
 
@@ -480,9 +561,8 @@ def _small_noise_ftp_keeps_advantage(tables: dict[str, pd.DataFrame]) -> list[Co
     df, N, out = tables["fig3"], _largest_n(tables["fig3"]), []
     for T in (2, 4, 6, 8):
         r4, r64, rn = (ev.one(df, sigma0=0.1, T=T, n=n) for n in (4, 64, N))
-        lr, se = ev.log_ratio(rn)
         out += [_ratio_change(f"T={T}: falls 4→64", r4, r64, -1),
-                *_within_margin(f"T={T}: ratio({N}) near 1/T", lr - math.log(1.0 / T), se, LOG_MARGIN)]
+                *_within_margin(f"T={T}: ratio({N}) near 1/T", _log_ratio(rn) - math.log(1.0 / T), LOG_MARGIN)]
     return out
 
 
@@ -522,11 +602,10 @@ def _legendre_ratios_settle_near_one_over_m(tables: dict[str, pd.DataFrame]) -> 
         for m in (2, 4, 6, 8):
             first, last = ev.one(df, m=m, mu=mu, n=4), ev.one(df, m=m, mu=mu, n=N)
             out.append(_ratio_change(f"mu={mu:g} m={m}: falls 4→{N}", first, last, -1))
-            lr, se = ev.log_ratio(last)
-            out += _within_margin(f"mu={mu:g} m={m}: ratio({N}) ≈ limit", lr - math.log(_legendre_limit(m)), se,
+            lr = _log_ratio(last)
+            out += _within_margin(f"mu={mu:g} m={m}: ratio({N}) ≈ limit", lr - math.log(_legendre_limit(m)),
                                   LOG_MARGIN)
-            out.append(Component(f"mu={mu:g} m={m}: ratio({N}) < 1.5/m",
-                                 math.log(1.0 / m) + LOG_MARGIN - lr, se, 1))
+            out.append(Component.of(f"mu={mu:g} m={m}: ratio({N}) < 1.5/m", math.log(1.0 / m) + LOG_MARGIN - lr, 1))
             ends.append(last)
         ms = (2, 4, 6, 8)
         out += [_ratio_change(f"mu={mu:g} n={N}: m={ms[k]}→{ms[k + 1]} smaller", a, b, -1)
@@ -545,19 +624,16 @@ def _strong_privacy_delays_ptf_wins_small_n(tables: dict[str, pd.DataFrame]) -> 
     one per m: the paper says "can").
     """
     df, out = tables["fig4"], []
-    logs, ses = [], []
+    logs = []
     for m in (2, 4, 6, 8):
         lim = _legendre_limit(m)
-        a, sa = _area_above_limit(ev.select(df, mu=0.1), "m", m, lim)
-        b, sb = _area_above_limit(ev.select(df, mu=1.0), "m", m, lim)
-        out.append(Component(f"m={m}: area mu=0.1 > mu=1", a - b, math.hypot(sa, sb), 1))
+        a = _area_above_limit(ev.select(df, mu=0.1), "m", m, lim)
+        b = _area_above_limit(ev.select(df, mu=1.0), "m", m, lim)
+        out.append(Component.of(f"m={m}: area mu=0.1 > mu=1", a - b, 1))
         r01, r1 = ev.one(df, m=m, mu=0.1, n=4), ev.one(df, m=m, mu=1.0, n=4)
         out.append(_ratio_change(f"m={m} n=4: larger at mu=0.1", r1, r01, 1))
-        lr, se = ev.log_ratio(r01)
-        logs.append(lr)
-        ses.append(se)
-    out.append(Component("n=4 mu=0.1: mean over m of log ratio > 0", float(np.mean(logs)),
-                         float(np.sqrt(np.sum(np.square(ses)))) / len(ses), 1))
+        logs.append(_log_ratio(r01))
+    out.append(Component.of("n=4 mu=0.1: mean over m of log ratio > 0", sum(logs, Form()) * (1.0 / len(logs)), 1))
     return out
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "FAMILY_SIZE",
     "components_table",
     "adjust",
+    "verdict_counts",
     "verdicts",
     "Judgement",
     "judge",
@@ -66,14 +67,18 @@ def components_table(results: Mapping[str, Mapping[str, pd.DataFrame]], claims: 
     its standard error, signed by the asserted direction), ``df`` (NaN: a
     normal reference; a component may carry its own) and ``p`` (two-sided).
 
-    ``reference="t"``: on law-level tables (a ``draws`` column, K latent draws) a
-    component without its own df is referred to Student's t on K − 1 degrees of
-    freedom, the Hartung–Knapp–Sidik–Jonkman reference for a standard error
-    estimated across K draws.  A component that combines several settings gets
-    K − 1, the smallest Welch–Satterthwaite df its terms allow, so the test
-    stays conservative; with the within-draw floor of :func:`~dpfda_book.report.law_runs.pool_draws` it is
-    conservative again (:func:`~dpfda_book.report.law_runs.law_level_null_size`).  Tables without ``draws``
-    (one latent draw) keep the normal reference.
+    A component's standard error is the root-sum-square of its settings' (the
+    tables' ``se_*`` columns): right on one draw of the curves, whose settings draw
+    independent noise.  On pooled law-level tables (a ``draws`` column, K latent
+    draws) it treats settings that share their curves within a draw as independent;
+    the matrix takes its components from the draws instead
+    (:func:`~dpfda_book.report.law_components.components_from_draws`), and this function
+    gives the earlier design's numbers there.
+
+    ``reference="t"``: on law-level tables a component without its own df is
+    referred to Student's t on K − 1 degrees of freedom, the
+    Hartung–Knapp–Sidik–Jonkman reference for a standard error estimated across K
+    draws.  Tables without ``draws`` (one latent draw) keep the normal reference.
     """
     if reference not in ("normal", "t"):
         raise ValueError(f"reference must be 'normal' or 't', got {reference!r}")
@@ -107,31 +112,63 @@ def components_table(results: Mapping[str, Mapping[str, pd.DataFrame]], claims: 
 def adjust(p: ArrayLike, alpha: float = 0.05, method: str = "holm") -> np.ndarray:
     """Which two-sided p-values reject at family level ``alpha`` (Holm or Bonferroni).
 
+    ``p`` is one family (a vector) or several, one a row along the last axis (the test of
+    the test, :mod:`dpfda_book.report.law_null`, corrects thousands of replicated matrices at once).
+
     >>> adjust([0.01, 0.02, 0.5], alpha=0.05).tolist()
     [True, True, False]
     >>> adjust([0.01, 0.02, 0.5], alpha=0.05, method="bonferroni").tolist()
     [True, False, False]
+    >>> adjust([[0.01, 0.02, 0.5], [0.02, 0.03, 0.01]]).tolist()
+    [[True, True, False], [True, True, True]]
     """
     p = np.asarray(p, dtype=float)
-    if p.ndim != 1:
-        raise ValueError(f"p must be one-dimensional, got shape {p.shape}")
+    if p.ndim < 1:
+        raise ValueError(f"p must be a vector of p-values (or rows of them), got shape {p.shape}")
     if p.size and not np.all((p >= 0) & (p <= 1)):
         raise ValueError("p must hold probabilities in [0, 1]")
     alpha = float(alpha)
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    k = p.size
+    k = p.shape[-1]
     if method == "bonferroni":
         return p <= alpha / max(k, 1)
     if method != "holm":
         raise ValueError(f"method must be 'holm' or 'bonferroni', got {method!r}")
-    order = np.argsort(p, kind="stable")
+    if k == 0:
+        return np.zeros(p.shape, dtype=bool)
+    order = np.argsort(p, axis=-1, kind="stable")
     thresholds = alpha / (k - np.arange(k))
-    passed = p[order] <= thresholds
-    stop = k if passed.all() else int(np.argmin(passed))  # first failure ends the step-down
-    out = np.zeros(k, dtype=bool)
-    out[order[:stop]] = True
+    passed = np.take_along_axis(p, order, axis=-1) <= thresholds
+    # the step-down stops at the first failure: reject the smallest `stop` p-values of each family
+    stop = np.where(passed.all(axis=-1), k, np.argmin(passed, axis=-1))
+    out = np.empty(p.shape, dtype=bool)
+    np.put_along_axis(out, order, np.arange(k) < stop[..., None], axis=-1)
     return out
+
+
+def verdict_counts(agrees: np.ndarray, group: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(verdict codes, components for, components against) of each group, arrays (..., ``groups``).
+
+    ``agrees`` (..., M) holds each component's sign decision (+1 significant as asserted, −1
+    significant the other way, 0 neither), ``group`` (M,) its (claim, law) group, 0 to
+    ``groups`` − 1.  A group's code is −1 (fails) if some component is against, 1 (holds) if
+    every one is for, 0 (inconclusive) otherwise, also for a group without components.
+    Leading axes hold replicated matrices (:mod:`dpfda_book.report.law_null` reads verdicts
+    with this function, as :func:`verdicts` does).
+    """
+    agrees = np.asarray(agrees)
+    group = np.asarray(group, dtype=np.intp)
+    member = np.zeros((group.size, int(groups)))
+    member[np.arange(group.size), group] = 1.0  # counts of 0/1 values: exact in any order
+    n_for = ((agrees > 0) @ member).astype(int)
+    n_against = ((agrees < 0) @ member).astype(int)
+    size = member.sum(axis=0).astype(int)
+    codes = np.where(n_against > 0, -1, np.where((n_for == size) & (size > 0), 1, 0))
+    return codes, n_for, n_against
+
+
+_VERDICT_OF_CODE = {1: "holds", 0: "inconclusive", -1: "fails"}
 
 
 def verdicts(components: pd.DataFrame, alpha: float = FAMILY_ALPHA, method: str = "holm") -> pd.DataFrame:
@@ -147,13 +184,14 @@ def verdicts(components: pd.DataFrame, alpha: float = FAMILY_ALPHA, method: str 
     sig = adjust(components["p"].to_numpy(), alpha, method)
     agrees = np.where(sig, np.sign(components["z"].to_numpy()), 0).astype(int)
     comp = components.assign(significant=sig, agrees=agrees)
-    rows = []
-    for (claim, law), g in comp.groupby(["claim", "law"], sort=False):
-        n_for, n_against = int((g["agrees"] > 0).sum()), int((g["agrees"] < 0).sum())
-        verdict = "fails" if n_against else ("holds" if n_for == len(g) and len(g) else "inconclusive")
-        rows.append({"claim": claim, "law": law, "verdict": verdict, "components": len(g),
-                     "for": n_for, "against": n_against})
-    out = pd.DataFrame(rows)
+    keys = pd.MultiIndex.from_frame(comp[["claim", "law"]]) if len(comp) else pd.MultiIndex.from_tuples(
+        [], names=["claim", "law"])
+    group, first_seen = pd.factorize(keys, sort=False)
+    codes, n_for, n_against = verdict_counts(agrees, group, len(first_seen))
+    out = pd.DataFrame({"claim": [k[0] for k in first_seen], "law": [k[1] for k in first_seen],
+                        "verdict": [_VERDICT_OF_CODE[int(v)] for v in codes],
+                        "components": np.bincount(group, minlength=len(first_seen)).astype(int),
+                        "for": n_for, "against": n_against})
     out.attrs["components"] = comp
     out.attrs["alpha"], out.attrs["method"], out.attrs["k"] = alpha, method, len(comp)
     return out

@@ -19,13 +19,17 @@ the module of its one job:
   included (:func:`~dpfda_book.report.claim_verdicts.judge`,
   :func:`~dpfda_book.report.claim_verdicts.verdicts`);
 * :mod:`dpfda_book.report.law_runs`: the studies under every latent law, K latent draws pooled
-  (:func:`~dpfda_book.report.law_runs.simulate`).
+  (:func:`~dpfda_book.report.law_runs.simulate`);
+* :mod:`dpfda_book.report.law_components`: the matrix's components from the K draws, each standard
+  error taken draw by draw (:func:`~dpfda_book.report.law_components.components_from_draws`);
+* :mod:`dpfda_book.report.law_null`: the test of the matrix's test, the whole procedure replicated
+  where every truth is known (:func:`~dpfda_book.report.law_null.replicate_errors`).
 """
 
 from __future__ import annotations
 
 from .activation_bounds import setting_activation, theory_activation
-from .claim_encodings import LOG_MARGIN, P_MARGIN, PAPER_P, QUIET_P, Component
+from .claim_encodings import LOG_MARGIN, P_MARGIN, PAPER_P, QUIET_P, STATISTICS, Component, Form
 from .claim_labels import VERDICT_MARKS, law_label
 from .claim_registry import CLAIMS, Claim, claim_components, get_claim, registry_table
 from .claim_verdicts import (
@@ -38,9 +42,22 @@ from .claim_verdicts import (
     classify,
     components_table,
     judge,
+    verdict_counts,
     verdict_matrix,
     verdicts,
 )
+from .law_components import (
+    ERRORS,
+    DrawStats,
+    LawForms,
+    compile_forms,
+    components_from_draws,
+    draw_stats,
+    evaluate,
+    p_values,
+    restrict,
+)
+from .law_null import WORLDS, Procedure, World, error_rates, null_world, replicate_errors
 from .law_runs import (
     NOISELESS_STUDIES,
     PILOT_STATISTICS,
@@ -71,6 +88,7 @@ __all__ = [
     "claim_components",
     "components_table",
     "adjust",
+    "verdict_counts",
     "verdicts",
     "judge",
     "registry_table",
@@ -92,4 +110,21 @@ __all__ = [
     "VERDICT_MARKS",
     "law_label",
     "activation_by_share",
+    "Form",
+    "STATISTICS",
+    "ERRORS",
+    "DrawStats",
+    "LawForms",
+    "draw_stats",
+    "compile_forms",
+    "restrict",
+    "evaluate",
+    "p_values",
+    "components_from_draws",
+    "WORLDS",
+    "Procedure",
+    "World",
+    "null_world",
+    "replicate_errors",
+    "error_rates",
 ]

@@ -7,19 +7,22 @@ per setting, held fixed over the repetitions; standard errors are Monte Carlo
 errors given that draw.  :func:`~dpfda_book.report.claim_verdicts.judge` on a chapter's
 table answers "does the claim hold for these curves?".
 
-*Law-level* (the matrix): :func:`simulate` with ``draws = K`` runs each law
-with K independent latent draws (each with its own repetitions) and pools
-them (:func:`pool_draws`): estimates are pooled means, and standard errors are
+*Law-level* (the matrix): :func:`simulate_draws` runs each law with K independent
+latent draws (each with its own repetitions), and :func:`pool` pools them
+(:func:`pool_draws`): estimates are pooled means, and standard errors are
 computed across the draws (cluster-robust, so they include the between-draw
 variability, never below the within-draw part).  That answers "does the claim
-hold for this law?".  Such a standard error rests on K − 1 degrees of freedom
-where the between-draw part dominates, so the matrix refers its components to
-Student's t on K − 1 df (Hartung–Knapp–Sidik–Jonkman;
-``components_table(..., reference="t")``), whose true level
-:func:`law_level_null_size` computes for either reference.  How many draws the
-matrix needs is read from a pilot, setting by setting (:func:`pilot_needs`);
-:func:`simulate_draws` keeps every draw's table and :func:`pool` pools all of
-them or only the first few.
+hold for this law?".  A component that reads several settings takes its standard
+error across the draws as a whole (settings with the same n share their curves
+within a draw: :func:`~dpfda_book.report.law_components.components_from_draws`); such a
+standard error rests on K − 1 degrees of freedom where the between-draw part
+dominates, so the matrix refers its components to Student's t on K − 1 df
+(Hartung–Knapp–Sidik–Jonkman).  :func:`law_level_null_size` gives the true level of
+one such test at one threshold when a draw's statistic is normal; the whole
+procedure is tested in :mod:`dpfda_book.report.law_null`.  A pilot
+(:func:`pilot_needs`) measures, setting by setting, how many draws the between-draw
+variance would call for; :func:`simulate_draws` keeps every draw's table and
+:func:`pool` pools all of them or only the first few.
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ import sys
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Callable, Hashable, Iterable, Sequence
+from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -321,8 +321,32 @@ class Prepared:
     noiseless: tuple | None  # σ₀ = 0: (FTP mean coef (d,), FTP active (n,), PTF clipped mean (T,))
 
 
+_V = TypeVar("_V")
 _LATENT: "OrderedDict[tuple[str, int], PolynomialCurves | KernelCurves]" = OrderedDict()
-_LATENT_MAX = 128
+_LATENT_MAX = 1024
+_ON_GRID: "OrderedDict[tuple, tuple[np.ndarray, np.ndarray]]" = OrderedDict()
+_NOISELESS: "OrderedDict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]]" = OrderedDict()
+_CACHE_MAX = 1024
+"""Entries each per-process cache of latent data keeps (at most a few MB each; one latent draw of the
+robustness matrix's 528 settings under ten laws has about 900 keys)."""
+
+
+def _cached(cache: "OrderedDict[Any, _V]", key: Hashable, make: Callable[[], _V], size: int = _CACHE_MAX) -> _V:
+    """``cache[key]``, made by ``make()`` on a miss; the least recently used of more than ``size`` dropped."""
+    got = cache.get(key)
+    if got is None:
+        got = make()
+        cache[key] = got
+        if len(cache) > size:
+            cache.popitem(last=False)
+    else:
+        cache.move_to_end(key)
+    return got
+
+
+def _read_only(*arrays: np.ndarray) -> None:
+    for a in arrays:
+        a.setflags(write=False)  # shared by every setting and law that reads it
 
 
 def _shared_latent_curves(setting: Setting, seed: int) -> PolynomialCurves | KernelCurves:
@@ -332,57 +356,72 @@ def _shared_latent_curves(setting: Setting, seed: int) -> PolynomialCurves | Ker
     (any T, μ, σ₀ and B') draw the same curves from the same stream, so they are drawn
     once per process (the last ``_LATENT_MAX`` keys kept).
     """
-    key = (setting.latent_canonical(), int(seed))
-    curves = _LATENT.get(key)
-    if curves is None:
+    def make() -> PolynomialCurves | KernelCurves:
         curves = latent_curves(setting, seed)
-        for a in vars(curves).values():
-            if isinstance(a, np.ndarray):
-                a.setflags(write=False)  # shared by every setting of the key
-        _LATENT[key] = curves
-        if len(_LATENT) > _LATENT_MAX:
-            _LATENT.popitem(last=False)
-    else:
-        _LATENT.move_to_end(key)
-    return curves
+        _read_only(*(a for a in vars(curves).values() if isinstance(a, np.ndarray)))
+        return curves
+
+    return _cached(_LATENT, (setting.latent_canonical(), int(seed)), make, _LATENT_MAX)
 
 
-@lru_cache(maxsize=64)
-def _public(setting: Setting) -> tuple[GridGeometry, np.ndarray, np.ndarray, Mechanism, Mechanism]:
-    """(geometry, PTF's clip bounds and weights, FTP, PTF) of a setting of the default law (cached).
+@lru_cache(maxsize=2048)
+def _public(setting: Setting) -> tuple[GridGeometry, np.ndarray, np.ndarray, np.ndarray, Mechanism, Mechanism]:
+    """(geometry, PTF's clip bounds, the bounds repeated per curve, weights, FTP, PTF) of a setting (cached).
 
     None of them depends on the data: the laws of a setting and its latent draws
-    (seeds) share them.
+    (seeds) share them (:func:`_public_of`).
     """
     geom = setting.geometry()
     grid = geom.grid
     clip = ptf_default_clip(geom, setting.radius)
     weights = ptf_default_weights(geom)
-    for a in (clip, weights):
-        a.setflags(write=False)
-    return (geom, clip, weights, ftp_mechanism(grid, geom.space, setting.radius, setting.mu, n=setting.n),
+    clip_rows = np.ascontiguousarray(np.broadcast_to(clip, (setting.n, setting.T)))
+    _read_only(clip, weights, clip_rows)
+    return (geom, clip, clip_rows, weights, ftp_mechanism(grid, geom.space, setting.radius, setting.mu, n=setting.n),
             ptf_mechanism(grid, geom.space, setting.radius, setting.mu, clip=clip, weights=weights, n=setting.n))
+
+
+_Public = tuple[GridGeometry, np.ndarray, np.ndarray, np.ndarray, Mechanism, Mechanism]
+_PUBLIC_OF: "OrderedDict[Setting, _Public]" = OrderedDict()
+
+
+def _public_of(setting: Setting) -> tuple[GridGeometry, np.ndarray, np.ndarray, np.ndarray, Mechanism, Mechanism]:
+    """:func:`_public` of the setting under the default law (the same for every law), cached by the setting."""
+    return _cached(_PUBLIC_OF, setting, lambda: _public(replace(setting, law="default")), 4096)
 
 
 @lru_cache(maxsize=32)
 def prepare(setting: Setting, seed: int) -> Prepared:
-    """The latent curves of ``setting`` on its grid, f̄'s coordinates and the pipelines' calibration (cached)."""
-    geom, clip, weights, ftp_mech, ptf_mech = _public(replace(setting, law="default"))
-    curves = _shared_latent_curves(setting, seed)
-    grid = geom.grid
-    F = curves.values(grid)
-    if setting.family == "legendre":
-        assert isinstance(curves, PolynomialCurves)
-        target = curves.mean_coef
-    else:
-        target = geom.coef_from_values(curves.mean_values(grid))
-    noiseless = None
+    """The latent curves of ``setting`` on its grid, f̄'s coordinates and the pipelines' calibration (cached).
+
+    The values on the grid and f̄'s coordinates depend only on the latent key, the seed and
+    the grid, and the noiseless fits (σ₀ = 0) also on B': settings that differ in μ, σ₀ or
+    the radius rule alone share them, computed once per process.
+    """
+    geom, clip, clip_rows, weights, ftp_mech, ptf_mech = _public_of(setting)
+    latent = (setting.latent_canonical(), int(seed), setting.T)
+
+    def on_grid() -> tuple[np.ndarray, np.ndarray]:
+        curves = _shared_latent_curves(setting, seed)
+        F = curves.values(geom.grid)
+        if setting.family == "legendre":
+            assert isinstance(curves, PolynomialCurves)
+            target = curves.mean_coef
+        else:
+            target = geom.coef_from_values(curves.mean_values(geom.grid))
+        _read_only(F, target)
+        return F, target
+
+    F, target = _cached(_ON_GRID, latent, on_grid)
+    noiseless: tuple | None = None
     if setting.sigma0 == 0.0:
-        mean_coef, active = ftp_fit_mean(F, geom, setting.radius, exact=False)
-        noiseless = (mean_coef, active, ptf_clipped_mean(F, clip, exact=False))
-    for a in (F, target):
-        a.setflags(write=False)
-    clip_rows = np.ascontiguousarray(np.broadcast_to(clip, F.shape))
+        def fits() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            mean_coef, active = ftp_fit_mean(F, geom, setting.radius, exact=False)
+            out = (mean_coef, active, ptf_clipped_mean(F, clip, exact=False))
+            _read_only(*out)
+            return out
+
+        noiseless = _cached(_NOISELESS, latent + (setting.radius,), fits)
     return Prepared(setting=setting, geometry=geom, F=F, target=target, clip=clip, clip_rows=clip_rows,
                     weights=weights, ftp=ftp_mech, ptf=ptf_mech, noiseless=noiseless)
 
@@ -518,7 +557,10 @@ def simulate_laws(settings: Sequence[Setting], seed: int, start: int, stop: int,
     across laws), so each repetition's observation noise ε and privacy normals are
     drawn once, in :func:`draw_normals`' order, and every law forms its own
     X = F + σ₀ε from them with the same two operations (σ₀ε, then + F) in the same
-    order.  The result, one dict per setting in order, is therefore bit for bit what
+    order.  The two pipelines then privatise every law's summary in one call each, with
+    the same normals (σ·L·Z is computed once and added to each law's summary), and each
+    repetition's fits and errors are computed with the same per-repetition products as
+    alone.  The result, one dict per setting in order, is therefore bit for bit what
     :func:`simulate_chunk` gives for each setting alone; only the random numbers are
     drawn once instead of once a law.  Working memory: one more (c, n, T) array.
     """
@@ -537,22 +579,47 @@ def simulate_laws(settings: Sequence[Setting], seed: int, start: int, stop: int,
         raise ValueError(f"need 0 <= start < stop, got start={start}, stop={stop}")
     _tune_malloc()
     first = settings[0]
-    c = stop - start
+    c, n = stop - start, first.n
     preps = [prepare(s, seed) for s in settings]
-    blocks = (preps[0].geometry.dim, first.T)
-    noisy = first.sigma0 > 0.0
-    E, Z = _draw_raw(rep_generators(stream_key(first), seed, start, stop), c, blocks,
-                     preps[0].F.shape if noisy else None)
-    X = np.empty_like(E) if E is not None else None
+    geom = preps[0].geometry
+    E, Z = _draw_raw(rep_generators(stream_key(first), seed, start, stop), c, (geom.dim, first.T),
+                     preps[0].F.shape if first.sigma0 > 0.0 else None)
+    if E is not None:
+        # The summaries law by law, on one (c, n, T) array at a time: X = σ₀ε + F (draw_normals' two
+        # operations), FTP's per-curve fits of X, then PTF's clip of X in place and its mean.
+        E *= first.sigma0
+        X = np.empty_like(E)
+        ftp_centre = np.empty((len(preps), c, geom.dim))
+        xbar = np.empty((len(preps), c, first.T))
+        any_active = np.empty((len(preps), c), dtype=bool)
+        frac_active = np.empty((len(preps), c))
+        for i, prep in enumerate(preps):
+            np.add(E, prep.F, out=X)
+            ftp_centre[i], active = prep.ftp.per_curve(X, exact=False)
+            any_active[i], frac_active[i] = active.any(axis=-1), active.mean(axis=-1)
+            np.clip(X, -prep.clip_rows, prep.clip_rows, out=X)  # ptf_clipped_mean(X, clip, exact=False)
+            np.divide(np.einsum("...ij->...j", X), n, out=xbar[i])
+        del X, E
+    else:  # σ₀ = 0: every law's summaries were computed once, from its latent values
+        fits = [p.noiseless for p in preps if p.noiseless is not None]
+        assert len(fits) == len(preps)  # prepared whenever sigma0 == 0
+        ftp_centre = np.stack([f[0] for f in fits])[:, None, :]
+        xbar = np.stack([f[2] for f in fits])[:, None, :]
+        any_active = np.broadcast_to(np.array([f[1].any() for f in fits])[:, None], (len(preps), c))
+        frac_active = np.broadcast_to(np.array([f[1].mean() for f in fits])[:, None], (len(preps), c))
+    # One privatisation per pipeline for every law: the same normals (and σ·L·Z) for all of them.
+    ftp_rel = preps[0].ftp.privatize(ftp_centre, Z[0], n)
+    ptf_rel = per_repetition(preps[0].ptf).privatize(xbar, Z[1], n)
+    targets = np.stack([p.target for p in preps])[:, None, None, :]
+    err_ftp = geom.error(ftp_rel.coef[..., None, :], targets)[..., 0]
+    err_ptf = geom.error(ptf_rel.coef[..., None, :], targets)[..., 0]
     out = []
-    for prep in preps:
-        if E is not None and X is not None:
-            np.multiply(E, first.sigma0, out=X)  # σ₀ε, then + F: draw_normals' two operations
-            X += prep.F
-        summarize, noiseless = _engine_summaries(prep)
-        res = _run_arms(_paper_arms(prep, keep_releases), X, Z, c, n=first.n, F=prep.F,
-                        summarize=summarize, noiseless=noiseless)
-        out.append(_chunk_outputs(res, keep_releases))
+    for i in range(len(preps)):
+        res = {"err_ftp": err_ftp[i], "err_ptf": err_ptf[i], "ftp_any_active": np.array(any_active[i]),
+               "ftp_frac_active": np.array(frac_active[i]), "ptf_active": np.asarray(ptf_rel.active)[i]}
+        if keep_releases:
+            res["coef_ftp"], res["coef_ptf"] = ftp_rel.coef[i], ptf_rel.coef[i]
+        out.append(res)
     return out
 
 

@@ -210,10 +210,10 @@ class Setting:
         The family of the function space (:attr:`space`).  ``"kernel"``: the
         RKHS of ``kernel`` (the paper's Gaussian kernel with bandwidth ``rho``
         unless ``kernel`` names another; :class:`~dpfda.maths.spaces.KernelSpace`),
-        latent curves from :func:`dpfda.rkhs_curves` in that RKHS with ``centers``
+        latent curves from :func:`dpfda_book.simulation.models.rkhs_curves` in that RKHS with ``centers``
         kernel centres, error = grid MSE (eq. 8).  ``"legendre"``: the Legendre space H_m
         (:class:`~dpfda.maths.spaces.LegendreSpace`), latent curves from
-        :func:`dpfda.polynomial_curves`, error = IMSE (eq. 7).
+        :func:`dpfda_book.simulation.models.polynomial_curves`, error = IMSE (eq. 7).
     n : int
         Number of curves.
     T : int
@@ -707,8 +707,8 @@ def kernel_study(kernels: str | Iterable[str] = DECAY_KERNELS, n: int | Iterable
     """Figure 1's design in the RKHS of each kernel: σ₀ = 0, B' = 1.1B, T ∈ {2, 4, 6, 8}, μ ∈ {0.1, 1}.
 
     The Gaussian kernel's settings are Figure 1's own (the same keys, so the same latent curves
-    and streams); each other kernel draws its latent curves in its own RKHS (:func:`dpfda.rkhs_curves`,
-    the default law with 20 centres and B = 1) and its own noise.
+    and streams); each other kernel draws its latent curves in its own RKHS
+    (:func:`dpfda_book.simulation.models.rkhs_curves`, the default law with 20 centres and B = 1) and its own noise.
 
     >>> st, fig1 = kernel_study(n=[4]), get_study("fig1", n=[4])
     >>> len(st), st.settings[0].kernel, st.settings[-1].canonical() == fig1.settings[-1].canonical()

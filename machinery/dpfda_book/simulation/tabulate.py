@@ -33,6 +33,7 @@ __all__ = [
     "RESULT_COLUMNS",
     "concat_chunks",
     "summarize",
+    "summarize_many",
     "frame",
     "metadata",
     "bias_variance",
@@ -90,18 +91,56 @@ def summarize(per_rep: dict) -> dict:
     }
 
 
+def summarize_many(per_rep: list[dict]) -> dict[str, np.ndarray]:
+    """:func:`summarize` of several settings with the same number of repetitions, as columns.
+
+    The same arithmetic, row by row: every mean and standard deviation is numpy's reduction
+    along one row of a stacked (settings, R) array, which sums a row as it sums the row alone
+    (pairwise, in the same order), and each interval's exp is :func:`math.exp`'s, so every
+    value is bit for bit :func:`summarize`'s (``tests/test_tabulate.py`` checks it).
+    """
+    R = {int(np.asarray(p["err_ftp"]).size) for p in per_rep}
+    if len(R) != 1:
+        raise ValueError(f"summarize_many needs the same number of repetitions for every setting, got {sorted(R)}")
+    reps = R.pop()
+    if reps < 2:
+        raise ValueError("need at least 2 repetitions for standard errors")
+    F = np.stack([np.asarray(p["err_ftp"], dtype=float) for p in per_rep])
+    P = np.stack([np.asarray(p["err_ptf"], dtype=float) for p in per_rep])
+    mF, mP = F.mean(axis=1), P.mean(axis=1)
+    sq = math.sqrt(reps)
+    ratio = mF / mP
+    se_log = np.std(F / mF[:, None] - P / mP[:, None], axis=1, ddof=1) / sq
+    p_any = np.stack([np.asarray(p["ftp_any_active"]) for p in per_rep]).mean(axis=1)
+    p_ptf = np.stack([np.asarray(p["ptf_active"]) for p in per_rep]).mean(axis=1)
+    return {
+        "err_ftp": mF,
+        "se_ftp": np.std(F, axis=1, ddof=1) / sq,
+        "err_ptf": mP,
+        "se_ptf": np.std(P, axis=1, ddof=1) / sq,
+        "ratio": ratio,
+        "ratio_lo": np.array([r * math.exp(-Z95 * s) for r, s in zip(ratio.tolist(), se_log.tolist())]),
+        "ratio_hi": np.array([r * math.exp(Z95 * s) for r, s in zip(ratio.tolist(), se_log.tolist())]),
+        "se_log_ratio": se_log,
+        "p_ftp_active": p_any,
+        "se_p_ftp_active": np.asarray(proportion_se(p_any, reps)),
+        "p_ftp_active_curves": np.stack([np.asarray(p["ftp_frac_active"], dtype=float)
+                                         for p in per_rep]).mean(axis=1),
+        "p_ptf_active": p_ptf,
+        "se_p_ptf_active": np.asarray(proportion_se(p_ptf, reps)),
+    }
+
+
 def frame(study: Study, per_setting: dict, reps: int, seed: int, started: str) -> "pd.DataFrame":
     """The results table of ``study`` from its settings' per-repetition arrays (keyed by canonical text)."""
     import pandas as pd  # here, not at the top: worker processes never need it
 
-    rows = []
-    for s in study.settings:
-        row: dict[str, object] = {"study": study.name, "source": study.source}
-        row.update(s.params())
-        row.update({"reps": reps, "seed": seed})
-        row.update(summarize(per_setting[s.canonical()]))
-        rows.append(row)
-    df = pd.DataFrame(rows)
+    params = [s.params() for s in study.settings]
+    df = pd.DataFrame({"study": study.name, "source": study.source,
+                       **{k: [p[k] for p in params] for k in params[0]}, "reps": reps, "seed": seed},
+                      index=range(len(params)))
+    for k, v in summarize_many([per_setting[s.canonical()] for s in study.settings]).items():
+        df[k] = v
     df["m"] = df["m"].astype("Int64")
     df["centers"] = df["centers"].astype("Int64")
     df = df[RESULT_COLUMNS]
