@@ -646,7 +646,7 @@ TESTED_ELSEWHERE = {
     "_release": "test_release_cli.py",  # `python -m dpfda release` and `example`
     "_scheduler": "test_dask.py",     # the Dask scheduler's handshake
     "recompute": "test_audit.py",     # the audit's own recomputation, tried with the audit
-    "gaussian": "test_mechanism.py",  # the Mechanism type, tried through every constructor
+    "mechanism_type": "test_mechanism.py",  # the Mechanism type, tried through every constructor
     "_checks": "test_broken.py",      # the trust modules' argument checks, tried by their refusals
 }
 

@@ -1,4 +1,4 @@
-"""The Mechanism type (dpfda.mechanisms.gaussian, dpfda.mechanisms.mechanism): every constructor, one contract.
+"""The Mechanism type (dpfda.mechanisms.mechanism_type, dpfda.mechanisms.mechanism): every constructor, one contract.
 
 * ``release`` of ``ftp``/``ptf``/``Design.mechanism(n, mu).release`` is bit for bit the
   composition of the stage functions (summary, the normals drawn right after it

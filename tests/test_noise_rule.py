@@ -1,7 +1,7 @@
 """The one noise rule, the one calibration and the audit that recomputes.
 
 * Every mechanism adds its noise where the sensitivity is bounded, with a square,
-  full-rank factor; lower-rank maps come after (:mod:`dpfda.mechanisms.gaussian`).
+  full-rank factor; lower-rank maps come after (:mod:`dpfda.mechanisms.mechanism_type`).
   The attack on the ellipsoid design with FTP's rank-d noise — single releases
   projected onto span(Φ)⊥ — separates neighbours of the mechanism broken on purpose
   (noise added on the grid) and not those of the real one, at T = 5, 20 and 60.

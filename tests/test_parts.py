@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import dpfda
-from dpfda.mechanisms import gaussian, mechanism, parts
+from dpfda.mechanisms import mechanism, mechanism_type, parts
 from dpfda.mechanisms.mechanism import ftp_mechanism, ptf_mechanism
 from dpfda.mechanisms.parts import (
     ClipToBox,
@@ -164,12 +164,12 @@ def test_the_parts_are_importable_from_the_mechanism_module():
     assert set(parts.__all__) <= set(mechanism.__all__)
     for name in parts.__all__:
         assert getattr(mechanism, name) is getattr(parts, name), name
-    assert mechanism.Mechanism is gaussian.Mechanism is dpfda.Mechanism
+    assert mechanism.Mechanism is mechanism_type.Mechanism is dpfda.Mechanism
 
 
 def _as_before_the_split(blob: bytes) -> bytes:
     """A protocol-0 pickle with every class named in dpfda.mechanisms.mechanism, where it used to live."""
-    for home in (b"dpfda.mechanisms.parts\n", b"dpfda.mechanisms.gaussian\n"):
+    for home in (b"dpfda.mechanisms.parts\n", b"dpfda.mechanisms.mechanism_type\n"):
         blob = blob.replace(home, b"dpfda.mechanisms.mechanism\n")
     return blob
 

@@ -39,7 +39,7 @@ LAYERS = {
                    ("fitting", "Ball-constrained least squares"),
                    ("summation", "Exact sums and their floating-point bounds"),
                    ("rounding", "Tolerances from rounding-error bounds")]),
-        ("mechanisms", [("gaussian", "One type for every mechanism: the noise rule"),
+        ("mechanisms", [("mechanism_type", "The Mechanism type: one type for every mechanism, the noise rule"),
                         ("parts", "The parts of a mechanism: per-curve maps, calibrations, post-processings"),
                         ("mechanism", "FTP and PTF as mechanisms"),
                         ("calibration", "The one calibration: sigma, OpenDP's sensitivity, the limits"),

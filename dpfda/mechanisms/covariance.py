@@ -71,8 +71,8 @@ from ..maths.summation import (
 )
 from . import secure as opendp_noise  # a module: its sampler is looked up at each release
 from .calibration import NOISE_RESOLUTION, check_secure_budget, gaussian_sigma
-from .gaussian import Mechanism
 from .mechanism import ftp_mechanism, ptf_mechanism
+from .mechanism_type import Mechanism
 from .pipelines import Release, add_noise, check_radius, fitter
 
 __all__ = [

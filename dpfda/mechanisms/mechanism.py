@@ -3,7 +3,7 @@
 ``ftp_mechanism`` and ``ptf_mechanism`` check every public parameter and build the
 mechanism from its parts (:mod:`dpfda.mechanisms.parts`); :func:`dpfda.ftp` and
 :func:`dpfda.ptf` are their ``release``.  The type itself, the noise rule and its
-floating-point argument are in :mod:`dpfda.mechanisms.gaussian`.
+floating-point argument are in :mod:`dpfda.mechanisms.mechanism_type`.
 
 This module is also the public home of the type and its parts: ``Mechanism``,
 ``FitInBall``, ``ClipToBox``, ``FTPCalibration``, ``PTFCalibration``, ``Identity``,
@@ -20,8 +20,8 @@ from .._validation import check_int, check_positive, check_secure
 from ..maths.curves import Curves
 from ..maths.spaces import FunctionSpace, GridGeometry
 from .calibration import check_secure_budget
-from .gaussian import Mechanism
 from .irregular import public_grid
+from .mechanism_type import Mechanism
 from .parts import (
     Calibration,
     ClipToBox,

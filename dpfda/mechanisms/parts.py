@@ -1,6 +1,6 @@
 """The parts a :class:`dpfda.Mechanism` is built from: per-curve maps, calibrations, post-processings.
 
-Each part is one named stage of the pipeline of :mod:`dpfda.mechanisms.gaussian`, which
+Each part is one named stage of the pipeline of :mod:`dpfda.mechanisms.mechanism_type`, which
 states the noise rule and its floating-point argument:
 
 * the per-curve maps into a set C, averaged (:class:`PerCurveMap`): :class:`FitInBall`

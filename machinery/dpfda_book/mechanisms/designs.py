@@ -59,7 +59,7 @@ norm <= r(1 + γ_{T+4}).  The maps applied after the mean (Φ·θ̄, the weights
 a mix) round too; :meth:`Design.rounding_excess` bounds how much all of this
 can add to pair μ, measured through ||L⁻¹||₂, and σ is calibrated to
 Δ(1 + ε) where ε > 2⁻³¹.  FTP's noise shape L = Φ has rank d < T: following the
-package's one noise rule (:mod:`dpfda.mechanisms.gaussian`, with its floating-point
+package's one noise rule (:mod:`dpfda.mechanisms.mechanism_type`, with its floating-point
 argument), such a design adds σI_d to the mean of fits θ̄ itself and forms the grid
 means Φ(θ̄ + σZ) afterwards, as post-processing — never σΦZ on rounded grid means,
 whose rounding outside span(Φ) would be published without noise
@@ -488,7 +488,7 @@ class Design:
         Its noise is added where the sensitivity is bounded, with a full-rank factor: on
         the grid means with L (T, T) or, for FTP's rank-d shape L = Φ, on the mean of
         fits θ̄ (d) with σI, mapped to the grid means Φ·(θ̄ + σZ) afterwards
-        (:class:`~dpfda.mechanisms.parts.GridThenFit`; the rule: :mod:`dpfda.mechanisms.gaussian`).
+        (:class:`~dpfda.mechanisms.parts.GridThenFit`; the rule: :mod:`dpfda.mechanisms.mechanism_type`).
         """
         mu = check_secure_budget(mu) if check_secure(secure) else check_positive(mu, "mu")
         n = None if n is None else check_int(n, "n", 1)

@@ -118,7 +118,7 @@ __all__ = ["Mechanism"]
 class Mechanism:
     """A Gaussian mechanism of the package: per-curve map → noise → post-processing, always.
 
-    See the module docstring (:mod:`dpfda.mechanisms.gaussian`).  Build it with
+    See the module docstring (:mod:`dpfda.mechanisms.mechanism_type`).  Build it with
     ``ftp_mechanism``, ``ptf_mechanism`` or
     :meth:`dpfda_book.mechanisms.designs.Design.mechanism`, not field by field: the constructors
     check every public parameter.
