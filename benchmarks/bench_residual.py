@@ -39,7 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dpfda import KernelSpace, brownian_kernel, ftp, gaussian_kernel, uniform_grid  # noqa: E402
-from dpfda.mechanisms.pipelines import RESIDUAL_POINTS  # noqa: E402
+from dpfda.mechanisms.release import RESIDUAL_POINTS  # noqa: E402
 
 
 def run(space, grid, calls: int, points: int, seed: int):

@@ -57,7 +57,7 @@ from .maths.curves import Curves
 from .maths.fitting import BallFit, BallLeastSquares, fit_ball
 from .maths.spaces import *  # noqa: F403 - every name of the spaces' __all__ (listed below) is dpfda's
 from .mechanisms.mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
-from .mechanisms.pipelines import Release, ftp_sigma, ptf_sigmas
+from .mechanisms.pipelines import ftp_sigma, ptf_sigmas
 from .mechanisms.privacy import (
     compose,
     delta_from_mu,
@@ -68,6 +68,7 @@ from .mechanisms.privacy import (
     mu_from_epsilon_delta,
     tradeoff,
 )
+from .mechanisms.release import Release
 from .practice.realdata import Domain, PublicFrame, legendre_derivative
 
 _LAZY = {"audit": "trust.audit", "secure": "mechanisms.secure", "theory": "mechanisms.theory"}

@@ -32,13 +32,13 @@ from dpfda.maths.summation import gamma
 from dpfda.mechanisms.pipelines import (
     NOISE_RESOLUTION,
     PARAM_MAX,
-    Release,
     fitter,
     ftp_fit_mean,
     ftp_sigma,
     ptf_clipped_mean,
     ptf_sigmas,
 )
+from dpfda.mechanisms.release import Release
 from dpfda.trust import audit as A
 from dpfda_book.mechanisms import broken
 

@@ -98,9 +98,9 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("explorer", "ratio_explorer", "bokeh.plotting"): BOKEH,
     ("explorer", "explorer_html", "bokeh.embed"): BOKEH,
     ("explorer", "explorer_html", "bokeh.resources"): BOKEH,
-    # the pipelines
-    ("pipelines", "_pivoted_cholesky", "scipy.linalg"): SCIPY,
-    ("pipelines", "_ResidualGP.__call__", "scipy.linalg"): SCIPY,
+    # the release's residual process off the grid
+    ("release", "_pivoted_cholesky", "scipy.linalg"): SCIPY,
+    ("release", "_ResidualGP.__call__", "scipy.linalg"): SCIPY,
     # scheduling, tabulation and the results store of the simulations
     ("schedule", "_execute", "joblib"): JOBLIB,
     ("schedule", "_execute", "tqdm.auto"): "tqdm (about 0.1 s to import) only when a progress bar is asked for",
@@ -625,7 +625,7 @@ def test_the_cycle_check_sees_what_it_should():
     """Tarjan's components on a small graph, and a TYPE_CHECKING import counted as an edge."""
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
     assert _cycles(graph) == [frozenset({"a", "b", "c"})]
-    assert "dpfda.mechanisms.pipelines" in _module_imports("dpfda.practice.realdata")  # under TYPE_CHECKING
+    assert "dpfda.mechanisms.release" in _module_imports("dpfda.practice.realdata")  # under TYPE_CHECKING
     assert not _cycles({m: deps for m, deps in _module_graph().items() if m.startswith("dpfda.maths")})
 
 
@@ -647,6 +647,7 @@ TESTED_ELSEWHERE = {
     "_scheduler": "test_dask.py",     # the Dask scheduler's handshake
     "recompute": "test_audit.py",     # the audit's own recomputation, tried with the audit
     "mechanism_type": "test_mechanism.py",  # the Mechanism type, tried through every constructor
+    "release": "test_pipelines.py",   # the release record, tried on the releases of both pipelines
     "_checks": "test_broken.py",      # the trust modules' argument checks, tried by their refusals
 }
 

@@ -11,6 +11,8 @@ are 4 standard errors of the Monte Carlo mean.
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from scipy import special
@@ -32,12 +34,12 @@ from dpfda.maths.rounding import eigh_rtol, fit_rtol, psd_root_rtol, solve_rtol
 from dpfda.maths.spaces import GaussianKernel as GaussianKernelType
 from dpfda.maths.summation import gamma
 from dpfda.mechanisms.pipelines import (
-    RESIDUAL_POINTS,
     ftp_fit_mean,
     ptf_clipped_mean,
     ptf_default_clip,
     ptf_default_weights,
 )
+from dpfda.mechanisms.release import RESIDUAL_POINTS
 from dpfda_book.simulation.models import observe, polynomial_curves, rkhs_curves
 
 from _support import assert_mc_close, bonferroni_z, reps
@@ -665,3 +667,17 @@ def test_residual_is_the_conditional_law_given_the_earlier_draws_exactly():
     eps = solve_rtol(G, 12)
     assert b[0] == pytest.approx(mean + sd * z[0], rel=gamma(8),
                                  abs=eps * (np.abs(a).max() + abs(z[0]) / (2 * sd)))
+
+
+@pytest.mark.parametrize("kind", ["ftp", "ptf"])
+def test_a_release_pickled_under_the_pipelines_module_loads(kind):
+    # Release lived in dpfda.mechanisms.pipelines; a pickle that names it there still loads, the same release.
+    grid, space = uniform_grid(8), KernelSpace(gaussian_kernel(0.2))
+    X = polynomial_curves(20, 4, np.random.default_rng(1)).values(grid)
+    rel = (ftp if kind == "ftp" else ptf)(X, grid, space, 1.1, 1.0, np.random.default_rng(2))
+    blob = pickle.dumps(rel, protocol=0)
+    assert b"dpfda.mechanisms.release\n" in blob
+    old = blob.replace(b"dpfda.mechanisms.release\n", b"dpfda.mechanisms.pipelines\n")
+    back = pickle.loads(old)
+    assert type(back) is type(rel)
+    assert np.array_equal(back.coef, rel.coef) and np.array_equal(back(grid), rel(grid))

@@ -44,6 +44,7 @@ LAYERS = {
                         ("mechanism", "FTP and PTF as mechanisms"),
                         ("calibration", "The one calibration: sigma, OpenDP's sensitivity, the limits"),
                         ("pipelines", "The two pipelines, stage by stage"),
+                        ("release", "The release: its values anywhere, its noise band, its residual off the grid"),
                         ("bands", "The privacy noise of a release, point by point"),
                         ("irregular", "FTP on curves measured at their own points"),
                         ("radius", "Choosing B' publicly or privately"),

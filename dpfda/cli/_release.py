@@ -19,9 +19,9 @@ from ..mechanisms.bands import plot_band
 from ..mechanisms.dimension import public_dimension
 from ..mechanisms.irregular import DISPLAY_POINTS
 from ..mechanisms.mechanism import Mechanism, ftp_mechanism, ptf_mechanism
-from ..mechanisms.pipelines import Release
 from ..mechanisms.privacy import mu_from_epsilon_delta
 from ..mechanisms.radius import PrivateRadius, ftp_private_radius
+from ..mechanisms.release import Release
 from ..practice.examples import EXAMPLES, write_example
 from ..practice.ledger import BudgetExceeded, Ledger, LedgerError, data_identity
 from ..practice.publish import (

@@ -73,7 +73,8 @@ from . import secure as opendp_noise  # a module: its sampler is looked up at ea
 from .calibration import NOISE_RESOLUTION, check_secure_budget, gaussian_sigma
 from .mechanism import ftp_mechanism, ptf_mechanism
 from .mechanism_type import Mechanism
-from .pipelines import Release, add_noise, check_radius, fitter
+from .pipelines import add_noise, check_radius, fitter
+from .release import Release
 
 __all__ = [
     "SQRT2",
@@ -649,7 +650,7 @@ class CovarianceRelease:
     """A private covariance operator and its principal components (a release of :class:`CovarianceMechanism`).
 
     What it holds — and so what anyone holding it, or its pickle, can learn — is the
-    output of two Gaussian mechanisms (``mean``, itself a :class:`~dpfda.mechanisms.pipelines.Release`,
+    output of two Gaussian mechanisms (``mean``, itself a :class:`~dpfda.mechanisms.release.Release`,
     and ``noisy_moment``), the public parameters of its mechanism, and functions of those:
     ``unprojected`` = M̃ − θ̃θ̃ᵀ and ``coef``, its projection onto the positive semidefinite
     cone (Cameron–Martin coordinates, (…, d, d)).  No array has an axis of length n; no

@@ -34,7 +34,8 @@ from .parts import (
     PTFCalibration,
     WeightedFit,
 )
-from .pipelines import Release, check_radius, ptf_clip_bounds, ptf_weight_vector
+from .pipelines import check_radius, ptf_clip_bounds, ptf_weight_vector
+from .release import Release
 
 __all__ = [
     "ftp",

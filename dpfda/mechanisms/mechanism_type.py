@@ -81,7 +81,7 @@ A loop that shares privacy normals between mechanisms calls, per mechanism:
    shape, T for PTF and the other designs), drawn by the loop (shape (…, noise_dim)).
 3. ``rel = mech.privatize(centre, normals, n)`` — σ for n curves, ỹ = centre + σ·L·normals
    (``centre + σ·normals`` without L, bit for bit :func:`dpfda.mechanisms.pipelines.add_noise`),
-   then the post-processing; a :class:`~dpfda.mechanisms.pipelines.Release`.
+   then the post-processing; a :class:`~dpfda.mechanisms.release.Release`.
    ``mech.sigma(n)`` gives σ alone.
 
 ``mech.release(X, rng)`` is the same with ``exact=True`` and normals drawn from
@@ -108,8 +108,9 @@ from ..maths.spaces import GridGeometry, KernelSpace, OrthonormalSpace
 from .calibration import check_secure_budget
 from .irregular import IrregularPTFError
 from .parts import Calibration, Identity, PerCurveMap, PostFit
-from .pipelines import Release, add_noise, residual_stream
+from .pipelines import add_noise
 from .privacy import epsilon_from_mu
+from .release import Release, residual_stream
 
 __all__ = ["Mechanism"]
 
@@ -331,7 +332,7 @@ class Mechanism:
 
     def privatize(self, summary: ArrayLike, normals: ArrayLike, n: int, *,
                   residual_rng: np.random.Generator | None = None) -> Release:
-        """summary + σ·L·normals, then the post-processing: a :class:`~dpfda.mechanisms.pipelines.Release`.
+        """summary + σ·L·normals, then the post-processing: a :class:`~dpfda.mechanisms.release.Release`.
 
         ``summary`` (…, ``dim``) must come from :meth:`summarize` (or have its
         sensitivity); ``normals`` (…, :attr:`noise_dim`) are standard normal draws

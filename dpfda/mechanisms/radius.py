@@ -52,8 +52,9 @@ from ..maths.fitting import BallLeastSquares, row_norms
 from ..maths.spaces import FunctionSpace, OrthonormalSpace
 from .irregular import check_own_points_space
 from .mechanism import ftp
-from .pipelines import Release, check_radius
+from .pipelines import check_radius
 from .privacy import compose
+from .release import Release
 
 __all__ = ["PrivateRadius", "public_radius", "gdp_of_pure_dp", "epsilon_of_gdp", "fitted_norms",
            "private_radius", "ftp_private_radius"]

@@ -63,7 +63,7 @@ from ..maths.curves import Curves
 from ..maths.spaces import FunctionSpace, KernelSpace, LegendreSpace, OrthonormalSpace
 
 if TYPE_CHECKING:
-    from ..mechanisms.pipelines import Release
+    from ..mechanisms.release import Release
 
 __all__ = ["Domain", "PublicFrame", "legendre_derivative", "smallest_dimension"]
 

@@ -70,7 +70,7 @@ from ..maths.spaces import FunctionSpace, OrthonormalSpace
 from ..mechanisms import mechanism as mechanisms
 from ..mechanisms.covariance import CovarianceMechanism
 from ..mechanisms.mechanism import Mechanism
-from ..mechanisms.pipelines import Release
+from ..mechanisms.release import Release
 from ._checks import check_grid_space, check_mechanism, check_n, check_neighbour_curves, dataset_n, geometry
 from .draws import repeat_mechanism, repeated
 from .recompute import (  # the audit's own recomputation, also reachable from here

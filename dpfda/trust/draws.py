@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..mechanisms.mechanism import Mechanism
-from ..mechanisms.pipelines import Release
+from ..mechanisms.release import Release
 
 __all__ = ["batches", "repeat_mechanism", "repeated"]
 

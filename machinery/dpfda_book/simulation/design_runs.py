@@ -24,7 +24,7 @@ from .seeding import generator, stream_key
 if TYPE_CHECKING:
     import pandas as pd
 
-    from dpfda.mechanisms.pipelines import Release
+    from dpfda.mechanisms.release import Release
 
     from .studies import Setting
 

@@ -104,7 +104,8 @@ from numpy.typing import ArrayLike
 from dpfda._validation import check_int, check_optional_int, check_reps, check_rng
 from dpfda.maths.spaces import FunctionSpace, GridGeometry, KernelSpace
 from dpfda.mechanisms.mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
-from dpfda.mechanisms.pipelines import Release, ftp_fit_mean, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
+from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
+from dpfda.mechanisms.release import Release
 from dpfda.trust.draws import batches, repeat_mechanism, repeated  # the audit's draws: one summary, fresh normals
 
 from ..settings import quick as quick_mode
