@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from dpfda._version import __version__
+from dpfda import __version__
 from dpfda.cli._parsing import UsageError
 
 from ..interrupt import SignalGuard, pause_for_test, shutdown_workers

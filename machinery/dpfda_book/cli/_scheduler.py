@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfda._version import __version__
+from dpfda import __version__
 from dpfda.cli._parsing import UsageError
 
 SCHEDULER_TIMEOUT = 5.0
