@@ -1,4 +1,4 @@
-"""Ending a run cleanly on SIGTERM, SIGHUP and SIGINT (used by :mod:`dpfda.cli`).
+"""Ending a run cleanly on SIGTERM, SIGHUP and SIGINT (used by :mod:`dpfda_book.cli`).
 
 * :class:`SignalGuard` turns the first SIGTERM or SIGHUP into :class:`Terminated`
   and the first SIGINT into ``KeyboardInterrupt``, raised in the main thread, so that

@@ -16,7 +16,7 @@ one job:
   (:func:`~dpfda_book.report.figure_checks.layout_problems`);
 * :mod:`dpfda_book.report.explorer`: the interactive ratio explorer.
 
-Nothing is shown or saved here (the command line, :mod:`dpfda.cli`, writes a run's files).
+Nothing is shown or saved here (the command line, :mod:`dpfda_book.cli`, writes a run's files).
 """
 
 from __future__ import annotations
