@@ -35,6 +35,7 @@ module takes part in an import cycle):
     neighbours); any :class:`Mechanism` is audited, a design through the public definition
     of its set.
 ``practice`` — your own data
+    ``specification`` (the one way to release: ``ReleaseSpec``, ``FTP``, ``PTF``),
     ``realdata`` (a domain onto [0, 1], public ranges onto c_j and B'), ``reading`` (a
     table of curves in), ``diagnostics`` (the curator's figures, never published),
     ``publish`` (the record of one release out), ``covariance_record``, ``examples``;
@@ -70,6 +71,7 @@ from .mechanisms.privacy import (
 )
 from .mechanisms.release import Release
 from .practice.realdata import Domain, PublicFrame, legendre_derivative
+from .practice.specification import FTP, PTF, ReleaseSpec, SpecError, SpecifiedMechanism, SpecifiedRelease
 
 _LAZY = {"audit": "trust.audit", "secure": "mechanisms.secure", "theory": "mechanisms.theory"}
 """Submodules of ``__all__`` imported on first use (``dpfda.trust.audit``, ``from dpfda import theory``)
@@ -93,9 +95,15 @@ __all__ = [
     "BallLeastSquares",
     "Curves",
     "Domain",
+    "FTP",
     "Mechanism",
+    "PTF",
     "PublicFrame",
     "Release",
+    "ReleaseSpec",
+    "SpecError",
+    "SpecifiedMechanism",
+    "SpecifiedRelease",
     "compose",
     "delta_from_mu",
     "epsilon_from_mu",

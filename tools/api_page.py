@@ -19,7 +19,9 @@ import dpfda  # noqa: E402
 from dpfda.maths import spaces  # noqa: E402
 
 GROUPS = [
-    ("Releasing a mean curve", ["ftp", "ptf", "Release", "Curves", "ftp_sigma", "ptf_sigmas"]),
+    ("Releasing a mean curve", ["ReleaseSpec", "FTP", "PTF", "SpecifiedMechanism", "SpecifiedRelease", "SpecError",
+                                "Curves"]),
+    ("The pipelines step by step", ["ftp", "ptf", "Release", "ftp_sigma", "ptf_sigmas"]),
     ("Mechanisms as objects", ["Mechanism", "ftp_mechanism", "ptf_mechanism"]),
     ("Real data on the paper's terms", ["Domain", "PublicFrame", "legendre_derivative"]),
     # every name of dpfda.maths.spaces.__all__, in its order: a new space needs no edit here
@@ -57,7 +59,8 @@ LAYERS = {
         ("trust", [("draws", "Many releases of one dataset, for the audit"),
                    ("recompute", "The audit's own recomputation"),
                    ("audit", "Empirical privacy audits")]),
-        ("practice", [("realdata", "Real data"),
+        ("practice", [("specification", "One way to release: a specification, FTP and PTF"),
+                      ("realdata", "Real data"),
                       ("reading", "Curves from a CSV file or a DataFrame"),
                       ("diagnostics", "What only the curator sees"),
                       ("publish", "The record published with a release"),

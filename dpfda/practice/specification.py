@@ -1,0 +1,447 @@
+"""One way to release: a frozen, checked specification of the public choices, and FTP/PTF from it.
+
+A release is fixed by choices made before anyone looks at the data: the function space and
+the domain of the curves' argument, the points (one public grid, or each subject on its own
+points), either a public range of the values (``lower``/``upper`` in the data's units) or the
+fitting radius B' itself, PTF's clip, and the budget, μ or (ε, δ).  :class:`~dpfda.ReleaseSpec`
+holds them, checks every one when it is made (a :class:`~dpfda.SpecError` names the argument and the
+rule it broke), and derives what follows from them: the :class:`~dpfda.PublicFrame` of a
+range (centre, scale, B', clip and weights), the grid on [0, 1] and μ.
+
+:func:`~dpfda.FTP` and :func:`~dpfda.PTF` turn a specification into a :class:`~dpfda.SpecifiedMechanism` — the
+library's :class:`~dpfda.Mechanism` built by :func:`~dpfda.ftp_mechanism`
+or :func:`~dpfda.ptf_mechanism` from the specification's public numbers,
+nothing more.  Its :meth:`~dpfda.SpecifiedMechanism.release` maps each record alone into the
+frame (:meth:`dpfda.PublicFrame.to_unit`), releases through :meth:`dpfda.Mechanism.release`
+(the same privacy path, noise drawn last) and returns a :class:`~dpfda.SpecifiedRelease`: the
+curve in the data's units anywhere on the domain, its noise in those units, and its own
+record (:func:`~dpfda.practice.publish.release_record`).
+
+>>> import numpy as np
+>>> import dpfda
+>>> spec = dpfda.ReleaseSpec(space="legendre:3", domain=(0, 10), grid=[0, 2.5, 5, 7.5, 10],
+...                          lower=0, upper=4, mu=1.0, secure=False)
+>>> X = np.full((200, 5), 2.5)   # 200 curves, all 2.5 at the five points
+>>> rel = dpfda.FTP(spec).release(X, np.random.default_rng(0))
+>>> rel([0.0, 10.0]).shape, rel.record([0, 5, 10])["curve"]["points"]
+((2,), [0.0, 5.0, 10.0])
+
+:func:`dpfda.ftp` and :func:`dpfda.ptf` (data already on [0, 1], B' in its units, positional
+arguments) stay for the chapters, which follow the paper's algorithms step by step; a
+release through a specification equals theirs bit for bit with the same generator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..maths.curves import Curves
+from ..maths.spaces import FunctionSpace, KernelSpace, OrthonormalSpace, space_from_spec
+from ..mechanisms.calibration import check_secure_budget
+from ..mechanisms.irregular import DISPLAY_POINTS
+from ..mechanisms.mechanism import ftp_mechanism, ptf_mechanism
+from ..mechanisms.mechanism_type import Mechanism
+from ..mechanisms.pipelines import check_radius
+from ..mechanisms.privacy import mu_from_epsilon_delta
+from ..mechanisms.release import Release
+from .publish import DELTAS, release_record
+from .realdata import Domain, PublicFrame
+
+__all__ = ["FTP", "PTF", "ReleaseSpec", "SpecError", "SpecifiedMechanism", "SpecifiedRelease"]
+
+
+class SpecError(ValueError):
+    """A public choice of a :class:`~dpfda.ReleaseSpec` broke a rule; ``argument`` names the choice."""
+
+    def __init__(self, argument: str, rule: str) -> None:
+        self.argument = argument
+        super().__init__(f"{argument}: {rule}")
+
+
+def _frozen(a: ArrayLike) -> np.ndarray:
+    out = np.array(a, dtype=float)
+    out.setflags(write=False)
+    return out
+
+
+def _number(value: object, argument: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise SpecError(argument, f"must be a number, got {type(value).__name__}")
+    return float(value)
+
+
+def _bound(value: object, argument: str) -> np.ndarray | float:
+    """A public bound: a number, or an array of them (checked in full by the frame)."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        return float(value)
+    try:
+        arr = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise SpecError(argument, f"must be a number or an array of numbers, got {type(value).__name__}") from None
+    if arr.ndim > 1:
+        raise SpecError(argument, f"must be a number or a vector (one per grid point), got shape {arr.shape}")
+    return float(arr) if arr.ndim == 0 else arr
+
+
+@dataclass(frozen=True, eq=False)
+class ReleaseSpec:
+    """The public choices of one release, checked when made; fix them before looking at the data.
+
+    Every parameter is keyword only.
+
+    Parameters
+    ----------
+    space : FunctionSpace or str
+        The function space, or its spec (``"legendre:8"``, ``"fourier:7"``, ``"gaussian:0.2"``:
+        :func:`dpfda.space_from_spec`).
+    domain : Domain or (start, stop), default (0, 1)
+        The public interval of the curves' argument (ages, hours, ...), mapped onto [0, 1].
+        A Fourier space is periodic on it: ``stop`` is the same instant as ``start``.
+    grid : array (T,), optional
+        The public points, in the domain's units, at which every subject is measured (the
+        columns of an (n, T) array).  Leave it out for curves measured at their own points
+        (a :class:`dpfda.Curves`; FTP in an orthonormal space): the release is then laid out on
+        101 equally spaced points of the domain.
+    lower, upper : float or array (T,), optional
+        A public range of every value, in the data's units (a growth standard, a device's
+        range): the data are centred and scaled by a :class:`dpfda.PublicFrame`, which gives
+        B', PTF's clip and weights.  Numbers, not vectors, without ``grid``.
+    radius : float, optional
+        B' in the data's units.  Without ``lower``/``upper`` it is required, and the data are
+        used as they are; with them it overrides the range's bound (required in a kernel
+        space, where a range bounds no RKHS norm).
+    clip : float or array (T,), optional
+        PTF's clipping bounds c_j in the data's units, without a range only (a range gives
+        them); default B'·||φ(t_j)|| as :func:`dpfda.ptf`.
+    mu : float, optional
+        The budget as μ-GDP; or give ``epsilon`` and ``delta`` instead (the largest μ whose
+        μ-GDP implies (ε, δ)-DP).
+    secure : bool, default True
+        Draw the noise with OpenDP (needs ``opendp``); ``False`` draws it from a numpy
+        generator, for teaching and simulation only.
+
+    Raises
+    ------
+    SpecError
+        A choice breaks a rule; its ``argument`` names which.  Raised here, before any data.
+    """
+
+    space: FunctionSpace | str
+    domain: Domain | Iterable[float] = (0.0, 1.0)
+    grid: ArrayLike | None = None
+    lower: ArrayLike | None = None
+    upper: ArrayLike | None = None
+    radius: float | None = None
+    clip: ArrayLike | None = None
+    mu: float | None = None
+    epsilon: float | None = None
+    delta: float | None = None
+    secure: bool = True
+    frame: PublicFrame | None = field(init=False, repr=False)
+    """The public frame of ``lower``/``upper`` (None without a range)."""
+    points: np.ndarray = field(init=False, repr=False)
+    """The grid in the domain's units (the layout grid for curves on their own points)."""
+    unit_grid: np.ndarray = field(init=False, repr=False)
+    """The grid on [0, 1], on which the mechanism is built."""
+    unit_radius: float = field(init=False, repr=False)
+    """B' of the mapped data (the frame's, or ``radius`` itself without a range)."""
+    budget_mu: float = field(init=False, repr=False)
+    """The budget μ as given, or the largest μ whose μ-GDP implies (ε, δ)."""
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__
+        space = self.space
+        if isinstance(space, str):
+            try:
+                space = space_from_spec(space)
+            except (TypeError, ValueError) as exc:
+                raise SpecError("space", str(exc)) from None
+        if not isinstance(space, FunctionSpace):
+            raise SpecError("space", f"must be a FunctionSpace or a spec such as 'legendre:8', got "
+                                     f"{type(space).__name__}")
+        put(self, "space", space)
+        domain = self.domain
+        if not isinstance(domain, Domain):
+            try:
+                start, stop = (_number(v, "domain") for v in domain)
+                domain = Domain(start, stop)
+            except (TypeError, ValueError) as exc:
+                raise SpecError("domain", f"must be a dpfda.Domain or (start, stop) with start < stop ({exc})"
+                                ) from None
+        put(self, "domain", domain)
+        if not isinstance(self.secure, bool):
+            raise SpecError("secure", f"must be True or False, got {self.secure!r}")
+        put(self, "budget_mu", self._budget())
+        own_points = self.grid is None
+        if own_points:
+            if not isinstance(space, OrthonormalSpace):
+                raise SpecError("grid", f"curves on their own points (no grid) are fitted in an orthonormal space "
+                                        f"(legendre, fourier), not {space.spec}: give the grid")
+            points = np.linspace(domain.start, domain.stop, DISPLAY_POINTS)
+        else:
+            points = np.atleast_1d(_bound(self.grid, "grid"))
+        try:
+            unit = domain.to_unit(points)
+            space.at(unit)  # strictly increasing, T >= m points of [0, 1] (Assumption A.3)
+        except (TypeError, ValueError) as exc:
+            raise SpecError("grid", str(exc)) from None
+        put(self, "points", _frozen(points))
+        put(self, "unit_grid", _frozen(unit))
+        put(self, "frame", self._frame(space, domain, own_points))
+        put(self, "unit_radius", self._radius())
+        if self.clip is not None:
+            put(self, "clip", _bound(self.clip, "clip"))
+
+    def _budget(self) -> float:
+        if self.mu is not None:
+            if self.epsilon is not None or self.delta is not None:
+                raise SpecError("mu", "give the budget once: mu, or epsilon with delta")
+            mu = _number(self.mu, "mu")
+            if not (math.isfinite(mu) and mu > 0):
+                raise SpecError("mu", f"must be a finite number > 0, got {self.mu!r}")
+        else:
+            if self.epsilon is None and self.delta is None:
+                raise SpecError("mu", "give the budget: mu, or epsilon with delta")
+            if self.epsilon is None or self.delta is None:
+                raise SpecError("epsilon" if self.epsilon is None else "delta",
+                                "epsilon and delta go together (a budget as (epsilon, delta)-DP), or give mu")
+            eps, delta = _number(self.epsilon, "epsilon"), _number(self.delta, "delta")
+            if not (math.isfinite(eps) and eps > 0):
+                raise SpecError("epsilon", f"must be a finite number > 0, got {self.epsilon!r}")
+            if not 0 < delta < 1:
+                raise SpecError("delta", f"must lie in (0, 1), got {self.delta!r}")
+            mu = float(mu_from_epsilon_delta(eps, delta))
+        if self.secure:
+            try:
+                check_secure_budget(mu)
+            except ValueError as exc:
+                raise SpecError("mu", str(exc)) from None
+        return mu
+
+    def _frame(self, space: FunctionSpace, domain: Domain, own_points: bool) -> PublicFrame | None:
+        if (self.lower is None) != (self.upper is None):
+            raise SpecError("lower" if self.lower is None else "upper",
+                            "lower and upper go together (a public range of the values)")
+        if self.lower is None:
+            return None
+        if self.clip is not None:
+            raise SpecError("clip", "a range (lower, upper) gives PTF's clip: leave out clip")
+        lower, upper = _bound(self.lower, "lower"), _bound(self.upper, "upper")
+        if own_points and (np.ndim(lower) or np.ndim(upper)):
+            raise SpecError("lower", "without a grid, lower and upper are numbers (a range over the whole "
+                                     "domain): a range that varies needs the points it is given at, the grid")
+        if isinstance(space, KernelSpace) and self.radius is None:
+            raise SpecError("radius", f"a range of values bounds no RKHS norm, so it gives no B' in {space.spec}: "
+                                      "give radius, a public bound on the RKHS norm of x - r in the data's units")
+        if self.radius is not None:
+            _number(self.radius, "radius")
+        try:
+            return PublicFrame(space, self.points, domain, lower, upper, radius=self.radius)
+        except (TypeError, ValueError) as exc:
+            argument = "radius" if str(exc).startswith("radius") else "lower, upper"
+            raise SpecError(argument, str(exc)) from None
+
+    def _radius(self) -> float:
+        if self.frame is not None:
+            radius = self.frame.radius
+        elif self.radius is None:
+            raise SpecError("radius", "give B' in the data's units, or a public range with lower and upper")
+        else:
+            radius = _number(self.radius, "radius")
+        try:
+            return check_radius(radius)
+        except ValueError as exc:
+            raise SpecError("radius", str(exc)) from None
+
+    @property
+    def own_points(self) -> bool:
+        """Whether the curves are measured at their own points (no common grid)."""
+        return self.grid is None
+
+    def __repr__(self) -> str:
+        budget = (f"mu={self.mu:g}" if self.mu is not None
+                  else f"epsilon={self.epsilon:g}, delta={self.delta:g} (mu={self.budget_mu:.4g})")
+        where = "own points" if self.own_points else f"T={self.points.size}"
+        band = "" if self.frame is None else ", with a public range"
+        space = self.space.spec if isinstance(self.space, FunctionSpace) else self.space
+        return (f"ReleaseSpec({space}, {self.domain!r}, {where}{band}, B'={self.unit_radius:.4g} (mapped), "
+                f"{budget}, secure={self.secure})")
+
+
+def FTP(spec: ReleaseSpec) -> SpecifiedMechanism:
+    """Fit-Then-Protect (Algorithm 1) with the public choices of ``spec``: μ-GDP by Theorem 6.
+
+    The mechanism is :func:`~dpfda.ftp_mechanism` on the specification's
+    grid on [0, 1], its B' (of the mapped data) and μ.
+    """
+    spec = _check_spec(spec)
+    if spec.clip is not None:
+        raise SpecError("clip", "FTP does not clip (clip is PTF's); leave it out or use PTF")
+    mech = _build("mu", lambda: ftp_mechanism(spec.unit_grid, spec.space, spec.unit_radius,  # type: ignore[arg-type]
+                                               spec.budget_mu, secure=spec.secure))
+    return SpecifiedMechanism(spec, mech)
+
+
+def PTF(spec: ReleaseSpec) -> SpecifiedMechanism:
+    """Protect-Then-Fit (Algorithm 2) with the public choices of ``spec``: μ-GDP by Proposition 9.
+
+    The mechanism is :func:`~dpfda.ptf_mechanism` on the specification's
+    grid on [0, 1], with its B', μ, and the frame's clip and weights (a range) or ``clip``.
+    """
+    spec = _check_spec(spec)
+    if spec.own_points:
+        raise SpecError("grid", "PTF clips and averages each point of one common public grid over subjects: "
+                                "give the grid (FTP takes curves on their own points)")
+    frame = spec.frame
+    clip, weights = (frame.clip, frame.weights) if frame is not None else (spec.clip, None)
+    mech = _build("clip", lambda: ptf_mechanism(spec.unit_grid, spec.space,  # type: ignore[arg-type]
+                                                spec.unit_radius, spec.budget_mu, clip=clip, weights=weights,
+                                                secure=spec.secure))
+    return SpecifiedMechanism(spec, mech)
+
+
+def _check_spec(spec: object) -> ReleaseSpec:
+    if not isinstance(spec, ReleaseSpec):
+        raise TypeError(f"spec must be a dpfda.ReleaseSpec, got {type(spec).__name__}")
+    return spec
+
+
+_CHOICES = ("space", "domain", "grid", "lower", "upper", "radius", "clip", "weights", "mu", "secure")
+
+
+def _build(argument: str, make: Callable[[], Mechanism]) -> Mechanism:
+    """The mechanism's constructor, called now.
+
+    What it refuses (after the spec's own checks) is named by the choice its message starts
+    with, or else by ``argument``.
+    """
+    try:
+        return make()
+    except (TypeError, ValueError) as exc:
+        first = str(exc).split(" ", 1)[0]
+        raise SpecError(first if first in _CHOICES else argument, str(exc)) from None
+
+
+class SpecifiedMechanism:
+    """FTP or PTF with a specification's public choices; :meth:`release` takes data in its units.
+
+    Attributes
+    ----------
+    spec : ReleaseSpec
+    mechanism : Mechanism
+        The library's mechanism on the mapped data (grid on [0, 1], B' of the mapped data).
+    """
+
+    def __init__(self, spec: ReleaseSpec, mechanism: Mechanism) -> None:
+        self.spec = spec
+        self.mechanism = mechanism
+
+    def __repr__(self) -> str:
+        return f"{self.mechanism.method.upper()}({self.spec!r})"
+
+    def release(self, curves: ArrayLike | Curves, rng: np.random.Generator | None = None) -> SpecifiedRelease:
+        """One release of ``curves``: μ-GDP, the noise drawn last.
+
+        ``curves``: an array (n, T) on the specification's grid, or a :class:`dpfda.Curves` on its
+        domain (a common grid equal to the specification's, or each subject on its own points).
+        ``rng``: the numpy generator of the noise when ``secure=False`` (required then); leave it
+        out with OpenDP's noise.  Each record is mapped on its own into the frame
+        (:meth:`dpfda.PublicFrame.to_unit`), then :meth:`dpfda.Mechanism.release` checks the
+        rest and adds the noise.
+        """
+        spec = self.spec
+        if spec.secure and rng is not None:
+            raise TypeError("rng: this specification draws the noise with OpenDP (secure=True), which "
+                            "cannot be seeded; leave rng out, or make the spec with secure=False")
+        data = self._on_grid(curves)
+        frame = spec.frame
+        mapped = frame.to_unit(data) if frame is not None else data
+        return SpecifiedRelease(spec, self.mechanism.release(mapped, rng))
+
+    def _on_grid(self, curves: ArrayLike | Curves) -> np.ndarray | Curves:
+        """The data as the mechanism takes them: an array on the grid, or Curves on their own points."""
+        spec = self.spec
+        if not isinstance(curves, Curves):
+            if spec.own_points:
+                raise TypeError("curves: this specification has no grid (each subject on its own points); "
+                                "give a dpfda.Curves, or make the spec with grid=...")
+            return np.asarray(curves, dtype=float)
+        domain = (spec.domain.start, spec.domain.stop)  # type: ignore[union-attr]  # a Domain after checks
+        if tuple(curves.domain) != domain:
+            raise ValueError(f"curves: their domain {tuple(curves.domain)} is not the specification's {domain}")
+        if curves.common and not spec.own_points:
+            if curves.points is None or not np.array_equal(curves.points, spec.points):
+                raise ValueError("curves: their points are not the specification's grid (give each subject "
+                                 "on its own points with Curves.irregular, or the spec without a grid)")
+            return curves.values  # type: ignore[return-value]  # common: values set
+        return curves  # each subject on its own points: FTP fits each alone, PTF refuses them by name
+
+
+class SpecifiedRelease:
+    """A release in the data's units, with its own record.
+
+    Calling it evaluates the private mean curve at points of the domain, in the data's units
+    (post-processing).  ``unit_release`` is the library's :class:`~dpfda.Release` of the mapped
+    data, on [0, 1].
+    """
+
+    def __init__(self, spec: ReleaseSpec, release: Release) -> None:
+        self.spec = spec
+        self.unit_release = release
+
+    @property
+    def mu(self) -> float:
+        """The budget the release spent (μ-GDP)."""
+        return float(self.unit_release.mu)
+
+    @property
+    def n(self) -> int:
+        """The number of curves released over (public under replacement of one subject's curve)."""
+        return int(self.unit_release.n)
+
+    def __repr__(self) -> str:
+        return f"SpecifiedRelease({self.unit_release.method.upper()}, n={self.n}, mu={self.mu:g})"
+
+    def _unit(self, x: ArrayLike) -> np.ndarray:
+        return self.spec.domain.to_unit(np.atleast_1d(np.asarray(x, dtype=float)))  # type: ignore[union-attr]
+
+    def __call__(self, x: ArrayLike) -> np.ndarray:
+        """The private mean curve at points ``x`` of the domain, in the data's units."""
+        frame = self.spec.frame
+        if frame is not None:
+            return frame.values(self.unit_release, x)
+        return self.unit_release(self._unit(x))
+
+    def noise_sd(self, x: ArrayLike) -> np.ndarray:
+        """The privacy noise's standard deviation at points ``x`` of the domain, in the data's units."""
+        scale = 1.0 if self.spec.frame is None else self.spec.frame.scale
+        return scale * self.unit_release.noise_sd(self._unit(x))
+
+    def record(self, at: ArrayLike | None = None, *, combine: str | None = None) -> dict:
+        """Everything to publish (:func:`~dpfda.practice.publish.release_record`), at points ``at`` of the domain.
+
+        ``at`` defaults to 101 equally spaced points of the domain.  A budget given as (ε, δ)
+        is stated beside μ (``budget_requested``) and its δ among the record's.
+        """
+        spec = self.spec
+        domain: Domain = spec.domain  # type: ignore[assignment]  # a Domain after checks
+        if at is None:
+            at = np.linspace(domain.start, domain.stop, DISPLAY_POINTS)
+        deltas = list(DELTAS)
+        if spec.delta is not None and spec.delta not in deltas:
+            deltas.append(float(spec.delta))
+        if spec.frame is not None:
+            record = release_record(self.unit_release, at, frame=spec.frame, deltas=deltas, combine=combine)
+        else:
+            record = release_record(self.unit_release, at, domain=domain, deltas=deltas, combine=combine)
+        if spec.epsilon is not None:
+            record["budget_requested"] = {
+                "epsilon": float(spec.epsilon), "delta": float(spec.delta),  # type: ignore[arg-type]
+                "mu": spec.budget_mu,
+                "how": "the largest mu whose mu-GDP implies (epsilon, delta)-DP (dpfda.mu_from_epsilon_delta)"}
+        return record

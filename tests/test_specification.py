@@ -1,0 +1,175 @@
+"""The one release path: ReleaseSpec checks every public choice before any data, and FTP(spec)/PTF(spec)
+release exactly what the library's ftp/ptf release on the mapped data, with the same generator."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import dpfda
+from dpfda import FTP, PTF, Curves, Domain, LegendreSpace, PublicFrame, ReleaseSpec, SpecError
+from dpfda.practice.publish import release_record
+
+AGES = np.array([1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0, 18.0])
+
+
+class Untouchable:
+    """Data that fail loudly the moment anything reads them."""
+
+    def __array__(self, *args: object, **kwargs: object) -> np.ndarray:
+        raise AssertionError("the data were read")
+
+    def __len__(self) -> int:
+        raise AssertionError("the data were read")
+
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"the data were read ({name})")
+
+
+def heights(n: int = 60, seed: int = 3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return 75 + 5.5 * AGES + rng.normal(0, 4, size=(n, AGES.size))
+
+
+def spec(**changes: object) -> ReleaseSpec:
+    choices: dict = dict(space=LegendreSpace(4), domain=Domain(1, 18, name="age"), grid=AGES,
+                         lower=60, upper=210, mu=1.0, secure=False)
+    choices.update(changes)
+    return ReleaseSpec(**choices)
+
+
+@pytest.mark.parametrize("changes, argument", [
+    (dict(mu=-1.0), "mu"),
+    (dict(mu=float("nan")), "mu"),
+    (dict(mu=None), "mu"),
+    (dict(mu=1.0, epsilon=1.0, delta=1e-6), "mu"),
+    (dict(mu=None, epsilon=1.0), "delta"),
+    (dict(mu=None, epsilon=-1.0, delta=1e-6), "epsilon"),
+    (dict(mu=None, epsilon=1.0, delta=1.5), "delta"),
+    (dict(space="legendre:x"), "space"),
+    (dict(space=3), "space"),
+    (dict(domain=(18, 1)), "domain"),
+    (dict(grid=AGES[::-1]), "grid"),
+    (dict(grid=np.r_[AGES, 30.0]), "grid"),
+    (dict(grid=AGES[:3]), "grid"),            # T = 3 < m = 4 (Assumption A.3)
+    (dict(upper=None), "upper"),
+    (dict(lower=200.0, upper=100.0), "lower, upper"),
+    (dict(lower=np.zeros(3)), "lower, upper"),  # not one bound per grid point
+    (dict(clip=1.0), "clip"),                  # a range gives the clip
+    (dict(radius=-2.0), "radius"),
+    (dict(lower=None, upper=None), "radius"),  # neither a range nor B'
+    (dict(space="gaussian:0.2"), "radius"),    # a range bounds no RKHS norm
+    (dict(grid=None, space="gaussian:0.2", radius=1.0), "grid"),
+    (dict(grid=None, lower=np.zeros(10), upper=np.ones(10)), "lower"),
+    (dict(secure=1), "secure"),
+    (dict(secure=True, mu=1e-200), "mu"),      # OpenDP's rho = mu^2/2 underflows
+])
+def test_a_bad_choice_is_refused_by_name_before_the_data(changes: dict, argument: str) -> None:
+    with pytest.raises(SpecError) as info:
+        FTP(spec(**changes)).release(Untouchable(), np.random.default_rng(0))
+    assert info.value.argument == argument
+    assert str(info.value).startswith(f"{argument}: ")
+
+
+def test_a_good_spec_does_read_the_data() -> None:
+    """Negative control of the test above: with every choice good, the release reaches the data."""
+    with pytest.raises(AssertionError, match="the data were read"):
+        FTP(spec()).release(Untouchable(), np.random.default_rng(0))
+
+
+def test_what_only_a_mechanism_refuses_is_named_before_the_data() -> None:
+    with pytest.raises(SpecError, match="^clip: ") as info:
+        FTP(spec(lower=None, upper=None, radius=5.0, clip=3.0))
+    assert info.value.argument == "clip"
+    with pytest.raises(SpecError, match="^clip: "):
+        PTF(spec(lower=None, upper=None, radius=5.0, clip=np.ones(3)))  # one bound per grid point
+    with pytest.raises(SpecError, match="^grid: "):
+        PTF(spec(grid=None))
+    with pytest.raises(TypeError, match="^rng: "):
+        FTP(spec(secure=True)).release(Untouchable(), np.random.default_rng(0))
+
+
+def test_the_spec_is_frozen() -> None:
+    s = spec()
+    with pytest.raises(AttributeError):
+        s.mu = 100.0  # type: ignore[misc]
+    assert not s.unit_grid.flags.writeable and not s.points.flags.writeable
+
+
+@pytest.mark.parametrize("method", ["ftp", "ptf"])
+def test_a_release_through_the_spec_is_the_library_release_bit_for_bit(method: str) -> None:
+    X = heights()
+    s = spec()
+    frame = PublicFrame(LegendreSpace(4), AGES, Domain(1, 18, name="age"), 60, 210)
+    mech = FTP(s) if method == "ftp" else PTF(s)
+    got = mech.release(X, np.random.default_rng(11))
+    if method == "ftp":
+        want = dpfda.ftp(frame.to_unit(X), frame.grid, frame.space, frame.radius, 1.0, np.random.default_rng(11))
+    else:
+        want = dpfda.ptf(frame.to_unit(X), frame.grid, frame.space, frame.radius, 1.0, np.random.default_rng(11),
+                         clip=frame.clip, weights=frame.weights)
+    np.testing.assert_array_equal(got.unit_release.coef, want.coef)
+    assert got.unit_release.noise_scale == pytest.approx(want.noise_scale, rel=0, abs=0)
+    at = np.linspace(1, 18, 35)
+    np.testing.assert_array_equal(got(at), frame.values(want, at))
+    assert got.record(at) == release_record(want, at, frame=frame)
+
+
+def test_the_bit_for_bit_comparison_sees_a_wrong_mapping() -> None:
+    """Negative control: a spec that maps the data otherwise (another range, hence another scale and
+    B') or spends another budget gives another release with the same generator."""
+    X = heights()
+    frame = PublicFrame(LegendreSpace(4), AGES, Domain(1, 18, name="age"), 60, 210)
+    want = dpfda.ftp(frame.to_unit(X), frame.grid, frame.space, frame.radius, 1.0, np.random.default_rng(11))
+    for wrong in (spec(upper=211), spec(mu=1.01), spec(lower=None, upper=None, radius=frame.radius)):
+        got = FTP(wrong).release(X, np.random.default_rng(11))
+        assert not np.array_equal(got.unit_release.coef, want.coef)
+
+
+def test_without_a_range_the_data_are_used_as_they_are() -> None:
+    X = heights() / 100.0
+    s = spec(lower=None, upper=None, radius=3.0)
+    got = PTF(s).release(X, np.random.default_rng(5))
+    unit = Domain(1, 18).to_unit(AGES)
+    want = dpfda.ptf(X, unit, LegendreSpace(4), 3.0, 1.0, np.random.default_rng(5))
+    np.testing.assert_array_equal(got.unit_release.coef, want.coef)
+    np.testing.assert_array_equal(got([1.0, 9.5, 18.0]), want(Domain(1, 18).to_unit([1.0, 9.5, 18.0])))
+    np.testing.assert_array_equal(got.noise_sd([1.0, 18.0]), want.noise_sd(Domain(1, 18).to_unit([1.0, 18.0])))
+
+
+def test_curves_on_their_own_points_and_on_the_grid() -> None:
+    rng = np.random.default_rng(2)
+    X = heights(40)
+    keep = [np.sort(rng.choice(AGES.size, size=6, replace=False)) for _ in range(40)]
+    own = Curves.irregular([AGES[k] for k in keep], [x[k] for x, k in zip(X, keep)], (1, 18))
+    s = spec(grid=None)
+    got = FTP(s).release(own, np.random.default_rng(4))
+    frame = PublicFrame(LegendreSpace(4), np.linspace(1, 18, 101), Domain(1, 18), 60, 210)
+    want = dpfda.ftp_mechanism(frame.grid, frame.space, frame.radius, 1.0).release(
+        frame.to_unit(own), np.random.default_rng(4))
+    np.testing.assert_array_equal(got.unit_release.coef, want.coef)
+    common = FTP(spec()).release(Curves(X, AGES, (1, 18)), np.random.default_rng(4))
+    np.testing.assert_array_equal(common.unit_release.coef,
+                                  FTP(spec()).release(X, np.random.default_rng(4)).unit_release.coef)
+    with pytest.raises(ValueError, match="^curves: their domain"):
+        FTP(spec()).release(Curves(X, AGES, (0, 18)), np.random.default_rng(4))
+    with pytest.raises(ValueError, match="^curves: their points"):
+        FTP(spec()).release(Curves(X[:, 1:], AGES[1:], (1, 18)), np.random.default_rng(4))
+    with pytest.raises(TypeError, match="^curves: "):
+        FTP(s).release(X, np.random.default_rng(4))
+
+
+def test_a_budget_as_epsilon_delta_is_stated_in_the_record() -> None:
+    s = spec(mu=None, epsilon=1.0, delta=1e-6)
+    assert s.budget_mu == pytest.approx(float(dpfda.mu_from_epsilon_delta(1.0, 1e-6)), rel=0, abs=0)
+    record = FTP(s).release(heights(), np.random.default_rng(0)).record([1, 18])
+    assert record["budget_requested"]["epsilon"] == 1.0 and record["mu"] == s.budget_mu
+    assert any(d["delta"] == 1e-6 for d in record["epsilon_delta"])
+    json.dumps(record)
+
+
+def test_a_space_spec_string_is_the_space() -> None:
+    assert spec(space="legendre:4").space == LegendreSpace(4)
+    assert spec(domain=(1, 18)).domain.start == 1.0
