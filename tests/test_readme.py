@@ -107,14 +107,12 @@ def test_readme_more_commands_run_as_written_twice(tmp_path):
 
 def _almost_noiseless_curve(path, points) -> np.ndarray:
     """The quickstart's fit at mu = 1e6 (noise sd below 1e-4 cm), seeded."""
-    from dpfda.practice.publish import read_curves, release_record
+    from dpfda.practice.publish import read_curves
 
     ages, heights = read_curves(path, id="child")
-    frame = dpfda.PublicFrame(dpfda.LegendreSpace(8), ages, dpfda.Domain(1, 18, name="age"),
-                              lower=60, upper=210)
-    release = dpfda.ftp(frame.to_unit(heights), frame.grid, frame.space, frame.radius, mu=1e6,
-                        rng=np.random.default_rng(0))
-    record = release_record(release, np.asarray(points), frame=frame)
+    spec = dpfda.ReleaseSpec(space="legendre:8", domain=dpfda.Domain(1, 18, name="age"), grid=ages,
+                             lower=60, upper=210, mu=1e6, secure=False)
+    record = dpfda.FTP(spec).release(heights, np.random.default_rng(0)).record(np.asarray(points))
     assert max(record["noise_sd"]) < 1e-4
     return np.array(record["curve"]["values"])
 
