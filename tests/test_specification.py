@@ -4,6 +4,7 @@ release exactly what the library's ftp/ptf release on the mapped data, with the 
 from __future__ import annotations
 
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -173,3 +174,11 @@ def test_a_budget_as_epsilon_delta_is_stated_in_the_record() -> None:
 def test_a_space_spec_string_is_the_space() -> None:
     assert spec(space="legendre:4").space == LegendreSpace(4)
     assert spec(domain=(1, 18)).domain.start == 1.0
+
+
+def test_a_release_and_its_spec_survive_a_pickle() -> None:
+    rel = FTP(spec()).release(heights(), np.random.default_rng(7))
+    back = pickle.loads(pickle.dumps(rel))
+    at = np.linspace(1, 18, 9)
+    np.testing.assert_array_equal(back(at), rel(at))
+    assert back.record(at) == rel.record(at) and back.spec.mu == 1.0

@@ -148,6 +148,10 @@ def ftp(X: ArrayLike | Curves, grid: ArrayLike | None, space: FunctionSpace, rad
         rng: np.random.Generator | None = None, *, secure: bool = False) -> Release:
     """Fit-Then-Protect (Algorithm 1), μ-GDP by Theorem 6 and Corollaries 7–8.
 
+    Algorithm 1 step by step, on data already on [0, 1] with B' in their units; to release
+    your own data (in its units, with its record) use :func:`dpfda.FTP` with a
+    :class:`dpfda.ReleaseSpec`, which releases the same bits through this path.
+
     Each curve is fitted by least squares (W = I) inside the ball of radius B'
     of the Cameron–Martin space; the fits are averaged; the average gets σZ
     with σ = 2B'/(nμ).  Z is N(0, I_m) on the coefficients for H_m (Corollary 7)
@@ -222,6 +226,9 @@ def ptf(X: ArrayLike | Curves, grid: ArrayLike | None, space: FunctionSpace, rad
         rng: np.random.Generator | None = None, clip: ArrayLike | None = None, weights: ArrayLike | None = None, *,
         secure: bool = False) -> Release:
     """Protect-Then-Fit (Algorithm 2), μ-GDP by Proposition 9.
+
+    Algorithm 2 step by step, on data already on [0, 1]; to release your own data use
+    :func:`dpfda.PTF` with a :class:`dpfda.ReleaseSpec`.
 
     Coordinate j is clipped to [-c_j, c_j], averaged over curves, and released
     with N(0, σ_j²) noise, σ_j = (2c_j/n)·sqrt(T)/μ; the noisy vector is then
