@@ -64,6 +64,7 @@ def spec(**changes: object) -> ReleaseSpec:
     (dict(space="gaussian:0.2"), "radius"),    # a range bounds no RKHS norm
     (dict(grid=None, space="gaussian:0.2", radius=1.0), "grid"),
     (dict(grid=None, lower=np.zeros(10), upper=np.ones(10)), "lower"),
+    (dict(space="fourier:5", domain=(1, 18)), "domain"),  # grid from start to stop: 1 and 18 one instant
     (dict(secure=1), "secure"),
     (dict(secure=True, mu=1e-200), "mu"),      # OpenDP's rho = mu^2/2 underflows
 ])
@@ -182,3 +183,16 @@ def test_a_release_and_its_spec_survive_a_pickle() -> None:
     at = np.linspace(1, 18, 9)
     np.testing.assert_array_equal(back(at), rel(at))
     assert back.record(at) == rel.record(at) and back.spec.mu == 1.0
+
+
+def test_a_periodic_space_on_a_domain_one_period_long() -> None:
+    months = np.arange(1.0, 13.0)
+    s = ReleaseSpec(space="fourier:5", domain=(1, 13), grid=months, lower=-30, upper=45, mu=1.0, secure=False)
+    rel = FTP(s).release(np.zeros((30, 12)) + 10.0, np.random.default_rng(1))
+    # One instant: t = 0 and t = 1 differ only by rounding. Each basis function's argument 2πk·t is
+    # rounded once and cos/sin add an ulp, so φ_k(1) - φ_k(0) is at most √2·(2πk + 2)·u <= 12k·u;
+    # summed over the m coefficients (in °C) that is at most 12·m²·u·max|c_k|, and the sum itself
+    # rounds within m·u·Σ|c_k|·√2 more: 16·m²·u·max|c_k| covers both.
+    coef = s.frame.reference + s.frame.scale * rel.unit_release.coef
+    atol = 16 * 5**2 * np.finfo(float).eps / 2 * np.abs(coef).max()
+    np.testing.assert_allclose(rel([1.0]), rel([13.0]), rtol=0, atol=atol)

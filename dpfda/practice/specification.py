@@ -41,7 +41,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..maths.curves import Curves
-from ..maths.spaces import FunctionSpace, KernelSpace, OrthonormalSpace, space_from_spec
+from ..maths.spaces import FourierSpace, FunctionSpace, KernelSpace, OrthonormalSpace, space_from_spec
 from ..mechanisms.calibration import check_secure_budget
 from ..mechanisms.irregular import DISPLAY_POINTS
 from ..mechanisms.mechanism import ftp_mechanism, ptf_mechanism
@@ -190,6 +190,13 @@ class ReleaseSpec:
             space.at(unit)  # strictly increasing, T >= m points of [0, 1] (Assumption A.3)
         except (TypeError, ValueError) as exc:
             raise SpecError("grid", str(exc)) from None
+        if isinstance(space, FourierSpace) and not own_points and points.size > 1 and \
+                points[0] == domain.start and points[-1] == domain.stop:
+            raise SpecError("domain", f"{space.spec} is periodic on the domain (its stop is the same instant as "
+                                      f"its start), and the grid's first and last points {points[0]:g} and "
+                                      f"{points[-1]:g} are its ends: they would be one instant (for months 1 to "
+                                      "12, December would be January). Give the domain one period long, e.g. "
+                                      "one step past the last point of an evenly spaced grid")
         put(self, "points", _frozen(points))
         put(self, "unit_grid", _frozen(unit))
         put(self, "frame", self._frame(space, domain, own_points))
