@@ -67,7 +67,7 @@ def test_readme_quickstart_runs_in_order_as_written_twice(tmp_path):
         assert "curator's diagnostics" in cli_run.stderr and "WARNING" not in cli_run.stderr
         cli = json.loads((tmp_path / "release-cli.json").read_text())
         check_record(cli)
-        assert cli["units"] == {"points": "age (years)", "values": "height (cm)"}
+        assert cli["units"] == {"points": "age (years)", "values": "height (cm)"} == record["units"]
         temps = json.loads((tmp_path / "temps.json").read_text())
         assert temps["space"]["kind"] == "fourier" and temps["space"]["dimension"] == 7 and temps["n"] == 365
         assert temps["frame"]["lower"] == -30 and temps["frame"]["upper"] == 45 and "own points" in temps["sampling"]

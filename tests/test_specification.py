@@ -66,6 +66,7 @@ def spec(**changes: object) -> ReleaseSpec:
     (dict(grid=None, lower=np.zeros(10), upper=np.ones(10)), "lower"),
     (dict(space="fourier:5", domain=(1, 18)), "domain"),  # grid from start to stop: 1 and 18 one instant
     (dict(secure=1), "secure"),
+    (dict(units=3), "units"),
     (dict(secure=True, mu=1e-200), "mu"),      # OpenDP's rho = mu^2/2 underflows
 ])
 def test_a_bad_choice_is_refused_by_name_before_the_data(changes: dict, argument: str) -> None:
@@ -116,7 +117,11 @@ def test_a_release_through_the_spec_is_the_library_release_bit_for_bit(method: s
     assert got.unit_release.noise_scale == pytest.approx(want.noise_scale, rel=0, abs=0)
     at = np.linspace(1, 18, 35)
     np.testing.assert_array_equal(got(at), frame.values(want, at))
-    assert got.record(at) == release_record(want, at, frame=frame)
+    record = got.record(at)
+    assert record.pop("units") == {"points": "age", "values": "value"}
+    assert record == release_record(want, at, frame=frame)
+    assert FTP(spec(units="height (cm)")).release(X, np.random.default_rng(11)).record(at)["units"]["values"] == \
+        "height (cm)"
 
 
 def test_the_bit_for_bit_comparison_sees_a_wrong_mapping() -> None:

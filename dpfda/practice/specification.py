@@ -124,6 +124,9 @@ class ReleaseSpec:
     secure : bool, default True
         Draw the noise with OpenDP (needs ``opendp``); ``False`` draws it from a numpy
         generator, for teaching and simulation only.
+    units : str, default "value"
+        What the values are and their unit (``"height (cm)"``), for the record; the points'
+        are the domain's name (``Domain(1, 18, name="age (years)")``).
 
     Raises
     ------
@@ -142,6 +145,7 @@ class ReleaseSpec:
     epsilon: float | None = None
     delta: float | None = None
     secure: bool = True
+    units: str = "value"
     frame: PublicFrame | None = field(init=False, repr=False)
     """The public frame of ``lower``/``upper`` (None without a range)."""
     points: np.ndarray = field(init=False, repr=False)
@@ -174,6 +178,8 @@ class ReleaseSpec:
                 raise SpecError("domain", f"must be a dpfda.Domain or (start, stop) with start < stop ({exc})"
                                 ) from None
         put(self, "domain", domain)
+        if not isinstance(self.units, str):
+            raise SpecError("units", f"must be a string such as 'height (cm)', got {type(self.units).__name__}")
         if not isinstance(self.secure, bool):
             raise SpecError("secure", f"must be True or False, got {self.secure!r}")
         put(self, "budget_mu", self._budget())
@@ -432,8 +438,10 @@ class SpecifiedRelease:
     def record(self, at: ArrayLike | None = None, *, combine: str | None = None) -> dict:
         """Everything to publish (:func:`~dpfda.practice.publish.release_record`), at points ``at`` of the domain.
 
-        ``at`` defaults to 101 equally spaced points of the domain.  A budget given as (ε, δ)
-        is stated beside μ (``budget_requested``) and its δ among the record's.
+        ``at`` defaults to 101 equally spaced points of the domain.  The record also names
+        the units (``units``: the domain's name and the specification's ``units``), and a
+        budget given as (ε, δ) is stated beside μ (``budget_requested``) with its δ among
+        the record's.
         """
         spec = self.spec
         domain: Domain = spec.domain  # type: ignore[assignment]  # a Domain after checks
@@ -446,6 +454,7 @@ class SpecifiedRelease:
             record = release_record(self.unit_release, at, frame=spec.frame, deltas=deltas, combine=combine)
         else:
             record = release_record(self.unit_release, at, domain=domain, deltas=deltas, combine=combine)
+        record["units"] = {"points": domain.name, "values": spec.units}
         if spec.epsilon is not None:
             record["budget_requested"] = {
                 "epsilon": float(spec.epsilon), "delta": float(spec.delta),  # type: ignore[arg-type]
