@@ -6,8 +6,8 @@
 * lines: every ``.py`` file of ``dpfda/`` (the library) and ``machinery/dpfda_book/`` (the
   book's machinery), all lines and the non-blank ones, by layer (subpackage) and in total;
 * what a release needs: the library's modules (and their lines) that a fresh interpreter
-  has imported after ``dpfda.ftp`` of a small dataset and its JSON record
-  (``dpfda.practice.publish.release_record``), and whether any module of ``dpfda_book`` was
+  has imported after the one release path (``dpfda.FTP`` of a ``dpfda.ReleaseSpec``) of a
+  small dataset and its JSON record (``SpecifiedRelease.record``), and whether any module of ``dpfda_book`` was
   imported (never);
 * ``dpfda.__all__``, the public names of the library;
 * the import graph: modules of both packages with an edge for every import (at the top of a
@@ -32,11 +32,10 @@ RELEASE = r"""
 import json, sys
 import numpy as np
 import dpfda
-from dpfda.practice.publish import release_record
-grid, space = dpfda.uniform_grid(12), dpfda.LegendreSpace(4)
+spec = dpfda.ReleaseSpec(space="legendre:4", grid=dpfda.uniform_grid(12), lower=-1, upper=1, mu=1.0,
+                         secure=False)
 X = np.random.default_rng(0).uniform(-1, 1, (50, 12))
-rel = dpfda.ftp(X, grid, space, radius=1.0, mu=1.0, rng=np.random.default_rng(1))
-release_record(rel, np.linspace(0, 1, 5))
+dpfda.FTP(spec).release(X, np.random.default_rng(1)).record(np.linspace(0, 1, 5))
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("dpfda", "dpfda_book"))))
 """
 
@@ -159,7 +158,8 @@ def markdown(r: dict) -> str:
             out.append(f"| {layer} | {e['modules']} | {e['lines']} | {e['non_blank']} |")
     rel = r["release"]
     out += ["", "## What a release loads", "",
-            f"`dpfda.ftp` and its record import {len(rel['modules'])} modules of dpfda ({rel['lines']} lines) "
+            f"`dpfda.FTP(spec).release` and its record import {len(rel['modules'])} modules of dpfda "
+            f"({rel['lines']} lines) "
             f"and {len(rel['book_modules'])} of dpfda_book: " + ", ".join(f"`{m}`" for m in rel["modules"]) + ".",
             "", f"## The public names of dpfda ({len(r['dpfda_all'])})", "",
             ", ".join(f"`{n}`" for n in r["dpfda_all"]) + ".", "", "## The import graph", "",
