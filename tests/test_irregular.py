@@ -133,7 +133,24 @@ def test_a_wide_table_with_gaps_becomes_curves_on_own_points():
         Curves.from_masked([0, 1, 2], np.array([[np.nan] * 3]), domain=(0, 2))
 
 
+def test_one_constructor_one_argument_order_values_then_points():
+    points, values = [[0, 12], [6, 12, 18]], [[1.0, 2.0], [3.0, 4.0, 5.0]]
+    one, other = Curves(values, points, (0, 24)), Curves.irregular(points, values, (0, 24))
+    assert not one.common and one.n == 2 and one.domain == other.domain
+    for (t, x), (u, y) in zip(one.subjects(), other.subjects(), strict=True):
+        assert np.array_equal(t, u) and np.array_equal(x, y)
+    same = Curves(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[0.0, 6.0], [12.0, 18.0]]), (0, 24))
+    assert not same.common and [t.tolist() for t, _ in same.subjects()] == [[0.0, 0.25], [0.5, 0.75]]
+    # the irregular order given to the constructor: heights taken for ages fall outside the domain
+    with pytest.raises(ValueError, match="outside the public domain"):
+        Curves([[1, 2], [1, 2, 3]], [[80.0, 90.0], [85.0, 95.0, 99.0]], (1, 18))
+    with pytest.raises(TypeError, match="^values: "):
+        Curves(3.0, points, (0, 24))
+
+
 @pytest.mark.parametrize("make, message", [
+    (lambda: Curves([[1.0, 2.0]], [[0.0, 0.0]], (0, 1)), "appears twice"),
+    (lambda: Curves([[1.0, 2.0]], [[0.0]], (0, 1)), "1 points but 2 values"),
     (lambda: Curves.irregular([[0.0, 0.0]], [[1.0, 2.0]], (0, 1)), "appears twice"),
     (lambda: Curves.irregular([[0.0, 2.0]], [[1.0, 2.0]], (0, 1)), "outside the public domain"),
     (lambda: Curves.irregular([[0.0]], [[1.0, 2.0]], (0, 1)), "1 points but 2 values"),

@@ -39,20 +39,32 @@ def _domain(domain: Any) -> tuple[float, float]:
     return start, stop
 
 
+def _per_subject(points: Any) -> bool:
+    """Whether ``points`` lists each subject's own points (a sequence of vectors, or an (n, k) array)."""
+    if isinstance(points, np.ndarray):
+        return points.ndim == 2
+    if isinstance(points, (list, tuple)) and len(points) > 0:
+        return all(np.ndim(p) == 1 for p in points)
+    return False
+
+
 class Curves:
     """Curves with their points and public domain (common grid or each subject on its own points).
 
     Parameters
     ----------
-    values : array (…, n, T)
-        Common grid: one row per subject, one column per point.
-    points : array (T,)
-        The common grid, strictly increasing, in the data's units.
+    values : array (…, n, T), or a sequence of n vectors
+        Common grid: one row per subject, one column per point.  Each subject on its own
+        points: subject i's values.
+    points : array (T,), or a sequence of n vectors
+        The common grid, strictly increasing, in the data's units; or subject i's points,
+        as many as its values (the same as :meth:`Curves.irregular`, in this order).
     domain : (float, float), default (0, 1)
         The public interval of the curves' argument, mapped onto [0, 1].
 
-    For curves on their own points use :meth:`Curves.irregular`; :meth:`Curves.from_masked`
-    reads a table with NaN for what was not measured.
+    Every subject is checked here: finite values, points inside the domain.  One argument
+    order, values then points, for both kinds; :meth:`Curves.from_masked` reads a table
+    with NaN for what was not measured.
 
     Examples
     --------
@@ -60,13 +72,19 @@ class Curves:
     >>> c = Curves(np.zeros((3, 4)), [0, 6, 12, 18], domain=(0, 24))
     >>> c.n, c.common, c.grid.tolist()
     (3, True, [0.0, 0.25, 0.5, 0.75])
-    >>> d = Curves.irregular([[0, 12], [6, 12, 18]], [[1.0, 2.0], [3.0, 4.0, 5.0]], domain=(0, 24))
+    >>> d = Curves([[1.0, 2.0], [3.0, 4.0, 5.0]], [[0, 12], [6, 12, 18]], domain=(0, 24))
     >>> d.n, d.common, [t.tolist() for t, _ in d.subjects()]
     (2, False, [[0.0, 0.5], [0.25, 0.5, 0.75]])
     """
 
     def __init__(self, values: ArrayLike, points: ArrayLike,
                  domain: Iterable[float] = (0.0, 1.0)) -> None:
+        if _per_subject(points):  # each subject on its own points
+            if not isinstance(values, (list, tuple, np.ndarray)):
+                raise TypeError("values: with each subject's own points, give each subject's values too "
+                                f"(a sequence of n vectors), got {type(values).__name__}")
+            self.__dict__.update(Curves.irregular(points, values, domain).__dict__)  # type: ignore[arg-type]
+            return
         self.domain = _domain(domain)
         pts = as_float_array(points, "points")
         if pts.ndim != 1:
@@ -87,7 +105,11 @@ class Curves:
     @classmethod
     def irregular(cls, points: Sequence[ArrayLike], values: Sequence[ArrayLike],
                   domain: Iterable[float]) -> Curves:
-        """Each subject on its own points: ``points[i]`` and ``values[i]``, same length, >= 1 point."""
+        """Each subject on its own points: ``points[i]`` and ``values[i]``, same length, >= 1 point.
+
+        The same as ``Curves(values, points, domain)`` with a sequence of points per subject,
+        whose argument order (values first) is that of the common grid.
+        """
         if len(points) != len(values):
             raise ValueError(f"points and values must list the same subjects: {len(points)} against "
                              f"{len(values)}")
