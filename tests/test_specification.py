@@ -201,3 +201,16 @@ def test_a_periodic_space_on_a_domain_one_period_long() -> None:
     coef = s.frame.reference + s.frame.scale * rel.unit_release.coef
     atol = 16 * 5**2 * np.finfo(float).eps / 2 * np.abs(coef).max()
     np.testing.assert_allclose(rel([1.0]), rel([13.0]), rtol=0, atol=atol)
+
+
+def test_curves_carry_their_units_into_the_record() -> None:
+    X, at = heights(), np.linspace(1, 18, 5)
+    cm = Curves(X, AGES, (1, 18), units="height (cm)")
+    assert FTP(spec()).release(cm, np.random.default_rng(1)).record(at)["units"]["values"] == "height (cm)"
+    assert FTP(spec(units="height (cm)")).release(cm, np.random.default_rng(1)).units == "height (cm)"
+    with pytest.raises(ValueError, match="^curves: their units 'height \\(in\\)'"):
+        FTP(spec(units="height (cm)")).release(Curves(X / 2.54, AGES, (1, 18), units="height (in)"),
+                                                np.random.default_rng(1))
+    with pytest.raises(TypeError, match="^units must be a string"):
+        Curves(X, AGES, (1, 18), units=2.54)
+    assert Curves(X, AGES, (1, 18), units="cm").on_grid(Domain(1, 18).to_unit(AGES)).units == "cm"

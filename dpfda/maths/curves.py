@@ -39,6 +39,12 @@ def _domain(domain: Any) -> tuple[float, float]:
     return start, stop
 
 
+def _units(units: object) -> str | None:
+    if units is not None and not isinstance(units, str):
+        raise TypeError(f"units must be a string such as 'height (cm)', or None, got {type(units).__name__}")
+    return units
+
+
 def _per_subject(points: Any) -> bool:
     """Whether ``points`` lists each subject's own points (a sequence of vectors, or an (n, k) array)."""
     if isinstance(points, np.ndarray):
@@ -61,6 +67,9 @@ class Curves:
         as many as its values (the same as :meth:`Curves.irregular`, in this order).
     domain : (float, float), default (0, 1)
         The public interval of the curves' argument, mapped onto [0, 1].
+    units : str, optional (keyword)
+        What the values are and their unit (``"height (cm)"``); a release through a
+        :class:`dpfda.ReleaseSpec` refuses curves whose units are not its own.
 
     Every subject is checked here: finite values, points inside the domain.  One argument
     order, values then points, for both kinds; :meth:`Curves.from_masked` reads a table
@@ -77,14 +86,20 @@ class Curves:
     (2, False, [[0.0, 0.5], [0.25, 0.5, 0.75]])
     """
 
+    units: str | None = None
+    """What the values are and their unit, or None (not said)."""
+
     def __init__(self, values: ArrayLike, points: ArrayLike,
-                 domain: Iterable[float] = (0.0, 1.0)) -> None:
+                 domain: Iterable[float] = (0.0, 1.0), *, units: str | None = None) -> None:
+        units = _units(units)
         if _per_subject(points):  # each subject on its own points
             if not isinstance(values, (list, tuple, np.ndarray)):
                 raise TypeError("values: with each subject's own points, give each subject's values too "
                                 f"(a sequence of n vectors), got {type(values).__name__}")
-            self.__dict__.update(Curves.irregular(points, values, domain).__dict__)  # type: ignore[arg-type]
+            self.__dict__.update(Curves.irregular(points, values, domain,  # type: ignore[arg-type]
+                                                  units=units).__dict__)
             return
+        self.units = units
         self.domain = _domain(domain)
         pts = as_float_array(points, "points")
         if pts.ndim != 1:
@@ -104,7 +119,7 @@ class Curves:
 
     @classmethod
     def irregular(cls, points: Sequence[ArrayLike], values: Sequence[ArrayLike],
-                  domain: Iterable[float]) -> Curves:
+                  domain: Iterable[float], *, units: str | None = None) -> Curves:
         """Each subject on its own points: ``points[i]`` and ``values[i]``, same length, >= 1 point.
 
         The same as ``Curves(values, points, domain)`` with a sequence of points per subject,
@@ -132,6 +147,7 @@ class Curves:
                 raise ValueError(f"subject {i}: the point {p[np.argmax(np.diff(p) <= 0)]:g} appears twice")
             subjects.append((self._unit(p, f"subject {i}'s points"), v))
         self._subjects = subjects
+        self.units = _units(units)
         self.points = None
         self.values = None
         self._grid = None
@@ -139,7 +155,7 @@ class Curves:
 
     @classmethod
     def from_masked(cls, points: ArrayLike, values: ArrayLike,
-                    domain: Iterable[float] | None) -> Curves:
+                    domain: Iterable[float] | None, *, units: str | None = None) -> Curves:
         """A table (n, T) on ``points`` where NaN marks a point a subject was not measured at.
 
         Without NaN: the common grid.  With NaN: each subject on the points it has (a subject
@@ -151,11 +167,12 @@ class Curves:
             raise ValueError(f"values must have shape (n, {pts.size}), got {vals.shape}")
         seen = ~np.isnan(vals)
         if seen.all():
-            return cls(vals, pts, _domain(domain))
+            return cls(vals, pts, _domain(domain), units=units)
         empty = ~seen.any(axis=1)
         if empty.any():
             raise ValueError(f"subject {int(np.argmax(empty)) + 1} has no value at any point")
-        return cls.irregular([pts[s] for s in seen], [v[s] for v, s in zip(vals, seen)], _domain(domain))
+        return cls.irregular([pts[s] for s in seen], [v[s] for v, s in zip(vals, seen)], _domain(domain),
+                             units=units)
 
     def _unit(self, x: np.ndarray, what: str = "points") -> np.ndarray:
         start, stop = self.domain
@@ -209,10 +226,11 @@ class Curves:
         grid = check_grid(grid)
         start, stop = self.domain
         rows = [np.interp(grid, t, v, period=1.0 if periodic else None) for t, v in self.subjects()]
-        out = Curves(np.array(rows), start + grid * (stop - start), self.domain)
+        out = Curves(np.array(rows), start + grid * (stop - start), self.domain, units=self.units)
         out._grid = grid  # exactly the public grid, not its round trip through the data's units
         return out
 
     def __repr__(self) -> str:
         kind = f"common grid of {self.grid.size} points" if self.common else "each on its own points"
-        return f"Curves(n={self.n}, {kind}, domain={self.domain})"
+        units = "" if self.units is None else f", units={self.units!r}"
+        return f"Curves(n={self.n}, {kind}, domain={self.domain}{units})"

@@ -124,9 +124,10 @@ class ReleaseSpec:
     secure : bool, default True
         Draw the noise with OpenDP (needs ``opendp``); ``False`` draws it from a numpy
         generator, for teaching and simulation only.
-    units : str, default "value"
-        What the values are and their unit (``"height (cm)"``), for the record; the points'
-        are the domain's name (``Domain(1, 18, name="age (years)")``).
+    units : str, optional
+        What the values are and their unit (``"height (cm)"``), for the record (the points'
+        are the domain's name, ``Domain(1, 18, name="age (years)")``); a :class:`dpfda.Curves`
+        that states other units is refused.  Default: the curves' own units, or "value".
 
     Raises
     ------
@@ -145,7 +146,7 @@ class ReleaseSpec:
     epsilon: float | None = None
     delta: float | None = None
     secure: bool = True
-    units: str = "value"
+    units: str | None = None
     frame: PublicFrame | None = field(init=False, repr=False)
     """The public frame of ``lower``/``upper`` (None without a range)."""
     points: np.ndarray = field(init=False, repr=False)
@@ -178,7 +179,7 @@ class ReleaseSpec:
                 raise SpecError("domain", f"must be a dpfda.Domain or (start, stop) with start < stop ({exc})"
                                 ) from None
         put(self, "domain", domain)
-        if not isinstance(self.units, str):
+        if self.units is not None and not isinstance(self.units, str):
             raise SpecError("units", f"must be a string such as 'height (cm)', got {type(self.units).__name__}")
         if not isinstance(self.secure, bool):
             raise SpecError("secure", f"must be True or False, got {self.secure!r}")
@@ -371,10 +372,15 @@ class SpecifiedMechanism:
         if spec.secure and rng is not None:
             raise TypeError("rng: this specification draws the noise with OpenDP (secure=True), which "
                             "cannot be seeded; leave rng out, or make the spec with secure=False")
+        units = spec.units
+        if isinstance(curves, Curves) and curves.units is not None:
+            if units is not None and curves.units != units:
+                raise ValueError(f"curves: their units {curves.units!r} are not the specification's {units!r}")
+            units = curves.units
         data = self._on_grid(curves)
         frame = spec.frame
         mapped = frame.to_unit(data) if frame is not None else data
-        return SpecifiedRelease(spec, self.mechanism.release(mapped, rng))
+        return SpecifiedRelease(spec, self.mechanism.release(mapped, rng), units=units)
 
     def _on_grid(self, curves: ArrayLike | Curves) -> np.ndarray | Curves:
         """The data as the mechanism takes them: an array on the grid, or Curves on their own points."""
@@ -400,12 +406,13 @@ class SpecifiedRelease:
 
     Calling it evaluates the private mean curve at points of the domain, in the data's units
     (post-processing).  ``unit_release`` is the library's :class:`~dpfda.Release` of the mapped
-    data, on [0, 1].
+    data, on [0, 1]; ``units`` what the values are (the specification's or the curves'), or None.
     """
 
-    def __init__(self, spec: ReleaseSpec, release: Release) -> None:
+    def __init__(self, spec: ReleaseSpec, release: Release, *, units: str | None = None) -> None:
         self.spec = spec
         self.unit_release = release
+        self.units = units
 
     @property
     def mu(self) -> float:
@@ -439,7 +446,7 @@ class SpecifiedRelease:
         """Everything to publish (:func:`~dpfda.practice.publish.release_record`), at points ``at`` of the domain.
 
         ``at`` defaults to 101 equally spaced points of the domain.  The record also names
-        the units (``units``: the domain's name and the specification's ``units``), and a
+        the units (``units``: the domain's name and what the values are), and a
         budget given as (ε, δ) is stated beside μ (``budget_requested``) with its δ among
         the record's.
         """
@@ -454,7 +461,7 @@ class SpecifiedRelease:
             record = release_record(self.unit_release, at, frame=spec.frame, deltas=deltas, combine=combine)
         else:
             record = release_record(self.unit_release, at, domain=domain, deltas=deltas, combine=combine)
-        record["units"] = {"points": domain.name, "values": spec.units}
+        record["units"] = {"points": domain.name, "values": "value" if self.units is None else self.units}
         if spec.epsilon is not None:
             record["budget_requested"] = {
                 "epsilon": float(spec.epsilon), "delta": float(spec.delta),  # type: ignore[arg-type]
