@@ -56,3 +56,24 @@ def test_every_claim_shows_the_matrix_verdict_once():
         md, _ = _sources(path)
         shown += [key for doc, key in CROSS.findall(md) if key.startswith("rob-verdict-")]
     assert sorted(shown) == sorted(f"rob-verdict-{c.id}" for c in cl.CLAIMS)
+
+
+TEXT_CROSS = re.compile(r"\{glue:text\}`([^`]*::[^`]*)`")
+
+
+def _without_format(content: str) -> bool:
+    """MyST-NB reads ``{glue:text}`` content as ``KEY:FORMAT``, splitting at the last ':'.
+
+    ``doc.ipynb::key`` with no format is therefore read as key 'doc.ipynb:' and format
+    'key', a build warning; the reference needs a format of its own (``:s`` for text).
+    """
+    return content.rsplit(":", 1)[0].endswith(":")
+
+
+def test_cross_chapter_glue_text_gives_its_format():
+    assert _without_format("sim_noise.ipynb::noise-dir-ftp-8-min-text")  # the control: caught
+    assert not _without_format("sim_noise.ipynb::noise-dir-ftp-8-min-text:s")
+    assert not _without_format("sim_noise.ipynb::noise-dir-ftp-8-max:.2f")
+    bad = [(path.name, content) for path in sorted(BOOK.glob("*.ipynb"))
+           for content in TEXT_CROSS.findall(_sources(path)[0]) if _without_format(content)]
+    assert not bad, f"cross-chapter {{glue:text}} without a format (add ':s'): {bad}"

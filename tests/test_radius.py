@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -79,7 +81,12 @@ def test_ftp_with_a_private_radius_composes_to_the_budget():
     # μ·sqrt(share), μ·sqrt(1 − share) composed: 4 roundings; the quantile's μ <= μ·sqrt(share) as compared
     assert out.mu_total <= 1 + gamma(4)
     assert out.mu_total == pytest.approx(dpfda.compose(out.mu_quantile, out.mu_release), rel=gamma(1), abs=0)  # same
-    assert out.release.mu == out.mu_release == pytest.approx(np.sqrt(0.8), rel=gamma(4), abs=0)
+    # FTP gets the rest of μ² after the quantile's exact μ_q (at most μ·sqrt(share), rounded up):
+    # sqrt((μ − μ_q)(μ + μ_q)) to 3 roundings, stepped down until the two compose within μ
+    assert out.release.mu == out.mu_release
+    rest = math.sqrt((1 - out.mu_quantile) * (1 + out.mu_quantile))
+    assert rest * (1 - gamma(4)) <= out.mu_release <= rest and dpfda.compose(out.mu_quantile, out.mu_release) <= 1
+    assert out.mu_release >= np.sqrt(0.8) * (1 - gamma(4))  # never less than FTP's share
     assert out.mu_quantile <= np.sqrt(0.2) and gdp_of_pure_dp(out.epsilon_quantile) == out.mu_quantile
     assert out.release.radius == out.radius and 0.01 <= out.radius <= 10.0
     # The ε-DP step's GDP μ really dominates: G_{μ_q} <= f_{ε_q,0}

@@ -65,7 +65,10 @@ def fail_rate(key, variant: str, reps: int, rng: np.random.Generator) -> MonteCa
 
 def table(keys: Path, reps: int, seed: int, parts: tuple[str, ...] = PARTS) -> str:
     rng = np.random.default_rng(seed)
-    lines = ["| Assignment | Simulation check | Correct function fails (false-fail rate) | "
+    lines = [":::{table} For each assignment's simulation question, the probability that a correct function "
+             "loses it (false-fail rate) and that each typical mistake does (power), with Monte Carlo errors.",
+             ":name: course-grading-power", "",
+             "| Assignment | Simulation check | Correct function fails (false-fail rate) | "
              "Mistake: probability that it loses the question (power) |",
              "|---|---|---|---|"]
     for part in parts:
@@ -82,7 +85,7 @@ def table(keys: Path, reps: int, seed: int, parts: tuple[str, ...] = PARTS) -> s
         power = "; ".join(f"{variant}: {MonteCarloRate(f.events, f.trials)}"
                           for variant in key.VARIANTS for f in [fail_rate(key, variant, n, rng)])
         lines.append(f"| {part} | {check} | {false_fail} | {power} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + [":::"]) + "\n"
 
 
 def validate(keys: Path, masters: Path, runs: int, seed: int, parts: tuple[str, ...] = PARTS) -> str:

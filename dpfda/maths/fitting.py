@@ -36,11 +36,11 @@ through a product whose shape depends on other records.  Instead:
   P = WΦV — depend on the public grid, space and weights alone and are computed
   once, with BLAS and LAPACK;
 * a curve's coordinates g = Pᵀx are T element-wise multiplies and adds in a fixed
-  order (:meth:`BallLeastSquares._coordinates`), its unconstrained solution g/λ and
+  order (``BallLeastSquares._coordinates``), its unconstrained solution g/λ and
   norm are element-wise, the secular equation is solved by the same element-wise
   sweeps column by column (a column stops when its own Newton step stops moving it),
   and the fit is turned back by d element-wise multiplies and adds in a fixed order
-  (:meth:`BallLeastSquares._rotate`, the turn
+  (``BallLeastSquares._rotate``, the turn
   :func:`dpfda.maths.summation.fixed_point_ball_mean` makes of each point);
 * every element-wise operation — +, −, ×, ÷, √, ldexp, max — is correctly rounded in
   IEEE 754 arithmetic, whatever the vector instructions that numpy uses for it, so
@@ -208,7 +208,7 @@ class BallLeastSquares:
         redone after dividing it by a power of two (exact), so no finite row over- or
         underflows, and its comparison with B' is made in the same units.  Other rows keep
         e = 0.  Whether a row is redone, and how, depends on that row alone, and the redone
-        rows are computed by the same per-row arithmetic (:meth:`_coordinates`), so no
+        rows are computed by the same per-row arithmetic (``_coordinates``), so no
         row's bits depend on the other rows — in particular not on which others are redone.
         """
         radius = check_positive(radius, "radius")
@@ -446,7 +446,7 @@ def row_norms(V: ArrayLike) -> np.ndarray:
     """||v|| of each row of ``V`` (…, d), row by row in a fixed order, without overflow in the squares.
 
     The per-record norm of a fit (:func:`dpfda.mechanisms.radius.fitted_norms`): the same
-    bits for a row alone or in any batch (:func:`_norm_columns` on the rows as columns).
+    bits for a row alone or in any batch (``_norm_columns`` on the rows as columns).
     """
     V = np.asarray(V, dtype=float)
     if V.ndim == 0:

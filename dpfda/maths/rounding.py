@@ -62,7 +62,7 @@ EIGH_CONSTANT = 10
 def eigh_rtol(n: int) -> float:
     """Backward error of a symmetric eigendecomposition of order ``n``, relative to ‖A‖₂: γ_{c·n²}.
 
-    LAPACK's symmetric eigensolvers (``dsyevd`` behind :func:`numpy.linalg.eigh`,
+    LAPACK's symmetric eigensolvers (``dsyevd`` behind ``numpy.linalg.eigh``,
     ``dsyevr``, ``dsyev``) return V̂, Λ̂ with A + E = (V̂ + δV)Λ̂(V̂ + δV)ᵀ exactly, V̂ + δV
     orthogonal, ‖E‖₂ ≤ p(n)·u·‖A‖₂ and ‖δV‖₂ ≤ p(n)·u (LAPACK Users' Guide, 3rd ed., §4.7.1,
     where p(n) is "a modestly growing function of n"). The worst case of the Householder
@@ -91,14 +91,14 @@ def fit_rtol(A: ArrayLike, T: int, data_ratio: float = 1.0, multiplier: float | 
     g = Vᵀ·(ΦᵀW)x. Against the exact fit of the same x, with M = (A + νI)⁻¹ and
     k = κ₂(A + νI) = (λ_max + ν)/(λ_min + ν) (κ₂(A) when ν is not given):
 
-    * forming A costs γ_{T+1} per entry relative to |Φ|ᵀW|Φ|, whose 2-norm is at most
+    * forming A costs γ_{T+1} per entry relative to ``|Φ|ᵀW|Φ|``, whose 2-norm is at most
       d·‖A‖₂; the eigendecomposition adds a backward error e = :func:`eigh_rtol` (d) in norm,
       and V̂ is orthogonal to within 2e (each product with V̂ or V̂ᵀ is off by 2e in norm, 4e in
       all). A backward error η·‖A‖ moves M·b by at most k·η of itself (Higham, Theorem 7.2, first
       order);
     * the products x·(WΦV̂) and z·V̂ᵀ, the divisions by λ + ν and the Newton iteration for ν
       (stopped within 4 ulps of the root, :mod:`dpfda.maths.fitting`) round by γ_{2(T+d)+16} of
-      |x|ᵀW|Φ||V̂|, whose norm is at most √d·‖A‖^½·‖x‖_W; through M that is
+      ``|x|ᵀW|Φ||V̂|``, whose norm is at most √d·‖A‖^½·‖x‖_W; through M that is
       √d·γ_{2(T+d)+16}·data_ratio·λ_max/(λ_min + ν) of ‖θ‖;
     * on the sphere ν moves with the data to keep ‖θ‖ = B': a perturbation r of the equations
       moves θ by P·M·r, P = I − Mθθᵀ/(θᵀMθ) an oblique projector of norm at most
@@ -137,13 +137,13 @@ def fit_rtol(A: ArrayLike, T: int, data_ratio: float = 1.0, multiplier: float | 
 
 
 def product_atol(A: ArrayLike, B: ArrayLike) -> np.ndarray:
-    """Entrywise bound on the rounding error of the product ``A @ B``: γ_k·(|A| @ |B|).
+    """Entrywise bound on the rounding error of the product ``A @ B``: ``γ_k·(|A| @ |B|)``.
 
     k is the inner dimension. Each entry of a computed product is an inner product of length
-    k, and |fl(xᵀy) − xᵀy| ≤ γ_k·|x|ᵀ|y| whatever the order of the additions and whether
+    k, and ``|fl(xᵀy) − xᵀy| ≤ γ_k·|x|ᵀ|y|`` whatever the order of the additions and whether
     multiply-adds are fused (Higham, §3.1, eq. (3.5) and Lemma 3.4) — so on every BLAS kernel.
-    The bound is relative to |A||B|, not to |AB|: where the terms cancel, the error can be
-    far larger than u·|AB|.
+    The bound is relative to ``|A||B|``, not to ``|AB|``: where the terms cancel, the error can be
+    far larger than ``u·|AB|``.
 
     >>> product_atol([[1.0, -1.0]], [[1.0], [1.0]]).item() == 2 * gamma(2)
     True
@@ -189,8 +189,8 @@ def psd_root_rtol(n: int) -> float:
     Φ̂ = V̂·√Λ̂·V̂ᵀ is K's symmetric square root from its eigendecomposition. With
     e = :func:`eigh_rtol` (n): V̂Λ̂V̂ᵀ is within e·‖K‖ of K, plus what V̂'s departure from
     orthogonality (2e) does in each of its two factors (4e·‖K‖); the square roots round by u;
-    the products V̂√Λ̂·V̂ᵀ and Φ̂Φ̂ᵀ round by γ_n of |V̂√Λ̂||V̂ᵀ| and |Φ̂||Φ̂ᵀ|, whose norms are at
-    most n·√‖K‖ and n·‖K‖ (‖|M|‖₂ ≤ ‖M‖_F ≤ √n·‖M‖₂), so 2n·γ_{n+1} and n·γ_n relative. In all
+    the products V̂√Λ̂·V̂ᵀ and Φ̂Φ̂ᵀ round by γ_n of ``|V̂√Λ̂||V̂ᵀ|`` and ``|Φ̂||Φ̂ᵀ|``, whose norms are at
+    most n·√‖K‖ and n·‖K‖ (``‖|M|‖₂ ≤ ‖M‖_F ≤ √n·‖M‖₂``), so 2n·γ_{n+1} and n·γ_n relative. In all
     5e + 3n·γ_{n+1}. A consequence used by the checks: tr(Φ̂Φ̂ᵀ) is within n·psd_root_rtol(n)·‖K‖₂
     ≤ n·psd_root_rtol(n)·tr K of tr K.
 

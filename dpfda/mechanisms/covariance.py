@@ -105,7 +105,7 @@ SQRT2 = math.sqrt(2.0)
 """fl(√2), the weight of an off-diagonal entry among the free coordinates (slightly above √2)."""
 
 RADIUS_MAX = 2.0**480
-"""Largest B' of a covariance release: B'² (the extent of one record's outer product) stays below 2^960."""
+"""The largest B' a covariance release takes (B'², the extent of one outer product, stays below 2^960)."""
 
 
 # ---------------------------------------------------------------------------
@@ -452,12 +452,12 @@ class CovarianceMechanism:
     # -- sizes and calibration ------------------------------------------------------------
     @property
     def dim(self) -> int:
-        """k: the side of the matrix whose free coordinates are noised (d for FTP, T for PTF)."""
+        """The side k of the matrix whose free coordinates are noised (d for FTP, T for PTF)."""
         return self.geometry.dim if self.method == "ftp" else self.geometry.T
 
     @property
     def moment_dim(self) -> int:
-        """k(k+1)/2: the number of noised free coordinates of the second moment."""
+        """The number k(k+1)/2 of noised free coordinates of the second moment."""
         return packed_size(self.dim)
 
     def _n(self, n: int) -> int:

@@ -286,7 +286,7 @@ def quad_ratio_mean(A: ArrayLike, B: ArrayLike) -> float:
 
     evaluated in the eigenbasis of B (where only the diagonal of A counts) by adaptive
     quadrature on t = u/(1 − u), u ∈ [0, 1), to a relative 1e-12.  Exact in special cases:
-    A = B gives 1, and B = I gives tr(A)/d (zᵀz is independent of the direction z/|z|).
+    A = B gives 1, and B = I gives tr(A)/d (zᵀz is independent of the direction ``z/|z|``).
 
     Examples
     --------

@@ -271,7 +271,7 @@ class Ledger:
 
     @property
     def total(self) -> float:
-        """The composed μ of the releases so far: sqrt(Σ μ_i²) (0 before the first)."""
+        """The composed μ of the releases so far, sqrt(Σ μ_i²) (0 before the first)."""
         return math.sqrt(math.fsum(float(e["mu"]) ** 2 for e in self.releases))
 
     def after(self, mu: float) -> float:

@@ -26,7 +26,7 @@ The frame also maps curves measured at their own points (a :class:`dpfda.Curves`
 long-form file without a common grid): a subject's value at its point s is clipped to
 r(s) ± scale·ĉ(s) and mapped to (x - r(s))/scale, a map of that record alone.  *Why B' still
 bounds the fits.*  If a subject's curve lies inside the band on the whole domain, its
-mapped curve y has |y| <= ĉ everywhere, so ||y||_{L²} <= B' and the projection of y onto
+mapped curve y has ``|y| <= ĉ`` everywhere, so ``||y||_{L²} <= B'`` and the projection of y onto
 H_m lies in the ball of radius B'.  FTP fits the subject on the points it has, by least
 squares; with points that determine H_m well that fit is close to the projection, and
 where it is not (few points, or values clipped at the band) the fit may land outside the

@@ -766,7 +766,7 @@ def audit_covariance_summary(mech: CovarianceMechanism, X: ArrayLike) -> tuple[n
     """The audit's own two summaries of ``X`` (n, T): the mean's and the packed second moment's.
 
     From the definitions, never from the mechanism's code.  FTP: each curve's fit in the
-    ball of radius B' (:func:`_mp_fit_in_ball`, 50 digits), the mean of the fits and the
+    ball of radius B' (``_mp_fit_in_ball``, 50 digits), the mean of the fits and the
     mean of their outer products' free coordinates (θ_j², √2·θ_jθ_l), rounded once.  PTF:
     the mean of the values clipped to [−c_j, c_j] (exact, fractions), and the mean of the
     outer products of u = clip(x)/c taken exactly in rational arithmetic, times √2 off the

@@ -241,7 +241,7 @@ class _BatchedSolver(BallLeastSquares):
 
 @dataclass(frozen=True, eq=False)
 class _BatchedFits:
-    """BROKEN ON PURPOSE: FTP's mean of fits through :class:`_BatchedSolver` (batch-dependent bits)."""
+    """BROKEN ON PURPOSE: FTP's mean of fits through ``_BatchedSolver`` (batch-dependent bits)."""
 
     geometry: GridGeometry
     radius: float
@@ -282,7 +282,7 @@ def broken_ftp_batched_fits(grid: ArrayLike, space: FunctionSpace, radius: float
     product overflowed (or came out near the subnormal range) again, together, after
     scaling; for curves on their own points (an orthonormal space), the subjects on one
     point set in one product.  A product of one row is summed in one order, of several
-    rows in another (:class:`_BatchedSolver`).  In exact arithmetic nothing changes.  In
+    rows in another (``_BatchedSolver``).  In exact arithmetic nothing changes.  In
     floating point the bits of a row depend on the product it is in, and a curve off the
     span of Φ with huge values has a fit made of rounding error, scaled to the sphere
     ||θ|| = B': whether another record is in its batch turns that fit by up to 2B', so a

@@ -91,7 +91,7 @@ class Form:
     independent: one draw of the curves, whose settings draw independent noise) and keeps
     its structure — which rows, which weights — for the law-level design, where several
     rows share latent curves within a draw and the standard error is taken draw by draw
-    instead (:func:`dpfda_book.report.law_runs.components_from_draws`).
+    instead (:func:`dpfda_book.report.law_components.components_from_draws`).
     """
 
     __slots__ = ("const", "coef", "values")
@@ -157,7 +157,7 @@ class Form:
 
     @property
     def se(self) -> float:
-        """√Σⱼ (aⱼ·seⱼ)²: the standard error when the statistics' errors are independent."""
+        """The standard error √Σⱼ (aⱼ·seⱼ)² when the statistics' errors are independent."""
         return math.sqrt(sum((a * self.values[k][1]) ** 2 for k, a in self.coef.items()))
 
 

@@ -24,7 +24,7 @@ estimate is the form at the pooled statistics, as on the pooled tables of
 :func:`~dpfda_book.report.law_runs.pool_draws`), floored at the part the within-draw Monte Carlo
 errors alone give, √(Σ a_j² w_j) with w_j the mean over draws of term j's squared
 within-draw error over K (for an activation share at least the Agresti–Coull variance of
-all K·R repetitions, as :func:`~dpfda_book.report.claim_encodings.p_ptf_and_se`).  For a
+all K·R repetitions, as ``claim_encodings.p_ptf_and_se``).  For a
 component of one setting this is :func:`~dpfda_book.report.law_runs.pool_draws`' standard error.
 ``errors="root-sum-square"`` gives instead what combining the pooled tables' errors gives
 (each term's pooled, floored error, combined as if independent): the earlier design, kept

@@ -88,7 +88,7 @@ class Procedure:
 
     @property
     def label(self) -> str:
-        """A short description: "K = 20, t on 19 df, paired errors"."""
+        """A short description, such as "K = 20, t on 19 df, paired errors"."""
         ref = f"t on {self.draws - 1} df" if self.reference == "t" else "normal"
         return f"K = {self.draws}, {ref}, {self.errors} errors"
 
@@ -105,7 +105,7 @@ class World:
 
     @property
     def true_sign(self) -> np.ndarray:
-        """sign(direction · θ) of each component: +1 for the claim, −1 against, 0 a true null."""
+        """The sign of direction · θ for each component, +1 for the claim, −1 against, 0 a true null."""
         return np.sign(self.forms.direction * self.truth).astype(int)
 
 

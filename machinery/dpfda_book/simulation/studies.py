@@ -316,7 +316,7 @@ class Setting:
 
     @property
     def space(self) -> LegendreSpace | KernelSpace:
-        """The function space: a :class:`~dpfda.LegendreSpace` (m) or the :class:`~dpfda.KernelSpace` of ``kernel``."""
+        """The function space, :class:`~dpfda.LegendreSpace` (m) or :class:`~dpfda.KernelSpace` (``kernel``)."""
         if self.family == "legendre":
             assert self.m is not None  # required for H_m (__post_init__)
             return LegendreSpace(self.m)
@@ -699,7 +699,7 @@ def layout_of(study: Study | str) -> Layout:
 
 
 DECAY_KERNELS = ("matern:0.5,0.2", "matern:1.5,0.2", "matern:2.5,0.2", "gaussian:0.2")
-"""Kernels of one length-scale ρ = 0.2 whose eigenvalues decay ever faster: Matérn ν = 1/2, 3/2, 5/2
+"""The kernels of one length-scale ρ = 0.2 whose eigenvalues decay ever faster, Matérn ν = 1/2, 3/2, 5/2
 (like j^−(2ν+1)) and the paper's Gaussian kernel (faster than any power; the Matérn limit ν → ∞)."""
 
 

@@ -96,7 +96,7 @@ def summarize_many(per_rep: list[dict]) -> dict[str, np.ndarray]:
 
     The same arithmetic, row by row: every mean and standard deviation is numpy's reduction
     along one row of a stacked (settings, R) array, which sums a row as it sums the row alone
-    (pairwise, in the same order), and each interval's exp is :func:`math.exp`'s, so every
+    (pairwise, in the same order), and each interval's exp is ``math.exp``'s, so every
     value is bit for bit :func:`summarize`'s (``tests/test_tabulate.py`` checks it).
     """
     R = {int(np.asarray(p["err_ftp"]).size) for p in per_rep}

@@ -66,7 +66,7 @@ class Question:
     """Source of ``probe(ns, request)``, run in the child after the notebook: reads the answer from
     the notebook's namespace ``ns`` and returns ``{"form": bool, "value": <JSON>}``"""
     request: Callable[[np.random.Generator], Any]
-    """Draws this grading's request (JSON): settings, seeds, points"""
+    """Draws this grading's request (JSON), with its settings, seeds and points."""
     judge: Callable[[Any, Any, np.random.Generator], bool]
     """(request, value, rng) -> whether the answer passes; runs in the grading process"""
     form: str

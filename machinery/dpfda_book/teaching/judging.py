@@ -120,7 +120,7 @@ class DistributionTest:
 
     @property
     def location_bound(self) -> float:
-        """a: the two-sided ``level`` point of N(0, 1)."""
+        """The two-sided ``level`` point a of N(0, 1)."""
         return float(stats.norm.isf(self.level / 2))
 
     @property

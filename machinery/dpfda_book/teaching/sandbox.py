@@ -78,7 +78,7 @@ class ProbeRun:
     answers: dict[str, Any]
     """question -> the probe's answer (parsed JSON), for every question the child answered"""
     returncode: int | None
-    """the child's exit code (negative: killed by that signal); None if it had to be killed"""
+    """The child's exit code (negative if killed by that signal), or None if it had to be killed."""
     timed_out: bool
     """whether the run hit its wall-clock limit"""
     swept: list[int] = field(default_factory=list)
