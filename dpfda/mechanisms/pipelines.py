@@ -225,7 +225,7 @@ def ftp_fit_mean(X: np.ndarray, geometry: GridGeometry, radius: float, *,
 
 def ftp_privatize(mean_coef: ArrayLike, geometry: GridGeometry, radius: float, mu: float, n: int,
                   rng: np.random.Generator | None, *, secure: bool = False) -> Release:
-    """Algorithm 1, step 3: the mean of the fits plus σZ, σ = 2B'/(nμ), as a :class:`Release`.
+    """Algorithm 1, step 3: the mean of the fits plus σZ, σ = 2B'/(nμ), as a :class:`~dpfda.Release`.
 
     ``mean_coef`` (…, d) must come from ``ftp_fit_mean`` (or another
     computation whose sensitivity is (2B'/n)(1 + ε) in the Cameron–Martin norm,

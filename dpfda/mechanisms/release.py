@@ -343,7 +343,7 @@ def residual_stream(rng: np.random.Generator | None, secure: bool) -> np.random.
     """A generator for an RKHS FTP release's residual off the grid, unlinkable to the noise.
 
     ``secure=True``: seeded from the operating system's cryptographic source
-    (:mod:`secrets`), independent of ``rng``.  Otherwise reproducible from
+    (Python's ``secrets``), independent of ``rng``.  Otherwise reproducible from
     ``rng`` without exposing it: the seed is the SHA-256 digest of a spawned
     child's seed words (``rng`` built from a SeedSequence; spawning does not
     advance ``rng``, so the noise drawn before and after is unchanged) or of

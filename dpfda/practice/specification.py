@@ -342,7 +342,7 @@ def _build(argument: str, make: Callable[[], Mechanism]) -> Mechanism:
 
 
 class SpecifiedMechanism:
-    """FTP or PTF with a specification's public choices; :meth:`release` takes data in its units.
+    """FTP or PTF with a specification's public choices, whose ``release`` takes data in its units.
 
     Attributes
     ----------

@@ -438,7 +438,7 @@ def audit_summary(mech: Mechanism, X: ArrayLike | Curves) -> np.ndarray:
     (1−λ)·the box mean + λ·(Φ times) the mean of fits, or the mean of projections onto
     its ball; FTP of curves on their own points (a :class:`dpfda.Curves`) the mean of each
     subject's fit on its points.  The coordinates are the mechanism's: d for FTP and a design
-    whose noise is on θ̄ (``noise_factor`` None and :attr:`DesignRegion.coefficient_noise`), T otherwise.
+    whose noise is on θ̄ (``noise_factor`` None and the region's ``coefficient_noise``), T otherwise.
     """
     geom = mech.geometry
     if isinstance(X, Curves):  # own points: FTP's fit of each subject on the points it has
@@ -558,7 +558,7 @@ def formula_sigma(mech: Mechanism, n: int) -> float | np.ndarray:
     FTP: 2B'/(nμ) (Theorem 6, Corollaries 7–8); PTF: 2c_j√T/(nμ) (Proposition 9); a
     design: 2R/(nμ) with R = B' for noise on θ̄ (R of FTP), ||c/ℓ|| for a box with a
     diagonal noise shape (PTF's argument), and otherwise the design's published extent R
-    (max over C of ||L⁻¹x||, :attr:`DesignRegion.extent`).  Computed in 50-digit arithmetic
+    (max over C of ||L⁻¹x||, the region's ``extent``).  Computed in 50-digit arithmetic
     and rounded once; the rounding cover of the summary (at most 2⁻³¹ of σ below about
     a million curves) is not included.
     """

@@ -24,7 +24,8 @@ and ``interrupt`` (stopping a run cleanly on a signal):
     Carlo checks), ``activation_bounds``, ``claim_encodings``, ``claim_registry``,
     ``claim_labels``, ``claim_verdicts``, ``law_runs``, ``claims`` (all of the claims' names
     from one place).
-``cli`` — ``python -m dpfda_book reproduce`` (imports ``simulation`` and ``report``).
+``cli`` — the book's command line (imports ``simulation`` and ``report``)
+    ``python -m dpfda_book reproduce``.
 """
 
 __version__ = "0.1.1"

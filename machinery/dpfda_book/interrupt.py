@@ -66,7 +66,7 @@ class SignalGuard:
     """Context manager: SIGTERM/SIGHUP/SIGINT become exceptions while it is active.
 
     Only the main thread can install signal handlers; elsewhere the guard is
-    inactive (:attr:`active` is False) and signals keep their handlers.  The
+    inactive (its ``active`` is False) and signals keep their handlers.  The
     previous handlers (and signal mask) are restored on exit.  SIGINT and SIGTERM
     handlers are installed even when the signal was ignored when Python started
     (a job started in the background by a shell ignores SIGINT), so that an
@@ -142,7 +142,7 @@ class SignalGuard:
         """Raise no exception for a signal inside the block.
 
         For a few renames that must happen together; after the block,
-        :attr:`received` tells whether a signal came.
+        the guard's ``received`` tells whether a signal came.
         """
         self._defer += 1
         try:

@@ -633,7 +633,7 @@ def repeat_releases(pipeline: Callable[..., Release], X: ArrayLike, grid: ArrayL
     (n, T) noiseless data, released ``reps`` times with fresh privacy noise
     (in chunks of at most ``chunk`` values of the data, (chunk, n, T)), or
     (reps, n, T) noisy data, released once per repetition.  The releases are
-    those the pipeline makes with ``rng`` (:func:`repeat_mechanism`).  Returns
+    those the pipeline makes with ``rng`` (:func:`dpfda.trust.draws.repeat_mechanism`).  Returns
     ``(errors (reps,), any_active (reps,))``: the error of each release against
     ``target`` (:meth:`dpfda.Release.error`) and whether a ball constraint was active —
     PTF's final fit or any curve's FTP fit (the mechanism's per-curve flags; a

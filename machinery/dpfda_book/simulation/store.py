@@ -142,7 +142,7 @@ def code_files() -> list[Path]:
 
 @lru_cache(maxsize=1)
 def code_hash() -> str:
-    """SHA-256 of :func:`code_files`: each file's path (from its package's folder) and contents.
+    """SHA-256 of the files ``code_files()`` lists: each file's path (from its package's folder) and contents.
 
     The library and the book's package both: a change to a fit in ``dpfda`` changes the
     numbers as surely as a change to the engine.
