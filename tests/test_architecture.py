@@ -80,7 +80,7 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     ("settings", "n_jobs", "joblib"): JOBLIB,
     ("montecarlo", "bonferroni_z", "scipy.special"): SCIPY,
     # theory
-    ("theory", "quad_ratio_mean", "scipy.integrate"): SCIPY,
+    ("theory", "quad_ratio_mean_and_accuracy", "scipy.integrate"): SCIPY,
     # privacy accounting
     ("privacy", "tradeoff", "scipy"): SCIPY,
     ("privacy", "_log_delta", "scipy"): SCIPY,

@@ -184,8 +184,41 @@ def test_calibrated_pipelines_pass_tightly(name, pipeline):
     assert not res.violation
     # the simultaneous bands contain the point estimates and G_μ is not refuted anywhere
     assert np.all(res.fpr_lower <= res.fpr) and np.all(res.fpr <= res.fpr_upper)
-    # G_μ from scipy's ndtr to a few ulps of probabilities <= 1: 1e-12 covers it
-    assert np.all(res.fnr_upper >= dpfda.tradeoff(np.clip(res.fpr_upper, 0, 1), MU) - 1e-12)
+    assert above_tradeoff(np.clip(res.fpr_upper, 0, 1), res.fnr_upper, MU)
+
+
+def above_tradeoff(fpr, fnr, mu) -> bool:
+    """Whether every corner (fpr, fnr) lies on or above G_μ, decided against G_μ to 50 digits.
+
+    A corner below G_μ refutes the claim, so no rounding may pass one: G_μ(α) = Φ(Φ⁻¹(1 − α) − μ)
+    from the exact doubles in 50 significant digits, raised by 1e-40 of itself (more than those
+    digits' rounding); α so small that 1 − α rounds to 1 gives G = 1, above the exact value.
+    (scipy's double G_μ is off by up to ~1e-14 relative near α = 1, where G is small.)
+    """
+    import mpmath as mp
+
+    with mp.workdps(50):
+        for a, b in zip(np.ravel(fpr), np.ravel(fnr)):
+            a = mp.mpf(float(a))
+            inside = 0 < a < 1  # Φ⁻¹(1 − α) = ±∞ at the ends: G = 1 at α = 0, 0 at α = 1
+            g = mp.ncdf(mp.sqrt(2) * mp.erfinv(1 - 2 * a) - mp.mpf(mu)) if inside else mp.mpf(a <= 0)
+            if mp.mpf(float(b)) < (g * (1 + mp.mpf(10) ** -40) if inside else g):  # the ends are exact
+                return False
+    return True
+
+
+def test_the_corner_check_refuses_a_corner_just_below_the_curve():
+    """Negative control: 1e-13 below G_μ is refused (the old check, G_μ − 1e-12, passed it); on it or above passes."""
+    alpha = np.array([1e-3, 0.05, 0.3, 0.9, 0.999])
+    g = dpfda.tradeoff(alpha, MU)
+    assert above_tradeoff(alpha, g * (1 + 1e-13), MU)
+    for j in range(alpha.size):
+        below = g.copy()
+        below[j] *= 1 - 1e-13
+        assert not above_tradeoff(alpha, below, MU)
+        assert np.all(below >= dpfda.tradeoff(alpha, MU) - 1e-12)  # what the old check accepted
+    assert above_tradeoff([0.0, 1.0], [1.0, 0.0], MU)  # the ends are exact: G(0) = 1, G(1) = 0
+    assert not above_tradeoff([0.0], [np.nextafter(1.0, 0.0)], MU)
 
 
 @pytest.mark.parametrize("name", list(SPACES))

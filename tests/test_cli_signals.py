@@ -78,11 +78,22 @@ def loky_workers(sid):
     return [p for p, cmd in session_processes(sid).items() if "popen_loky_posix" in cmd]
 
 
-def joblib_leftovers(pid):
-    """joblib's memmapping folders and loky's semaphores of process ``pid``."""
-    places = {"/dev/shm", tempfile.gettempdir()}
-    return [p for d in places for p in glob.glob(os.path.join(d, f"joblib_memmapping_folder_{pid}_*"))
-            + glob.glob(os.path.join(d, f"sem.loky-{pid}-*"))]
+TEMP_PLACES = sorted({"/dev/shm", tempfile.gettempdir()})
+
+
+def temp_entries():
+    """Every entry of the places where joblib and loky put their files, as full paths."""
+    return {os.path.join(d, e) for d in TEMP_PLACES if os.path.isdir(d) for e in os.listdir(d)}
+
+
+def joblib_leftovers(pid, before=frozenset()):
+    """joblib's memmapping folders and loky's semaphores named after process ``pid``,
+    but those in ``before`` (what existed before the process started: a process id is
+    reused, and a process killed with its resource tracker, a notebook kernel say,
+    leaves entries under its id that a later run with that id did not make)."""
+    found = [p for d in TEMP_PLACES for p in glob.glob(os.path.join(d, f"joblib_memmapping_folder_{pid}_*"))
+             + glob.glob(os.path.join(d, f"sem.loky-{pid}-*"))]
+    return [p for p in found if p not in before]
 
 
 TESTED_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
@@ -122,9 +133,11 @@ def start_paused(tmp_path, phase, args, preexec_fn=None):
     paused (a worker in the simulation with --jobs 2, the main process while writing)."""
     ready = tmp_path / f"ready-{phase}"
     env = dict(ENV, DPFDA_TEST_PAUSE_AT=phase, DPFDA_TEST_READY_FILE=str(ready))
+    before = frozenset(temp_entries())  # none of these can be the run's: it has not started
     proc = subprocess.Popen([sys.executable, "-m", "dpfda_book", "reproduce", *args, "--no-progress"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, preexec_fn=default_signals(preexec_fn))
+    proc.entries_before = before  # type: ignore[attr-defined]
     try:
         wait_for(lambda: ready.exists() or proc.poll() is not None, 300, f"the run to reach {phase}")
     except BaseException:
@@ -149,13 +162,41 @@ def finish(proc, sig, *, group):
     # for its pipe to close), so allow them a moment after it.
     try:
         wait_for(lambda: not session_processes(proc.pid), 120, "the run's child processes to end")
-        wait_for(lambda: not joblib_leftovers(proc.pid), 120, "joblib's temporary files to go")
+        try:
+            wait_for(lambda: not joblib_leftovers(proc.pid, proc.entries_before), 120,
+                     "joblib's temporary files to go")
+        except AssertionError as exc:
+            left = joblib_leftovers(proc.pid, proc.entries_before)
+            raise AssertionError(f"{exc}: {left}\n{err}") from None
     except AssertionError:  # a failing test must not leave the orphans it found behind
         for pid, cmd in session_processes(proc.pid).items():
             if "resource_tracker" not in cmd:  # the trackers then clean up and exit
                 os.kill(pid, signal.SIGKILL)
         raise
     return err
+
+
+def test_leftovers_are_only_the_runs_own():
+    """An entry under a process id that was there before the run started is another
+    process's (the id was reused); one that appears afterwards is the run's."""
+    place = TEMP_PLACES[0]
+    pid = 4_194_304 + os.getpid()  # above any pid_max: no live process has it
+    old = os.path.join(place, f"joblib_memmapping_folder_{pid}_old_old")
+    new = os.path.join(place, f"sem.loky-{pid}-new")
+    os.mkdir(old)
+    try:
+        before = frozenset(temp_entries())
+        assert joblib_leftovers(pid, before) == [] and joblib_leftovers(pid) == [old]
+        open(new, "w").close()
+        try:
+            assert joblib_leftovers(pid, before) == [new]
+            if place == "/dev/shm":
+                assert shm_leftovers(pid, before) == [os.path.basename(new)]
+                assert sorted(shm_leftovers(pid)) == sorted(map(os.path.basename, (old, new)))
+        finally:
+            os.remove(new)
+    finally:
+        os.rmdir(old)
 
 
 SIGNALS = [pytest.param(signal.SIGTERM, 143, False, id="SIGTERM"),
@@ -166,16 +207,17 @@ SIGNALS = [pytest.param(signal.SIGTERM, 143, False, id="SIGTERM"),
            pytest.param(signal.SIGHUP, 129, True, id="SIGHUP-to-group")]
 
 
-def shm_leftovers(pid):
+def shm_leftovers(pid, before=frozenset()):
     """Anything in /dev/shm that names process ``pid`` as a whole word (joblib's folders,
     loky's semaphores, ...): the pid between non-hex characters, so that the random hex
-    names of other processes' entries do not match by accident."""
+    names of other processes' entries do not match by accident; but the entries in
+    ``before`` (see :func:`joblib_leftovers`)."""
     import re
 
     if not os.path.isdir("/dev/shm"):
         return []
     word = re.compile(rf"(^|[^0-9a-fA-F]){pid}([^0-9a-fA-F]|$)")
-    return [e for e in os.listdir("/dev/shm") if word.search(e)]
+    return [e for e in os.listdir("/dev/shm") if word.search(e) and os.path.join("/dev/shm", e) not in before]
 
 
 @pytest.mark.parametrize("sig, code, group", SIGNALS + [
@@ -201,7 +243,7 @@ def test_signal_during_simulation(tmp_path, sig, code, group):
     assert proc.returncode == code, err
     assert f"interrupted by {signal.Signals(sig).name}" in err and "Traceback" not in err, err
     assert os.listdir(out) == []  # no result, no temporary file, no lock file
-    wait_for(lambda: not shm_leftovers(proc.pid), 120, "the run's /dev/shm entries to go")
+    wait_for(lambda: not shm_leftovers(proc.pid, proc.entries_before), 120, "the run's /dev/shm entries to go")
 
 
 @pytest.mark.parametrize("sig, code, group", SIGNALS)
@@ -223,7 +265,7 @@ def test_signal_while_writing(tmp_path, sig, code, group):
     err = finish(proc, sig, group=group)
     assert proc.returncode == code, err
     assert f"interrupted by {signal.Signals(sig).name}" in err and "Traceback" not in err, err
-    wait_for(lambda: not shm_leftovers(proc.pid), 120, "the run's /dev/shm entries to go")
+    wait_for(lambda: not shm_leftovers(proc.pid, proc.entries_before), 120, "the run's /dev/shm entries to go")
     # Nothing of the interrupted run, and the earlier file untouched.
     assert os.listdir(out) == ["fig1.csv"]
     assert (out / "fig1.csv").read_text() == "from an earlier run\n"

@@ -253,6 +253,43 @@ def test_an_output_that_is_not_json_is_refused(tmp_path, capsys, name):
 # --- (ε, δ), the dimension from a proxy ------------------------------------------------------------
 
 
+def _round_trip_atol(eps: float, delta: float) -> float:
+    """How far ε(μ(ε, δ), δ) may be from ε: two brentq solves on log δ(μ, ε) = log δ.
+
+    With L = log δ(μ, ε) and a = −ε/μ + μ/2, b = −ε/μ − μ/2 (δ = Φ(a) − e^εΦ(b)), the exact
+    derivatives are ∂L/∂μ = φ(a)/δ and ∂L/∂ε = −e^εΦ(b)/δ (the φ terms cancel, e^εφ(b) = φ(a)).
+    Each solve stops within 2·(xtol + 2·rtol·x) of a sign change of the computed function
+    (scipy's brentq: xtol = μ·1e-15 at most in μ, 1e-14 in ε, rtol = 4u), and the computed L is
+    within η of the exact one, so the sign change is within η/|∂L/∂x| of the exact root: with η
+    the evaluation bound of tests/test_privacy.py (γ₈·ε(a² + 1)·Φ(a)/δ from the cancelling
+    terms, γ₈·|log Φ(a)| for log_ndtr's ulps, γ₈·(|a| + 2)·(ε/μ + μ) for a's rounding through
+    the Mills ratio, and u·|log δ| for log δ itself). The error in μ reaches ε scaled by
+    |∂L/∂μ|/|∂L/∂ε| (the implicit function's slope dε/dμ); the second solve adds its own. At
+    (1, 1e-6): 6.3e-14.
+    """
+    from scipy import special, stats
+
+    u = 2.0**-53
+    mu = float(dpfda.mu_from_epsilon_delta(eps, delta))
+    a, b = -eps / mu + mu / 2, -eps / mu - mu / 2
+    slope_mu = stats.norm.pdf(a) / delta
+    slope_eps = np.exp(eps) * stats.norm.cdf(b) / delta
+    eta = gamma(8) * (eps * (a * a + 1) * stats.norm.cdf(a) / delta + abs(special.log_ndtr(a))
+                      + (abs(a) + 2) * (eps / mu + mu)) + u * abs(np.log(delta))
+    d_mu = 2 * (mu * 1e-15 + 2 * 4 * u * mu) + eta / slope_mu
+    d_eps = 2 * (1e-14 + 2 * 4 * u * eps) + eta / slope_eps
+    return float(1.01 * (slope_mu / slope_eps * d_mu + d_eps))  # 1 %: the slopes' own rounding
+
+
+def test_the_round_trip_tolerance_sees_mu_off_by_1e_minus_10():
+    """Negative control: μ one part in 1e10 too large moves ε by 1.1e-10, far outside the bound."""
+    mu = float(dpfda.mu_from_epsilon_delta(1.0, 1e-6))
+    atol = _round_trip_atol(1.0, 1e-6)
+    assert atol < 1e-12
+    assert abs(float(dpfda.epsilon_from_mu(mu * (1 + 1e-10), 1e-6)) - 1.0) > atol
+    assert abs(float(dpfda.epsilon_from_mu(mu, 1e-6 * (1 + 1e-8))) - 1.0) > atol  # or δ one part in 1e8 off
+
+
 def test_a_budget_as_epsilon_delta(tmp_path, capsys):
     X, _ = hourly(n=40)
     data = write_wide(tmp_path / "w.csv", X)
@@ -263,7 +300,7 @@ def test_a_budget_as_epsilon_delta(tmp_path, capsys):
     mu = float(dpfda.mu_from_epsilon_delta(1.0, 1e-6))
     assert rec["mu"] == mu and rec["budget_requested"]["epsilon"] == 1.0 and rec["budget_requested"]["mu"] == mu
     pairs = {p["delta"]: p["epsilon"] for p in rec["epsilon_delta"]}
-    assert pairs[1e-6] == pytest.approx(1.0, rel=1e-9, abs=0)  # the requested pair, met
+    assert pairs[1e-6] == pytest.approx(1.0, rel=0, abs=_round_trip_atol(1.0, 1e-6))  # the requested pair, met
     assert "from (epsilon, delta) = (1, 1e-06)" in rec["how_chosen"]["mu"]
     for bad, message in ((("--mu", "1", "--epsilon", "1", "--delta", "1e-6"), "give the budget once"),
                          (("--epsilon", "1"), "--epsilon and --delta go together"),

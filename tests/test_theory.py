@@ -16,7 +16,7 @@ from scipy import special, stats
 from dpfda import KernelSpace, LegendreSpace, brownian_kernel, ftp, gaussian_kernel, ptf, theory, uniform_grid
 from dpfda.maths.rounding import eigh_rtol, psd_root_rtol, solve_rtol
 from dpfda.maths.summation import gamma
-from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_default_weights
+from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clip_bounds, ptf_default_weights, ptf_weight_vector
 from dpfda_book.simulation.models import observe, polynomial_curves
 
 from _support import mc_mean_se, reps
@@ -363,21 +363,74 @@ def _ratio_mean_2d(a, b):
     return (a[0] / np.sqrt(b[0]) + a[1] / np.sqrt(b[1])) / (np.sqrt(b[0]) + np.sqrt(b[1]))
 
 
+def _rotated_atol(D, lam_min_B):
+    """How far E[zᵀAz/zᵀBz] moves when A = Q·diag(D)·Qᵀ is formed in floating point (Q from QR).
+
+    Q is orthogonal to within ‖ΔQ‖₂ <= eigh_rtol(d) (Householder QR, Higham Theorem 19.4, with
+    the constant of :func:`eigh_rtol`), and the two products round by γ_{d+1} of
+    |Q||diag D||Qᵀ|, whose 2-norm is at most d·Σ|D| (entries of |Q| at most 1 + e): the formed
+    matrix is within (2e + e² + γ_{d+1}·d·Σ|D|/max|D|)·max|D| of the exact one in norm, and a
+    perturbation F of A moves the mean by at most ‖F‖₂·E[|z|²/zᵀBz] <= ‖F‖₂/λ_min(B).
+    """
+    D = np.abs(np.asarray(D, dtype=float))
+    d, e = D.size, eigh_rtol(D.size)
+    return ((2 * e + e * e) * D.max() + gamma(d + 1) * d * D.sum() * (1 + e) ** 2) / lam_min_B
+
+
+def _closed_form_2d_atol(a, b):
+    """_ratio_mean_2d's own rounding: positive terms, two roots, three divisions, two sums: γ₈."""
+    return gamma(8) * _ratio_mean_2d(a, b)
+
+
 def test_quad_ratio_mean_is_exact_where_closed_forms_exist():
-    """Tolerance 1e-10 relative: the quadrature is asked for 1e-12 (a hundredfold margin on its own estimate)."""
+    """Each value within its stated accuracy of the closed form, plus the closed form's own rounding.
+
+    The accuracy (:func:`theory.quad_ratio_mean_and_accuracy`) is QUADPACK's error estimate
+    plus the integrand's, the eigendecomposition's and the diagonal's rounding bounds; the
+    closed forms round by a few γ. Where the input matrices are formed (a rotation, a
+    multiple), their rounding moves the exact expectation, by at most ``_rotated_atol`` or
+    √d·u·κ(B) of the value.
+    """
     rng = np.random.default_rng(4)
     for _ in range(5):
         a, b = rng.uniform(0.1, 5.0, 2), rng.uniform(0.1, 5.0, 2)
-        assert theory.quad_ratio_mean(np.diag(a), np.diag(b)) == pytest.approx(_ratio_mean_2d(a, b), rel=1e-10, abs=0)
+        exact = _ratio_mean_2d(a, b)
+        got, acc = theory.quad_ratio_mean_and_accuracy(np.diag(a), np.diag(b))
+        assert got == theory.quad_ratio_mean(np.diag(a), np.diag(b))
+        assert got == pytest.approx(exact, rel=0, abs=acc + _closed_form_2d_atol(a, b))
         Q = np.linalg.qr(rng.standard_normal((2, 2)))[0]  # a common rotation changes nothing
-        got = theory.quad_ratio_mean(Q @ np.diag(a) @ Q.T, Q @ np.diag(b) @ Q.T)
-        assert got == pytest.approx(_ratio_mean_2d(a, b), rel=1e-10, abs=0)
+        got, acc = theory.quad_ratio_mean_and_accuracy(Q @ np.diag(a) @ Q.T, Q @ np.diag(b) @ Q.T)
+        formed = _rotated_atol(a, b.min()) + exact * _rotated_atol(b, b.min())  # A's and B's rounding
+        assert got == pytest.approx(exact, rel=0, abs=acc + _closed_form_2d_atol(a, b) + formed)
     for d in (1, 3, 8):
         S = rng.standard_normal((d, d))
         A, B = S + S.T, S @ S.T + 0.1 * np.eye(d)
-        assert theory.quad_ratio_mean(B, B) == pytest.approx(1.0, rel=1e-10, abs=0)
-        assert theory.quad_ratio_mean(A, np.eye(d)) == pytest.approx(np.trace(A) / d, rel=1e-10, abs=1e-12)
-        assert theory.quad_ratio_mean(A, 7.0 * B) == pytest.approx(theory.quad_ratio_mean(A, B) / 7.0, rel=1e-10, abs=0)
+        got, acc = theory.quad_ratio_mean_and_accuracy(B, B)  # exactly 1 for any B: no input rounding
+        assert got == pytest.approx(1.0, rel=0, abs=acc)
+        got, acc = theory.quad_ratio_mean_and_accuracy(A, np.eye(d))  # tr(A)/d: its sum rounds by γ_{d+1}
+        assert got == pytest.approx(np.trace(A) / d, rel=0, abs=acc + gamma(d + 1) * np.abs(np.diag(A)).sum() / d)
+        # 7B rounds each entry once: zᵀ(7B)z within √d·u·κ(B) of 7zᵀBz (‖|B|‖₂ <= √d‖B‖₂); the
+        # mean of |zᵀAz|/zᵀBz is at most ‖A‖₂/λ_min(B); dividing by 7 rounds once
+        lam = np.linalg.eigvalsh(B)
+        kappa = lam[-1] / (lam[0] - eigh_rtol(d) * lam[-1])
+        got7, acc7 = theory.quad_ratio_mean_and_accuracy(A, 7.0 * B)
+        got1, acc1 = theory.quad_ratio_mean_and_accuracy(A, B)
+        size = np.linalg.norm(A, 2) / (lam[0] - eigh_rtol(d) * lam[-1])
+        atol = acc7 + acc1 / 7.0 + (np.sqrt(d) * gamma(1) * kappa + gamma(1)) * size / 7.0
+        assert got7 == pytest.approx(got1 / 7.0, rel=0, abs=atol)
+
+
+def test_the_closed_form_check_sees_an_error_of_one_part_in_1e8():
+    """Negative control: the tolerances above are far tighter than 1e-8 of the value."""
+    a, b = np.array([4.0, 1.0]), np.array([2.0, 1.0])
+    got, acc = theory.quad_ratio_mean_and_accuracy(np.diag(a), np.diag(b))
+    wrong = _ratio_mean_2d(a, b) * (1 + 1e-8)
+    assert abs(got - wrong) > acc + _closed_form_2d_atol(a, b)
+    rng = np.random.default_rng(4)
+    S = rng.standard_normal((8, 8))
+    B = S @ S.T + 0.1 * np.eye(8)
+    got, acc = theory.quad_ratio_mean_and_accuracy(B, B)
+    assert abs(got - (1 + 1e-8)) > acc and acc < 1e-9
 
 
 def test_quad_ratio_mean_matches_monte_carlo_and_the_plug_in_would_not():
@@ -404,11 +457,50 @@ def test_quad_ratio_mean_refuses_what_it_cannot_integrate():
         theory.quad_ratio_mean(np.diag([1.0, np.nan]), np.eye(2))
 
 
+def _saturated_legendre_atol(geom, radius, target):
+    """ptf_saturated_error in H_m against B′² + ‖θ̄‖², from rounding.
+
+    Q = I, so the function computes B′²·E[zᵀL²z/zᵀGz] with L = G^½ by eigh: L·L is within
+    psd_root_rtol(d)·‖G‖₂ of G, which moves the ratio (exactly 1 for L² = G) by at most
+    psd_root_rtol(d)·κ(G) (first order); plus the quadrature's accuracy (of the same integrand,
+    taken from quad_ratio_mean_and_accuracy(G, G), whose estimate is for a value of 1); the
+    radius squared and the literal B′² = 1.21 differ by γ₃; θ̄ᵀθ̄ on both sides γ_{2d}.
+    """
+    M = geom.Phi.T * (ptf_weight_vector(geom, None) * ptf_clip_bounds(geom, radius, None))[None, :]  # ΦᵀWD
+    G = M @ M.T
+    lam = np.linalg.eigvalsh(G)
+    kappa = lam[-1] / (lam[0] - eigh_rtol(geom.dim) * lam[-1])
+    acc = theory.quad_ratio_mean_and_accuracy(G, G)[1]
+    d = geom.dim
+    return radius**2 * (psd_root_rtol(d) * kappa * 1.01 + acc + gamma(3)) + gamma(2 * d) * 2 * (target @ target)
+
+
+def _saturated_kernel_rtol(K):
+    """ptf_saturated_error against (B′²·E[zᵀK²z/zᵀKz] + ‖f̄‖²)/T for a unit-diagonal kernel, relative.
+
+    In exact arithmetic both sides are B′²/T·E[zᵀK²z/zᵀKz] + ‖f̄‖²/T (W = I, D = B′I, Φ = K^½).
+    The function works with matrices within η‖K‖₂ of B′²K, K²: Φ̂ᵀΦ̂ against K
+    (2·psd_root_rtol(T): Φ̂ is symmetric only to within its products' rounding), G = MMᵀ and
+    Q = ΦᵀΦ/T formed (T·γ_{T+3} each, ‖|M||Mᵀ|‖ <= T‖MMᵀ‖), L = G^½ by eigh (eigh_rtol(T)), and
+    L·Q·L formed (T·γ_{2T}). A relative perturbation η of K moves zᵀK²z by at most 2ηκ² of itself
+    (2‖K‖‖δK‖|z|² against λ_min²|z|²), zᵀKz by ηκ, and G^½ by η√κ·‖G^½‖/2, which the numerator
+    sees through κ(Q)^½·κ(G)^½: all within 4ηκ² to first order. κ = κ(K), raised by 1 % for
+    the perturbations (< 1e-6 here).
+    """
+    T = K.shape[0]
+    eta = 2 * psd_root_rtol(T) + 2 * T * gamma(T + 3) + eigh_rtol(T) + T * gamma(2 * T)
+    kappa = 1.01 * np.linalg.cond(K)
+    return 4 * eta * kappa**2
+
+
 def test_ptf_saturated_error_in_closed_form():
     """H_m: the fit goes to the sphere, error B′² + ||θ̄||²; unit-diagonal kernel: (B′²E[zᵀK²z/zᵀKz] + ||f̄||²)/T."""
     geom = LegendreSpace(4).at(uniform_grid(20))
     target = np.array([0.3, -0.1, 0.2, 0.0])
-    assert theory.ptf_saturated_error(geom, 1.1, target) == pytest.approx(1.21 + target @ target, rel=1e-10, abs=0)
+    atol = _saturated_legendre_atol(geom, 1.1, target)
+    assert theory.ptf_saturated_error(geom, 1.1, target) == pytest.approx(1.21 + target @ target, rel=0, abs=atol)
+    # negative control: one part in 1e8 of the value is outside the tolerance
+    assert abs(theory.ptf_saturated_error(geom, 1.1, target) - (1.21 + target @ target) * (1 + 1e-8)) > atol
     from dpfda import MaternKernel
 
     for kernel in (MaternKernel(0.5, 0.2), MaternKernel(2.5, 0.2), gaussian_kernel(0.2)):
@@ -416,8 +508,15 @@ def test_ptf_saturated_error_in_closed_form():
         K = kernel.gram(uniform_grid(8))
         fbar = 0.4 * np.sin(3 * uniform_grid(8))
         target = geom.coef_from_values(fbar)
-        expect = (1.21 * theory.quad_ratio_mean(K @ K, K) + fbar @ fbar) / 8
-        assert theory.ptf_saturated_error(geom, 1.1, target) == pytest.approx(expect, rel=1e-9, abs=0)
+        ratio, acc = theory.quad_ratio_mean_and_accuracy(K @ K, K)
+        expect = (1.21 * ratio + fbar @ fbar) / 8
+        # both sides' quadratures (the same integrand to within the perturbation: 2·acc), the
+        # matrices' rounding (relative to the B′² term), and the sums and scalings: γ_{T+8}
+        atol = 1.21 / 8 * (2 * acc + ratio * _saturated_kernel_rtol(K)) + gamma(16) * expect
+        got = theory.ptf_saturated_error(geom, 1.1, target)
+        assert got == pytest.approx(expect, rel=0, abs=atol)
+        # negative control: the ball's size read as tr(K²)/tr(K) is outside the tolerance
+        assert abs(got - (1.21 * np.trace(K @ K) / np.trace(K) + fbar @ fbar) / 8) > atol
     with pytest.raises(ValueError, match="target must be a finite vector of length 8"):
         theory.ptf_saturated_error(geom, 1.1, np.zeros(3))
 
