@@ -309,26 +309,26 @@ _QUAD_LIMIT = 400
 def quad_ratio_mean_and_accuracy(A: ArrayLike, B: ArrayLike) -> tuple[float, float]:
     """:func:`quad_ratio_mean` and an absolute bound on its distance from the exact expectation.
 
-    The accuracy is the sum of four terms, each relative to R = E[zᵀ|Â|z / zᵀBz] (Â the
+    The accuracy is the sum of four terms, each relative to R = ``E[zᵀ|Â|z / zᵀBz]`` (Â the
     diagonal of A in B's computed eigenbasis, R = the value itself when A is positive
-    semidefinite; otherwise a second quadrature with |Â|):
+    semidefinite; otherwise a second quadrature with ``|Â|``):
 
     * the quadrature's own error: QUADPACK's estimate ``abserr`` (scipy.integrate.quad),
       Gauss–Kronrod 21-point differences on each subinterval.  This is an estimate, designed
       to be pessimistic for smooth integrands, not a proof; the integrand here is smooth on
       [0, 1) (analytic in t, with an integrable endpoint at u = 1);
     * the integrand's rounding: t = u/(1 − u) and g = 1 + 2tλ to γ₄; each log g to γ₄ plus
-      u·|log g| with |log g| < 38 (t < 2⁵³); their sum γ_d; the exponential adds u to the
-      error of its argument; Σ a/g to γ_{d+5} of Σ|a|/g; the Jacobian γ₃.  At most
-      γ_{20(d+1)²} of the |Â|-integrand at each node, and the quadrature's positive-weight
+      ``u·|log g|`` with ``|log g| < 38`` (t < 2⁵³); their sum γ_d; the exponential adds u to the
+      error of its argument; Σ a/g to γ_{d+5} of ``Σ|a|/g``; the Jacobian γ₃.  At most
+      γ_{20(d+1)²} of the ``|Â|``-integrand at each node, and the quadrature's positive-weight
       sums over 21 nodes and at most 400 subintervals add γ_{421}: (γ_{20(d+1)²} + γ_{421})·R;
     * B's eigendecomposition (:func:`dpfda.maths.rounding.eigh_rtol`, e): the computed
       eigenvalues are exact for B + E with ‖E‖₂ <= e·λ_max, which moves every zᵀBz by at most
       e·κ(B) of itself, so each ratio and the mean by eκ/(1 − eκ) of R, with
       κ = λ_max/(λ_min − eλ_max) from the computed eigenvalues;
     * A's diagonal in that basis: V̂ is within e of orthogonal, so each â_j = v̂_jᵀAv̂_j is
-      within (3e + √d·γ_{2d+1})·‖A‖₂ of the exact one (the einsum's rounding over |v̂|ᵀ|A||v̂|),
-      which moves the mean by that times E[|z|²/zᵀBz] <= 1/λ_min.
+      within (3e + √d·γ_{2d+1})·‖A‖₂ of the exact one (the einsum's rounding over ``|v̂|ᵀ|A||v̂|``),
+      which moves the mean by that times ``E[|z|²/zᵀBz] <= 1/λ_min``.
 
     Returns ``(value, accuracy)``; the accuracy is ``inf`` when e·κ(B) >= 1/2, where the
     first-order bounds no longer hold.
