@@ -491,10 +491,14 @@ def test_attack_table_in_a_fresh_python311_venv_from_the_zip_alone(built, tmp_pa
     pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-r", "requirements.txt"],
                          cwd=source, env=env, capture_output=True, text=True)
     assert pip.returncode == 0, pip.stdout[-3000:] + pip.stderr[-3000:]
-    version = subprocess.run([str(venv / "bin" / "python"), "-c",
-                              "import sys, dpfda_book.teaching.grader; print(sys.version_info[:2], dpfda.__file__)"],
-                             cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout
-    assert "(3, 11)" in version and str(venv) in version, version
+    probe = subprocess.run([str(venv / "bin" / "python"), "-c",
+                            "import sys, dpfda, dpfda_book.teaching.grader as g; "
+                            "print(sys.version_info[:2], dpfda.__file__, g.__file__)"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True)
+    version = probe.stdout
+    # both wheels installed in the venv, under Python 3.11
+    assert probe.returncode == 0 and version.startswith("(3, 11)") and version.count(str(venv)) == 2, \
+        version + probe.stderr[-3000:]
 
     def grade(part: str):
         def run(notebook: Path) -> tuple[dict, str]:
