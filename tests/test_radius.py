@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath
 import numpy as np
 import pytest
 
@@ -17,7 +18,7 @@ from dpfda.mechanisms.radius import (
     public_radius,
 )
 
-ALPHA = np.concatenate([np.geomspace(1e-12, 1e-3, 400), np.linspace(1e-3, 1 - 1e-9, 4000)])
+ALPHA = np.concatenate([np.geomspace(1e-12, 1e-3, 100), np.linspace(1e-3, 1 - 1e-9, 1000)])
 
 
 def rr_tradeoff(alpha, eps):
@@ -25,14 +26,46 @@ def rr_tradeoff(alpha, eps):
     return np.maximum.reduce([np.zeros_like(alpha), 1 - np.exp(eps) * alpha, np.exp(-eps) * (1 - alpha)])
 
 
+def gdp_below_pure_dp(mu: float, eps: float) -> bool:
+    """Whether G_μ <= f_{ε,0} at every level of the grid and at f's kink, decided to 50 digits.
+
+    The check is about a mechanism passing (randomised response with ε is μ-GDP), so no rounding
+    may pass a violation: G_μ(α) = Φ(Φ⁻¹(1 − α) − μ) and f_{ε,0}(α) = max(0, 1 − e^ε α, e^-ε(1 − α))
+    are computed from the exact doubles α, μ, ε in 50 significant digits, G raised and f lowered
+    by 1e-40 of themselves (more than those digits' rounding: G's erfinv near ±1 costs about
+    1e-43 relative), so any slack is on the side of refusing. The ends are exact (G(0) = f(0) = 1,
+    G(1) = f(1) = 0). In doubles the two curves touch at the kink α* = 1/(1 + e^ε), where
+    G_μ(α*) = α* for the smallest μ: a deficit of μ shows there and nowhere else, within
+    (e^ε − 1)·|α − α*| of it, so the grid starts with the double nearest α* and its neighbours.
+    """
+    kink = 1.0 / (1.0 + math.exp(eps))
+    near = [np.nextafter(kink, 0.0), kink, np.nextafter(kink, 1.0)]
+    with mpmath.workdps(50):
+        m, e = mpmath.mpf(mu), mpmath.mpf(eps)
+        raise_, lower = 1 + mpmath.mpf(10) ** -40, 1 - mpmath.mpf(10) ** -40
+        for a in np.concatenate([near, ALPHA]):
+            a = mpmath.mpf(float(a))
+            if a <= 0 or a >= 1:
+                continue  # both curves are exactly 1 at α = 0 and 0 at α = 1
+            g = mpmath.ncdf(mpmath.sqrt(2) * mpmath.erfinv(1 - 2 * a) - m)
+            f = max(1 - mpmath.exp(e) * a, mpmath.exp(-e) * (1 - a))
+            if g * raise_ > f * lower:
+                return False
+    return True
+
+
 @pytest.mark.parametrize("eps", [0.05, 0.3, 1.0, 3.0])
 def test_pure_dp_implies_the_stated_gdp_and_not_much_less(eps):
     mu = gdp_of_pure_dp(eps)
-    # an independent check, on trade-off functions: G_μ <= f_{ε,0} everywhere on a fine grid
-    # both curves by normal tails and closed forms (no BLAS): ulps of probabilities <= 1, far below 1e-12
-    assert np.all(dpfda.tradeoff(ALPHA, mu) <= rr_tradeoff(ALPHA, eps) + 1e-12)
-    # and μ is nearly the smallest: 0.99 μ fails somewhere
-    assert np.any(dpfda.tradeoff(ALPHA, 0.99 * mu) > rr_tradeoff(ALPHA, eps) + 1e-12)
+    # an independent check, on trade-off functions: G_μ <= f_{ε,0} on a grid and at the kink, exactly
+    assert gdp_below_pure_dp(mu, eps)
+    # and μ is the smallest: 0.99 μ, μ one part in 10⁶ short, and the exact μ one part in 10¹² short
+    # (gdp_of_pure_dp rounds up by 2⁻⁴⁰ ≈ 9.1e-13, so 2e-12 below its value is below the exact one) fail
+    for short in (0.99 * mu, mu * (1 - 1e-6), mu * (1 - 2e-12)):
+        assert not gdp_below_pure_dp(short, eps), short
+    # what the doubles with a slack of 1e-12 on the old grid (no kink) let pass: μ one part in 10⁶ short
+    old_grid = np.concatenate([np.geomspace(1e-12, 1e-3, 400), np.linspace(1e-3, 1 - 1e-9, 4000)])
+    assert np.all(dpfda.tradeoff(old_grid, mu * (1 - 1e-6)) <= rr_tradeoff(old_grid, eps) + 1e-12)
 
 
 def test_the_public_rule_bounds_every_projection():
@@ -90,4 +123,4 @@ def test_ftp_with_a_private_radius_composes_to_the_budget():
     assert out.mu_quantile <= np.sqrt(0.2) and gdp_of_pure_dp(out.epsilon_quantile) == out.mu_quantile
     assert out.release.radius == out.radius and 0.01 <= out.radius <= 10.0
     # The ε-DP step's GDP μ really dominates: G_{μ_q} <= f_{ε_q,0}
-    assert np.all(dpfda.tradeoff(ALPHA, out.mu_quantile) <= rr_tradeoff(ALPHA, out.epsilon_quantile) + 1e-12)
+    assert gdp_below_pure_dp(out.mu_quantile, out.epsilon_quantile)
