@@ -2,8 +2,8 @@
 
 The student edition's Binder button opens a chapter from the repository that ``make student``
 writes (``_build/student_repository``: the chapters without their solutions under ``book/``,
-``requirements.txt``, ``runtime.txt``, dpfda's wheel, the licences). This test writes that
-repository from a copy of the files git tracks, with a dpfda wheel built from the copy, and
+``requirements.txt``, ``runtime.txt``, the wheels of dpfda and dpfda_book, the licences). This test
+writes that repository from a copy of the files git tracks, with both wheels built from the copy, and
 replays Binder on it: a new Python 3.11 environment (``runtime.txt``) where
 ``pip install -r requirements.txt`` is the only install (the repository has no package
 source, so repo2docker runs nothing else), then runs, from ``book/``, the chapters that need
@@ -39,8 +39,9 @@ def test_the_solution_free_repository_runs_in_a_binder_like_environment(tmp_path
         (copy / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, copy / rel)
     log = tmp_path / "student-binder.log"
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
-         str(copy / "_build" / "assignments" / "wheel"), str(copy)], copy, log, 600)
+    for package in (copy, copy / "machinery"):  # dpfda and the book's own dpfda_book
+        run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
+             str(copy / "_build" / "assignments" / "wheel"), str(package)], copy, log, 600)
     sys.path.insert(0, str(copy / "tools"))
     try:
         import student_export
@@ -63,6 +64,9 @@ def test_the_solution_free_repository_runs_in_a_binder_like_environment(tmp_path
     where = subprocess.run([python, "-c", "import dpfda; print(dpfda.__file__)"], cwd=repo / "book",
                            env=env, capture_output=True, text=True, check=True).stdout.strip()
     assert where.startswith(str(env_dir)), where  # dpfda from the wheel, nothing of this checkout
+    where = subprocess.run([python, "-c", "import dpfda_book; print(dpfda_book.__file__)"], cwd=repo / "book",
+                           env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert where.startswith(str(env_dir)), where  # and the book's package from its wheel
 
     runner = tmp_path / "run_notebook.py"
     runner.write_text(RUNNER)
