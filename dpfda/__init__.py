@@ -20,10 +20,11 @@ module takes part in an import cycle):
     equation), ``summation`` (exact sums and their rounding bounds), ``rounding``
     (tolerances from rounding-error bounds).
 ``mechanisms`` — mechanisms and their guarantees
-    ``gaussian`` (``Mechanism``: per-curve map, calibration, noise shape, fit; the noise
-    rule), ``parts`` (the maps, calibrations and fits it is built from), ``mechanism``
+    ``mechanism_type`` (``Mechanism``: per-curve map, calibration, noise shape, fit; the
+    noise rule), ``parts`` (the maps, calibrations and fits it is built from), ``mechanism``
     (``ftp``, ``ptf`` and their mechanisms), ``pipelines`` (the stages of Algorithms 1
-    and 2, ``Release``), ``calibration`` (the one calibration), ``bands`` (the noise of a
+    and 2), ``release`` (``Release``: what one release holds; its random part off the grid),
+    ``calibration`` (the one calibration), ``bands`` (the noise of a
     release, point by point), ``irregular`` (FTP on curves at their own points), ``radius``
     and ``dimension`` (B' and m, chosen publicly or privately), ``covariance`` and
     ``covariance_theory`` (private covariances and principal components), ``privacy``
