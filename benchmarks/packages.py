@@ -96,38 +96,16 @@ def imports(name: str, path: Path, mods: dict[str, Path]) -> set[str]:
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    out: list[list[str]] = []
+    """Import cycles: the strongly connected components of more than one module, each sorted."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    def strong(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                strong(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    sys.setrecursionlimit(10_000)
-    for v in sorted(graph):
-        if v not in index:
-            strong(v)
-    return out
+    nodes = sorted(set(graph).union(*graph.values()))
+    edges = [(nodes.index(v), nodes.index(w)) for v, ws in graph.items() for w in ws]
+    size = len(nodes)
+    matrix = coo_matrix(([1] * len(edges), tuple(zip(*edges)) or ((), ())), shape=(size, size))
+    _, label = connected_components(matrix, directed=True, connection="strong")
+    return [c for c in ([v for v, g in zip(nodes, label) if g == k] for k in sorted(set(label))) if len(c) > 1]
 
 
 def report() -> dict:

@@ -582,38 +582,18 @@ def _module_graph() -> dict[str, set[str]]:
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
-    """The strongly connected components of ``graph`` with more than one node (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    out: list[frozenset[str]] = []
+    """The strongly connected components of ``graph`` with more than one node (scipy's csgraph)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    def strong(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                strong(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = set()
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.add(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(frozenset(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            strong(v)
-    return out
+    nodes = sorted(set(graph).union(*graph.values()))
+    at = {v: k for k, v in enumerate(nodes)}
+    edges = [(at[v], at[w]) for v in graph for w in graph[v]]
+    rows, cols = zip(*edges) if edges else ((), ())
+    adjacency = coo_matrix(([1] * len(edges), (rows, cols)), shape=(len(nodes), len(nodes)))
+    _, label = connected_components(adjacency, directed=True, connection="strong")
+    groups = [frozenset(v for v, g in zip(nodes, label) if g == k) for k in sorted(set(label))]
+    return [c for c in groups if len(c) > 1]
 
 
 def test_no_import_cycle_among_the_modules():
@@ -622,7 +602,7 @@ def test_no_import_cycle_among_the_modules():
 
 
 def test_the_cycle_check_sees_what_it_should():
-    """Tarjan's components on a small graph, and a TYPE_CHECKING import counted as an edge."""
+    """Strong components on a small graph, and a TYPE_CHECKING import counted as an edge."""
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
     assert _cycles(graph) == [frozenset({"a", "b", "c"})]
     assert "dpfda.mechanisms.release" in _module_imports("dpfda.practice.realdata")  # under TYPE_CHECKING
