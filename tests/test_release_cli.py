@@ -179,8 +179,8 @@ def test_space_help_names_every_family():
     (("--space", "spline:3"), "--space must be legendre:M"),
     (("--space", "legendre:0"), "m must be an integer >= 1"),
     (("--radius", "-1"), "radius must be a finite number > 0"),
-    (("--mu", "nan"), "mu must be a finite number > 0"),
-    (("--clip", "1"), "--clip is PTF's"),
+    (("--mu", "nan"), "--mu: must be a finite number > 0"),
+    (("--clip", "1"), "--clip: FTP does not clip"),
     (("--seed", "3"), "--seed is for --insecure-numpy-noise only"),
 ])
 def test_bad_choices_exit_2_naming_the_option(tmp_path, capsys, args, message):
@@ -236,11 +236,12 @@ def test_a_public_range_gives_the_frame_its_radius_and_clip(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--lower", "140"), "--lower and --upper go together"),
-    (("--lower", "140", "--upper", "200", "--method", "ptf", "--clip", "1"), "leave out --clip"),
+    (("--lower", "140"), "--upper: lower and upper go together"),
+    (("--lower", "140", "--upper", "200", "--method", "ptf", "--clip", "1"),
+     "--clip: a range (lower, upper) gives PTF's clip"),
     (("--lower", "140", "--upper", "130"), "upper must be > lower"),
     (("--lower", "140", "--upper", "200", "--space", "gaussian:0.2"), "bounds no RKHS norm"),
-    ((), "give --radius"),
+    ((), "--radius: give B'"),
 ])
 def test_public_range_errors_exit_2(tmp_path, capsys, args, message):
     data = write_wide(tmp_path / "wide.csv", curves())
