@@ -67,6 +67,10 @@ def spec(**changes: object) -> ReleaseSpec:
     (dict(space="fourier:5", domain=(1, 18)), "domain"),  # grid from start to stop: 1 and 18 one instant
     (dict(secure=1), "secure"),
     (dict(units=3), "units"),
+    (dict(lower="60"), "lower"),               # text is not a number, even text that reads as one
+    (dict(grid=[str(a) for a in AGES]), "grid"),
+    (dict(upper=np.full(10, True)), "upper"),  # booleans are not bounds
+    (dict(domain=(-1e308, 1e308)), "domain"),  # its length overflows: every point would map to 0
     (dict(secure=True, mu=1e-200), "mu"),      # OpenDP's rho = mu^2/2 underflows
 ])
 def test_a_bad_choice_is_refused_by_name_before_the_data(changes: dict, argument: str) -> None:

@@ -94,6 +94,9 @@ class Domain:
         self.stop = _finite_scalar(stop, "stop")
         if not self.stop > self.start:
             raise ValueError(f"stop must be > start, got start={self.start!r}, stop={self.stop!r}")
+        if not np.isfinite(self.stop - self.start):  # every point would map to 0
+            raise ValueError(f"stop - start must be a finite number, got start={self.start!r}, "
+                             f"stop={self.stop!r}: express the points in a larger unit")
         if not isinstance(name, str):
             raise TypeError(f"name must be a string, got {type(name).__name__}")
         self.name = name

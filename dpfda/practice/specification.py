@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._validation import as_float_array
 from ..maths.curves import Curves
 from ..maths.spaces import FourierSpace, FunctionSpace, KernelSpace, OrthonormalSpace, space_from_spec
 from ..mechanisms.calibration import check_secure_budget
@@ -79,10 +80,10 @@ def _bound(value: object, argument: str) -> np.ndarray | float:
     """A public bound: a number, or an array of them (checked in full by the frame)."""
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
         return float(value)
-    try:
-        arr = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise SpecError(argument, f"must be a number or an array of numbers, got {type(value).__name__}") from None
+    try:  # real numbers only: text, booleans, complex numbers and dates are refused by name
+        arr = as_float_array(value, argument)
+    except (TypeError, ValueError) as exc:
+        raise SpecError(argument, f"must be a number or an array of numbers ({exc})") from None
     if arr.ndim > 1:
         raise SpecError(argument, f"must be a number or a vector (one per grid point), got shape {arr.shape}")
     return float(arr) if arr.ndim == 0 else arr
@@ -389,7 +390,7 @@ class SpecifiedMechanism:
             if spec.own_points:
                 raise TypeError("curves: this specification has no grid (each subject on its own points); "
                                 "give a dpfda.Curves, or make the spec with grid=...")
-            return np.asarray(curves, dtype=float)
+            return as_float_array(curves, "curves")  # refuses text, booleans and complex numbers by name
         domain = (spec.domain.start, spec.domain.stop)  # type: ignore[union-attr]  # a Domain after checks
         if tuple(curves.domain) != domain:
             raise ValueError(f"curves: their domain {tuple(curves.domain)} is not the specification's {domain}")
