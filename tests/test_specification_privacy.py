@@ -31,6 +31,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import dpfda
 from dpfda import FTP, PTF, Curves, PublicFrame, ReleaseSpec
 from dpfda.mechanisms import secure as S
 from dpfda.mechanisms.mechanism_type import Mechanism
@@ -278,6 +279,13 @@ def test_data_that_are_not_real_numbers_are_refused_by_name(bad: Callable, what:
     for method in (FTP, PTF):
         with pytest.raises(TypeError, match=f"^curves .*{what}"):
             method(_spec("legendre:4")).release(bad(X), np.random.default_rng(0))
+
+
+def test_a_periodic_grid_on_both_ends_is_refused_with_both_remedies() -> None:
+    """Hours 0 to 24 on (0, 24): the remedy is to leave out hour 24, not a 25-hour day."""
+    with pytest.raises(dpfda.SpecError, match="^domain: ") as info:
+        ReleaseSpec(space="fourier:5", domain=(0, 24), grid=np.arange(25.0), lower=-30, upper=45, mu=1.0)
+    assert "leave it out of the grid" in str(info.value) and "domain (1, 13)" in str(info.value)
 
 
 # ---------------------------------------------------------------------------

@@ -204,7 +204,10 @@ class ReleaseSpec:
                                       f"its start), and the grid's first and last points {points[0]:g} and "
                                       f"{points[-1]:g} are its ends: they would be one instant (for months 1 to "
                                       "12, December would be January). Give the domain one period long, e.g. "
-                                      "one step past the last point of an evenly spaced grid")
+                                      "one step past the last point of an evenly spaced grid (months 1 to 12: "
+                                      "domain (1, 13)); or, if the last point is the next period's first "
+                                      "(hour 24 of hours 0 to 24 on the domain (0, 24)), leave it out of the "
+                                      "grid and the data")
         put(self, "points", _frozen(points))
         put(self, "unit_grid", _frozen(unit))
         put(self, "frame", self._frame(space, domain, own_points))
