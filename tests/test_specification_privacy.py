@@ -30,11 +30,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from test_adversarial import _candidate_generators, _noise_rebuilt
 
 import dpfda
 from dpfda import FTP, PTF, Curves, PublicFrame, ReleaseSpec
 from dpfda.mechanisms import secure as S
 from dpfda.mechanisms.mechanism_type import Mechanism
+from dpfda.mechanisms.pipelines import ftp_fit_mean
 
 TOL = 1e-9  # realised μ may exceed μ by this relative amount (test_record_independence: the calibration bound)
 BIG = float(np.finfo(float).max)
@@ -318,6 +320,7 @@ def _reachable(obj: object) -> Iterator[object]:
 @pytest.mark.parametrize("method", [FTP, PTF], ids=["FTP", "PTF"])
 @pytest.mark.parametrize("own_points", [False, True], ids=["grid", "own points"])
 def test_a_release_and_its_pickle_hold_no_data_and_no_generator(method: Callable, own_points: bool) -> None:
+    """An orthonormal space's release holds no generator at all (a kernel space's: the test below)."""
     if own_points and method is PTF:
         pytest.skip("PTF needs a common grid (refused by name in test_specification)")
     n = 37  # no public array of the release has 37 entries along an axis
@@ -338,6 +341,38 @@ def test_a_release_and_its_pickle_hold_no_data_and_no_generator(method: Callable
                                                         np.random.SeedSequence))]
     blob = pickle.dumps(rel) + pickle.dumps(mech)
     assert not [v for v in X.ravel() if v.tobytes() in blob], "a data value is in the pickle"
+
+
+@pytest.mark.parametrize("secure", [False, True], ids=["numpy", "OpenDP"])
+def test_a_kernel_release_through_the_spec_does_not_give_back_its_noise(secure: bool) -> None:
+    """A kernel space's release keeps a generator for its residual off the grid: not one that gives
+    back the noise (the attack of test_adversarial, whose negative control shows it works)."""
+    spec = ReleaseSpec(space="gaussian:0.2", domain=DOMAIN, grid=GRID, lower=LOWER, upper=UPPER, radius=50.0,
+                       mu=1.0, secure=secure)
+    X = 180.0 + 30.0 * np.random.default_rng(14).random((37, GRID.size))
+    rel = pickle.loads(pickle.dumps(FTP(spec).release(X, None if secure else np.random.default_rng())))
+    rel([3.3, 7.7])  # draw some of the residual first: more state to attack
+    unit = rel.unit_release
+    assert spec.frame is not None
+    fit = ftp_fit_mean(spec.frame.to_unit(X), spec.space.at(spec.unit_grid), spec.unit_radius)[0]
+    noise = (unit.coef - fit) / unit.noise_scale
+    assert not _noise_rebuilt(unit, noise, _candidate_generators(unit))
+    assert not [o.shape for o in _reachable(rel) if isinstance(o, np.ndarray) and 37 in o.shape]
+
+
+def test_the_noise_check_sees_a_release_holding_a_child_of_its_generator() -> None:
+    """Negative control of the test above, through the spec: the old construction gives its noise away."""
+    spec = ReleaseSpec(space="gaussian:0.2", domain=DOMAIN, grid=GRID, lower=LOWER, upper=UPPER, radius=50.0,
+                       mu=1.0, secure=False)
+    X = 180.0 + 30.0 * np.random.default_rng(14).random((37, GRID.size))
+    rng = np.random.default_rng()
+    old_child = rng.spawn(1)[0]  # what dpfda 0.1.0 kept for the residual
+    unit = FTP(spec).release(X, rng).unit_release
+    unit._residual_rng = old_child  # type: ignore[attr-defined]
+    unit = pickle.loads(pickle.dumps(unit))
+    assert spec.frame is not None
+    fit = ftp_fit_mean(spec.frame.to_unit(X), spec.space.at(spec.unit_grid), spec.unit_radius)[0]
+    assert _noise_rebuilt(unit, (unit.coef - fit) / unit.noise_scale, _candidate_generators(unit))
 
 
 def test_the_walk_finds_data_and_generators_where_they_are() -> None:
