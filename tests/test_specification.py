@@ -102,6 +102,14 @@ def test_the_spec_is_frozen() -> None:
     s = spec()
     with pytest.raises(AttributeError):
         s.mu = 100.0  # type: ignore[misc]
+    grid, lower = AGES.copy(), np.full(AGES.size, 60.0)
+    s = spec(grid=grid, lower=lower, upper=lower + 150.0)
+    grid[1], lower[:] = 3.0, 0.0  # the caller's arrays change afterwards: the spec does not
+    assert s.grid[1] == 2.0 and s.lower[0] == 60.0  # type: ignore[index]
+    assert s.frame is not None
+    for name in ("grid", "lower", "upper", "clip", "weights", "reference", "points"):
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(s.frame, name)[0] = 1e3
     assert not s.unit_grid.flags.writeable and not s.points.flags.writeable
 
 

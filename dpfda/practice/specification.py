@@ -214,6 +214,15 @@ class ReleaseSpec:
         put(self, "unit_radius", self._radius())
         if self.clip is not None:
             put(self, "clip", _bound(self.clip, "clip"))
+        # Frozen all the way down: the caller's arrays are copied, and the frame's are read-only, so
+        # that no later write changes what a mechanism built from this spec maps or records.
+        for name in ("grid", "lower", "upper", "clip"):
+            if isinstance(getattr(self, name), np.ndarray):
+                put(self, name, _frozen(getattr(self, name)))
+        if self.frame is not None:
+            for value in vars(self.frame).values():
+                if isinstance(value, np.ndarray):
+                    value.setflags(write=False)
 
     def _budget(self) -> float:
         if self.mu is not None:
