@@ -257,6 +257,15 @@ def test_a_point_off_the_grid_names_the_subject_that_has_it(tmp_path, capsys, no
         assert "subject 'c7' has a value at 0.3" in said, said
         assert "'c0'" not in said and "0, 0.5, 1" in said  # the points every other subject has
         assert "fill each gap" not in said  # the missing-values help is for missing values
+    said = _run_cli(tmp_path, capsys, text, "long")[2].err
+    assert "none; the points every subject has: 0, 0.5, 1; the public --grid: 3 points: 0, 0.5, 1). " in said
+
+
+def test_a_budget_no_n_can_use_is_refused_before_the_data_are_read(tmp_path, capsys, no_noise):
+    code = cli.main(["release", str(tmp_path / "absent.csv"), "--id", "id", "--out", str(tmp_path / "r.json"),
+                     *GRID[:-1], "1e300"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("dpfda: error: --mu: mu=1e+300 is too large") and "absent" not in err, err
 
 
 def test_a_subject_missing_a_point_is_still_named(tmp_path, no_noise):

@@ -366,7 +366,11 @@ def _read(args: argparse.Namespace, plan: _Plan, source: str) -> Curves | tuple[
                            combine=args.combine, curves=spec.own_points,
                            domain=(spec.domain.start, spec.domain.stop) if spec.own_points else None)  # type: ignore[union-attr]
     except ValueError as exc:
-        raise _data_error(source, exc) from None
+        error = _data_error(source, exc)
+        if not spec.own_points and "not measured at the same points" in str(exc):
+            error = UsageError(str(error).replace(
+                "). ", f"; the public --grid: {_short_points(spec.points)}). ", 1))
+        raise error from None
     return data
 
 
