@@ -17,8 +17,8 @@ from ..maths.curves import Curves
 from ..maths.spaces import SPACE_FAMILIES, FourierSpace, FunctionSpace, KernelSpace, OrthonormalSpace, space_from_spec
 from ..mechanisms.bands import plot_band
 from ..mechanisms.dimension import public_dimension
+from ..mechanisms.ftp_ptf import Mechanism, ftp_mechanism, ptf_mechanism
 from ..mechanisms.irregular import DISPLAY_POINTS
-from ..mechanisms.mechanism import Mechanism, ftp_mechanism, ptf_mechanism
 from ..mechanisms.privacy import mu_from_epsilon_delta
 from ..mechanisms.radius import PrivateRadius, ftp_private_radius
 from ..mechanisms.release import Release
@@ -37,8 +37,8 @@ from ..practice.publish import (
     table_columns,
 )
 from ..practice.realdata import Domain, PublicFrame
-from ._files import discard_temporary, stage_file, text_writer
-from ._parsing import UsageError, integer_option
+from .files import discard_temporary, stage_file, text_writer
+from .parsing import UsageError, integer_option
 
 
 def _points_option(text: str, option: str) -> np.ndarray:

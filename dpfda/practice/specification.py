@@ -43,8 +43,8 @@ from numpy.typing import ArrayLike
 from ..maths.curves import Curves
 from ..maths.spaces import FourierSpace, FunctionSpace, KernelSpace, OrthonormalSpace, space_from_spec
 from ..mechanisms.calibration import check_secure_budget
+from ..mechanisms.ftp_ptf import ftp_mechanism, ptf_mechanism
 from ..mechanisms.irregular import DISPLAY_POINTS
-from ..mechanisms.mechanism import ftp_mechanism, ptf_mechanism
 from ..mechanisms.mechanism_type import Mechanism
 from ..mechanisms.pipelines import check_radius
 from ..mechanisms.privacy import mu_from_epsilon_delta
