@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 FLOAT64_MAX = float(np.finfo(np.float64).max)
-"""The largest finite double (≈ 1.8e308): every computation of dpfda is in float64."""
+"""The largest finite double, about 1.8e308 (every computation of dpfda is in float64)."""
 
 
 class AssumptionError(ValueError):

@@ -83,6 +83,8 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     # settings
     ("settings", "n_jobs", "joblib"): JOBLIB,
     ("montecarlo", "bonferroni_z", "scipy.special"): SCIPY,
+    ("rounding", "_ndtr_bound", "scipy"): SCIPY,
+    ("rounding", "_tradeoff_bound", "scipy"): SCIPY,
     # theory
     ("theory", "quad_ratio_mean_and_accuracy", "scipy.integrate"): SCIPY,
     # privacy accounting

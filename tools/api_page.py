@@ -10,7 +10,6 @@ built (sphinx.ext.autodoc, napoleon for the numpy-style sections, autosummary ta
 import importlib
 import inspect
 import sys
-import typing
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,7 +170,7 @@ def directive(qual: str, obj) -> str:
         call = vars(obj).get("__call__")
         special = "   :special-members: __call__\n" if call is not None and call.__doc__ else ""
         return f".. autoclass:: {qual}\n   :members:\n{special}"
-    if callable(obj) and typing.get_origin(obj) is None:  # a type alias (Callable[...]) is data
+    if callable(obj):
         return f".. autofunction:: {qual}\n"
     return f".. autodata:: {qual}\n   :no-value:\n"
 
