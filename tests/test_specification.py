@@ -67,6 +67,10 @@ def spec(**changes: object) -> ReleaseSpec:
     (dict(space="fourier:5", domain=(1, 18)), "domain"),  # grid from start to stop: 1 and 18 one instant
     (dict(secure=1), "secure"),
     (dict(units=3), "units"),
+    (dict(lower="60"), "lower"),               # text is not a number, even text that reads as one
+    (dict(grid=[str(a) for a in AGES]), "grid"),
+    (dict(upper=np.full(10, True)), "upper"),  # booleans are not bounds
+    (dict(domain=(-1e308, 1e308)), "domain"),  # its length overflows: every point would map to 0
     (dict(secure=True, mu=1e-200), "mu"),      # OpenDP's rho = mu^2/2 underflows
 ])
 def test_a_bad_choice_is_refused_by_name_before_the_data(changes: dict, argument: str) -> None:
@@ -98,6 +102,14 @@ def test_the_spec_is_frozen() -> None:
     s = spec()
     with pytest.raises(AttributeError):
         s.mu = 100.0  # type: ignore[misc]
+    grid, lower = AGES.copy(), np.full(AGES.size, 60.0)
+    s = spec(grid=grid, lower=lower, upper=lower + 150.0)
+    grid[1], lower[:] = 3.0, 0.0  # the caller's arrays change afterwards: the spec does not
+    assert s.grid[1] == 2.0 and s.lower[0] == 60.0  # type: ignore[index]
+    assert s.frame is not None
+    for name in ("grid", "lower", "upper", "clip", "weights", "reference", "points"):
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(s.frame, name)[0] = 1e3
     assert not s.unit_grid.flags.writeable and not s.points.flags.writeable
 
 

@@ -49,6 +49,7 @@ from ..mechanisms.mechanism_type import Mechanism
 from ..mechanisms.pipelines import check_radius
 from ..mechanisms.privacy import mu_from_epsilon_delta
 from ..mechanisms.release import Release
+from ..validation import as_float_array
 from .publish import DELTAS, release_record
 from .realdata import Domain, PublicFrame
 
@@ -79,10 +80,10 @@ def _bound(value: object, argument: str) -> np.ndarray | float:
     """A public bound: a number, or an array of them (checked in full by the frame)."""
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
         return float(value)
-    try:
-        arr = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise SpecError(argument, f"must be a number or an array of numbers, got {type(value).__name__}") from None
+    try:  # real numbers only: text, booleans, complex numbers and dates are refused by name
+        arr = as_float_array(value, argument)
+    except (TypeError, ValueError) as exc:
+        raise SpecError(argument, f"must be a number or an array of numbers ({exc})") from None
     if arr.ndim > 1:
         raise SpecError(argument, f"must be a number or a vector (one per grid point), got shape {arr.shape}")
     return float(arr) if arr.ndim == 0 else arr
@@ -203,13 +204,25 @@ class ReleaseSpec:
                                       f"its start), and the grid's first and last points {points[0]:g} and "
                                       f"{points[-1]:g} are its ends: they would be one instant (for months 1 to "
                                       "12, December would be January). Give the domain one period long, e.g. "
-                                      "one step past the last point of an evenly spaced grid")
+                                      "one step past the last point of an evenly spaced grid (months 1 to 12: "
+                                      "domain (1, 13)); or, if the last point is the next period's first "
+                                      "(hour 24 of hours 0 to 24 on the domain (0, 24)), leave it out of the "
+                                      "grid and the data")
         put(self, "points", _frozen(points))
         put(self, "unit_grid", _frozen(unit))
         put(self, "frame", self._frame(space, domain, own_points))
         put(self, "unit_radius", self._radius())
         if self.clip is not None:
             put(self, "clip", _bound(self.clip, "clip"))
+        # Frozen all the way down: the caller's arrays are copied, and the frame's are read-only, so
+        # that no later write changes what a mechanism built from this spec maps or records.
+        for name in ("grid", "lower", "upper", "clip"):
+            if isinstance(getattr(self, name), np.ndarray):
+                put(self, name, _frozen(getattr(self, name)))
+        if self.frame is not None:
+            for value in vars(self.frame).values():
+                if isinstance(value, np.ndarray):
+                    value.setflags(write=False)
 
     def _budget(self) -> float:
         if self.mu is not None:
@@ -389,7 +402,7 @@ class SpecifiedMechanism:
             if spec.own_points:
                 raise TypeError("curves: this specification has no grid (each subject on its own points); "
                                 "give a dpfda.Curves, or make the spec with grid=...")
-            return np.asarray(curves, dtype=float)
+            return as_float_array(curves, "curves")  # refuses text, booleans and complex numbers by name
         domain = (spec.domain.start, spec.domain.stop)  # type: ignore[union-attr]  # a Domain after checks
         if tuple(curves.domain) != domain:
             raise ValueError(f"curves: their domain {tuple(curves.domain)} is not the specification's {domain}")
