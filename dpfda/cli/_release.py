@@ -32,8 +32,8 @@ from ..practice.publish import (
 )
 from ..practice.realdata import Domain
 from ..practice.specification import FTP, PTF, ReleaseSpec, SpecError, SpecifiedMechanism, SpecifiedRelease
-from ._files import discard_temporary, stage_file, text_writer
-from ._parsing import UsageError, integer_option
+from .files import discard_temporary, stage_file, text_writer
+from .parsing import UsageError, integer_option
 
 
 def _points_option(text: str, option: str) -> np.ndarray:

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
-from .._validation import non_real_dtype
 from ..maths.curves import Curves
+from ..validation import non_real_dtype
 
 if TYPE_CHECKING:
     import pandas as pd

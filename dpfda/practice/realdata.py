@@ -58,9 +58,9 @@ import numpy as np
 from numpy.polynomial import legendre as _leg
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array, check_data, check_grid, check_points, to_float
 from ..maths.curves import Curves
 from ..maths.spaces import FunctionSpace, KernelSpace, LegendreSpace, OrthonormalSpace
+from ..validation import as_float_array, check_data, check_grid, check_points, to_float
 
 if TYPE_CHECKING:
     from ..mechanisms.release import Release

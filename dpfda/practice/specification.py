@@ -45,17 +45,17 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array
 from ..maths.curves import Curves
 from ..maths.spaces import FourierSpace, FunctionSpace, KernelSpace, OrthonormalSpace, space_from_spec
 from ..mechanisms.calibration import check_secure_budget
+from ..mechanisms.ftp_ptf import ftp_mechanism, ptf_mechanism
 from ..mechanisms.irregular import DISPLAY_POINTS
-from ..mechanisms.mechanism import ftp_mechanism, ptf_mechanism
 from ..mechanisms.mechanism_type import Mechanism
 from ..mechanisms.pipelines import check_radius
 from ..mechanisms.privacy import mu_from_epsilon_delta
 from ..mechanisms.radius import PrivateRadius, ftp_private_radius
 from ..mechanisms.release import Release
+from ..validation import as_float_array
 from .publish import DELTAS, release_record
 from .realdata import Domain, PublicFrame
 
