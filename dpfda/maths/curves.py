@@ -75,8 +75,10 @@ class Curves:
         :class:`dpfda.ReleaseSpec` refuses curves whose units are not its own.
 
     Every subject is checked here: finite values, points inside the domain.  One argument
-    order, values then points, for both kinds; :meth:`Curves.from_masked` reads a table
-    with NaN for what was not measured.
+    order, values then points, for both kinds and for :meth:`Curves.from_masked`, which
+    reads a table with NaN for what was not measured; points given first are refused
+    with the order in the message where the shapes or the domain show it (per-subject
+    values that happen to lie in the domain, with no point repeated, cannot show it).
 
     Examples
     --------
