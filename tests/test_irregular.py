@@ -162,6 +162,26 @@ def test_points_given_before_values_are_refused_with_the_order(swapped, message)
         swapped()
 
 
+def test_as_curves_keeps_an_arrays_grid_and_values_and_names_what_it_refuses():
+    from dpfda.maths.curves import as_curves
+
+    grid = np.array([0.0, 0.3, 1.0 - 2.0**-52, 1.0 - 2.0**-53])  # near 1, where Curves(...) would snap
+    X = np.arange(8.0).reshape(2, 4)
+    c = as_curves(X, grid)
+    assert c.common and c.n == 2 and np.shares_memory(c.values, X) and np.array_equal(c.grid, grid)
+    assert as_curves(c, None) is c
+    with pytest.raises(TypeError, match="grid is needed for curves given as an array"):
+        as_curves(X, None)
+    with pytest.raises(ValueError, match="proxy's last axis has length 4 but the grid has 3 points"):
+        as_curves(X, grid[:3], name="proxy")
+    with pytest.raises(ValueError, match="curves contains NaN or inf.*Curves.from_masked"):
+        as_curves(np.where(X > 6, np.nan, X), grid, name="curves")
+    with pytest.raises(ValueError, match="X must be 2-D"):
+        as_curves(np.zeros((1, 2, 2, 4)), grid)
+    with pytest.raises(ValueError, match="grid must be strictly increasing"):
+        as_curves(X, grid[::-1])
+
+
 def test_curves_that_are_not_values_are_refused_by_name():
     with pytest.raises(TypeError, match="^values: "):
         Curves(3.0, [[0, 12], [6, 12, 18]], (0, 24))
