@@ -258,3 +258,33 @@ def test_cli_releases_own_points_by_ftp_with_a_plot_and_ptf_refuses_by_name(tmp_
     no_domain = [a for a in common if a not in ("--domain", "-1,23")]
     assert cli.main([*no_domain, "--out", str(tmp_path / "q.json")]) == 2
     assert "give --domain" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("points, domain, shown", [
+    ([15.999999999999991, 15.999999999999993], (0, 20),         # 1 ulp apart, one t: x/20 rounds them together
+     r"the points 15.999999999999991 and 15.999999999999993 meet on \[0, 1\]"),
+    ([20.0, 20.0 + 2.0**-48], (0, 20), "the point 20.000000000000004 lies outside"),  # once snapped to 1
+])
+def test_points_that_meet_on_the_unit_interval_or_pass_the_stop_are_refused_at_construction(points, domain, shown):
+    """Distinct points that one map onto [0, 1] merges, or beyond stop, refused naming the subject."""
+    with pytest.raises(ValueError, match=r"subject 1.*" + shown):
+        Curves([[1.0], [1.0, 2.0]], [[3.0], points], domain)
+    # 1 ulp below stop and stop itself stay apart on [0, 1] (the snap to 1 once merged them)
+    t = Curves([[1.0, 2.0]], [[float(np.nextafter(20.0, 0.0)), 20.0]], (0, 20)).subjects()[0][0]
+    assert t[0] < t[1] == 1.0
+
+
+def test_the_unit_map_is_monotone_and_exact_at_the_ends_without_a_snap():
+    """x = stop maps to 1.0 exactly: fl(stop - start)/fl(stop - start) = 1 (the same rounded number twice)."""
+    rng = np.random.default_rng(5)
+    for start, stop in zip(rng.uniform(-1e3, 1e3, 200), rng.uniform(1e3, 3e3, 200)):
+        c = Curves([[0.0, 0.0, 0.0]], [[start, (start + stop) / 2, stop]], (start, stop))
+        t = c.subjects()[0][0]
+        assert t[0] == 0.0 and t[-1] == 1.0 and 0.0 < t[1] < 1.0
+    with pytest.raises(ValueError, match="outside the public domain"):
+        Curves(np.zeros((1, 2)), [0.0, float(np.nextafter(20.0, 21.0))], (0, 20))  # 1 ulp beyond: as Domain.to_unit
+    with pytest.raises(ValueError, match="outside the public domain"):
+        Curves(np.zeros((1, 2)), [float(np.nextafter(0.0, -1.0)), 20.0], (0, 20))
+    # on_grid builds points start + t·(stop - start), which can round past stop: kept inside
+    c = Curves([[1.0, 2.0]], [[0.1, 0.3]], (0.1, 0.3)).on_grid(np.linspace(0, 1, 5))
+    assert c.points is not None and c.points[-1] <= 0.3 and c.grid[-1] == 1.0

@@ -48,6 +48,12 @@ def _units(units: object) -> str | None:
     return units
 
 
+def _show(x: float) -> str:
+    """A number as short as it reads back exactly (``20``, or ``19.999999999999996`` 1 ulp below)."""
+    short = f"{float(x):g}"
+    return short if float(short) == float(x) else repr(float(x))
+
+
 def _per_subject(points: Any) -> bool:
     """Whether ``points`` lists each subject's own points (a sequence of vectors, or an (n, k) array)."""
     if isinstance(points, np.ndarray):
@@ -147,7 +153,13 @@ class Curves:
             p, v = p[order], v[order]
             if np.any(np.diff(p) <= 0):
                 raise ValueError(f"subject {i}: the point {p[np.argmax(np.diff(p) <= 0)]:g} appears twice")
-            subjects.append((self._unit(p, f"subject {i}'s points (values first, then points)"), v))
+            t = self._unit(p, f"subject {i}'s points (values first, then points)")
+            if np.any(np.diff(t) <= 0):  # distinct points that the map onto [0, 1] rounds together
+                j = int(np.argmax(np.diff(t) <= 0))
+                raise ValueError(f"subject {i}: the points {_show(p[j])} and {_show(p[j + 1])} meet on [0, 1] "
+                                 f"(both map to {_show(t[j])}): give each point of a subject once, distinct "
+                                 "after the domain's map t = (x - start)/(stop - start)")
+            subjects.append((t, v))
         self._subjects = subjects
         self.units = _units(units)
         self.points = None
@@ -178,14 +190,22 @@ class Curves:
         return cls([v[s] for v, s in zip(vals, seen)], [pts[s] for s in seen], _domain(domain), units=units)
 
     def _unit(self, x: np.ndarray, what: str = "points") -> np.ndarray:
+        """t = (x - start)/(stop - start) for points x of [start, stop]; a point outside is refused.
+
+        One rule with :meth:`dpfda.Domain.to_unit`: a point 1 ulp outside the domain is
+        refused, a point on an end is kept.  No snapping is needed: rounding is monotone,
+        so start <= x <= stop gives 0 <= fl(x - start) <= fl(stop - start), and dividing by
+        the positive d = fl(stop - start) gives 0 <= fl(fl(x - start)/d) <= fl(d/d) = 1; at
+        x = stop the numerator is d itself, so t is 1.0 exactly, and at x = start it is 0.0.
+        Monotone but not strictly: distinct points can meet on [0, 1], which the callers
+        refuse (a grid by ``check_grid``, a subject by name).
+        """
         start, stop = self.domain
-        t = (x - start) / (stop - start)
-        t = np.where(np.isclose(x, stop, rtol=1e-12, atol=0.0), 1.0, t)
-        if np.any(t < 0.0) or np.any(t > 1.0):
-            bad = x[(t < 0.0) | (t > 1.0)][0]
-            raise ValueError(f"{what}: the point {bad:g} lies outside the public domain "
+        if np.any(x < start) or np.any(x > stop):
+            bad = x[(x < start) | (x > stop)][0]
+            raise ValueError(f"{what}: the point {_show(bad)} lies outside the public domain "
                              f"[{start:g}, {stop:g}]")
-        return t
+        return (x - start) / (stop - start)
 
     @property
     def common(self) -> bool:
@@ -229,8 +249,9 @@ class Curves:
         grid = check_grid(grid)
         start, stop = self.domain
         rows = [np.interp(grid, t, v, period=1.0 if periodic else None) for t, v in self.subjects()]
-        out = Curves(np.array(rows), start + grid * (stop - start), self.domain, units=self.units)
-        out._grid = grid  # exactly the public grid, not its round trip through the data's units
+        points = np.clip(start + grid * (stop - start), start, stop)  # rounding can pass an end
+        out = Curves.__new__(Curves)  # exactly the public grid, not its round trip through the data's units
+        out._common(np.array(rows), points, self.domain, self.units, "values", "points", grid=grid)
         return out
 
     def __repr__(self) -> str:
