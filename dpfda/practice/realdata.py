@@ -118,6 +118,9 @@ class Domain:
             bad = arr[(arr < self.start) | (arr > self.stop)].ravel()[0]
             raise ValueError(f"{self.name} must lie in [{self.start:g}, {self.stop:g}] (the public "
                              f"domain), got {bad:g}")
+        # One rule with dpfda.Curves: 1 ulp outside is refused, the ends are kept.  For x in
+        # [start, stop], rounding is monotone, so the map already lies in [0, 1], with
+        # stop -> 1.0 exactly (fl(stop - start)/fl(stop - start)); the clip changes nothing.
         return np.clip((arr - self.start) / self.length, 0.0, 1.0)
 
     def from_unit(self, t: ArrayLike) -> np.ndarray:

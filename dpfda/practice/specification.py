@@ -458,7 +458,12 @@ class SpecifiedMechanism:
                                 "give a dpfda.Curves, or make the spec with grid=...")
         domain = (spec.domain.start, spec.domain.stop)  # type: ignore[union-attr]  # a Domain after checks
         if not isinstance(curves, Curves):  # an array on the specification's grid, in the data's units
+            if hasattr(type(curves), "columns"):  # a table (pandas' DataFrame): its header must be the grid
+                self._check_header(curves.columns)  # type: ignore[union-attr]  # a table: checked above
             curves = as_curves(curves, spec.points, domain, name="curves", grid_name="the specification's grid")
+        if curves.common and curves.values is not None and curves.values.ndim != 2:
+            raise ValueError(f"curves: a specification releases one data set (n, T), one row per subject; "
+                             f"got shape {curves.values.shape} (a batch of data sets: release each on its own)")
         if tuple(curves.domain) != domain:
             raise ValueError(f"curves: their domain {tuple(curves.domain)} is not the specification's {domain}")
         if curves.common and not spec.own_points:
@@ -467,6 +472,21 @@ class SpecifiedMechanism:
                                  "on its own points, Curves(values, points, domain), or the spec without a grid)")
             return curves.values  # type: ignore[return-value]  # common: values set
         return curves  # each subject on its own points: FTP fits each alone, PTF refuses them by name
+
+
+    def _check_header(self, columns: Iterable[object]) -> None:
+        """A table's column labels, read as numbers, must be the specification's grid in order."""
+        try:
+            labels = np.array([float(c) for c in columns])  # type: ignore[arg-type]  # refused below if not
+        except (TypeError, ValueError):
+            raise ValueError("curves: the table's column labels are not numbers, so its columns cannot be "
+                             "matched to the specification's grid; order the columns as the grid and pass "
+                             "table.to_numpy(), or give a dpfda.Curves") from None
+        points = self.spec.points
+        if not np.array_equal(labels, points):
+            raise ValueError(f"curves: the table's columns {labels.tolist()} are not the specification's grid "
+                             f"{np.asarray(points).tolist()} in order (reorder them, e.g. table[grid], or give "
+                             "a dpfda.Curves)")
 
 
 class SpecifiedRelease:
