@@ -31,7 +31,8 @@ def check_grid_space(grid: object, space: object, who: str) -> None:
 def geometry(grid: ArrayLike, space: FunctionSpace) -> GridGeometry:
     if not isinstance(space, FunctionSpace):
         raise TypeError(
-            f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
+            f"space must be a FunctionSpace (an orthonormal space such as LegendreSpace, or a KernelSpace), "
+            f"got {type(space).__name__}"
         )
     return space.at(grid)
 
