@@ -11,8 +11,9 @@ test_adversarial.py, test_audit.py, test_designs.py, test_designs_calibration.py
 test_secure.py, test_whitening.py), the record's independence of the batch
 (test_record_independence.py), the noise band (test_bands.py), curves on their own points
 (test_irregular.py), the dimension chooser (test_dimension.py), the theory's bounds
-(test_theory.py), the private covariances (test_covariance.py, test_covariance_audit.py),
-the command line and the record (test_release_cli.py, test_publish.py). tests/test_spaces.py
+(test_theory.py), the book's simulations of an orthonormal H_m (test_studies.py), the
+private covariances (test_covariance.py, test_covariance_audit.py), the command line and
+the record (test_release_cli.py, test_publish.py). tests/test_spaces.py
 fails while a family of ``SPACE_FAMILIES`` has no case here, and while a test module that
 imports this registry is not named in this paragraph.
 
