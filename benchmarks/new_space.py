@@ -23,18 +23,16 @@ What the script does, in a temporary directory (the working tree is never touche
 6. runs the doctests of spaces.py (the new class's among them) and every test of
    tests/test_spaces.py; then (not with ``--quick``) ruff and mypy on the changed Python files
    and, selected by ``-k cosine``, the tests of every module that imports the registry
-   (``from _spaces import``, 18 modules); and reports the counts;
+   (``from _spaces import``, 19 modules today); and reports the counts;
 7. releases a mean curve of a small CSV with ``python -m dpfda release … --space cosine:6``
    and checks that the record names the space;
-8. (not with ``--quick``) runs the chapters' Monte Carlo in the space
-   (:func:`dpfda_book.simulation.engine.repeat_releases`, FTP and PTF, 200 releases each) and
-   says whether the simulation studies (:class:`dpfda_book.simulation.studies.Setting`) take
-   it: they take an orthonormal H_m only as Legendre's (``family="legendre"``).
+8. (not with ``--quick``) runs a small study of the book's simulation engine in the space
+   (``Study.grid(family="cosine", ...)``, :func:`dpfda_book.simulation.schedule.run_study`).
 
 Run from the repository root (exit status 0 when every step holds)::
 
-    nice .venv/bin/python benchmarks/new_space.py            # about 2 minutes (90 s of CPU)
-    nice .venv/bin/python benchmarks/new_space.py --quick    # steps 1-7 without the generic modules: 20 s of CPU
+    nice .venv/bin/python benchmarks/new_space.py            # about 50 s of CPU
+    nice .venv/bin/python benchmarks/new_space.py --quick    # no generic modules, no simulation: 20 s of CPU
 
 ``--keep`` leaves the copy in place (its path is printed) to look at the diff.
 """
@@ -232,25 +230,13 @@ RELEASE = ["release", "DATA", "--id", "subject", "--grid", "0:10:11", "--space",
 
 SIMULATION = """
 import json
-import numpy as np
-import dpfda
-from dpfda_book.simulation.engine import repeat_releases
-from dpfda_book.simulation.models import uniform_ball
-from dpfda_book.simulation.studies import Setting
+from dpfda_book.simulation.schedule import run_study
+from dpfda_book.simulation.studies import Study
 
-space, grid, n, reps = dpfda.space_from_spec("cosine:6"), dpfda.uniform_grid(12), 200, REPS
-rng = np.random.default_rng(np.random.SeedSequence(20261207))
-theta = uniform_ball(n, space.m, 1.0, rng)  # latent curves in the unit ball of H_m (B = 1)
-X = space.evaluate(theta, grid)
-imse = {p.__name__: float(np.mean(repeat_releases(p, X, grid, space, 1.1, 1.0, reps, theta.mean(axis=0), rng)[0]))
-        for p in (dpfda.ftp, dpfda.ptf)}
-try:
-    Setting(family="cosine", n=n, T=12, m=6, mu=1.0, sigma0=0.0, radius_rule="1.1B")
-    study = "takes it"
-except ValueError as exc:
-    study = str(exc)
-print(json.dumps({"space": space.spec, "n": n, "T": grid.size, "reps": reps, "imse": imse,
-                  "ratio": imse["ftp"] / imse["ptf"], "study": study}))
+study = Study.grid("cosine", family="cosine", n=[32, 256], T=12, m=[3, 6], mu=1.0, sigma0=0.1, radius_rule="1.1B")
+table = run_study(study, reps=REPS, seed=7)
+columns = ["m", "n", "metric", "err_ftp", "err_ptf", "ratio", "ratio_lo", "ratio_hi"]
+print(json.dumps({"spaces": sorted({s.space.spec for s in study}), "rows": table[columns].to_dict(orient="records")}))
 """
 
 
@@ -325,10 +311,12 @@ def main(argv: list[str] | None = None) -> int:
 
         if not args.quick:
             sim = json.loads(copy.python("-c", SIMULATION.replace("REPS", "200")).stdout)
-            print(f"the chapters' Monte Carlo (repeat_releases) in {sim['space']}, n = {sim['n']}, T = {sim['T']}, "
-                  f"mu = 1, B' = 1.1, {sim['reps']} releases each: IMSE FTP {sim['imse']['ftp']:.3g}, "
-                  f"PTF {sim['imse']['ptf']:.3g}, ratio {sim['ratio']:.3f}")
-            print(f"the studies (Setting): {sim['study']}")
+            print(f"the book's simulation engine, Study.grid(family='cosine'), 200 repetitions, T = 12, mu = 1, "
+                  f"sigma0 = 0.1, B' = 1.1 ({', '.join(sim['spaces'])}):")
+            for row in sim["rows"]:
+                print(f"  m = {row['m']}, n = {row['n']:>3}: {row['metric']} FTP {row['err_ftp']:.3g}, "
+                      f"PTF {row['err_ptf']:.3g}, ratio {row['ratio']:.3f} "
+                      f"[{row['ratio_lo']:.3f}, {row['ratio_hi']:.3f}]")
     finally:
         if args.keep:
             print(f"\nthe copy is kept at {where}")
