@@ -46,7 +46,6 @@ from typing import Any, Callable, Iterable, Iterator, cast
 
 import numpy as np
 
-from dpfda._validation import check_int, check_nonnegative, check_positive
 from dpfda.maths.spaces import (
     SPACE_FAMILIES,
     GridGeometry,
@@ -56,6 +55,7 @@ from dpfda.maths.spaces import (
     space_from_spec,
     uniform_grid,
 )
+from dpfda.validation import check_int, check_nonnegative, check_positive
 
 from .models import check_law
 
