@@ -290,7 +290,9 @@ def check_data(X: object, T: int, name: str = "X") -> np.ndarray:
     if arr.shape[-2] < 1:
         raise ValueError(f"{name} must hold at least one curve")
     if not _all_finite(arr):
-        raise ValueError(f"{name} contains NaN or inf; remove or impute those values first")
+        raise ValueError(f"{name} contains NaN or inf; remove or impute those values first, or, for curves "
+                         "with missing points, give each subject on the points it has (dpfda.Curves.from_masked "
+                         "reads a table with NaN where nothing was measured)")
     return arr
 
 

@@ -172,7 +172,7 @@ def test_curves_on_their_own_points_and_on_the_grid() -> None:
     rng = np.random.default_rng(2)
     X = heights(40)
     keep = [np.sort(rng.choice(AGES.size, size=6, replace=False)) for _ in range(40)]
-    own = Curves.irregular([AGES[k] for k in keep], [x[k] for x, k in zip(X, keep)], (1, 18))
+    own = Curves([x[k] for x, k in zip(X, keep)], [AGES[k] for k in keep], (1, 18))
     s = spec(grid=None)
     got = FTP(s).release(own, np.random.default_rng(4))
     frame = PublicFrame(LegendreSpace(4), np.linspace(1, 18, 101), Domain(1, 18), 60, 210)

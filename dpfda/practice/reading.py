@@ -275,20 +275,22 @@ def _subjects(table: _CsvTable | _FrameTable, id: str, role: str) -> list[str]:
 def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = ...,
                 id: str | None = ..., point: str = ..., value: str = ..., combine: str | None = ...,
                 curves: Literal[False] = ..., domain: Iterable[float] | None = ...,
-                ) -> tuple[np.ndarray, np.ndarray]: ...
+                units: None = ...) -> tuple[np.ndarray, np.ndarray]: ...
 @overload
 def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = ...,
                 id: str | None = ..., point: str = ..., value: str = ..., combine: str | None = ...,
-                curves: Literal[True], domain: Iterable[float] | None = ...) -> Curves: ...
+                curves: Literal[True], domain: Iterable[float] | None = ...,
+                units: str | None = ...) -> Curves: ...
 @overload
 def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = ...,
                 id: str | None = ..., point: str = ..., value: str = ..., combine: str | None = ...,
                 curves: bool, domain: Iterable[float] | None = ...,
-                ) -> Any: ...  # a bool known at run time: Curves or (points, X), as typeshed does
+                units: str | None = ...) -> Any: ...  # a run-time bool: Curves or (points, X)
 def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = "wide",
                 id: str | None = None, point: str = "point", value: str = "value",
                 combine: str | None = None, curves: bool = False,
-                domain: Iterable[float] | None = None) -> Curves | tuple[np.ndarray, np.ndarray]:
+                domain: Iterable[float] | None = None,
+                units: str | None = None) -> Curves | tuple[np.ndarray, np.ndarray]:
     """Curves on one common grid from a CSV file or a DataFrame, one per subject: ``(points, X)``.
 
     One subject gives one curve: the privacy unit of a release (its neighbouring datasets
@@ -320,6 +322,10 @@ def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = 
         form) and empty cells (wide form) are then kept, each subject with the points it has.
     domain : (float, float)
         With ``curves=True``: the public interval of the points (never read from the data).
+    units : str, optional
+        With ``curves=True``: what the values are and their unit (``"height (cm)"``),
+        carried by the Curves (a release through a :class:`dpfda.ReleaseSpec` refuses
+        curves in other units than its own).
 
     Returns
     -------
@@ -327,6 +333,9 @@ def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = 
         The grid points, increasing, in the data's units.
     X : ndarray (n, T)
         One row per subject, in the order of first appearance.
+    curves : Curves
+        With ``curves=True`` instead: the same subjects, in the same order, with the public
+        ``domain`` and ``units``.
 
     Raises
     ------
@@ -360,12 +369,14 @@ def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = 
                          f"got {combine!r}")
     if curves and domain is None:
         raise ValueError("curves=True needs the public domain=(start, stop) of the points")
+    if units is not None and not curves:
+        raise ValueError("units are carried by a dpfda.Curves: give curves=True (and the domain) with units=")
     table = _read_table(source)
     if layout == "wide":
         points, X = _read_wide(table, id, combine, missing_ok=curves)
     else:
         points, X = _read_long(table, id, point, value, combine, missing_ok=curves)
-    return Curves.from_masked(points, X, domain) if curves else (points, X)
+    return Curves.from_masked(X, points, domain, units=units) if curves else (points, X)
 
 
 def _read_wide(table: _CsvTable | _FrameTable, id: str | None, combine: str | None,

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..maths.curves import Curves
+from ..maths.curves import Curves, as_curves
 from ..maths.spaces import FourierSpace, FunctionSpace, KernelSpace, OrthonormalSpace, space_from_spec
 from ..mechanisms.calibration import check_secure_budget
 from ..mechanisms.ftp_ptf import ftp_mechanism, ptf_mechanism
@@ -456,14 +456,15 @@ class SpecifiedMechanism:
             if spec.own_points:
                 raise TypeError("curves: this specification has no grid (each subject on its own points); "
                                 "give a dpfda.Curves, or make the spec with grid=...")
-            return as_float_array(curves, "curves")  # refuses text, booleans and complex numbers by name
         domain = (spec.domain.start, spec.domain.stop)  # type: ignore[union-attr]  # a Domain after checks
+        if not isinstance(curves, Curves):  # an array on the specification's grid, in the data's units
+            curves = as_curves(curves, spec.points, domain, name="curves", grid_name="the specification's grid")
         if tuple(curves.domain) != domain:
             raise ValueError(f"curves: their domain {tuple(curves.domain)} is not the specification's {domain}")
         if curves.common and not spec.own_points:
             if curves.points is None or not np.array_equal(curves.points, spec.points):
                 raise ValueError("curves: their points are not the specification's grid (give each subject "
-                                 "on its own points with Curves.irregular, or the spec without a grid)")
+                                 "on its own points, Curves(values, points, domain), or the spec without a grid)")
             return curves.values  # type: ignore[return-value]  # common: values set
         return curves  # each subject on its own points: FTP fits each alone, PTF refuses them by name
 

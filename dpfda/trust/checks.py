@@ -12,14 +12,14 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..maths.curves import Curves
+from ..maths.curves import Curves, as_curves
 from ..maths.spaces import FunctionSpace, GridGeometry
 from ..mechanisms.ftp_ptf import Mechanism
 from ..mechanisms.pipelines import check_radius
 from ..validation import check_int, check_positive
 
 __all__ = ["check_grid_space", "check_mechanism", "check_n", "check_neighbour_curves", "dataset_n", "geometry",
-           "setup"]
+           "neighbours", "setup"]
 
 
 def check_grid_space(grid: object, space: object, who: str) -> None:
@@ -92,3 +92,27 @@ def check_neighbour_curves(X0: object, X1: object) -> tuple[Curves, Curves]:
     if changed > 1:
         raise ValueError(f"X0 and X1 must be neighbours (differ in at most one subject); they differ in {changed}")
     return X0, X1
+
+
+def neighbours(mechanism: Mechanism, X0: object, X1: object, *,
+               adjacent: bool = True) -> tuple[np.ndarray, np.ndarray] | tuple[Curves, Curves]:
+    """Neighbouring datasets for an audit: two Curves (:func:`check_neighbour_curves`), or two arrays (n, T).
+
+    Arrays are checked as :class:`dpfda.Curves` on the mechanism's grid
+    (:func:`dpfda.maths.curves.as_curves`, errors naming ``X0`` and ``X1``), then, with
+    ``adjacent``, must have one shape and differ in at most one curve.
+    """
+    if isinstance(X0, Curves) or isinstance(X1, Curves):  # FTP of curves on their own points
+        return check_neighbour_curves(X0, X1)
+    grid = mechanism.geometry.grid
+    A = as_curves(X0, grid, name="X0").values  # type: ignore[arg-type]  # as_curves names what it refuses
+    B = as_curves(X1, grid, name="X1").values  # type: ignore[arg-type]
+    assert A is not None and B is not None  # arrays make curves on one common grid
+    if not adjacent:
+        return A, B
+    if A.ndim != 2 or A.shape != B.shape:
+        raise ValueError(f"X0 and X1 must both be (n, T) arrays of one shape, got {A.shape} and {B.shape}")
+    changed = int(np.sum(np.any(A != B, axis=1)))
+    if changed > 1:
+        raise ValueError(f"X0 and X1 must be neighbours (differ in at most one curve); they differ in {changed}")
+    return A, B
