@@ -102,3 +102,18 @@ def test_the_plugin_reads_the_key_before_and_replaces_otters_results_after(tmp_p
     with pytest.raises(ValueError, match="not 'part1'"):
         grader.Plugin(str(notebook), {}, {"key": "probe_key.py"}).before_grading(
             SimpleNamespace(autograder_dir=str(autograder), assignment_name="part1"))
+
+
+def test_the_shared_letter_question_passes_its_letter_only(tmp_path):
+    question = grader.letter_question("c")
+    assert question.points == 1 and question.request(None) is None
+    assert question.judge(None, "c", None)
+    assert not question.judge(None, "b", None) and not question.judge(None, None, None)
+    with pytest.raises(ValueError, match="one of a, b, c, d"):
+        grader.letter_question("e")
+    key = grader.Key("letters", {"q3": question})
+    for answer, outcome in (('"c"', (True, True)), ('"b"', (True, False)), ('"e"', (False, False)),
+                            ("3", (False, False))):
+        cells = grader.notebook_cells(_notebook(tmp_path / "l.ipynb", f"q3_answer = {answer}"))
+        got = grader.grade(cells, key, timeout=120)[0]["q3"]
+        assert (got.form, got.passed) == outcome, answer

@@ -48,8 +48,8 @@ from otter.test_files.abstract_test import TestCase, TestCaseResult, TestFile  #
 
 from .sandbox import TIMEOUT, ProbeRun, run_probes
 
-__all__ = ["GRADED_OUTSIDE", "Key", "Outcome", "Plugin", "Question", "grade", "load_key", "notebook_cells",
-           "preload", "result_files"]
+__all__ = ["GRADED_OUTSIDE", "LETTER_PROBE", "Key", "Outcome", "Plugin", "Question", "grade", "letter_question",
+           "load_key", "notebook_cells", "preload", "result_files"]
 
 #: What results.json says about how the submission was graded (the "output" of the results).
 GRADED_OUTSIDE = ("Graded outside the notebook's kernel: your notebook's code cells were run in a fresh "
@@ -81,6 +81,23 @@ class Key:
 
     assignment: str
     questions: dict[str, Question]
+
+
+#: The probe of a multiple-choice question: the letter ``q3_answer`` names, if it is one of a–d.
+LETTER_PROBE = '''
+def probe(ns, request):
+    answer = ns.get("q3_answer")
+    ok = isinstance(answer, str) and answer in ("a", "b", "c", "d")
+    return {"form": ok, "value": answer if ok else None}
+'''
+
+
+def letter_question(answer: str, points: float = 1) -> Question:
+    """A multiple-choice question read from ``q3_answer``, passed by the letter ``answer`` only."""
+    if answer not in ("a", "b", "c", "d"):
+        raise ValueError(f"answer must be one of a, b, c, d, got {answer!r}")
+    return Question(points, LETTER_PROBE, lambda rng: None, lambda request, value, rng: value == answer,
+                    form='q3_answer must be one of "a", "b", "c", "d".', failure="Not the right letter.")
 
 
 @dataclass(frozen=True)
