@@ -20,7 +20,7 @@ import mpmath
 import numpy as np
 
 import dpfda
-from dpfda_book.teaching.grader import Key, Question, letter_question
+from dpfda_book.teaching.grader import Key, Question, function_probe, letter_question, simulation_probe
 from dpfda_book.teaching.judging import DistributionTest, agrees, chi2_z, same_seed_verdict, seeded_request
 
 ANSWER = "b"
@@ -76,30 +76,18 @@ SETTINGS: list[tuple[int, int, float, float, float, int]] = [
 ]
 TEST = DistributionTest.one_group(len(SETTINGS))
 
-Q2_PROBE = '''
-def probe(ns, request):
-    import numpy as np
-    import dpfda
-    f = ns.get("imse_ftp")
-    if not callable(f):
-        return {"form": False, "value": None}
-
-    def call(setting, seed):
-        n, m, radius, B, mu, R = setting
-        rng = np.random.default_rng([seed, 0])
-        space, grid = dpfda.LegendreSpace(m), dpfda.uniform_grid(2 * m)
-        theta = rng.normal(size=(n, m))
-        theta *= rng.uniform(0, radius, size=(n, 1)) / np.linalg.norm(theta, axis=1, keepdims=True)
-        X = theta @ space.at(grid).Phi.T
-        try:
-            return float(f(X, grid, space, B, mu, theta.mean(axis=0), R, np.random.default_rng([seed, 1])))
-        except Exception:
-            return None
-
-    values = [call(s, seed) for s, seed in zip(request["settings"], request["seeds"])]
-    again = call(request["settings"][0], request["seeds"][0])
-    return {"form": True, "value": {"values": values, "again": again}}
-'''
+Q2_PROBE = simulation_probe("imse_ftp", '''
+n, m, radius, B, mu, R = setting
+rng = np.random.default_rng([seed, 0])
+space, grid = dpfda.LegendreSpace(m), dpfda.uniform_grid(2 * m)
+theta = rng.normal(size=(n, m))
+theta *= rng.uniform(0, radius, size=(n, 1)) / np.linalg.norm(theta, axis=1, keepdims=True)
+X = theta @ space.at(grid).Phi.T
+try:
+    return float(f(X, grid, space, B, mu, theta.mean(axis=0), R, np.random.default_rng([seed, 1])))
+except Exception:
+    return None
+''', imports='import numpy as np\nimport dpfda')
 
 
 def _q2_request(rng: np.random.Generator) -> dict:
@@ -146,19 +134,7 @@ VARIANTS = ("mu 2 % off", "mean over coefficients", "closed form, jittered")
 
 # ---- q4 (q3: the shared multiple-choice question) ---------------------------------------------------
 
-Q4_PROBE = '''
-def probe(ns, request):
-    f = ns.get("composed_mu")
-    if not callable(f):
-        return {"form": False, "value": None}
-    values = []
-    for mus in request:
-        try:
-            values.append(float(f(list(mus))))
-        except Exception:
-            values.append(None)
-    return {"form": True, "value": values}
-'''
+Q4_PROBE = function_probe("composed_mu", "mus", 'values.append(float(f(list(mus))))')
 
 
 def _q4_request(rng: np.random.Generator) -> list[list[float]]:

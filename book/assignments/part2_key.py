@@ -24,7 +24,7 @@ import numpy as np
 from scipy import stats
 
 import dpfda
-from dpfda_book.teaching.grader import Key, Question, letter_question
+from dpfda_book.teaching.grader import Key, Question, function_probe, letter_question, simulation_probe
 from dpfda_book.teaching.judging import DistributionTest, agrees, chi2_z, same_seed_verdict, seeded_request
 
 ANSWER = "c"
@@ -79,27 +79,15 @@ SETTINGS: list[tuple[int, int, float, float, float, int]] = [
 ]
 TEST = DistributionTest.one_group(len(SETTINGS))
 
-Q2_PROBE = '''
-def probe(ns, request):
-    import numpy as np
-    import dpfda
-    f = ns.get("grid_mse")
-    if not callable(f):
-        return {"form": False, "value": None}
-
-    def call(setting, seed):
-        T, n, sigma0, B, mu, R = setting
-        grid = dpfda.uniform_grid(T)
-        space = dpfda.KernelSpace(dpfda.gaussian_kernel(request["bandwidth"][str(T)]))
-        try:
-            return float(f(dpfda.ptf, grid, space, n, sigma0, B, mu, R, np.random.default_rng(seed)))
-        except Exception:
-            return None
-
-    values = [call(s, seed) for s, seed in zip(request["settings"], request["seeds"])]
-    again = call(request["settings"][0], request["seeds"][0])
-    return {"form": True, "value": {"values": values, "again": again}}
-'''
+Q2_PROBE = simulation_probe("grid_mse", '''
+T, n, sigma0, B, mu, R = setting
+grid = dpfda.uniform_grid(T)
+space = dpfda.KernelSpace(dpfda.gaussian_kernel(request["bandwidth"][str(T)]))
+try:
+    return float(f(dpfda.ptf, grid, space, n, sigma0, B, mu, R, np.random.default_rng(seed)))
+except Exception:
+    return None
+''', imports='import numpy as np\nimport dpfda')
 
 
 def _q2_request(rng: np.random.Generator) -> dict:
@@ -169,20 +157,10 @@ VARIANTS = ("mu 2 % off", "no observation noise", "closed form, jittered")
 
 # ---- q4 (q3: the shared multiple-choice question) ---------------------------------------------------
 
-Q4_PROBE = '''
-def probe(ns, request):
-    f = ns.get("n_star")
-    if not callable(f):
-        return {"form": False, "value": None}
-    values = []
-    for T, sigma0, mu, level in request:
-        try:
-            got = f(int(T), sigma0, mu, level)
-            values.append(int(got) if hasattr(got, "__index__") and not isinstance(got, bool) else None)
-        except Exception:
-            values.append(None)
-    return {"form": True, "value": values}
-'''
+Q4_PROBE = function_probe("n_star", "T, sigma0, mu, level", '''
+got = f(int(T), sigma0, mu, level)
+values.append(int(got) if hasattr(got, "__index__") and not isinstance(got, bool) else None)
+''')
 
 
 def n_star(T: int, sigma0: float, mu: float, level: float) -> int:

@@ -22,7 +22,7 @@ import mpmath
 import numpy as np
 from scipy import stats
 
-from dpfda_book.teaching.grader import Key, Question, letter_question
+from dpfda_book.teaching.grader import Key, Question, function_probe, letter_question, simulation_probe
 from dpfda_book.teaching.judging import (
     DistributionTest,
     agrees,
@@ -107,24 +107,13 @@ def z_values(values: np.ndarray, rng: np.random.Generator, settings: list = SETT
     return z
 
 
-Q2_PROBE = '''
-def probe(ns, request):
-    import numpy as np
-    f = ns.get("estimate_mu")
-    if not callable(f):
-        return {"form": False, "value": None}
-
-    def call(setting, seed):
-        mu, t, R = setting
-        try:
-            return float(f(mu, t, R, np.random.default_rng(seed)))
-        except Exception:
-            return None
-
-    values = [call(s, seed) for s, seed in zip(request["settings"], request["seeds"])]
-    again = call(request["settings"][0], request["seeds"][0])
-    return {"form": True, "value": {"values": values, "again": again}}
-'''
+Q2_PROBE = simulation_probe("estimate_mu", '''
+mu, t, R = setting
+try:
+    return float(f(mu, t, R, np.random.default_rng(seed)))
+except Exception:
+    return None
+''')
 
 
 def _q2_request(rng: np.random.Generator) -> dict:
@@ -178,19 +167,7 @@ VARIANTS = ("mu 2 % off", "power, not the miss rate", "returns mu, jittered")
 
 # ---- q4 (q3: the shared multiple-choice question) ---------------------------------------------------
 
-Q4_PROBE = '''
-def probe(ns, request):
-    f = ns.get("tradeoff_at")
-    if not callable(f):
-        return {"form": False, "value": None}
-    values = []
-    for alpha, mu in request:
-        try:
-            values.append(float(f(alpha, mu)))
-        except Exception:
-            values.append(None)
-    return {"form": True, "value": values}
-'''
+Q4_PROBE = function_probe("tradeoff_at", "alpha, mu", 'values.append(float(f(alpha, mu)))')
 
 
 def _q4_request(rng: np.random.Generator) -> list[list[float]]:

@@ -23,7 +23,7 @@ import mpmath
 import numpy as np
 
 import dpfda
-from dpfda_book.teaching.grader import Key, Question, letter_question
+from dpfda_book.teaching.grader import Key, Question, function_probe, letter_question, simulation_probe
 from dpfda_book.teaching.judging import DistributionTest, agrees, chi2_z, same_seed_verdict, seeded_request
 
 ANSWER = "d"
@@ -69,30 +69,18 @@ GROUP_DDOF = tuple(range(12))
 GROUP_MU = tuple(range(12, 24))
 TEST = DistributionTest((GROUP_DDOF, GROUP_MU))
 
-Q2_PROBE = '''
-def probe(ns, request):
-    import numpy as np
-    import dpfda
-    f = ns.get("coef_noise_sd")
-    if not callable(f):
-        return {"form": False, "value": None}
-
-    def call(setting, seed):
-        n, m, radius, B, mu, R = setting
-        rng = np.random.default_rng([seed, 0])
-        space, grid = dpfda.LegendreSpace(m), dpfda.uniform_grid(2 * m)
-        theta = rng.normal(size=(n, m))
-        theta *= rng.uniform(0, radius, size=(n, 1)) / np.linalg.norm(theta, axis=1, keepdims=True)
-        X = theta @ space.at(grid).Phi.T
-        try:
-            return float(f(X, grid, space, B, mu, R, np.random.default_rng([seed, 1])))
-        except Exception:
-            return None
-
-    values = [call(s, seed) for s, seed in zip(request["settings"], request["seeds"])]
-    again = call(request["settings"][0], request["seeds"][0])
-    return {"form": True, "value": {"values": values, "again": again}}
-'''
+Q2_PROBE = simulation_probe("coef_noise_sd", '''
+n, m, radius, B, mu, R = setting
+rng = np.random.default_rng([seed, 0])
+space, grid = dpfda.LegendreSpace(m), dpfda.uniform_grid(2 * m)
+theta = rng.normal(size=(n, m))
+theta *= rng.uniform(0, radius, size=(n, 1)) / np.linalg.norm(theta, axis=1, keepdims=True)
+X = theta @ space.at(grid).Phi.T
+try:
+    return float(f(X, grid, space, B, mu, R, np.random.default_rng([seed, 1])))
+except Exception:
+    return None
+''', imports='import numpy as np\nimport dpfda')
 
 
 def _q2_request(rng: np.random.Generator) -> dict:
@@ -142,19 +130,7 @@ VARIANTS = ("mu 2 % off", "ddof=0", "the variance", "closed form, jittered")
 
 # ---- q4 (q3: the shared multiple-choice question) ---------------------------------------------------
 
-Q4_PROBE = '''
-def probe(ns, request):
-    f = ns.get("split_budget")
-    if not callable(f):
-        return {"form": False, "value": None}
-    values = []
-    for total, k in request:
-        try:
-            values.append(float(f(total, int(k))))
-        except Exception:
-            values.append(None)
-    return {"form": True, "value": values}
-'''
+Q4_PROBE = function_probe("split_budget", "total, k", 'values.append(float(f(total, int(k))))')
 
 
 def _q4_request(rng: np.random.Generator) -> list[list[float]]:
