@@ -213,7 +213,7 @@ def test_cli_releases_own_points_by_ftp_with_a_plot_and_ptf_refuses_by_name(tmp_
     assert record["n"] == 60 and "own points" in record["sampling"]
     assert (tmp_path / "r.png").read_bytes().startswith(b"\x89PNG")
     assert cli.main([*common, "--method", "ptf", "--out", str(tmp_path / "p.json")]) == 2
-    assert "--method ptf needs --grid" in capsys.readouterr().err
+    assert "--grid: PTF needs a grid" in capsys.readouterr().err
     assert cli.main([*common, "--method", "ptf", "--grid", "0:23:24", "--out", str(tmp_path / "p.json")]) == 2
     assert "not measured at the same points" in capsys.readouterr().err
     assert not (tmp_path / "p.json").exists()

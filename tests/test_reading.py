@@ -103,6 +103,22 @@ def test_combine_mean_makes_one_curve_per_subject_in_both_layouts(tmp_path):
         read_curves(only_gaps, id="id", combine="mean")
 
 
+def test_a_combined_curve_is_the_same_bits_whatever_the_order_of_the_rows():
+    """A subject's mean of its own rows is a function of its values alone: every order of the table's
+    rows gives the same bits (0.1 + 0.2 + 0.3 and 0.3 + 0.2 + 0.1 differ in the last bit)."""
+    rows = [("a", 1, 0.1), ("a", 1, 0.2), ("a", 1, 0.3), ("a", 2, 5.0), ("b", 1, 1e16), ("b", 1, 1.0),
+            ("b", 1, -1e16), ("b", 2, 2.0)]
+    got, rng = set(), np.random.default_rng(5)
+    for order in [range(len(rows)), range(len(rows) - 1, -1, -1)] + [rng.permutation(len(rows)) for _ in range(60)]:
+        table = pd.DataFrame([rows[i] for i in order], columns=["id", "t", "v"])
+        for layout, df in (("long", table), ("wide", table.pivot_table(index=[table.index, "id"], columns="t",
+                                                                         values="v").reset_index(level="id"))):
+            _, X = read_curves(df, layout=layout, id="id", point="t", value="v", combine="mean")
+            first = list(dict.fromkeys(table["id"]))
+            got.add((layout, X[first.index("a")].tobytes(), X[first.index("b")].tobytes()))
+    assert len({g for g in got if g[0] == "long"}) == 1 and len({g for g in got if g[0] == "wide"}) == 1
+
+
 def test_ids_are_text_and_csv_cells_follow_one_rule(tmp_path):
     path = tmp_path / "ids.csv"
     path.write_bytes("\ufeffid, 0 ,1\n007,1,2\n\n7,3,\"4\"\n".encode())  # BOM, spaces, a blank line, quotes

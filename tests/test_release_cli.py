@@ -179,8 +179,8 @@ def test_space_help_names_every_family():
     (("--space", "spline:3"), "--space must be legendre:M"),
     (("--space", "legendre:0"), "m must be an integer >= 1"),
     (("--radius", "-1"), "radius must be a finite number > 0"),
-    (("--mu", "nan"), "mu must be a finite number > 0"),
-    (("--clip", "1"), "--clip is PTF's"),
+    (("--mu", "nan"), "--mu: must be a finite number > 0"),
+    (("--clip", "1"), "--clip: FTP does not clip"),
     (("--seed", "3"), "--seed is for --insecure-numpy-noise only"),
 ])
 def test_bad_choices_exit_2_naming_the_option(tmp_path, capsys, args, message):
@@ -236,11 +236,12 @@ def test_a_public_range_gives_the_frame_its_radius_and_clip(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--lower", "140"), "--lower and --upper go together"),
-    (("--lower", "140", "--upper", "200", "--method", "ptf", "--clip", "1"), "leave out --clip"),
+    (("--lower", "140"), "--upper: lower and upper go together"),
+    (("--lower", "140", "--upper", "200", "--method", "ptf", "--clip", "1"),
+     "--clip: a range (lower, upper) gives PTF's clip"),
     (("--lower", "140", "--upper", "130"), "upper must be > lower"),
     (("--lower", "140", "--upper", "200", "--space", "gaussian:0.2"), "bounds no RKHS norm"),
-    ((), "give --radius"),
+    ((), "--radius: give B'"),
 ])
 def test_public_range_errors_exit_2(tmp_path, capsys, args, message):
     data = write_wide(tmp_path / "wide.csv", curves())
@@ -296,3 +297,33 @@ def test_combine_mean_releases_one_curve_per_subject_and_says_so(tmp_path):
     assert code == 0
     rec = json.loads(out.read_text())
     assert rec["n"] == 10 and "the mean of the subject's values" in rec["privacy_unit"]
+
+
+@pytest.mark.parametrize("method, layout", [("ftp", "wide"), ("ptf", "wide"), ("ftp", "own points")])
+def test_the_command_is_the_specification_s_release_and_record(tmp_path, method, layout):
+    """The command's record is the release's own record through ReleaseSpec and FTP/PTF (the one release
+    path), plus the command, how each choice was made; the same generator gives the same record."""
+    X = 170 + 30 * curves(40)
+    if layout == "wide":
+        data, where = write_wide(tmp_path / "cm.csv", X), ("--id", "subject", "--grid", GRID)
+        read = dpfda.practice.reading.read_curves(data, id="subject")[1]
+        grid = POINTS
+    else:  # long form, one reading missing: each subject on its own points
+        data = write_long(tmp_path / "cm.csv", X)
+        data.write_text("\n".join(data.read_text().splitlines()[:-1]) + "\n")
+        where = ("--layout", "long", "--id", "subject", "--point", "t", "--value", "y", "--domain", "0,1")
+        read = dpfda.practice.reading.read_curves(data, layout="long", id="subject", point="t", value="y",
+                                                  curves=True, domain=(0, 1))
+        grid = None
+    code, out = release(tmp_path, data, *where, "--space", "legendre:3", "--lower", "140", "--upper", "200",
+                        "--epsilon", "1", "--delta", "1e-6", "--method", method, "--eval", "0:1:7",
+                        "--ylabel", "height (cm)", "--insecure-numpy-noise", "--seed", "5")
+    assert code == 0
+    got = json.loads(out.read_text())
+    assert got.pop("command")["space"] == "legendre:3" and got.pop("how_chosen")["band"].startswith("given")
+    spec = dpfda.ReleaseSpec(space="legendre:3", domain=dpfda.Domain(0, 1, name="t" if grid is None else "grid point"),
+                             grid=grid, lower=140, upper=200, epsilon=1.0, delta=1e-6, secure=False,
+                             units="height (cm)")
+    mechanism = dpfda.FTP(spec) if method == "ftp" else dpfda.PTF(spec)
+    want = mechanism.release(read, np.random.default_rng(5)).record(np.linspace(0, 1, 7))
+    assert got == json.loads(json.dumps(want))

@@ -149,7 +149,8 @@ def test_a_range_that_varies_needs_a_grid(tmp_path, capsys):
     data = write_long(tmp_path / "l.csv", X, keep)
     code, out = run(tmp_path, data, *LONG, "--space", "fourier:5", "--lower", "20,30", "--upper", "110,120",
                     "--mu", "1")
-    assert code == 2 and not out.exists() and "one number each" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists() and "--lower: without a grid, lower and upper are numbers" in err
 
 
 # --- the report before the noise, on every path ---------------------------------------------------
@@ -216,9 +217,10 @@ def test_a_periodic_space_on_a_domain_that_joins_the_first_and_last_point_is_ref
     code, _ = run(tmp_path, *base)
     assert code == 2
     err = capsys.readouterr().err
-    assert "periodic" in err and "--domain 1,13" in err and "December would be" in err
+    assert "periodic" in err and "--domain:" in err and "December would be" in err
+    assert "this grid's: domain (1, 13)" in err
     code, _ = run(tmp_path, *base, "--domain", "1,12")  # the same mistake, stated
-    assert code == 2 and "--domain 1,13" in capsys.readouterr().err
+    assert code == 2 and "this grid's: domain (1, 13)" in capsys.readouterr().err
     code, out = run(tmp_path, *base, "--domain", "1,13", *SEEDED)
     assert code == 0 and json.loads(out.read_text())["domain"]["stop"] == 13.0
     code, _ = run(tmp_path, *base[:-4], "--space", "legendre:5", "--radius", "40", "--mu", "1", out="leg.json")
@@ -303,8 +305,8 @@ def test_a_budget_as_epsilon_delta(tmp_path, capsys):
     assert pairs[1e-6] == pytest.approx(1.0, rel=0, abs=_round_trip_atol(1.0, 1e-6))  # the requested pair, met
     assert "from (epsilon, delta) = (1, 1e-06)" in rec["how_chosen"]["mu"]
     for bad, message in ((("--mu", "1", "--epsilon", "1", "--delta", "1e-6"), "give the budget once"),
-                         (("--epsilon", "1"), "--epsilon and --delta go together"),
-                         (("--epsilon", "1", "--delta", "1.5"), "--delta must lie in (0, 1)"),
+                         (("--epsilon", "1"), "--delta: epsilon and delta go together"),
+                         (("--epsilon", "1", "--delta", "1.5"), "--delta: must lie in (0, 1)"),
                          ((), "give the budget")):
         code, _ = run(tmp_path, *common, *bad, out="bad.json")
         assert code == 2 and message in capsys.readouterr().err
@@ -367,9 +369,9 @@ def test_the_private_radius_options_are_checked_before_the_data_are_read(tmp_pat
     for bad, message in (
             (("--space", "fourier:7", "--private-radius"), "needs a public cap on B'"),
             (("--space", "fourier:7", "--radius", "40", "--private-radius", "--radius-share", "1"),
-             "--radius-share must lie strictly between 0 and 1"),
+             "--radius-share: must lie strictly between 0 and 1"),
             (("--space", "fourier:7", "--radius", "40", "--private-radius", "--radius-quantile", "0"),
-             "--radius-quantile must lie strictly between 0 and 1"),
+             "--radius-quantile: must lie strictly between 0 and 1"),
             (("--space", "fourier:7", "--radius", "40", "--radius-share", "0.3"), "give it too"),
             (("--space", "fourier:7", "--radius", "40", "--radius-quantile", "0.9"), "give it too")):
         code, _ = run(tmp_path, *common, *bad, out="bad.json")
@@ -377,7 +379,7 @@ def test_the_private_radius_options_are_checked_before_the_data_are_read(tmp_pat
     wide = (tmp_path / "absent.csv", "--grid", "0:23:24", "--domain", "0,24", "--mu", "1", "--radius", "40",
             "--private-radius")
     for bad, message in ((("--space", "fourier:7", "--method", "ptf"), "PTF's clip is public"),
-                         (("--space", "gaussian:0.2"), "in a kernel space give B' with --radius")):
+                         (("--space", "gaussian:0.2"), "in a kernel space (gaussian:0.2) give B' with radius")):
         code, _ = run(tmp_path, *wide, *bad, out="bad.json")
         assert code == 2 and message in capsys.readouterr().err
 

@@ -143,7 +143,7 @@ CHOICE_ROWS = [
     ("eval outside a frame's domain", ("--radius", None, "--lower", "0", "--upper", "5", "--eval", "0,1.5"),
      "must lie in [0, 1]"),
     ("tiny mu", ("--mu", "1e-300"), "mu is too small"),
-    ("zero mu", ("--mu", "0"), "mu must be a finite number > 0"),
+    ("zero mu", ("--mu", "0"), "--mu: must be a finite number > 0"),
     ("radius beyond 2^960", ("--radius", "1e300"), "radius must be at most 2^960"),
     ("a space too large for the grid", ("--space", "legendre:4"), "need T >= m"),
     ("a negative clip", ("--method", "ptf", "--clip", "-1"), "clip must be finite and > 0"),

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import dpfda
+import dpfda.mechanisms.radius as radius_module
 from dpfda import FTP, PTF, Curves, Domain, LegendreSpace, PublicFrame, ReleaseSpec, SpecError
 from dpfda.practice.publish import release_record
 
@@ -67,7 +68,18 @@ def spec(**changes: object) -> ReleaseSpec:
     (dict(space="fourier:5", domain=(1, 18)), "domain"),  # grid from start to stop: 1 and 18 one instant
     (dict(secure=1), "secure"),
     (dict(units=3), "units"),
+    (dict(lower="60"), "lower"),               # text is not a number, even text that reads as one
+    (dict(grid=[str(a) for a in AGES]), "grid"),
+    (dict(upper=np.full(10, True)), "upper"),  # booleans are not bounds
+    (dict(domain=(-1e308, 1e308)), "domain"),  # its length overflows: every point would map to 0
     (dict(secure=True, mu=1e-200), "mu"),      # OpenDP's rho = mu^2/2 underflows
+    (dict(radius_share=0.3), "radius_share"),  # describes a private radius not asked for
+    (dict(radius_quantile=0.5), "radius_quantile"),
+    (dict(private_radius=True, radius_share=1.0), "radius_share"),
+    (dict(private_radius=True, radius_quantile=0.0), "radius_quantile"),
+    (dict(private_radius=1), "private_radius"),
+    (dict(private_radius=True, space="gaussian:0.2", radius=1.0), "private_radius"),  # norms of an orthonormal fit
+    (dict(private_radius=True, lower=None, upper=None), "radius"),  # no public cap
 ])
 def test_a_bad_choice_is_refused_by_name_before_the_data(changes: dict, argument: str) -> None:
     with pytest.raises(SpecError) as info:
@@ -90,6 +102,8 @@ def test_what_only_a_mechanism_refuses_is_named_before_the_data() -> None:
         PTF(spec(lower=None, upper=None, radius=5.0, clip=np.ones(3)))  # one bound per grid point
     with pytest.raises(SpecError, match="^grid: "):
         PTF(spec(grid=None))
+    with pytest.raises(SpecError, match="^private_radius: "):
+        PTF(spec(private_radius=True))  # PTF's clip is public
     with pytest.raises(TypeError, match="^rng: "):
         FTP(spec(secure=True)).release(Untouchable(), np.random.default_rng(0))
 
@@ -98,6 +112,14 @@ def test_the_spec_is_frozen() -> None:
     s = spec()
     with pytest.raises(AttributeError):
         s.mu = 100.0  # type: ignore[misc]
+    grid, lower = AGES.copy(), np.full(AGES.size, 60.0)
+    s = spec(grid=grid, lower=lower, upper=lower + 150.0)
+    grid[1], lower[:] = 3.0, 0.0  # the caller's arrays change afterwards: the spec does not
+    assert s.grid[1] == 2.0 and s.lower[0] == 60.0  # type: ignore[index]
+    assert s.frame is not None
+    for name in ("grid", "lower", "upper", "clip", "weights", "reference", "points"):
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(s.frame, name)[0] = 1e3
     assert not s.unit_grid.flags.writeable and not s.points.flags.writeable
 
 
@@ -157,6 +179,8 @@ def test_curves_on_their_own_points_and_on_the_grid() -> None:
     want = dpfda.ftp_mechanism(frame.grid, frame.space, frame.radius, 1.0).release(
         frame.to_unit(own), np.random.default_rng(4))
     np.testing.assert_array_equal(got.unit_release.coef, want.coef)
+    assert "own points" in got.record()["sampling"] and "sampling" not in FTP(spec()).release(
+        X, np.random.default_rng(4)).record()
     common = FTP(spec()).release(Curves(X, AGES, (1, 18)), np.random.default_rng(4))
     np.testing.assert_array_equal(common.unit_release.coef,
                                   FTP(spec()).release(X, np.random.default_rng(4)).unit_release.coef)
@@ -175,6 +199,27 @@ def test_a_budget_as_epsilon_delta_is_stated_in_the_record() -> None:
     assert record["budget_requested"]["epsilon"] == 1.0 and record["mu"] == s.budget_mu
     assert any(d["delta"] == 1e-6 for d in record["epsilon_delta"])
     json.dumps(record)
+
+
+def test_a_private_radius_is_the_library_s_and_the_record_states_both_steps(monkeypatch) -> None:
+    # The quantile's noise comes from OpenDP, which cannot be seeded: a public rule stands in for it,
+    # in both runs, so that they compare bit for bit.
+    monkeypatch.setattr(radius_module, "private_radius", lambda norms, candidates, epsilon, quantile: float(
+        np.asarray(candidates)[90]))
+    X, at = heights(), np.linspace(1, 18, 9)
+    s = spec(private_radius=True, radius_share=0.3, radius_quantile=0.8)
+    got = FTP(s).release(X, np.random.default_rng(11))
+    frame = s.frame
+    want = radius_module.ftp_private_radius(frame.to_unit(X), frame.grid, frame.space, 1.0, radius_max=frame.radius,
+                                            share=0.3, quantile=0.8, secure=False, rng=np.random.default_rng(11))
+    np.testing.assert_array_equal(got.unit_release.coef, want.release.coef)
+    np.testing.assert_array_equal(got(at), frame.values(want.release, at))
+    record = got.record(at)
+    assert record.pop("units") == {"points": "age", "values": "value"}
+    assert record == release_record(want, at, frame=frame)
+    assert got.mu == record["mu"] == 1.0 and got.private_radius is not None  # the whole budget, both steps
+    assert [part["step"] for part in record["budget"]["parts"]] == ["radius", "release"]
+    assert record["chosen_privately"]["radius"]["value"] == record["radius"] < frame.radius
 
 
 def test_a_space_spec_string_is_the_space() -> None:

@@ -21,8 +21,11 @@ B' under ``--private-radius``, which is paid for from the budget).  Bad
 input (a missing value, a grid that differs, a subject id on two rows without ``--combine
 mean``, a periodic space on a domain that makes the first and last point one instant, …) gives
 one line on stderr and exit code 2; ``--out`` is never overwritten (a second release of the
-same data spends the budget again).  Every public choice is checked, and the mechanism built,
-before the data are read.  Then the curator's report
+same data spends the budget again).  The options are one :class:`dpfda.ReleaseSpec`, and the
+release is the library's one path, :func:`dpfda.FTP` or :func:`dpfda.PTF` of it, its
+``release`` and the release's ``record`` (to which the command adds how each choice was made
+and the ledger): every public choice is checked, and the mechanism built, before the data are
+read.  Then the curator's report
 (:func:`dpfda.practice.diagnostics.curator_report`: values clipped, fits shrunk onto the ball,
 the data's range against the band) goes to stderr, the same with or without a grid, before
 any noise is drawn or anything written; it is computed from the data without noise, is not
@@ -41,8 +44,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ._files import stage_file, text_writer  # noqa: F401 (re-exported)
-from ._parsing import Parser, UsageError
 from ._release import (  # noqa: F401 (re-exported)
     add_example_parser,
     add_release_parser,
@@ -51,6 +52,8 @@ from ._release import (  # noqa: F401 (re-exported)
     run_release,
     space_option,
 )
+from .files import stage_file, text_writer  # noqa: F401 (re-exported)
+from .parsing import Parser, UsageError
 
 __all__ = ["main"]
 

@@ -9,36 +9,31 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 from ..maths.curves import Curves
-from ..maths.spaces import SPACE_FAMILIES, FourierSpace, FunctionSpace, KernelSpace, OrthonormalSpace, space_from_spec
+from ..maths.spaces import SPACE_FAMILIES, FourierSpace, FunctionSpace, OrthonormalSpace, space_from_spec
 from ..mechanisms.bands import plot_band
 from ..mechanisms.dimension import public_dimension
 from ..mechanisms.irregular import DISPLAY_POINTS
-from ..mechanisms.mechanism import Mechanism, ftp_mechanism, ptf_mechanism
-from ..mechanisms.privacy import mu_from_epsilon_delta
-from ..mechanisms.radius import PrivateRadius, ftp_private_radius
-from ..mechanisms.release import Release
 from ..practice.examples import EXAMPLES, write_example
 from ..practice.ledger import BudgetExceeded, Ledger, LedgerError, data_identity
 from ..practice.publish import (
     CLIP_WARNING_SHARE,
     COMBINE,
-    DELTAS,
     SHRINK_WARNING_SHARE,
     curator_report,
     diagnostics_text,
     evaluation_points,
     read_curves,
-    release_record,
     table_columns,
 )
-from ..practice.realdata import Domain, PublicFrame
-from ._files import discard_temporary, stage_file, text_writer
-from ._parsing import UsageError, integer_option
+from ..practice.realdata import Domain
+from ..practice.specification import FTP, PTF, ReleaseSpec, SpecError, SpecifiedMechanism, SpecifiedRelease
+from .files import discard_temporary, stage_file, text_writer
+from .parsing import UsageError, integer_option
 
 
 def _points_option(text: str, option: str) -> np.ndarray:
@@ -248,150 +243,78 @@ def run_example(args: argparse.Namespace) -> int:
 
 @dataclass
 class _Plan:
-    """The public choices of a release, checked before the data are read."""
+    """The public choices of a release, checked before the data are read: the spec, its mechanism, and more."""
 
-    grid_points: np.ndarray
-    domain: Domain
-    space: FunctionSpace
-    frame: PublicFrame | None
-    mech: Mechanism
+    spec: ReleaseSpec
+    mech: SpecifiedMechanism
     at: np.ndarray
-    mu: float
-    own_points: bool
-    xlabel: str
-    ylabel: str
-    how: dict = field(default_factory=dict)
-    budget_request: dict | None = None
+    how: dict
 
 
-def _budget(args: argparse.Namespace) -> tuple[float, dict | None, str]:
-    """μ from --mu, or from --epsilon and --delta (the largest μ whose μ-GDP implies them)."""
-    if args.mu is not None and (args.epsilon is not None or args.delta is not None):
-        raise UsageError("give the budget once: --mu, or --epsilon with --delta")
-    if args.mu is not None:
-        return args.mu, None, f"given: --mu {args.mu:g}"
-    if args.epsilon is None and args.delta is None:
-        raise UsageError("give the budget: --mu MU, or --epsilon EPS with --delta DELTA")
-    if args.epsilon is None or args.delta is None:
-        raise UsageError("--epsilon and --delta go together (a budget as (epsilon, delta)-DP), or give --mu")
-    if not (np.isfinite(args.epsilon) and args.epsilon > 0):
-        raise UsageError(f"--epsilon must be a finite number > 0, got {args.epsilon!r}")
-    if not 0 < args.delta < 1:
-        raise UsageError(f"--delta must lie in (0, 1), got {args.delta!r}")
-    mu = float(mu_from_epsilon_delta(args.epsilon, args.delta))
-    request = {"epsilon": args.epsilon, "delta": args.delta, "mu": mu,
-               "how": "the largest mu whose mu-GDP implies (epsilon, delta)-DP (dpfda.mu_from_epsilon_delta)"}
-    return mu, request, f"from (epsilon, delta) = ({args.epsilon:g}, {args.delta:g}): the largest mu that implies it"
+def _spec_error(exc: SpecError) -> UsageError:
+    """A :class:`SpecError` as the command line says it: the option, then the rule."""
+    option = {"lower, upper": "--lower/--upper", "units": "--ylabel",
+              "secure": "--insecure-numpy-noise"}.get(exc.argument, "--" + exc.argument.replace("_", "-"))
+    rule = re.sub(r"\b(private_radius|radius_share|radius_quantile)\b",
+                  lambda m: "--" + m.group(1).replace("_", "-"), str(exc)[len(exc.argument) + 2:])
+    return UsageError(f"{option}: {rule}")
 
 
-def _domain_and_grid(args: argparse.Namespace, own_points: bool) -> tuple[np.ndarray, Domain, str]:
-    """The grid (the data's, or a layout grid of the domain for curves on their own points) and the domain."""
-    if own_points:
+def _specified(args: argparse.Namespace, **choices: object) -> tuple[ReleaseSpec, SpecifiedMechanism]:
+    """The specification of these public choices and its mechanism (FTP or PTF by --method)."""
+    try:
+        spec = ReleaseSpec(**choices)  # type: ignore[arg-type]
+        return spec, (FTP if args.method == "ftp" else PTF)(spec)
+    except SpecError as exc:
+        raise _spec_error(exc) from None
+
+
+def _domain_and_grid(args: argparse.Namespace) -> tuple[np.ndarray | None, Domain]:
+    """The public grid (None for curves on their own points) and the domain, named by --xlabel."""
+    if args.grid is None:
         if args.domain is None:
             raise UsageError("without --grid (each subject on its own points) give --domain START,STOP: the "
                              "public interval of the points, fixed before the data are read")
-        ends = _points_option(args.domain, "--domain")
-        if ends.size != 2:
-            raise UsageError(f"--domain must be two numbers START,STOP, got {args.domain!r}")
-        grid_points = np.linspace(float(ends[0]), float(ends[1]), DISPLAY_POINTS)
-        how = f"the layout grid of {DISPLAY_POINTS} equally spaced points of the domain (curves on their own points)"
+        grid_points = None
     else:
         grid_points = _points_option(args.grid, "--grid")
         if grid_points.size > 1 and np.any(np.diff(grid_points) <= 0):
             raise UsageError("--grid must be strictly increasing")
-        ends = grid_points[[0, -1]] if args.domain is None else _points_option(args.domain, "--domain")
-        if ends.size != 2:
-            raise UsageError(f"--domain must be two numbers START,STOP, got {args.domain!r}")
-        how = "given: --grid"
+    ends = grid_points[[0, -1]] if args.domain is None else _points_option(args.domain, "--domain")  # type: ignore[index]
+    if ends.size != 2:
+        raise UsageError(f"--domain must be two numbers START,STOP, got {args.domain!r}")
     xlabel = args.xlabel if args.xlabel is not None else (args.point if args.layout == "long" else "grid point")
     try:
-        domain = Domain(float(ends[0]), float(ends[1]), name=xlabel)
-        domain.to_unit(grid_points)
+        return grid_points, Domain(float(ends[0]), float(ends[1]), name=xlabel)
     except ValueError as exc:
         raise UsageError(f"--grid/--domain: {exc}") from None
-    return grid_points, domain, how
 
 
-def _check_period(space: FunctionSpace, grid_points: np.ndarray, domain: Domain, given: bool) -> None:
-    """A periodic space whose domain makes the grid's first and last points one instant: refused, with the fix."""
-    if not isinstance(space, FourierSpace) or grid_points.size < 2:
-        return
-    if grid_points[0] != domain.start or grid_points[-1] != domain.stop:
-        return
-    steps = np.diff(grid_points)
-    step = steps[0] if np.allclose(steps, steps[0], rtol=1e-9, atol=0.0) else None
-    fix = (f"--domain {grid_points[0]:g},{grid_points[-1] + step:g} (one step past the last point of the "
-           "evenly spaced grid)" if step is not None else
-           f"--domain {grid_points[0]:g},STOP with STOP one period after {grid_points[0]:g}")
-    where = (" (the default)" if not given else "") + " runs from the first grid point to the last"
-    raise UsageError(f"--space {space.spec} is periodic on the domain (STOP is the same instant as START), and the "
-                     f"domain [{domain.start:g}, {domain.stop:g}]{where}: the points {grid_points[0]:g} and "
-                     f"{grid_points[-1]:g} would be one instant (for months 1 to 12, December would be "
-                     f"January). Give the domain one period long: {fix}")
-
-
-def _frame(args: argparse.Namespace, space: FunctionSpace, grid_points: np.ndarray, domain: Domain,
-           own_points: bool) -> PublicFrame | None:
-    if (args.lower is None) != (args.upper is None):
-        raise UsageError("--lower and --upper go together (a public range of the values)")
-    if args.lower is None:
+def _bound_option(text: str | None, option: str) -> np.ndarray | float | None:
+    """--lower, --upper, --clip: one number, or one per grid point."""
+    if text is None:
         return None
-    if args.clip is not None:
-        raise UsageError("--lower/--upper give PTF's clip (the range's half-widths); leave out --clip")
-    band = [_points_option(v, o) for v, o in ((args.lower, "--lower"), (args.upper, "--upper"))]
-    if own_points and any(b.size != 1 for b in band):
-        raise UsageError("without --grid, --lower and --upper are one number each (a range over the whole "
-                         "domain): a range that varies needs the points it is given at, --grid")
-    lower, upper = (b[0] if b.size == 1 else b for b in band)
-    try:
-        return PublicFrame(space, grid_points, domain, lower, upper, radius=args.radius)
-    except TypeError as exc:
-        if isinstance(space, KernelSpace):
-            raise UsageError(f"--lower/--upper with --space {space.spec}: a range of values bounds no RKHS norm "
-                             "(curves with the same values on the grid can have any norm in a kernel space), so "
-                             "B' cannot come from it. Give --radius, a public bound on the RKHS norm of each "
-                             "curve about the range's centre in the data's units (FTP stays mu-GDP for any B'; "
-                             "fits beyond it are shrunk onto the ball)") from None
-        raise UsageError(f"--lower/--upper: {exc}") from None
-    except ValueError as exc:
-        raise UsageError(f"--lower/--upper: {exc}") from None
+    values = _points_option(text, option)
+    return float(values[0]) if values.size == 1 else values
 
 
 def _plan(args: argparse.Namespace) -> _Plan:
-    """Check every public choice (before the data are read); return what they describe."""
-    own_points = args.grid is None
-    mu, request, mu_how = _budget(args)
+    """Check every public choice (before the data are read): the spec, its mechanism, the rest of the command."""
     space = space_option(args.space)
-    if own_points:
-        if args.method != "ftp":
-            raise UsageError("--method ptf needs --grid: PTF clips and averages each point of one common public "
-                             "grid over subjects, so it cannot take curves measured at their own points (FTP "
-                             "can: leave out --method; or put each curve on a public grid yourself first, e.g. "
-                             "with dpfda.Curves.on_grid, a map of each record alone)")
-        if not isinstance(space, OrthonormalSpace):
-            raise UsageError(f"--space {space.spec} needs --grid: curves on their own points are fitted in an "
-                             "orthonormal space (legendre:M, fourier:M); a kernel space's coordinates are tied to "
-                             "one grid of kernel sections")
-    grid_points, domain, grid_how = _domain_and_grid(args, own_points)
-    if not own_points:
-        _check_period(space, grid_points, domain, given=args.domain is not None)
     if args.dimension_from is not None and not isinstance(space, OrthonormalSpace):
         raise UsageError("--dimension-from chooses the dimension of a legendre or fourier space; "
                          f"--space {space.spec} has none")
-    if args.method == "ftp" and args.clip is not None:
-        raise UsageError("--clip is PTF's clipping bound; FTP does not clip (use --method ptf)")
-    frame = _frame(args, space, grid_points, domain, own_points)
-    _check_private_radius(args, space, frame)
-    if frame is None and args.radius is None:
-        raise UsageError("give --radius (B' in the data's units), or a public range with --lower and --upper")
-    clip: np.ndarray | float | None = None
-    if args.clip is not None:
-        clip_points = _points_option(args.clip, "--clip")
-        clip = float(clip_points[0]) if clip_points.size == 1 else clip_points
+    grid_points, domain = _domain_and_grid(args)
+    spec, mech = _specified(
+        args, space=space, domain=domain, grid=grid_points, lower=_bound_option(args.lower, "--lower"),
+        upper=_bound_option(args.upper, "--upper"), radius=args.radius, clip=_bound_option(args.clip, "--clip"),
+        mu=args.mu, epsilon=args.epsilon, delta=args.delta, secure=not args.insecure_numpy_noise,
+        units=args.ylabel if args.ylabel is not None else (args.value if args.layout == "long" else "value"),
+        private_radius=args.private_radius, radius_share=args.radius_share, radius_quantile=args.radius_quantile)
     at = (np.linspace(domain.start, domain.stop, 101) if args.eval_points is None
           else _points_option(args.eval_points, "--eval"))
     try:
-        evaluation_points(at, frame=frame, domain=None if frame is not None else domain)
+        evaluation_points(at, domain=domain)
     except ValueError as exc:
         raise UsageError(f"--eval: {exc}") from None
     if args.seed is not None and not args.insecure_numpy_noise:
@@ -406,57 +329,21 @@ def _plan(args: argparse.Namespace) -> _Plan:
         raise UsageError("--cap and --dataset describe a budget ledger: give --ledger FILE")
     if args.cap is not None and not (np.isfinite(args.cap) and args.cap > 0):
         raise UsageError(f"--cap must be a finite number > 0 (a mu), got {args.cap!r}")
-    mech = _mechanism(args, domain.to_unit(grid_points), space, frame, mu, clip)
-    ylabel = args.ylabel if args.ylabel is not None else (args.value if args.layout == "long" else "value")
-    how = {"grid": grid_how,
+    frame = spec.frame
+    how = {"grid": (f"the layout grid of {DISPLAY_POINTS} equally spaced points of the domain (curves on their "
+                    "own points)" if spec.own_points else "given: --grid"),
            "domain": "given: --domain" if args.domain is not None else "the first and last grid point",
            "space": f"given: --space {space.spec}",
            "radius": (frame.radius_rule if frame is not None else f"given: --radius {args.radius:g} (data's units)"),
-           "mu": mu_how}
+           "mu": (f"given: --mu {args.mu:g}" if args.mu is not None else f"from (epsilon, delta) = "
+                  f"({args.epsilon:g}, {args.delta:g}): the largest mu that implies it")}
     if frame is not None:
         how["band"] = "given: --lower and --upper (data's units)"
-    if args.private_radius:
-        how["radius"] = (f"private: the {args.radius_quantile:g}-quantile of the fitted norms, with "
-                         f"{args.radius_share:g} of mu^2 (ftp_private_radius; see chosen_privately and budget), "
+    if spec.private_radius:
+        how["radius"] = (f"private: the {spec.radius_quantile:g}-quantile of the fitted norms, with "
+                         f"{spec.radius_share:g} of mu^2 (ftp_private_radius; see chosen_privately and budget), "
                          f"among 100 radii up to the cap, {how['radius']}")
-    return _Plan(grid_points, domain, space, frame, mech, at, mu, own_points, domain.name, ylabel, how, request)
-
-
-def _check_private_radius(args: argparse.Namespace, space: FunctionSpace, frame: PublicFrame | None) -> None:
-    """--private-radius and its two numbers: FTP with a public cap, a share and a quantile in (0, 1)."""
-    if not args.private_radius:
-        if args.radius_share is not None or args.radius_quantile is not None:
-            raise UsageError("--radius-share and --radius-quantile describe --private-radius; give it too")
-        return
-    args.radius_share = 0.2 if args.radius_share is None else args.radius_share
-    args.radius_quantile = 0.9 if args.radius_quantile is None else args.radius_quantile
-    if args.method != "ftp":
-        raise UsageError("--private-radius chooses FTP's B'; PTF's clip is public (leave out --method ptf)")
-    if not isinstance(space, OrthonormalSpace):
-        raise UsageError(f"--private-radius with --space {space.spec}: the private quantile is of the fitted "
-                         "norms in a legendre or fourier space; in a kernel space give B' with --radius")
-    if frame is None and args.radius is None:
-        raise UsageError("--private-radius needs a public cap on B': a range with --lower and --upper, or "
-                         "--radius (the largest radius considered, in the data's units)")
-    for name, value in (("--radius-share", args.radius_share), ("--radius-quantile", args.radius_quantile)):
-        if not 0.0 < value < 1.0:
-            raise UsageError(f"{name} must lie strictly between 0 and 1, got {value!r}")
-
-
-def _mechanism(args: argparse.Namespace, grid: np.ndarray, space: FunctionSpace, frame: PublicFrame | None,
-               mu: float, clip: np.ndarray | float | None) -> Mechanism:
-    """The mechanism (FTP or PTF): it checks grid, space, B', mu, clip and weights."""
-    secure = not args.insecure_numpy_noise
-    try:
-        if frame is not None:  # public centre, scale, B', clip and weights from the range
-            radius, clip, weights = frame.radius, frame.clip, frame.weights
-        else:
-            radius, weights = args.radius, None
-        if args.method == "ftp":
-            return ftp_mechanism(grid, space, radius, mu, secure=secure)
-        return ptf_mechanism(grid, space, radius, mu, clip=clip, weights=weights, secure=secure)
-    except (TypeError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
+    return _Plan(spec, mech, at, how)
 
 
 def _check_out_path(out: str) -> None:
@@ -473,57 +360,56 @@ def _check_out_path(out: str) -> None:
 
 def _read(args: argparse.Namespace, plan: _Plan, source: str) -> Curves | tuple[np.ndarray, np.ndarray]:
     """The curves of ``source``: a Curves on their own points, or (points, X) on the public grid."""
+    spec = plan.spec
     try:
         data = read_curves(source, layout=args.layout, id=args.id, point=args.point, value=args.value,
-                           combine=args.combine, curves=plan.own_points,
-                           domain=(plan.domain.start, plan.domain.stop) if plan.own_points else None)
+                           combine=args.combine, curves=spec.own_points,
+                           domain=(spec.domain.start, spec.domain.stop) if spec.own_points else None)  # type: ignore[union-attr]
     except ValueError as exc:
         raise UsageError(f"{source}: {exc}") from None
     return data
 
 
-def _common(args: argparse.Namespace, plan: _Plan, data: tuple[np.ndarray, np.ndarray], source: str) -> np.ndarray:
+def _common(plan: _Plan, data: tuple[np.ndarray, np.ndarray], source: str) -> np.ndarray:
     points, X = data
-    if points.shape != plan.grid_points.shape or not np.allclose(points, plan.grid_points, rtol=1e-12, atol=0.0):
+    grid = plan.spec.points
+    if points.shape != grid.shape or not np.allclose(points, grid, rtol=1e-12, atol=0.0):
         raise UsageError(f"{source}: the data's grid ({_short_points(points)}) is not the public "
-                         f"--grid ({_short_points(plan.grid_points)}); the grid is fixed before the data "
+                         f"--grid ({_short_points(grid)}); the grid is fixed before the data "
                          "are read, and every curve must be observed on it (or leave out --grid: "
                          "FTP then fits each subject on its own points)")
     return X
 
 
 def _choose_dimension(args: argparse.Namespace, plan: _Plan, n: int) -> _Plan:
-    """--dimension-from: the dimension from a public proxy file (n, μ and B' public); the plan rebuilt."""
-    space = plan.space
+    """--dimension-from: the dimension from a public proxy file (n, μ and B' public); the spec remade with it."""
+    spec, mech = plan.spec, plan.mech.mechanism
+    space = spec.space
     assert isinstance(space, OrthonormalSpace)
     proxy = _read(args, plan, args.dimension_from)
     family = type(space)
     if isinstance(proxy, Curves):
-        curves = proxy if proxy.common and np.array_equal(proxy.grid, plan.mech.geometry.grid) else \
-            proxy.on_grid(plan.mech.geometry.grid, periodic=isinstance(space, FourierSpace))
+        curves = proxy if proxy.common and np.array_equal(proxy.grid, mech.geometry.grid) else \
+            proxy.on_grid(mech.geometry.grid, periodic=isinstance(space, FourierSpace))
         assert curves.values is not None  # a common grid
         values = curves.values
     else:
-        values = _common(args, plan, proxy, args.dimension_from)
-    if plan.frame is not None:
-        values = plan.frame.to_unit(values)
+        values = _common(plan, proxy, args.dimension_from)
+    if spec.frame is not None:
+        values = spec.frame.to_unit(values)
     try:
-        choice = public_dimension(values, plan.mech.geometry.grid, family, n, plan.mu, float(plan.mech.radius),
+        choice = public_dimension(values, mech.geometry.grid, family, n, spec.budget_mu, float(mech.radius),
                                   m_max=space.m)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"--dimension-from {args.dimension_from}: {exc}") from None
     chosen = family(choice.m)
-    args_space, args.space = args.space, chosen.spec
-    try:
-        new = _plan(args)
-    finally:
-        args.space = args_space
-    k = values.shape[0]
-    new.how = {**plan.how, "space": (
-        f"public_dimension on the public proxy {os.path.basename(args.dimension_from)} ({k} curves): the m in 1.."
-        f"{space.m} minimising the proxy mean's energy beyond m plus m sigma^2, sigma = 2B'/(n mu) = "
+    choices = {f.name: getattr(spec, f.name) for f in fields(spec) if f.init}
+    new, new_mech = _specified(args, **{**choices, "space": chosen})
+    how = {**plan.how, "space": (
+        f"public_dimension on the public proxy {os.path.basename(args.dimension_from)} ({values.shape[0]} curves): "
+        f"the m in 1..{space.m} minimising the proxy mean's energy beyond m plus m sigma^2, sigma = 2B'/(n mu) = "
         f"{choice.sigma:.4g}; chose {chosen.spec}")}
-    return new
+    return _Plan(new, new_mech, plan.at, how)
 
 
 def _parameters(args: argparse.Namespace, plan: _Plan) -> dict:
@@ -533,40 +419,43 @@ def _parameters(args: argparse.Namespace, plan: _Plan) -> dict:
     (GDP composes adaptively, μ chosen after the earlier releases included); the evaluation
     points are post-processing.
     """
-    return {"method": args.method, "space": plan.space.spec, "grid": args.grid, "domain": args.domain,
-            "lower": args.lower, "upper": args.upper, "radius": args.radius, "clip": args.clip,
-            "dimension_from": args.dimension_from,
-            "private_radius": ({"share": args.radius_share, "quantile": args.radius_quantile}
-                               if args.private_radius else None)}
+    spec = plan.spec
+    return {"method": args.method, "space": spec.space.spec, "grid": args.grid,  # type: ignore[union-attr]
+            "domain": args.domain, "lower": args.lower, "upper": args.upper, "radius": args.radius,
+            "clip": args.clip, "dimension_from": args.dimension_from,
+            "private_radius": ({"share": spec.radius_share, "quantile": spec.radius_quantile}
+                               if spec.private_radius else None)}
 
 
 def run_release(args: argparse.Namespace) -> int:
     """``python -m dpfda release``: check, read, report, release, write; 0 or :class:`UsageError`.
 
-    Every public choice is checked (:func:`_plan`) before the data are read; the curator's
-    report goes to stderr before any noise is drawn or anything written; a ledger refuses a
-    release past its cap before the data are read; the noise is drawn once, by the
-    mechanism's release, after every other check and right before the record is written.
+    Every public choice is checked (:func:`_plan`: a :class:`~dpfda.ReleaseSpec` and its
+    mechanism, :func:`~dpfda.FTP` or :func:`~dpfda.PTF`) before the data are read; the
+    curator's report goes to stderr before any noise is drawn or anything written; a ledger
+    refuses a release past its cap before the data are read; the noise is drawn once, by the
+    specified mechanism's release, after every other check and right before the record is written.
     """
     plan = _plan(args)
     _check_plot_path(args.plot)
     columns = _columns(args.data)
     with _open_ledger(args, columns) as ledger:
         if ledger is not None and not args.check:
-            _ledger_check(ledger, plan.mu)
+            _ledger_check(ledger, plan.spec.budget_mu)
         data = _read(args, plan, args.data)
         n = data.n if isinstance(data, Curves) else data[1].shape[0]
         if args.dimension_from is not None:
             plan = _choose_dimension(args, plan, n)
+        spec, mech = plan.spec, plan.mech.mechanism
         try:
-            plan.mech.sigma(n)  # the calibration at this public n, checked before the report
+            mech.sigma(n)  # the calibration at this public n, checked before the report
         except (TypeError, ValueError) as exc:
             raise UsageError(str(exc)) from None
-        curves: Curves | np.ndarray = data if isinstance(data, Curves) else _common(args, plan, data, args.data)
-        report = curator_report(curves, plan.mech.geometry, float(plan.mech.radius), frame=plan.frame,
-                                clip=plan.mech.clip if plan.frame is None else None)
+        curves: Curves | np.ndarray = data if isinstance(data, Curves) else _common(plan, data, args.data)
+        report = curator_report(curves, mech.geometry, float(mech.radius), frame=spec.frame,
+                                clip=mech.clip if spec.frame is None else None)
         print(diagnostics_text(report), file=sys.stderr)  # before any noise: the curator only
-        if args.private_radius:
+        if spec.private_radius:
             print("  (--private-radius: B' above is the cap, the largest radius considered; the B' released is "
                   "chosen below it with part of the budget, and fits above that B' are shrunk onto it)",
                   file=sys.stderr)
@@ -580,15 +469,15 @@ def run_release(args: argparse.Namespace) -> int:
                   "Release as planned to keep every choice public; a choice changed because of these "
                   "figures is a function of the data that no mu covers", file=sys.stderr)
             return 0
-        noise = "OpenDP" if plan.mech.secure else "numpy (INSECURE: teaching only, do not publish)"
+        noise = "OpenDP" if spec.secure else "numpy (INSECURE: teaching only, do not publish)"
         if ledger is not None:  # the spend is on disk before the noise is drawn
-            ledger.spend(plan.mu, {"what": f"{args.method.upper()} mean curve, {plan.space.spec}", "n": n,
-                                   "out": os.path.basename(args.out), "noise": noise.split(" ")[0]}, parameters)
-        rel = _release(args, plan, curves)
-        record = _record(args, plan, rel, ledger)
+            ledger.spend(spec.budget_mu, {"what": f"{args.method.upper()} mean curve, {spec.space.spec}",  # type: ignore[union-attr]
+                                          "n": n, "out": os.path.basename(args.out), "noise": noise.split(" ")[0]},
+                         parameters)
+        record = _record(args, plan, _release(args, plan, curves), ledger)
     _write_record(record, args.out)
     if args.plot is not None:
-        _draw_release(record, args.plot, plan.xlabel, plan.ylabel)
+        _draw_release(record, args.plot, record["units"]["points"], record["units"]["values"])
     pairs = ", ".join(f"ε = {p['epsilon']:.3g} at δ = {p['delta']:g}" for p in record["epsilon_delta"])
     print(f"dpfda: released the {args.method.upper()} mean of n = {record['n']} curves at μ = {record['mu']:g} "
           f"({pairs}); noise from {noise}; wrote {args.out}"
@@ -637,42 +526,29 @@ def _say_changes(ledger: Ledger, parameters: dict) -> None:
           "the ledger records both", file=sys.stderr)
 
 
-def _release(args: argparse.Namespace, plan: _Plan, curves: Curves | np.ndarray) -> Release | PrivateRadius:
-    """The noise: drawn here, once (with --private-radius: the quantile's, then FTP's)."""
-    rng = None if plan.mech.secure else np.random.default_rng(args.seed)
+def _release(args: argparse.Namespace, plan: _Plan, curves: Curves | np.ndarray) -> SpecifiedRelease:
+    """The noise: drawn here, once, by the spec's mechanism (with --private-radius: the quantile's, then FTP's)."""
+    rng = None if plan.spec.secure else np.random.default_rng(args.seed)
     try:
-        Y = plan.frame.to_unit(curves) if plan.frame is not None else curves
-        if args.private_radius:
-            return ftp_private_radius(Y, plan.mech.geometry.grid, plan.space, plan.mu,
-                                      radius_max=float(plan.mech.radius), share=args.radius_share,
-                                      quantile=args.radius_quantile, secure=plan.mech.secure, rng=rng)
-        return plan.mech.release(Y, rng)
+        return plan.mech.release(curves, rng)
     except ImportError as exc:
         raise UsageError(f"{exc} (or, for teaching only, --insecure-numpy-noise)") from None
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
 
 
-def _record(args: argparse.Namespace, plan: _Plan, rel: Release | PrivateRadius, ledger: Ledger | None) -> dict:
-    deltas = list(DELTAS)
-    if plan.budget_request is not None and plan.budget_request["delta"] not in deltas:
-        deltas.append(plan.budget_request["delta"])
+def _record(args: argparse.Namespace, plan: _Plan, rel: SpecifiedRelease, ledger: Ledger | None) -> dict:
+    """The release's own record, with the command, how each choice was made and the ledger."""
     try:
-        if plan.frame is not None:
-            record = release_record(rel, plan.at, frame=plan.frame, combine=args.combine, deltas=deltas)
-        else:
-            record = release_record(rel, plan.at, domain=plan.domain, combine=args.combine, deltas=deltas)
+        record = rel.record(plan.at, combine=args.combine)
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+    own = {k: record.pop(k) for k in ("units", "budget_requested", "sampling") if k in record}
     record["command"] = {"data": os.path.basename(args.data), "layout": args.layout,
-                         "grid": args.grid, "space": plan.space.spec}
-    record["units"] = {"points": plan.xlabel, "values": plan.ylabel}
+                         "grid": args.grid, "space": plan.spec.space.spec}  # type: ignore[union-attr]
+    record["units"] = own.pop("units")
     record["how_chosen"] = plan.how
-    if plan.budget_request is not None:
-        record["budget_requested"] = plan.budget_request
-    if plan.own_points:
-        record["sampling"] = ("each subject fitted on its own points (no common grid); the release is laid "
-                              f"out on {DISPLAY_POINTS} equally spaced points of the domain for the record's grid")
+    record.update(own)
     if ledger is not None:
         record["ledger"] = ledger.summary()
     return record

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array, check_grid
+from ..validation import as_float_array, check_grid
 
 __all__ = ["Curves"]
 

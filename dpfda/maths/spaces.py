@@ -50,7 +50,7 @@ import numpy as np
 from numpy.polynomial import legendre as _leg
 from numpy.typing import ArrayLike
 
-from .._validation import (
+from ..validation import (
     AssumptionError,
     check_grid,
     check_int,

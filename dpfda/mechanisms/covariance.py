@@ -58,7 +58,6 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_data, check_int, check_positive, check_rng, check_secure
 from ..maths.spaces import FunctionSpace, GridGeometry
 from ..maths.summation import (
     MEAN_ROUNDING,
@@ -69,9 +68,10 @@ from ..maths.summation import (
     fixed_point_mean,
     gamma,
 )
+from ..validation import check_data, check_int, check_positive, check_rng, check_secure
 from . import secure as opendp_noise  # a module: its sampler is looked up at each release
 from .calibration import NOISE_RESOLUTION, check_secure_budget, gaussian_sigma
-from .mechanism import ftp_mechanism, ptf_mechanism
+from .ftp_ptf import ftp_mechanism, ptf_mechanism
 from .mechanism_type import Mechanism
 from .pipelines import add_noise, check_radius, fitter
 from .release import Release

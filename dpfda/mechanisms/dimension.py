@@ -31,9 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array, check_grid, check_int, check_positive
 from ..maths.curves import Curves
 from ..maths.spaces import FunctionSpace, OrthonormalSpace
+from ..validation import as_float_array, check_grid, check_int, check_positive
 from .calibration import noise_scale
 from .pipelines import check_radius
 

@@ -102,9 +102,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_data, check_int, check_rng, check_secure
 from ..maths.curves import Curves
 from ..maths.spaces import GridGeometry, KernelSpace, OrthonormalSpace
+from ..validation import check_data, check_int, check_rng, check_secure
 from .calibration import check_secure_budget
 from .irregular import IrregularPTFError
 from .parts import Calibration, Identity, PerCurveMap, PostFit

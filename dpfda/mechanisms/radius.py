@@ -46,12 +46,12 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_positive
 from ..maths.curves import Curves
 from ..maths.fitting import BallLeastSquares, row_norms
 from ..maths.spaces import FunctionSpace, OrthonormalSpace
+from ..validation import check_positive
+from .ftp_ptf import ftp
 from .irregular import check_own_points_space
-from .mechanism import ftp
 from .pipelines import check_radius
 from .privacy import compose
 from .release import Release

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_int, check_nonnegative, check_positive, check_rng
 from ..maths.rounding import eigh_rtol
 from ..maths.spaces import GridGeometry, KernelGeometry, LegendreGeometry
 from ..maths.summation import gamma
+from ..validation import check_int, check_nonnegative, check_positive, check_rng
 from .pipelines import (
     check_radius,
     fitter,

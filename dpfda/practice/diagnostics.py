@@ -23,13 +23,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_data
 from ..maths.curves import Curves
 from ..maths.fitting import BallLeastSquares
 from ..maths.spaces import FourierSpace, GridGeometry, OrthonormalSpace
 from ..mechanisms.irregular import irregular_fit_mean
 from ..mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean
 from ..mechanisms.release import Release
+from ..validation import check_data
 from .realdata import PublicFrame
 
 __all__ = ["CLIP_WARNING_SHARE", "SHRINK_WARNING_SHARE", "curator_diagnostics", "curator_report",

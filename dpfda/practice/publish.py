@@ -15,8 +15,9 @@ are also importable from here: :func:`~dpfda.practice.reading.read_curves`
 (:mod:`dpfda.practice.diagnostics`: what the curator, and nobody else, looks at after a
 release; not private and never part of the record).
 
-``python -m dpfda release`` (:mod:`dpfda.cli`) is these functions around one call of
-:func:`dpfda.ftp` or :func:`dpfda.ptf` with ``secure=True``.
+``python -m dpfda release`` (:mod:`dpfda.cli`) is these functions around the one release
+path: a :class:`~dpfda.ReleaseSpec` of its options, :func:`dpfda.FTP` or :func:`dpfda.PTF`,
+their ``release`` and the release's own ``record``.
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array, check_positive
 from .._version import __version__
 from ..maths.spaces import FunctionSpace, OrthonormalSpace
 from ..mechanisms.bands import BAND_COVERS, band_is_exact
 from ..mechanisms.privacy import epsilon_from_mu
 from ..mechanisms.radius import PrivateRadius
 from ..mechanisms.release import Release
+from ..validation import as_float_array, check_positive
 from .diagnostics import (
     CLIP_WARNING_SHARE,
     SHRINK_WARNING_SHARE,

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
-from .._validation import non_real_dtype
 from ..maths.curves import Curves
+from ..validation import non_real_dtype
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -443,8 +443,8 @@ def _assemble(subjects: Sequence[str], cols: np.ndarray, vals: np.ndarray, point
     """Cells (subject, point column, value) as one curve per subject, in order of first appearance.
 
     A subject's values at one point are averaged, missing ones left out (one value: itself,
-    exactly); the callers have refused repeats unless ``combine="mean"`` asked for this.
-    The columns come out in ``order``.
+    exactly), summed in increasing order whatever the order of the rows; the callers have
+    refused repeats unless ``combine="mean"`` asked for this.  The columns come out in ``order``.
     """
     labels = list(dict.fromkeys(subjects))
     row_of = {s: i for i, s in enumerate(labels)}
@@ -453,9 +453,14 @@ def _assemble(subjects: Sequence[str], cols: np.ndarray, vals: np.ndarray, point
     present = np.zeros(shape, dtype=bool)
     present[rows, cols] = True
     finite = ~np.isnan(vals)
+    # Each cell's values are added in increasing order, so that a subject's curve is a function of
+    # its own values alone, not of the order of the table's rows (np.add.at adds in the order given).
+    r, c, v = rows[finite], cols[finite], vals[finite]
+    order_in_cell = np.lexsort((v, c, r))
+    r, c, v = r[order_in_cell], c[order_in_cell], v[order_in_cell]
     total, count = np.zeros(shape), np.zeros(shape)
-    np.add.at(total, (rows[finite], cols[finite]), vals[finite])
-    np.add.at(count, (rows[finite], cols[finite]), 1.0)
+    np.add.at(total, (r, c), v)
+    np.add.at(count, (r, c), 1.0)
     with np.errstate(invalid="ignore"):
         X = np.where(count > 0, total / np.maximum(count, 1.0), np.nan)
     if not present.all() and not missing_ok:

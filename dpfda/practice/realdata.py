@@ -58,9 +58,9 @@ import numpy as np
 from numpy.polynomial import legendre as _leg
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array, check_data, check_grid, check_points, to_float
 from ..maths.curves import Curves
 from ..maths.spaces import FunctionSpace, KernelSpace, LegendreSpace, OrthonormalSpace
+from ..validation import as_float_array, check_data, check_grid, check_points, to_float
 
 if TYPE_CHECKING:
     from ..mechanisms.release import Release
@@ -94,6 +94,9 @@ class Domain:
         self.stop = _finite_scalar(stop, "stop")
         if not self.stop > self.start:
             raise ValueError(f"stop must be > start, got start={self.start!r}, stop={self.stop!r}")
+        if not np.isfinite(self.stop - self.start):  # every point would map to 0
+            raise ValueError(f"stop - start must be a finite number, got start={self.start!r}, "
+                             f"stop={self.stop!r}: express the points in a larger unit")
         if not isinstance(name, str):
             raise TypeError(f"name must be a string, got {type(name).__name__}")
         self.name = name
@@ -192,7 +195,7 @@ def smallest_dimension(grid: ArrayLike, curve: ArrayLike, tol: float,
 
 
 def _band(value: ArrayLike, name: str, T: int) -> np.ndarray:
-    arr = as_float_array(value, name)
+    arr = np.array(as_float_array(value, name))  # a copy: the frame never shares the caller's array
     if arr.ndim == 0:
         arr = np.full(T, float(arr))
     if arr.shape != (T,):
@@ -266,7 +269,7 @@ class PublicFrame:
                             f"{type(space).__name__}")
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a dpfda Domain, got {type(domain).__name__}")
-        pts = as_float_array(points, "points")
+        pts = np.array(as_float_array(points, "points"))  # a copy, as the bounds
         if pts.ndim != 1:
             raise ValueError(f"points must be one-dimensional, got shape {pts.shape}")
         self.space = space

@@ -26,6 +26,11 @@ record (:func:`~dpfda.practice.publish.release_record`).
 >>> rel([0.0, 10.0]).shape, rel.record([0, 5, 10])["curve"]["points"]
 ((2,), [0.0, 5.0, 10.0])
 
+With ``private_radius=True`` (FTP in an orthonormal space), B' is instead chosen from the data
+as a private quantile of the fitted norms, with a share of the budget, below the public cap
+(:func:`dpfda.mechanisms.radius.ftp_private_radius`); the record states both steps.
+``python -m dpfda release`` is this path: its options are a specification.
+
 :func:`dpfda.ftp` and :func:`dpfda.ptf` (data already on [0, 1], B' in its units, positional
 arguments) stay for the chapters, which follow the paper's algorithms step by step; a
 release through a specification equals theirs bit for bit with the same generator.
@@ -43,12 +48,14 @@ from numpy.typing import ArrayLike
 from ..maths.curves import Curves
 from ..maths.spaces import FourierSpace, FunctionSpace, KernelSpace, OrthonormalSpace, space_from_spec
 from ..mechanisms.calibration import check_secure_budget
+from ..mechanisms.ftp_ptf import ftp_mechanism, ptf_mechanism
 from ..mechanisms.irregular import DISPLAY_POINTS
-from ..mechanisms.mechanism import ftp_mechanism, ptf_mechanism
 from ..mechanisms.mechanism_type import Mechanism
 from ..mechanisms.pipelines import check_radius
 from ..mechanisms.privacy import mu_from_epsilon_delta
+from ..mechanisms.radius import PrivateRadius, ftp_private_radius
 from ..mechanisms.release import Release
+from ..validation import as_float_array
 from .publish import DELTAS, release_record
 from .realdata import Domain, PublicFrame
 
@@ -79,10 +86,10 @@ def _bound(value: object, argument: str) -> np.ndarray | float:
     """A public bound: a number, or an array of them (checked in full by the frame)."""
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
         return float(value)
-    try:
-        arr = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise SpecError(argument, f"must be a number or an array of numbers, got {type(value).__name__}") from None
+    try:  # real numbers only: text, booleans, complex numbers and dates are refused by name
+        arr = as_float_array(value, argument)
+    except (TypeError, ValueError) as exc:
+        raise SpecError(argument, f"must be a number or an array of numbers ({exc})") from None
     if arr.ndim > 1:
         raise SpecError(argument, f"must be a number or a vector (one per grid point), got shape {arr.shape}")
     return float(arr) if arr.ndim == 0 else arr
@@ -128,6 +135,15 @@ class ReleaseSpec:
         What the values are and their unit (``"height (cm)"``), for the record (the points'
         are the domain's name, ``Domain(1, 18, name="age (years)")``); a :class:`dpfda.Curves`
         that states other units is refused.  Default: the curves' own units, or "value".
+    private_radius : bool, default False
+        FTP only, in an orthonormal space: choose B' from the data, as a private quantile of
+        the norms of each curve's fit (:func:`dpfda.mechanisms.radius.ftp_private_radius`),
+        with a share of the budget.  ``radius`` (or the range's bound) is then the cap, the
+        largest radius considered; the two steps compose to the budget, and the record states
+        each step's μ and the radius chosen.
+    radius_share, radius_quantile : float, optional
+        With ``private_radius``: the share of μ² spent on choosing B' (default 0.2) and which
+        quantile of the fitted norms B' is (default 0.9), each strictly between 0 and 1.
 
     Raises
     ------
@@ -147,6 +163,9 @@ class ReleaseSpec:
     delta: float | None = None
     secure: bool = True
     units: str | None = None
+    private_radius: bool = False
+    radius_share: float | None = None
+    radius_quantile: float | None = None
     frame: PublicFrame | None = field(init=False, repr=False)
     """The public frame of ``lower``/``upper`` (None without a range)."""
     points: np.ndarray = field(init=False, repr=False)
@@ -184,6 +203,7 @@ class ReleaseSpec:
         if not isinstance(self.secure, bool):
             raise SpecError("secure", f"must be True or False, got {self.secure!r}")
         put(self, "budget_mu", self._budget())
+        self._private_radius(space)
         own_points = self.grid is None
         if own_points:
             if not isinstance(space, OrthonormalSpace):
@@ -199,17 +219,51 @@ class ReleaseSpec:
             raise SpecError("grid", str(exc)) from None
         if isinstance(space, FourierSpace) and not own_points and points.size > 1 and \
                 points[0] == domain.start and points[-1] == domain.stop:
+            steps = np.diff(points)
+            this = (f"; this grid's: domain ({points[0]:g}, {points[-1] + steps[0]:g})"
+                    if np.allclose(steps, steps[0], rtol=1e-9, atol=0.0) else "")
             raise SpecError("domain", f"{space.spec} is periodic on the domain (its stop is the same instant as "
                                       f"its start), and the grid's first and last points {points[0]:g} and "
                                       f"{points[-1]:g} are its ends: they would be one instant (for months 1 to "
                                       "12, December would be January). Give the domain one period long, e.g. "
-                                      "one step past the last point of an evenly spaced grid")
+                                      "one step past the last point of an evenly spaced grid (months 1 to 12: "
+                                      f"domain (1, 13){this}); or, if the last point is the next period's first "
+                                      "(hour 24 of hours 0 to 24 on the domain (0, 24)), leave it out of the "
+                                      "grid and the data")
         put(self, "points", _frozen(points))
         put(self, "unit_grid", _frozen(unit))
         put(self, "frame", self._frame(space, domain, own_points))
         put(self, "unit_radius", self._radius())
         if self.clip is not None:
             put(self, "clip", _bound(self.clip, "clip"))
+        # Frozen all the way down: the caller's arrays are copied, and the frame's are read-only, so
+        # that no later write changes what a mechanism built from this spec maps or records.
+        for name in ("grid", "lower", "upper", "clip"):
+            if isinstance(getattr(self, name), np.ndarray):
+                put(self, name, _frozen(getattr(self, name)))
+        if self.frame is not None:
+            for value in vars(self.frame).values():
+                if isinstance(value, np.ndarray):
+                    value.setflags(write=False)
+
+    def _private_radius(self, space: FunctionSpace) -> None:
+        """``private_radius`` and its two numbers: an orthonormal space, a share and a quantile in (0, 1)."""
+        if not isinstance(self.private_radius, bool):
+            raise SpecError("private_radius", f"must be True or False, got {self.private_radius!r}")
+        if not self.private_radius:
+            if self.radius_share is not None or self.radius_quantile is not None:
+                raise SpecError("radius_share" if self.radius_share is not None else "radius_quantile",
+                                "radius_share and radius_quantile describe private_radius; give it too")
+            return
+        if not isinstance(space, OrthonormalSpace):
+            raise SpecError("private_radius", f"the private quantile is of the fitted norms in a legendre or "
+                                              f"fourier space; in a kernel space ({space.spec}) give B' with radius")
+        for name, default in (("radius_share", 0.2), ("radius_quantile", 0.9)):
+            value = getattr(self, name)
+            value = default if value is None else _number(value, name)
+            if not 0.0 < value < 1.0:
+                raise SpecError(name, f"must lie strictly between 0 and 1, got {value!r}")
+            object.__setattr__(self, name, value)
 
     def _budget(self) -> float:
         if self.mu is not None:
@@ -264,7 +318,10 @@ class ReleaseSpec:
         if self.frame is not None:
             radius = self.frame.radius
         elif self.radius is None:
-            raise SpecError("radius", "give B' in the data's units, or a public range with lower and upper")
+            raise SpecError("radius", "private_radius needs a public cap on B' (the largest radius considered): "
+                                      "radius in the data's units, or a public range with lower and upper"
+                            if self.private_radius else
+                            "give B' in the data's units, or a public range with lower and upper")
         else:
             radius = _number(self.radius, "radius")
         try:
@@ -308,9 +365,13 @@ def PTF(spec: ReleaseSpec) -> SpecifiedMechanism:
     grid on [0, 1], with its B', μ, and the frame's clip and weights (a range) or ``clip``.
     """
     spec = _check_spec(spec)
+    if spec.private_radius:
+        raise SpecError("private_radius", "private_radius chooses FTP's B'; PTF's clip is public (use FTP)")
     if spec.own_points:
-        raise SpecError("grid", "PTF clips and averages each point of one common public grid over subjects: "
-                                "give the grid (FTP takes curves on their own points)")
+        raise SpecError("grid", "PTF needs a grid: it clips and averages each point of one common public grid "
+                                "over subjects, so it cannot take curves measured at their own points (FTP can; or "
+                                "put each curve on a public grid first, e.g. with dpfda.Curves.on_grid, a map of "
+                                "each record alone)")
     frame = spec.frame
     clip, weights = (frame.clip, frame.weights) if frame is not None else (spec.clip, None)
     mech = _build("clip", lambda: ptf_mechanism(spec.unit_grid, spec.space,  # type: ignore[arg-type]
@@ -380,6 +441,12 @@ class SpecifiedMechanism:
         data = self._on_grid(curves)
         frame = spec.frame
         mapped = frame.to_unit(data) if frame is not None else data
+        if spec.private_radius:  # B' chosen with a share of the budget, then FTP with the rest
+            mech = self.mechanism
+            chosen = ftp_private_radius(mapped, mech.geometry.grid, spec.space, spec.budget_mu,  # type: ignore[arg-type]
+                                        radius_max=float(mech.radius), share=spec.radius_share,  # type: ignore[arg-type]
+                                        quantile=spec.radius_quantile, secure=spec.secure, rng=rng)  # type: ignore[arg-type]
+            return SpecifiedRelease(spec, chosen.release, units=units, private_radius=chosen)
         return SpecifiedRelease(spec, self.mechanism.release(mapped, rng), units=units)
 
     def _on_grid(self, curves: ArrayLike | Curves) -> np.ndarray | Curves:
@@ -389,7 +456,7 @@ class SpecifiedMechanism:
             if spec.own_points:
                 raise TypeError("curves: this specification has no grid (each subject on its own points); "
                                 "give a dpfda.Curves, or make the spec with grid=...")
-            return np.asarray(curves, dtype=float)
+            return as_float_array(curves, "curves")  # refuses text, booleans and complex numbers by name
         domain = (spec.domain.start, spec.domain.stop)  # type: ignore[union-attr]  # a Domain after checks
         if tuple(curves.domain) != domain:
             raise ValueError(f"curves: their domain {tuple(curves.domain)} is not the specification's {domain}")
@@ -406,17 +473,23 @@ class SpecifiedRelease:
 
     Calling it evaluates the private mean curve at points of the domain, in the data's units
     (post-processing).  ``unit_release`` is the library's :class:`~dpfda.Release` of the mapped
-    data, on [0, 1]; ``units`` what the values are (the specification's or the curves'), or None.
+    data, on [0, 1]; ``units`` what the values are (the specification's or the curves'), or None;
+    ``private_radius`` the :class:`~dpfda.mechanisms.radius.PrivateRadius` of both steps when B'
+    was chosen from the data (``ReleaseSpec(private_radius=True)``), else None.
     """
 
-    def __init__(self, spec: ReleaseSpec, release: Release, *, units: str | None = None) -> None:
+    def __init__(self, spec: ReleaseSpec, release: Release, *, units: str | None = None,
+                 private_radius: PrivateRadius | None = None) -> None:
         self.spec = spec
         self.unit_release = release
         self.units = units
+        self.private_radius = private_radius
 
     @property
     def mu(self) -> float:
-        """The budget the release spent (μ-GDP)."""
+        """The budget the release spent (μ-GDP), both steps with a private radius."""
+        if self.private_radius is not None:
+            return float(self.private_radius.budget()["mu"])
         return float(self.unit_release.mu)
 
     @property
@@ -446,9 +519,9 @@ class SpecifiedRelease:
         """Everything to publish (:func:`~dpfda.practice.publish.release_record`), at points ``at`` of the domain.
 
         ``at`` defaults to 101 equally spaced points of the domain.  The record also names
-        the units (``units``: the domain's name and what the values are), and a
+        the units (``units``: the domain's name and what the values are), a
         budget given as (ε, δ) is stated beside μ (``budget_requested``) with its δ among
-        the record's.
+        the record's, and curves on their own points say so (``sampling``).
         """
         spec = self.spec
         domain: Domain = spec.domain  # type: ignore[assignment]  # a Domain after checks
@@ -457,14 +530,19 @@ class SpecifiedRelease:
         deltas = list(DELTAS)
         if spec.delta is not None and spec.delta not in deltas:
             deltas.append(float(spec.delta))
+        released = self.unit_release if self.private_radius is None else self.private_radius
         if spec.frame is not None:
-            record = release_record(self.unit_release, at, frame=spec.frame, deltas=deltas, combine=combine)
+            record = release_record(released, at, frame=spec.frame, deltas=deltas, combine=combine)
         else:
-            record = release_record(self.unit_release, at, domain=domain, deltas=deltas, combine=combine)
+            record = release_record(released, at, domain=domain, deltas=deltas, combine=combine)
         record["units"] = {"points": domain.name, "values": "value" if self.units is None else self.units}
         if spec.epsilon is not None:
             record["budget_requested"] = {
                 "epsilon": float(spec.epsilon), "delta": float(spec.delta),  # type: ignore[arg-type]
                 "mu": spec.budget_mu,
                 "how": "the largest mu whose mu-GDP implies (epsilon, delta)-DP (dpfda.mu_from_epsilon_delta)"}
+        if spec.own_points:
+            record["sampling"] = ("each subject fitted on its own points (no common grid); the release is laid "
+                                  f"out on {DISPLAY_POINTS} equally spaced points of the domain for the record's "
+                                  "grid")
         return record

@@ -64,14 +64,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from .._validation import as_float_array, check_int, check_positive, check_rng
 from ..maths.curves import Curves
 from ..maths.spaces import FunctionSpace, OrthonormalSpace
-from ..mechanisms import mechanism as mechanisms
+from ..mechanisms import ftp_ptf as mechanisms
 from ..mechanisms.covariance import CovarianceMechanism
-from ..mechanisms.mechanism import Mechanism
+from ..mechanisms.ftp_ptf import Mechanism
 from ..mechanisms.release import Release
-from ._checks import check_grid_space, check_mechanism, check_n, check_neighbour_curves, dataset_n, geometry
+from ..validation import as_float_array, check_int, check_positive, check_rng
+from .checks import check_grid_space, check_mechanism, check_n, check_neighbour_curves, dataset_n, geometry
 from .draws import repeat_mechanism, repeated
 from .recompute import (  # the audit's own recomputation, also reachable from here
     AUDIT_DIGITS,

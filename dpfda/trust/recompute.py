@@ -20,12 +20,12 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array, check_int, check_rng
 from ..maths.curves import Curves
 from ..maths.spaces import GridGeometry, OrthonormalSpace
 from ..mechanisms.covariance import CovarianceMechanism
-from ..mechanisms.mechanism import Mechanism
-from ._checks import check_mechanism, check_n, check_neighbour_curves, dataset_n
+from ..mechanisms.ftp_ptf import Mechanism
+from ..validation import as_float_array, check_int, check_rng
+from .checks import check_mechanism, check_n, check_neighbour_curves, dataset_n
 
 __all__ = [
     "NoiseLaw",

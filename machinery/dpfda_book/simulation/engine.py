@@ -101,12 +101,12 @@ from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpfda._validation import check_int, check_optional_int, check_reps, check_rng
 from dpfda.maths.spaces import FunctionSpace, GridGeometry, KernelSpace
-from dpfda.mechanisms.mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
+from dpfda.mechanisms.ftp_ptf import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
 from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
 from dpfda.mechanisms.release import Release
 from dpfda.trust.draws import batches, repeat_mechanism, repeated  # the audit's draws: one summary, fresh normals
+from dpfda.validation import check_int, check_optional_int, check_reps, check_rng
 
 from ..settings import quick as quick_mode
 from .models import KernelCurves, PolynomialCurves, polynomial_curves, rkhs_curves

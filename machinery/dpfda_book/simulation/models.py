@@ -51,8 +51,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpfda._validation import check_int, check_nonnegative, check_positive, check_rng
 from dpfda.maths.spaces import Kernel, LegendreSpace, gaussian_kernel
+from dpfda.validation import check_int, check_nonnegative, check_positive, check_rng
 
 __all__ = [
     "LAWS",

@@ -46,8 +46,8 @@ from typing import Any, Callable, Iterable, Iterator, cast
 
 import numpy as np
 
-from dpfda._validation import check_int, check_nonnegative, check_positive
 from dpfda.maths.spaces import GridGeometry, KernelSpace, LegendreSpace, gaussian_kernel, space_from_spec, uniform_grid
+from dpfda.validation import check_int, check_nonnegative, check_positive
 
 from .models import check_law
 

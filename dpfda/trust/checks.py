@@ -1,15 +1,22 @@
-"""Argument checks shared by the audit, its recomputation and the mechanisms broken on purpose."""
+"""Argument checks shared by the audit, its recomputation and mechanisms built outside the library.
+
+:func:`check_mechanism` insists on a :class:`dpfda.Mechanism` (a plain function does not say
+what to audit), :func:`check_n` on the number of curves it was calibrated for,
+:func:`check_neighbour_curves` on two neighbouring datasets, :func:`check_grid_space` on the
+argument order (grid, space, ...) every constructor takes, and :func:`setup` checks the public
+parameters of a mechanism on ``n`` curves (the book's mechanisms broken on purpose use it).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_int, check_positive
 from ..maths.curves import Curves
 from ..maths.spaces import FunctionSpace, GridGeometry
-from ..mechanisms.mechanism import Mechanism
+from ..mechanisms.ftp_ptf import Mechanism
 from ..mechanisms.pipelines import check_radius
+from ..validation import check_int, check_positive
 
 __all__ = ["check_grid_space", "check_mechanism", "check_n", "check_neighbour_curves", "dataset_n", "geometry",
            "setup"]
@@ -29,6 +36,7 @@ def check_grid_space(grid: object, space: object, who: str) -> None:
 
 
 def geometry(grid: ArrayLike, space: FunctionSpace) -> GridGeometry:
+    """The geometry of ``space`` on ``grid``; a TypeError when ``space`` is no function space."""
     if not isinstance(space, FunctionSpace):
         raise TypeError(
             f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
@@ -45,10 +53,11 @@ def setup(grid: ArrayLike, space: FunctionSpace, radius: float, mu: float,
 
 
 def check_mechanism(mechanism: object) -> Mechanism:
+    """``mechanism`` if it is a :class:`dpfda.Mechanism`, else a TypeError saying how to build one."""
     if not isinstance(mechanism, Mechanism):
         raise TypeError(
-            f"mechanism must be a dpfda.mechanisms.mechanism.Mechanism, got {type(mechanism).__name__}: build it "
-            "with dpfda.trust.audit.ftp_mechanism / ptf_mechanism (or dpfda.mechanisms.mechanism.ftp_mechanism / "
+            f"mechanism must be a dpfda.Mechanism, got {type(mechanism).__name__}: build it "
+            "with dpfda.trust.audit.ftp_mechanism / ptf_mechanism (or dpfda.ftp_mechanism / "
             "ptf_mechanism, dpfda_book.mechanisms.designs.Design(...).mechanism(n, mu), or a broken_* constructor "
             "of dpfda_book.mechanisms.broken); a plain function (X, rng) -> Release does not say what to audit"
         )
@@ -61,6 +70,7 @@ def dataset_n(X: np.ndarray | Curves) -> int:
 
 
 def check_n(mechanism: Mechanism, X: np.ndarray | Curves) -> None:
+    """A ValueError when ``X`` holds another number of curves than the ``n`` ``mechanism`` was built for."""
     n = dataset_n(X)
     if mechanism.n is not None and n != mechanism.n:
         raise ValueError(
