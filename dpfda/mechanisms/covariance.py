@@ -776,8 +776,8 @@ def covariance_mechanism(grid: ArrayLike, space: FunctionSpace, radius: float, m
     (1.414213562373, 10)
     """
     if not isinstance(space, FunctionSpace):
-        raise TypeError(f"space must be a FunctionSpace (LegendreSpace, FourierSpace or KernelSpace), "
-                        f"got {type(space).__name__}")
+        raise TypeError(f"space must be a FunctionSpace (an orthonormal space such as LegendreSpace, "
+                        f"or a KernelSpace), got {type(space).__name__}")
     if method not in ("ftp", "ptf"):
         raise ValueError(f"method must be 'ftp' or 'ptf', got {method!r}")
     secure = check_secure(secure)

@@ -149,7 +149,8 @@ def _own_points(curves: Curves, frame: PublicFrame | None, geometry: GridGeometr
     """The report's counts for curves on their own points (each subject fitted on the points it has)."""
     space = geometry.space
     if not isinstance(space, OrthonormalSpace):
-        raise TypeError("curves on their own points need an orthonormal space (LegendreSpace, FourierSpace)")
+        raise TypeError("curves on their own points need an orthonormal space "
+                        "(an OrthonormalSpace such as LegendreSpace)")
     if frame is not None and tuple(curves.domain) != (frame.domain.start, frame.domain.stop):
         raise ValueError(f"the curves' domain {tuple(curves.domain)} is not the frame's "
                          f"({frame.domain.start:g}, {frame.domain.stop:g})")

@@ -268,7 +268,7 @@ class PublicFrame:
                 "budget (dpfda.mechanisms.radius.ftp_private_radius, with that bound as radius_max)"
             )
         if not isinstance(space, (OrthonormalSpace, KernelSpace)):
-            raise TypeError(f"space must be a LegendreSpace, a FourierSpace or a KernelSpace, got "
+            raise TypeError(f"space must be an orthonormal space (such as LegendreSpace) or a KernelSpace, got "
                             f"{type(space).__name__}")
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a dpfda Domain, got {type(domain).__name__}")

@@ -39,7 +39,8 @@ def geometry(grid: ArrayLike, space: FunctionSpace) -> GridGeometry:
     """The geometry of ``space`` on ``grid``; a TypeError when ``space`` is no function space."""
     if not isinstance(space, FunctionSpace):
         raise TypeError(
-            f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
+            f"space must be a FunctionSpace (an orthonormal space such as LegendreSpace, or a KernelSpace), "
+            f"got {type(space).__name__}"
         )
     return space.at(grid)
 
