@@ -121,7 +121,7 @@ book: $(BUILD_DEPS)
 	$(RUN_BOOK) python tools/execute_notebooks.py
 	$(RUN_BOOK) jupyter-book build . $(JB_FLAGS)
 	$(RUN) python tools/check_pages.py _build/html
-	$(MAKE) student
+	$(MAKE) student BUILD_DEPS=
 
 # Autograded assignments, one per Part (book/assignments/part*.ipynb, otter-grader master
 # notebooks; their hidden checks are in book/assignments/hidden_checks.py, which goes into the
@@ -166,7 +166,8 @@ assignments: venv
 # `make student STUDENT_REPOSITORY=` builds an edition with neither.
 STUDENT_REPOSITORY ?= https://github.com/dpfda/dpfda-book-student
 # HTML: _build/student/_build/html/index.html, copied to _build/html/student/ (when the main
-# edition exists) so the main edition's preface links to it. `make book` ends with it.
+# edition exists) so the main edition's preface links to it. `make book` ends with it, with
+# BUILD_DEPS= (it has just made them: `assignments` is phony and would be rebuilt otherwise).
 student: $(BUILD_DEPS)
 	$(RUN_BOOK) python tools/execute_notebooks.py
 	$(BIN)/python tools/student_export.py _config.yml _build/_config_student.yml --repository "$(STUDENT_REPOSITORY)"

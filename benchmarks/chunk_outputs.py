@@ -174,7 +174,7 @@ def audit_outputs(out: dict) -> int:
             res = au.audit(mech, X0, X1, draws=3000, rng=np.random.default_rng(100 + i), statistic=stat,
                            chunk=700)
         except TypeError:  # a plain callable is no longer a mechanism: the FTP mechanism it wrapped
-            ftp_mechanism = _module("mechanisms.mechanism", "mechanism").ftp_mechanism
+            ftp_mechanism = _module("mechanisms.ftp_ptf", "mechanisms.mechanism", "mechanism").ftp_mechanism
 
             grid = np.asarray(mech.__defaults__[0])
             mech = ftp_mechanism(grid, mech.__defaults__[1], mech.__defaults__[2], 1.0, n=X0.shape[0])

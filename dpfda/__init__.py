@@ -8,7 +8,7 @@ pipelines and the mechanisms broken on purpose) is the separate package ``dpfda_
 which imports this one; nothing here imports it.
 
 The library is built in layers, each a subpackage; any layer may import the shared
-top-level modules (``_validation``, ``_version``), and otherwise ``maths`` imports no layer,
+top-level modules (``validation``, ``_version``), and otherwise ``maths`` imports no layer,
 ``mechanisms`` imports ``maths``, ``practice`` and ``trust`` (side by side) import ``maths``
 and ``mechanisms``, and the command line ``cli`` imports ``maths``, ``mechanisms`` and
 ``practice`` (``tests/test_architecture.py`` holds this graph and checks it, and that no
@@ -21,7 +21,7 @@ module takes part in an import cycle):
     (tolerances from rounding-error bounds).
 ``mechanisms`` — mechanisms and their guarantees
     ``mechanism_type`` (``Mechanism``: per-curve map, calibration, noise shape, fit; the
-    noise rule), ``parts`` (the maps, calibrations and fits it is built from), ``mechanism``
+    noise rule), ``parts`` (the maps, calibrations and fits it is built from), ``ftp_ptf``
     (``ftp``, ``ptf`` and their mechanisms), ``pipelines`` (the stages of Algorithms 1
     and 2), ``release`` (``Release``: what one release holds; its random part off the grid),
     ``calibration`` (the one calibration), ``bands`` (the noise of a
@@ -52,13 +52,12 @@ optional dependency (scipy, pandas, matplotlib; OpenDP) loaded only where it is 
 import importlib
 from typing import TYPE_CHECKING
 
-from ._validation import AssumptionError
 from ._version import __version__ as __version__
 from .maths import spaces as _spaces
 from .maths.curves import Curves
 from .maths.fitting import BallFit, BallLeastSquares, fit_ball
 from .maths.spaces import *  # noqa: F403 - every name of the spaces' __all__ (listed below) is dpfda's
-from .mechanisms.mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
+from .mechanisms.ftp_ptf import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
 from .mechanisms.pipelines import ftp_sigma, ptf_sigmas
 from .mechanisms.privacy import (
     compose,
@@ -73,6 +72,7 @@ from .mechanisms.privacy import (
 from .mechanisms.release import Release
 from .practice.realdata import Domain, PublicFrame, legendre_derivative
 from .practice.specification import FTP, PTF, ReleaseSpec, SpecError, SpecifiedMechanism, SpecifiedRelease
+from .validation import AssumptionError
 
 _LAZY = {"audit": "trust.audit", "secure": "mechanisms.secure", "theory": "mechanisms.theory"}
 """Submodules of ``__all__`` imported on first use (``dpfda.trust.audit``, ``from dpfda import theory``)

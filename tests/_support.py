@@ -15,8 +15,8 @@ another machine agrees with this machine's to twice the rounding bound of each
 repetition's numbers (:mod:`dpfda.maths.rounding`), plus the summation of the
 mean; bit identity is checked only between two runs made in the same test.
 
-``tradeoff_atol`` bounds the rounding of ``dpfda.tradeoff`` (scipy's normal cdf and quantile, no
-BLAS), from their stated accuracy; the GDP chapter derives the same bound in its setup cell.
+The rounding of ``dpfda.tradeoff`` and of scipy's normal cdf are bounded by
+:func:`dpfda.maths.rounding.tradeoff_atol` and :func:`~dpfda.maths.rounding.ndtr_atol`.
 """
 
 from __future__ import annotations
@@ -27,57 +27,9 @@ from dpfda_book.montecarlo import Z, bonferroni_z, proportion_se
 from dpfda_book.settings import quick
 
 __all__ = ["QUICK", "Z", "assert_mc_close", "bonferroni_z", "cancelling_mean_rtol", "machine_atol", "mc_mean_se",
-           "ndtr_atol", "proportion_se", "reps", "tradeoff_atol"]
+           "proportion_se", "reps"]
 
 QUICK = quick()
-
-# scipy's ndtr and ndtri are Cephes's, whose documentation states their accuracy as a peak relative
-# error over its trials: ndtri 7.2e-16; ndtr 3.4e-14 on [-13, 0], through erfc (5.7e-14, taken).
-R_NDTRI, R_NDTR = 7.2e-16, 5.7e-14
-
-
-def _norm_pdf(x):
-    return np.exp(-np.square(x) / 2) / np.sqrt(2 * np.pi)
-
-
-def ndtr_atol(x, x_err=0.0):
-    """How far ``scipy.special.ndtr(x)`` may be from Φ at a point within ``x_err`` of ``x``.
-
-    Cephes computes the smaller tail as erfc/2 (R_NDTR of it) and the larger as 1 minus that (one
-    more rounding, U); inside |x| < √2 as 1/2 + erf/2 (erf's 3.7e-16 and U: below R_NDTR of a tail
-    >= 0.07). The argument's error costs the slope φ, taken with the tail at the end of
-    [x − x_err, x + x_err] nearest 0, where both are largest.
-    """
-    from scipy import special
-
-    from dpfda.maths.summation import U
-
-    near = np.maximum(np.abs(x) - x_err, 0.0)
-    return R_NDTR * special.ndtr(-near) + U + _norm_pdf(near) * x_err
-
-
-def tradeoff_atol(a, mu, a_err=0.0):
-    """How far ``dpfda.tradeoff(a, mu)`` = Φ(Φ⁻¹(1 − a) − μ) may be from G_μ at a level within ``a_err`` of ``a``.
-
-    p = 1 − a rounds by U·p, so the exact 1 − a is within dp = a_err + U·p of p; Φ⁻¹'s slope
-    1/φ(Φ⁻¹(q)) is taken at the end of [p − dp, p + dp] nearest 0 or 1, where it is largest (no
-    first-order expansion); ndtri adds R_NDTRI·|z| and z − μ rounds by U·|z − μ|; then
-    :func:`ndtr_atol` with that argument error. At a = 0 and 1 (a_err = 0) G is exact.
-    """
-    from scipy import special
-
-    from dpfda.maths.summation import U
-
-    a, mu, a_err = np.broadcast_arrays(*(np.asarray(v, float) for v in (a, mu, a_err)))
-    p = 1 - a
-    dp = a_err + U * p
-    inside = (a > 0) & (a < 1)
-    assert np.all(inside | (a_err == 0))
-    tail = np.where(inside, np.minimum(p, 1 - p) - dp, 0.5)
-    assert np.all(tail > 0)  # the argument's interval stays inside (0, 1)
-    z = np.where(inside, special.ndtri(np.where(inside, p, 0.5)), 0.0)
-    dz = dp / _norm_pdf(special.ndtri(tail)) + R_NDTRI * np.abs(z) + U * np.abs(z - mu)
-    return np.where(inside, ndtr_atol(z - mu, dz), 0.0)
 
 
 def machine_atol(values, scale, eps: float) -> float:

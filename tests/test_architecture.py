@@ -4,8 +4,8 @@ machinery/dpfda_book/ (the library and the book's machinery beside it).
 (a) No module imports a private name (one leading underscore, not a dunder such as
     ``__version__``) of another module: not by ``from .x import _y``, not by
     ``from dpfda.x import _y``, not as ``x._y`` on an imported module.  A module whose
-    own name is private (``dpfda._validation``, ``dpfda.cli._files``) may be imported; the
-    names it shares are public in it.  A helper two modules need is public in one of them.
+    own name is private (``dpfda._version``, ``dpfda.cli._release``) may be imported by its
+    own package; the names it shares are public in it.  A helper two modules need is public in one of them.
 (b) Every import inside a function is listed in :data:`INSIDE_FUNCTION_IMPORTS`, keyed by
     (module, function, imported module), with the reason it is not at the top of its module:
     a heavy or optional dependency loaded only where it is used, or a module that exists on
@@ -19,6 +19,10 @@ machinery/dpfda_book/ (the library and the book's machinery beside it).
     a type-checking import is a knot all the same).
 (e) No module reads a private attribute of another module's objects (``law._solve(...)``
     where ``_solve`` is defined only in another module): what two modules share is public.
+(f) What uses the library from outside it -- every module of the book's package, the tools,
+    the benchmarks and the book's chapters, assignments and keys -- imports no private module
+    of dpfda (``dpfda.cli._release``) and no private name of it (``from dpfda.x import _y``,
+    ``dpfda.x._y``): the library's public face is all they need, so it can change inside.
 
 Modules are named by their last dotted component (``plots``, ``_release``), a package by its
 full dotted name (``dpfda.cli``, ``dpfda_book``), so the tables still hold after the modules
@@ -79,6 +83,8 @@ INSIDE_FUNCTION_IMPORTS: dict[tuple[str, str, str], str] = {
     # settings
     ("settings", "n_jobs", "joblib"): JOBLIB,
     ("montecarlo", "bonferroni_z", "scipy.special"): SCIPY,
+    ("rounding", "_ndtr_bound", "scipy"): SCIPY,
+    ("rounding", "_tradeoff_bound", "scipy"): SCIPY,
     # theory
     ("theory", "quad_ratio_mean_and_accuracy", "scipy.integrate"): SCIPY,
     # privacy accounting
@@ -230,7 +236,7 @@ class _Scan(ast.NodeVisitor):
         targets = []
         for alias in node.names:
             full = f"{base}.{alias.name}"
-            if full in MODULES:  # a submodule: `from . import plots`, `from . import _validation`
+            if full in MODULES:  # a submodule: `from . import plots`, `from . import validation`
                 self.bound[alias.asname or alias.name] = full
                 targets.append(_short(full))
                 continue
@@ -281,7 +287,7 @@ def test_the_short_module_names_are_unique():
     counts = Counter(_short(m) for m in MODULES)
     assert not [name for name, k in counts.items() if k > 1], counts
     # the scan sees both packages
-    assert {"dpfda.cli", "_validation", "dpfda_book.cli", "engine", "plots"} <= counts.keys()
+    assert {"dpfda.cli", "validation", "dpfda_book.cli", "engine", "plots"} <= counts.keys()
 
 
 def test_no_module_imports_a_private_name_of_another():
@@ -342,6 +348,121 @@ def test_the_private_attribute_check_sees_what_it_should():
     assert _private_attribute_uses({"recompute": owner, "designs": own}) == []  # its own class's
 
 
+# ---------------------------------------------------------------------------
+# (f) The book's package, tools, benchmarks and chapters use the library's public face
+# ---------------------------------------------------------------------------
+
+
+def _code_cells(path: Path) -> str:
+    """The code of a notebook's code cells, one after the other; IPython's magics and shell
+    lines (``%…``, ``!…``) become comments."""
+    import json
+
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    lines = [line for c in cells if c["cell_type"] == "code" for line in "".join(c["source"]).splitlines()]
+    return "\n".join("#" + line if line.lstrip()[:1] in ("%", "!") else line for line in lines)
+
+
+def _library_private_uses(source: str) -> list[str]:
+    """``line: what`` for each use in ``source`` of a private module or private name of dpfda.
+
+    Caught: ``import dpfda._x``, ``from dpfda.y._x import z``, ``from dpfda.y import _z``, and
+    ``name._z`` or ``name.y._x`` where ``name`` is bound by an import of dpfda (``import dpfda``,
+    ``import dpfda.y as name``, ``from dpfda.y import name``).  Dunders (``dpfda.__version__``)
+    are public.
+    """
+    tree = ast.parse(source)
+    bound: set[str] = set()
+    found = []
+
+    def library(dotted: str) -> bool:
+        return dotted == LIBRARY or dotted.startswith(LIBRARY + ".")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if library(alias.name):
+                    bound.add(alias.asname or LIBRARY)
+                    if any(_private(part) for part in alias.name.split(".")):
+                        found.append(f"{node.lineno}: import {alias.name}")
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and library(node.module or ""):
+            for alias in node.names:
+                bound.add(alias.asname or alias.name)
+            if any(_private(part) for part in node.module.split(".")):
+                found.append(f"{node.lineno}: from {node.module} import ...")
+            found += [f"{node.lineno}: from {node.module} import {a.name}" for a in node.names if _private(a.name)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in bound:
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return sorted(set(found), key=lambda f: (int(f.split(":")[0]), f))
+
+
+def _library_users() -> dict[str, str]:
+    """Every file outside the library that uses it: relative path -> its Python source."""
+    files = [p for m, p in MODULES.items() if _top(m) == BOOK]
+    files += sorted((REPO / "tools").glob("*.py")) + sorted((REPO / "benchmarks").glob("*.py"))
+    files += sorted((REPO / "book").rglob("*.py"))
+    out = {_where(p): p.read_text(encoding="utf-8") for p in files}
+    out.update({_where(p): _code_cells(p) for p in sorted((REPO / "book").rglob("*.ipynb"))
+                if ".ipynb_checkpoints" not in p.parts})
+    return out
+
+
+def test_nothing_outside_the_library_uses_its_private_modules_or_names():
+    users = _library_users()
+    assert {"machinery/dpfda_book/simulation/engine.py", "tools/api_page.py", "benchmarks/packages.py",
+            "book/gdp.ipynb", "book/assignments/part1.ipynb"} <= users.keys()
+    found = {where: uses for where, source in users.items() if (uses := _library_private_uses(source))}
+    assert not found, ("private modules or names of dpfda used outside it (make them public in the library, "
+                       f"or move what only the book needs into dpfda_book): {found}")
+
+
+def test_the_library_privacy_check_sees_what_it_should():
+    """Each way of reaching a private part of dpfda is found; the public face and the book's own
+    privates are not."""
+    bad = ("import dpfda._version\n"
+           "from dpfda.cli._release import space_option\n"
+           "from dpfda.trust.recompute import _mp_eigenbasis\n"
+           "import dpfda.trust.audit as au\n"
+           "from dpfda.mechanisms import pipelines\n"
+           "import dpfda\n"
+           "x = au._solve, pipelines._stage, dpfda.cli._release.run_release\n")
+    assert _library_private_uses(bad) == [
+        "1: import dpfda._version",
+        "2: from dpfda.cli._release import ...",
+        "3: from dpfda.trust.recompute import _mp_eigenbasis",
+        "7: au._solve",
+        "7: dpfda.cli._release",
+        "7: pipelines._stage",
+    ]
+    good = ("import dpfda\nfrom dpfda import __version__\nfrom dpfda.validation import check_int\n"
+            "from dpfda_book.cli import _outputs\nimport numpy as np\n"
+            "x = dpfda.__file__, dpfda.__all__, _outputs._lock, np._NoValue\n")
+    assert _library_private_uses(good) == []
+    # a notebook's magics are left out of the parse, its code cells are read
+    assert "from dpfda._validation import check_int" in _code_cells_of(
+        ["%matplotlib inline\nfrom dpfda._validation import check_int\n", "!ls\n"])
+
+
+def _code_cells_of(sources: list[str]) -> str:
+    """:func:`_code_cells` of a notebook whose code cells hold ``sources``."""
+    import json
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "n.ipynb"
+        path.write_text(json.dumps({"cells": [{"cell_type": "code", "source": s} for s in sources]
+                                   + [{"cell_type": "markdown", "source": "from dpfda import _x"}]}))
+        text = _code_cells(path)
+    ast.parse(text)
+    assert "from dpfda import _x" not in text
+    return text
+
+
 def test_every_import_inside_a_function_has_a_reason():
     listed = INSIDE_FUNCTION_IMPORTS.keys() | KNOWN_TODO_INSIDE.keys()
     new = {key: where for key, where in INSIDE.items() if key not in listed}
@@ -400,7 +521,7 @@ LAYERS: dict[str, dict[str, set[str]]] = {
 #: own ``__init__`` and ``__main__`` are its front door and may import anything of it.
 SHARED: dict[str, dict[str, set[str]]] = {
     LIBRARY: {
-        "_validation": set(),
+        "validation": set(),
         "_version": set(),
     },
     BOOK: {
@@ -616,8 +737,8 @@ TESTED_ELSEWHERE = {
     "curves": "test_data.py",         # the curve families, drawn and checked with the data
     "calibration": "test_designs_calibration.py",
     "schedule": "test_engine.py",     # scheduling of the engine's runs
-    "_parsing": "test_cli.py",        # the command line's parser, tried through its commands
-    "_files": "test_cli.py",          # staging a file under a temporary name, the commit
+    "parsing": "test_cli.py",         # the command line's parser, tried through its commands
+    "files": "test_cli.py",           # staging a file under a temporary name, the commit
     "_outputs": "test_cli.py",        # the output folder's lock, the staged files and their commit
     "models": "test_data.py",         # the paper's data models, drawn and checked with the curves
     "settings": "test_config.py",     # the book's settings from the environment
@@ -627,8 +748,9 @@ TESTED_ELSEWHERE = {
     "_scheduler": "test_dask.py",     # the Dask scheduler's handshake
     "recompute": "test_audit.py",     # the audit's own recomputation, tried with the audit
     "mechanism_type": "test_mechanism.py",  # the Mechanism type, tried through every constructor
+    "ftp_ptf": "test_mechanism.py",   # FTP's and PTF's constructors, tried with the type
     "release": "test_pipelines.py",   # the release record, tried on the releases of both pipelines
-    "_checks": "test_broken.py",      # the trust modules' argument checks, tried by their refusals
+    "checks": "test_broken.py",       # the trust modules' argument checks, tried by their refusals
 }
 
 TESTS = Path(__file__).resolve().parent

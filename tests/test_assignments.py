@@ -22,10 +22,13 @@ this module fails spuriously with probability about 0.5 %.
 No student file holds a solution, a key or a test of the grader; results.json (from the README's command
 as written) holds nothing of the key; the multiple-choice questions are not guessable by the length or
 the hedging of their options. The marker `autograder_env` builds a fresh Python 3.11 venv from a zip's
-files alone, as Gradescope would, and grades the attack table there.
+files alone, as Gradescope would, and grades the rows ZIP_ROWS of every attack table there with `otter run`;
+the other rows are graded through otter's API. Each row is graded once, every part's rows at once in a
+pool of worker processes (one per CPU).
 """
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -366,30 +369,79 @@ def _table(part: str, where: str, rows: list[tuple[str, dict, float]]) -> str:
     return text
 
 
-def _check_rows(part: str, where: str, grade, built: Path, tmp: Path, rows: tuple[str, ...] | None = None) -> None:
-    found, failures = [], []
-    for label, notebook, expected in _submissions(built, part, tmp, rows):
-        start = time.monotonic()
-        scores, text = grade(notebook)
-        found.append((label, scores, time.monotonic() - start))
+def _workers() -> int:
+    """Gradings run at once: one per CPU this process may use (at least 2, at most 4)."""
+    return max(2, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2))
+
+
+def _timed(grade, notebook: Path) -> tuple[dict, str, float]:
+    start = time.monotonic()
+    scores, text = grade(notebook)
+    return scores, text, time.monotonic() - start
+
+
+def _verdict(part: str, where: str, graded: list[tuple[str, dict, dict, str, float]], tmp: Path) -> None:
+    """Each row's scores are what it expects, and results.json holds nothing of the key or a forgery.
+
+    ``graded``: (label, expected, scores, results.json's text, seconds) of each row."""
+    failures = []
+    for label, expected, scores, text, _ in graded:
         if scores != expected:
             failures.append((label, scores, expected))
         leaked = [line for line in _key_lines(part) if line in text]
         if leaked or "FORGED-BY-SUBMISSION" in text:
             failures.append((label, "results.json holds", leaked or "a forged result"))
-    _table(part, where, found)
+    _table(part, where, [(label, scores, seconds) for label, _, scores, _, seconds in graded])
     assert not (tmp / "pwned-by-pickle").exists(), "a planted pickle ran in the grading process"
     assert not failures, failures
 
 
+def _grade_api_row(notebook: Path, autograder: Path, cwd: Path) -> tuple[dict, str, float]:
+    """One row through otter's API, in a worker process of its own (otter changes the working folder)."""
+    os.chdir(cwd)
+    return _timed(lambda nb: _grade_in_process(nb, autograder), notebook)
+
+
+#: The rows graded through otter's API in this process's pool; ZIP_ROWS (below) are graded once, with
+#: `otter run` in the fresh venv built from the zip alone, and not again here.
+def _api_rows(part: str) -> tuple[str, ...]:
+    attacks = {**ATTACKS, **(ATTACKS_PART4 if part == "part4" else {})}
+    mistakes = [f"mistakes, round {i + 1} ({', '.join(sorted(m))})" for i, m in enumerate(MISTAKES[part])]
+    return tuple(label for label in ["reference", "blank", *attacks, *mistakes] if label not in ZIP_ROWS)
+
+
+@pytest.fixture(scope="module")
+def api_graded(built, tmp_path_factory) -> dict[str, tuple[list, Path]]:
+    """Every part's API rows, graded by otter's API in a pool of worker processes (one per CPU).
+
+    part -> ([(label, expected, scores, results.json's text, seconds)], the part's folder)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    jobs = {}
+    with ProcessPoolExecutor(_workers(), mp_context=multiprocessing.get_context("spawn")) as pool:
+        for part in PARTS:
+            tmp = tmp_path_factory.mktemp(f"api-{part}")
+            for label, notebook, expected in _submissions(built, part, tmp, _api_rows(part)):
+                work = Path(tempfile.mkdtemp(prefix="row-", dir=tmp))
+                future = pool.submit(_grade_api_row, notebook, _autograder(built, part), work)
+                jobs[part, label] = (expected, tmp, future)
+    out: dict[str, tuple[list, Path]] = {}
+    for (part, label), (expected, tmp, future) in jobs.items():
+        scores, text, seconds = future.result()
+        out.setdefault(part, ([], tmp))[0].append((label, expected, scores, text, seconds))
+    return out
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("part", PARTS)
-def test_attack_table(built, part, tmp_path, monkeypatch):
-    """Every row of the attack table scores exactly what it should (see the module's docstring)."""
-    monkeypatch.chdir(tmp_path)
-    autograder = _autograder(built, part)
+def test_attack_table(built, api_graded, part):
+    """Every row of the attack table scores exactly what it should (see the module's docstring): the rows
+    but ZIP_ROWS here, through otter's API; ZIP_ROWS with `otter run` in a fresh venv from the zip."""
     assert (built / f"{part}-student.zip").is_file()
-    _check_rows(part, "otter's API", lambda nb: _grade_in_process(nb, autograder), built, tmp_path)
+    graded, tmp = api_graded[part]
+    assert [row[0] for row in graded] == list(_api_rows(part)) and len(graded) >= 6
+    _verdict(part, "otter's API", graded, tmp)
 
 
 def _readme_grading_command() -> str:
@@ -459,9 +511,10 @@ def test_each_key_is_in_its_own_zip_only(built):
         assert config["plugins"] == [{"dpfda_book.teaching.grader.Plugin": {"key": f"{part}_key.py"}}]
 
 
-#: The rows the fresh environment grades in each assignment: the two ends, an attack on the grader's
-#: modules, one on a simulation answer, one on the output and one on the results file (the others
-#: take the same paths through the grader; every row there once: ZIP_ROWS = None).
+#: The rows the fresh environment grades in each assignment, with `otter run` in a process of its own: the
+#: two ends, an attack on the grader's modules, one on a simulation answer, one on the output and one on the
+#: results file (which `otter run` reads back). The other rows take the same paths through the grader and
+#: are graded through otter's API (test_attack_table); each row is graded once, in one of the two places.
 ZIP_ROWS = ("reference", "blank", "blank + a fake hidden_checks module in sys.modules",
             "closed form × (1 + 1e-9·N(0, 1)); part 3: the μ handed in, jittered",
             "an answer whose __hash__, __eq__, __repr__ … print and raise every file",
@@ -500,20 +553,29 @@ def test_attack_table_in_a_fresh_python311_venv_from_the_zip_alone(built, tmp_pa
     assert probe.returncode == 0 and version.startswith("(3, 11)") and version.count(str(venv)) == 2, \
         version + probe.stderr[-3000:]
 
-    def grade(part: str):
-        def run(notebook: Path) -> tuple[dict, str]:
-            (tmp_path / "out").mkdir(exist_ok=True)
-            out = Path(tempfile.mkdtemp(prefix=f"{part}-{notebook.stem}-", dir=tmp_path / "out"))
-            done = subprocess.run([str(venv / "bin" / "otter"), "run", "-a", str(_autograder(built, part)), "-o",
-                                   str(out), str(notebook)], cwd=out, env=env, capture_output=True, text=True)
-            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-            text = (out / "results.json").read_text()
-            return {t["name"]: t["score"] for t in json.loads(text)["tests"] if "score" in t}, text
-        return run
+    def grade(part: str, notebook: Path) -> tuple[dict, str]:
+        (tmp_path / "out").mkdir(exist_ok=True)
+        out = Path(tempfile.mkdtemp(prefix=f"{part}-{notebook.stem}-", dir=tmp_path / "out"))
+        done = subprocess.run([str(venv / "bin" / "otter"), "run", "-a", str(_autograder(built, part)), "-o",
+                               str(out), str(notebook)], cwd=out, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        text = (out / "results.json").read_text()
+        return {t["name"]: t["score"] for t in json.loads(text)["tests"] if "score" in t}, text
 
+    from concurrent.futures import ThreadPoolExecutor
+
+    # every part's rows at once, one `otter run` (a process of its own) per CPU
+    jobs = []
+    with ThreadPoolExecutor(_workers()) as pool:
+        for part in PARTS:
+            (tmp_path / part).mkdir()
+            for label, notebook, expected in _submissions(built, part, tmp_path / part, ZIP_ROWS):
+                future = pool.submit(_timed, lambda nb, part=part: grade(part, nb), notebook)
+                jobs.append((part, label, expected, future))
     for part in PARTS:
-        (tmp_path / part).mkdir()
-        _check_rows(part, "fresh venv from the zip", grade(part), built, tmp_path / part, ZIP_ROWS)
+        graded = [(label, expected, *future.result()) for p, label, expected, future in jobs if p == part]
+        assert [row[0] for row in graded] == list(ZIP_ROWS)
+        _verdict(part, "fresh venv from the zip", graded, tmp_path / part)
 
 
 # ---- what students get ------------------------------------------------------------------------------

@@ -245,7 +245,7 @@ def test_plain_callable_is_refused_with_the_constructors_named():
         with pytest.raises(TypeError, match="ftp_mechanism"):
             A.pair_mu(bad, X0, X1)
     # the mechanism behind dpfda.ftp is audited, at the pair's exact μ
-    res = A.audit(dpfda.mechanisms.mechanism.ftp_mechanism(GRID, space, RADIUS, MU), X0, X1, draws=4000,
+    res = A.audit(dpfda.mechanisms.ftp_ptf.ftp_mechanism(GRID, space, RADIUS, MU), X0, X1, draws=4000,
                   rng=_rng(8))
     assert res.mu_pair == pytest.approx(MU, rel=_pair_rtol(space), abs=0) and 0 < res.mu_lower <= MU
 
@@ -326,7 +326,7 @@ def test_noise_law_refuses_ill_conditioned_and_detects_off_support():
 
 
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
-class _HalfPublished(dpfda.mechanisms.mechanism.Mechanism):
+class _HalfPublished(dpfda.mechanisms.ftp_ptf.Mechanism):
     """Calibrated like FTP, but its releases publish σ/2 as their noise scale."""
 
     def release(self, X, rng, *, secure=None):

@@ -7,6 +7,7 @@ change of the package's API cannot leave them broken until someone benchmarks.
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -215,3 +216,25 @@ def test_bench_tests_charges_each_test_its_own_and_its_subprocesses_cpu(tmp_path
         "def test_burns", "import pytest\n\n@pytest.mark.slow\ndef test_burns"))
     proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_new_space_is_three_files_and_a_hard_coded_list_of_families_is_caught(tmp_path, monkeypatch, capsys):
+    # The cheap run of benchmarks/new_space.py (in quick mode: the registry's own tests and a release,
+    # not the generic modules): the cosine space is added in a copy of this tree, three files change,
+    # tests/test_spaces.py passes on it and the record of a release names it.
+    bench = _module("new_space")
+    assert bench.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "3 files changed, 0 new" in out and "every step held" in out, out
+    assert re.search(r"every test of tests/test_spaces.py: \d+ passed in", out), out
+    assert '"spec": "cosine:6"' in out, out
+    # Negative control: a tree whose tests keep their own list of the families (what a fourth file
+    # to edit looks like) fails the run.
+    tree = bench.Copy(tmp_path, quick=True).path
+    families = sorted(importlib.import_module("dpfda.maths.spaces").SPACE_FAMILIES)
+    with open(tree / "tests" / "test_spaces.py", "a", encoding="utf-8") as f:
+        f.write(f"\n\ndef test_the_families_are_those_known():\n    assert sorted(SPACE_FAMILIES) == {families!r}\n")
+    monkeypatch.setattr(bench, "ROOT", tree)
+    assert bench.main(["--quick"]) == 1
+    assert "FAILED: tests/test_spaces.py or a doctest" in capsys.readouterr().out

@@ -313,3 +313,19 @@ def test_sample_covariance_and_angles_on_a_known_case():
     assert cv.component_angles(Rot @ G @ Rot.T, G, geom, 2) == pytest.approx([0.3, 0.3], rel=0, abs=tol)
     theta = np.array([[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]])
     np.testing.assert_array_equal(cv.sample_covariance(theta), np.diag([1.0, 0.0, 0.0]))  # exact in binary
+
+
+@pytest.mark.parametrize("method", ["ftp", "ptf"])
+def test_curves_on_the_grid_release_the_bits_of_the_array_and_own_points_are_refused(method):
+    space, grid = SPACES["legendre"]
+    X = _data("legendre", 30)
+    mech = cv.covariance_mechanism(grid, space, 1.5, 2.0, method=method)
+    from_array = mech.release(X, np.random.default_rng(6))
+    from_curves = mech.release(dpfda.Curves(X, grid), np.random.default_rng(6))
+    assert np.array_equal(from_array.coef, from_curves.coef)
+    assert np.array_equal(from_array.noisy_moment, from_curves.noisy_moment)
+    own = dpfda.Curves([x[:-1] for x in X], [grid[:-1]] * 30)
+    with pytest.raises(ValueError, match="needs every curve on the mechanism's grid"):
+        mech.release(own, np.random.default_rng(6))
+    with pytest.raises(ValueError, match="X's last axis has length"):
+        mech.release(X[:, 1:], np.random.default_rng(6))

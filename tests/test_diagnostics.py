@@ -78,7 +78,7 @@ def _drop_hours(X, hours, seed=9):
     """Each day without one or two of its hours (its own points)."""
     rng = np.random.default_rng(seed)
     keep = [np.sort(rng.choice(24, size=24 - k, replace=False)) for k in rng.integers(1, 3, len(X))]
-    return dpfda.Curves.irregular([hours[k] for k in keep], [x[k] for x, k in zip(X, keep)], (0, 24))
+    return dpfda.Curves([x[k] for x, k in zip(X, keep)], [hours[k] for k in keep], (0, 24))
 
 
 def test_the_report_is_the_same_with_or_without_a_grid():
@@ -121,7 +121,7 @@ def test_the_report_names_subjects_with_too_few_points_and_periodic_ends():
     space = dpfda.FourierSpace(7)
     points = [hours] * 8 + [hours[:5], np.array([0.0, 24.0])]  # two days with fewer than 7 points
     values = [X[i, :24] for i in range(8)] + [X[8, :5], X[9, [0, 0]]]
-    days = dpfda.Curves.irregular(points, values, (0, 24))
+    days = dpfda.Curves(values, points, (0, 24))
     report = curator_report(days, space.at(np.linspace(0, 1, 101)), 1000.0)
     assert report["too_few_points"] == 2 and report["both_ends"] == 1
     assert any("fits each of them as the zero curve" in w for w in report["warnings"])

@@ -78,7 +78,7 @@ def test_never_reads_private_data():
     ({"n": 0}, ValueError, "n must"),
     ({"mu": -1.0}, ValueError, "mu must"),
     ({"radius": 0.0}, ValueError, "radius"),
-    ({"proxy": np.ones((3, 12))}, ValueError, "different grid"),
+    ({"proxy": np.ones((3, 12))}, ValueError, "proxy's last axis has length 12 but the grid has 24 points"),
     ({"proxy": np.full((2, 24), np.nan)}, ValueError, "NaN"),
     ({"space_family": 3}, TypeError, "space_family"),
     ({"space_family": lambda m: KernelSpace(GaussianKernel(0.2))}, TypeError, "no dimension to choose"),
@@ -96,7 +96,7 @@ def test_curves_proxy_on_other_points_refused():
     other = Curves(np.ones((2, 12)), np.arange(12) / 12)
     with pytest.raises(ValueError, match="different grid"):
         public_dimension(other, HOURS, FourierSpace, 10, 1.0, 1.0, m_max=4)
-    own = Curves.irregular([[0, 6], [0, 12, 18]], [[1.0, 2.0], [1.0, 2.0, 3.0]], domain=(0, 24))
+    own = Curves([[1.0, 2.0], [1.0, 2.0, 3.0]], [[0, 6], [0, 12, 18]], domain=(0, 24))
     with pytest.raises(ValueError, match="own points"):
         public_dimension(own, HOURS, FourierSpace, 10, 1.0, 1.0, m_max=4)
 

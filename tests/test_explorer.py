@@ -98,6 +98,9 @@ def test_html_is_self_contained(df):
     (lambda d: d.rename(columns={"family": "space"}), r"missing columns \['family'\]$"),
     (lambda d: d.assign(family=d.family.replace({"legendre": "poly"})),
      "df's column family must be one of .*got 'poly'$"),
+    # a simulation of another orthonormal family is not drawn as if it were Legendre's
+    (lambda d: d.assign(family=d.family.replace({"legendre": "fourier"})),
+     "the explorer draws the paper's spaces .*got 'fourier'$"),
 ])
 def test_bad_tables_are_refused(df, mutate, match):
     with pytest.raises(ValueError, match=match):

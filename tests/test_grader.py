@@ -102,3 +102,46 @@ def test_the_plugin_reads_the_key_before_and_replaces_otters_results_after(tmp_p
     with pytest.raises(ValueError, match="not 'part1'"):
         grader.Plugin(str(notebook), {}, {"key": "probe_key.py"}).before_grading(
             SimpleNamespace(autograder_dir=str(autograder), assignment_name="part1"))
+
+
+def test_the_shared_letter_question_passes_its_letter_only(tmp_path):
+    question = grader.letter_question("c")
+    assert question.points == 1 and question.request(None) is None
+    assert question.judge(None, "c", None)
+    assert not question.judge(None, "b", None) and not question.judge(None, None, None)
+    with pytest.raises(ValueError, match="one of a, b, c, d"):
+        grader.letter_question("e")
+    key = grader.Key("letters", {"q3": question})
+    for answer, outcome in (('"c"', (True, True)), ('"b"', (True, False)), ('"e"', (False, False)),
+                            ("3", (False, False))):
+        cells = grader.notebook_cells(_notebook(tmp_path / "l.ipynb", f"q3_answer = {answer}"))
+        got = grader.grade(cells, key, timeout=120)[0]["q3"]
+        assert (got.form, got.passed) == outcome, answer
+
+
+def test_the_probe_builders_call_the_students_function_in_the_child():
+    import numpy as np
+
+    from dpfda_book.teaching.sandbox import run_probes
+
+    simulation = grader.simulation_probe("draw", """
+x, = setting
+try:
+    return float(f(x, np.random.default_rng(seed)))
+except Exception:
+    return None
+""")
+    exact = grader.function_probe("double", "x, k", "values.append(float(f(x, int(k))))")
+    requests = {"q2": {"settings": [[1.0], [2.0], [-1.0]], "seeds": [5, 6, 7]}, "q4": [[1.5, 2], [2.0, 3]]}
+    probes = {"q2": simulation, "q4": exact}
+    cells = ["import numpy as np",
+             "def draw(x, rng):\n    if x < 0:\n        raise ValueError(x)\n    return x + rng.standard_normal()",
+             "def double(x, k):\n    return x * k"]
+    run = run_probes(cells, probes, requests, timeout=120)
+    want = [1.0 + np.random.default_rng(5).standard_normal(), 2.0 + np.random.default_rng(6).standard_normal(), None]
+    assert run.answers["q2"] == {"form": True, "value": {"values": want, "again": want[0]}}, run
+    assert run.answers["q4"] == {"form": True, "value": [3.0, 6.0]}, run
+    # a name that is not a function: the form fails, nothing is called
+    run = run_probes(["draw = 3", "def double(x, k):\n    raise RuntimeError"], probes, requests, timeout=120)
+    assert run.answers["q2"] == {"form": False, "value": None}
+    assert run.answers["q4"] == {"form": True, "value": [None, None]}

@@ -37,7 +37,7 @@ present = [m for m in book_tools if importlib.util.find_spec(m) is not None]
 assert not present, present
 import pkgutil
 layers = sorted(m.name for m in pkgutil.iter_modules(dpfda.__path__))
-assert layers == ["__main__", "_validation", "_version", "cli", "maths", "mechanisms", "practice", "trust"], layers
+assert layers == ["__main__", "_version", "cli", "maths", "mechanisms", "practice", "trust", "validation"], layers
 import dpfda.trust.audit
 print(dpfda.__file__)
 """

@@ -44,9 +44,9 @@ def test_neighbours_whose_points_differ_move_the_mean_by_at_most_2B_over_n(seed,
     rng = np.random.default_rng(seed)
     subjects = [random_subject(rng, 1.0) for _ in range(n)]
     other = random_subject(rng, scale)  # the replaced subject: other points, other values, any size
-    a = Curves.irregular([p for p, _ in subjects], [v for _, v in subjects], domain=(0, 1))
-    b = Curves.irregular([other[0]] + [p for p, _ in subjects[1:]], [other[1]] + [v for _, v in subjects[1:]],
-                         domain=(0, 1))
+    a = Curves([v for _, v in subjects], [p for p, _ in subjects], domain=(0, 1))
+    b = Curves([other[1]] + [v for _, v in subjects[1:]], [other[0]] + [p for p, _ in subjects[1:]],
+               domain=(0, 1))
     ma, mb = irregular_fit_mean(a, space, radius), irregular_fit_mean(b, space, radius)
     bound = 2 * radius / n * (1 + ftp_rounding_excess(n, space.m, radius))
     assert np.linalg.norm(ma - mb) <= bound
@@ -67,8 +67,8 @@ def test_the_bound_is_reached_by_neighbours_on_different_points(space):
     rest_p = [np.linspace(0.1, 0.9, 6)] * (n - 1)
     rest_v = [np.zeros(6)] * (n - 1)
     p0, p1 = np.array([0.05, 0.3, 0.5, 0.7, 0.93]), np.linspace(0.02, 0.98, 9)
-    a = Curves.irregular([p0] + rest_p, [far(p0, 1)] + rest_v, domain=(0, 1))
-    b = Curves.irregular([p1] + rest_p, [far(p1, -1)] + rest_v, domain=(0, 1))
+    a = Curves([far(p0, 1)] + rest_v, [p0] + rest_p, domain=(0, 1))
+    b = Curves([far(p1, -1)] + rest_v, [p1] + rest_p, domain=(0, 1))
     gap = np.linalg.norm(irregular_fit_mean(a, space, radius) - irregular_fit_mean(b, space, radius))
     # both fits are normalised onto the sphere at ±B'(e_1 + δ), δ ⟂ e_1 of order ||M||·B'/c plus the
     # fit's rounding: the gap moves at second order in δ; the means add n·γ₄, the norm γ_{d+10}
@@ -83,14 +83,14 @@ def test_the_bound_is_reached_by_neighbours_on_different_points(space):
 def test_on_a_common_grid_the_own_points_fit_is_the_common_fit(space):
     grid = np.linspace(0, 1, 11)
     X = np.random.default_rng(2).normal(0, 1, (30, 11))
-    c = Curves.irregular([grid] * 30, list(X), domain=(0, 1))
+    c = Curves(list(X), [grid] * 30, domain=(0, 1))
     common = dpfda.ftp_mechanism(grid, space, 0.7, 1.0).summary(X)
     assert np.allclose(irregular_fit_mean(c, space, 0.7), common, rtol=0, atol=_fits_atol(space, grid, X, 0.7))
 
 
 def test_a_subject_that_cannot_determine_a_function_contributes_zero():
     space = LegendreSpace(3)
-    c = Curves.irregular([[0.5], [0.2, 0.8]], [[10.0], [1.0, 2.0]], domain=(0, 1))  # 1 and 2 points < m = 3
+    c = Curves([[10.0], [1.0, 2.0]], [[0.5], [0.2, 0.8]], domain=(0, 1))  # 1 and 2 points < m = 3
     assert np.array_equal(irregular_fit_mean(c, space, 1.0), np.zeros(3))
 
 
@@ -99,7 +99,7 @@ def test_ftp_ptf_and_the_mechanism_accept_curves():
     space = FourierSpace(5)
     pts = [np.sort(rng.choice(24, size=int(rng.integers(20, 25)), replace=False)) for _ in range(50)]
     vals = [np.cos(2 * np.pi * p / 24) + rng.normal(0, 0.1, p.size) for p in pts]
-    c = Curves.irregular(pts, vals, domain=(0, 24))
+    c = Curves(vals, pts, domain=(0, 24))
     rel = dpfda.ftp(c, None, space, 2.0, 1.0, np.random.default_rng(4))
     assert rel.n == 50 and rel.noise_scale == 2 * 2.0 / 50 and rel.grid.size == 101
     with pytest.raises(IrregularPTFError, match="PTF needs every curve on one common grid"):
@@ -126,35 +126,73 @@ def test_ftp_ptf_and_the_mechanism_accept_curves():
 
 def test_a_wide_table_with_gaps_becomes_curves_on_own_points():
     X = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
-    c = Curves.from_masked([0, 1, 2], X, domain=(0, 2))
+    c = Curves.from_masked(X, [0, 1, 2], domain=(0, 2))
     assert not c.common and [t.tolist() for t, _ in c.subjects()] == [[0.0, 1.0], [0.0, 0.5, 1.0]]
-    assert Curves.from_masked([0, 1, 2], X[1:], domain=(0, 2)).common
+    assert Curves.from_masked(X[1:], [0, 1, 2], domain=(0, 2)).common
     with pytest.raises(ValueError, match="no value at any point"):
-        Curves.from_masked([0, 1, 2], np.array([[np.nan] * 3]), domain=(0, 2))
+        Curves.from_masked(np.array([[np.nan] * 3]), [0, 1, 2], domain=(0, 2))
 
 
 def test_one_constructor_one_argument_order_values_then_points():
     points, values = [[0, 12], [6, 12, 18]], [[1.0, 2.0], [3.0, 4.0, 5.0]]
-    one, other = Curves(values, points, (0, 24)), Curves.irregular(points, values, (0, 24))
-    assert not one.common and one.n == 2 and one.domain == other.domain
-    for (t, x), (u, y) in zip(one.subjects(), other.subjects(), strict=True):
-        assert np.array_equal(t, u) and np.array_equal(x, y)
+    one = Curves(values, points, (0, 24))
+    assert not one.common and one.n == 2 and one.domain == (0.0, 24.0)
+    assert [(t.tolist(), x.tolist()) for t, x in one.subjects()] == [([0.0, 0.5], [1.0, 2.0]),
+                                                                    ([0.25, 0.5, 0.75], [3.0, 4.0, 5.0])]
     same = Curves(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[0.0, 6.0], [12.0, 18.0]]), (0, 24))
     assert not same.common and [t.tolist() for t, _ in same.subjects()] == [[0.0, 0.25], [0.5, 0.75]]
-    # the irregular order given to the constructor: heights taken for ages fall outside the domain
-    with pytest.raises(ValueError, match="outside the public domain"):
-        Curves([[1, 2], [1, 2, 3]], [[80.0, 90.0], [85.0, 95.0, 99.0]], (1, 18))
+    # no constructor takes the points first: the one that did is gone
+    assert not hasattr(Curves, "irregular")
+    table = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
+    masked = Curves.from_masked(table, [0, 12, 24], (0, 24))
+    assert [x.tolist() for _, x in masked.subjects()] == [[1.0, 3.0], [4.0, 5.0, 6.0]]
+
+
+@pytest.mark.parametrize("swapped, message", [
+    # heights taken for ages fall outside the domain, and the message gives the order
+    (lambda: Curves([[1, 2], [1, 2, 3]], [[80.0, 90.0], [85.0, 95.0, 99.0]], (1, 18)),
+     r"values first, then points\): the point 80 lies outside the public domain"),
+    # a common grid's points and table swapped
+    (lambda: Curves([0, 6, 12], np.ones((4, 3)), (0, 24)), "values first, then points"),
+    (lambda: Curves([0, 6, 12], np.ones((3, 3)), (0, 24)), "values first, then points"),
+    (lambda: Curves.from_masked([0, 12, 24], np.ones((2, 3)), (0, 24)), "values first, then points"),
+])
+def test_points_given_before_values_are_refused_with_the_order(swapped, message):
+    with pytest.raises(ValueError, match=message):
+        swapped()
+
+
+def test_as_curves_keeps_an_arrays_grid_and_values_and_names_what_it_refuses():
+    from dpfda.maths.curves import as_curves
+
+    grid = np.array([0.0, 0.3, 1.0 - 2.0**-52, 1.0 - 2.0**-53])  # near 1, where Curves(...) would snap
+    X = np.arange(8.0).reshape(2, 4)
+    c = as_curves(X, grid)
+    assert c.common and c.n == 2 and np.shares_memory(c.values, X) and np.array_equal(c.grid, grid)
+    assert as_curves(c, None) is c
+    with pytest.raises(TypeError, match="grid is needed for curves given as an array"):
+        as_curves(X, None)
+    with pytest.raises(ValueError, match="proxy's last axis has length 4 but the grid has 3 points"):
+        as_curves(X, grid[:3], name="proxy")
+    with pytest.raises(ValueError, match="curves contains NaN or inf.*Curves.from_masked"):
+        as_curves(np.where(X > 6, np.nan, X), grid, name="curves")
+    with pytest.raises(ValueError, match="X must be 2-D"):
+        as_curves(np.zeros((1, 2, 2, 4)), grid)
+    with pytest.raises(ValueError, match="grid must be strictly increasing"):
+        as_curves(X, grid[::-1])
+
+
+def test_curves_that_are_not_values_are_refused_by_name():
     with pytest.raises(TypeError, match="^values: "):
-        Curves(3.0, points, (0, 24))
+        Curves(3.0, [[0, 12], [6, 12, 18]], (0, 24))
 
 
 @pytest.mark.parametrize("make, message", [
     (lambda: Curves([[1.0, 2.0]], [[0.0, 0.0]], (0, 1)), "appears twice"),
     (lambda: Curves([[1.0, 2.0]], [[0.0]], (0, 1)), "1 points but 2 values"),
-    (lambda: Curves.irregular([[0.0, 0.0]], [[1.0, 2.0]], (0, 1)), "appears twice"),
-    (lambda: Curves.irregular([[0.0, 2.0]], [[1.0, 2.0]], (0, 1)), "outside the public domain"),
-    (lambda: Curves.irregular([[0.0]], [[1.0, 2.0]], (0, 1)), "1 points but 2 values"),
-    (lambda: Curves.irregular([[0.0]], [[np.nan]], (0, 1)), "finite"),
+        (lambda: Curves([[1.0, 2.0]], [[0.0, 2.0]], (0, 1)), "outside the public domain"),
+    (lambda: Curves([[1.0, 2.0]], [[0.0]], (0, 1)), "1 points but 2 values"),
+    (lambda: Curves([[np.nan]], [[0.0]], (0, 1)), "finite"),
     (lambda: Curves(np.zeros((2, 3)), [0, 1, 2], (2, 0)), "start < stop"),
     (lambda: Curves(np.full((2, 3), np.nan), [0, 1, 2], (0, 2)), "from_masked"),
 ])
@@ -220,3 +258,33 @@ def test_cli_releases_own_points_by_ftp_with_a_plot_and_ptf_refuses_by_name(tmp_
     no_domain = [a for a in common if a not in ("--domain", "-1,23")]
     assert cli.main([*no_domain, "--out", str(tmp_path / "q.json")]) == 2
     assert "give --domain" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("points, domain, shown", [
+    ([15.999999999999991, 15.999999999999993], (0, 20),         # 1 ulp apart, one t: x/20 rounds them together
+     r"the points 15.999999999999991 and 15.999999999999993 meet on \[0, 1\]"),
+    ([20.0, 20.0 + 2.0**-48], (0, 20), "the point 20.000000000000004 lies outside"),  # once snapped to 1
+])
+def test_points_that_meet_on_the_unit_interval_or_pass_the_stop_are_refused_at_construction(points, domain, shown):
+    """Distinct points that one map onto [0, 1] merges, or beyond stop, refused naming the subject."""
+    with pytest.raises(ValueError, match=r"subject 1.*" + shown):
+        Curves([[1.0], [1.0, 2.0]], [[3.0], points], domain)
+    # 1 ulp below stop and stop itself stay apart on [0, 1] (the snap to 1 once merged them)
+    t = Curves([[1.0, 2.0]], [[float(np.nextafter(20.0, 0.0)), 20.0]], (0, 20)).subjects()[0][0]
+    assert t[0] < t[1] == 1.0
+
+
+def test_the_unit_map_is_monotone_and_exact_at_the_ends_without_a_snap():
+    """x = stop maps to 1.0 exactly: fl(stop - start)/fl(stop - start) = 1 (the same rounded number twice)."""
+    rng = np.random.default_rng(5)
+    for start, stop in zip(rng.uniform(-1e3, 1e3, 200), rng.uniform(1e3, 3e3, 200)):
+        c = Curves([[0.0, 0.0, 0.0]], [[start, (start + stop) / 2, stop]], (start, stop))
+        t = c.subjects()[0][0]
+        assert t[0] == 0.0 and t[-1] == 1.0 and 0.0 < t[1] < 1.0
+    with pytest.raises(ValueError, match="outside the public domain"):
+        Curves(np.zeros((1, 2)), [0.0, float(np.nextafter(20.0, 21.0))], (0, 20))  # 1 ulp beyond: as Domain.to_unit
+    with pytest.raises(ValueError, match="outside the public domain"):
+        Curves(np.zeros((1, 2)), [float(np.nextafter(0.0, -1.0)), 20.0], (0, 20))
+    # on_grid builds points start + t·(stop - start), which can round past stop: kept inside
+    c = Curves([[1.0, 2.0]], [[0.1, 0.3]], (0.1, 0.3)).on_grid(np.linspace(0, 1, 5))
+    assert c.points is not None and c.points[-1] <= 0.3 and c.grid[-1] == 1.0

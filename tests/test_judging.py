@@ -104,3 +104,30 @@ def test_agrees_at_high_precision_and_refuses_what_is_not_a_number():
     for bad in (True, None, [1.4], "sqrt(2)", "nan", "inf", "1" * 300):
         assert not agrees(bad, want, 1.0)
     assert decimal_string(0.1, 5) == "1.0000e-1"
+
+
+def test_seeded_request_and_the_same_seed_verdict():
+    from dpfda_book.teaching.judging import same_seed_verdict, seeded_request
+
+    settings = [(20, 1.0), (30, 0.5), (40, 2.0)]
+    request = seeded_request(settings, np.random.default_rng(3), bandwidth={"8": 0.2})
+    assert request["settings"] == [[20, 1.0], [30, 0.5], [40, 2.0]] and request["bandwidth"] == {"8": 0.2}
+    assert len(set(request["seeds"])) == 3 and all(isinstance(s, int) and 0 <= s < 2**62 for s in request["seeds"])
+    seen = []
+
+    def passes(values):
+        seen.append(values)
+        return bool(np.all(values > 0))
+
+    good = {"values": [1.5, 2, 3.0], "again": 1.5}
+    assert same_seed_verdict(request, good, settings, passes) and np.array_equal(seen[-1], [1.5, 2.0, 3.0])
+    # negative controls: each condition alone fails the answer, before the law is looked at
+    calls = len(seen)
+    assert not same_seed_verdict(request, {**good, "again": 1.5000001}, settings, passes)  # another value
+    assert not same_seed_verdict(request, {**good, "again": None}, settings, passes)
+    assert not same_seed_verdict(request, {"values": [1.5, 2.0], "again": 1.5}, settings, passes)  # too few
+    assert not same_seed_verdict(request, {"values": [1.5, "2", 3.0], "again": 1.5}, settings, passes)
+    assert not same_seed_verdict(request, [1.5, 2.0, 3.0], settings, passes)
+    assert not same_seed_verdict(request, good, [(20, 1.0), (30, 0.5), (40, 2.5)], passes)  # other settings
+    assert len(seen) == calls
+    assert not same_seed_verdict(request, {"values": [1.5, -2.0, 3.0], "again": 1.5}, settings, passes)  # the law

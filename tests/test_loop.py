@@ -95,7 +95,7 @@ def test_draw_normals_needs_one_stream_a_repetition():
 
 
 def test_mechanisms_sharing_a_block_see_the_same_normals():
-    from dpfda.mechanisms.mechanism import ftp_mechanism
+    from dpfda.mechanisms.ftp_ptf import ftp_mechanism
 
     grid, space = dpfda.uniform_grid(5), dpfda.LegendreSpace(3)
     mech = ftp_mechanism(grid, space, 1.0, 1.0)

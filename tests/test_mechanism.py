@@ -1,4 +1,4 @@
-"""The Mechanism type (dpfda.mechanisms.mechanism_type, dpfda.mechanisms.mechanism): every constructor, one contract.
+"""The Mechanism type (dpfda.mechanisms.mechanism_type, dpfda.mechanisms.ftp_ptf): every constructor, one contract.
 
 * ``release`` of ``ftp``/``ptf``/``Design.mechanism(n, mu).release`` is bit for bit the
   composition of the stage functions (summary, the normals drawn right after it
@@ -21,7 +21,7 @@ import pytest
 
 import dpfda
 from dpfda.maths.summation import gamma
-from dpfda.mechanisms.mechanism import Mechanism, ftp_mechanism, ptf_mechanism
+from dpfda.mechanisms.ftp_ptf import Mechanism, ftp_mechanism, ptf_mechanism
 from dpfda.mechanisms.pipelines import (
     add_noise,
     ftp_fit_mean,

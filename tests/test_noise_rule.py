@@ -25,8 +25,8 @@ import dpfda
 from dpfda import KernelSpace, LegendreSpace, gaussian_kernel, uniform_grid
 from dpfda.maths.rounding import fit_rtol, pair_rtol
 from dpfda.maths.summation import gamma
-from dpfda.mechanisms import calibration, mechanism, pipelines, privacy, secure
-from dpfda.mechanisms.mechanism import Mechanism
+from dpfda.mechanisms import calibration, ftp_ptf, pipelines, privacy, secure
+from dpfda.mechanisms.ftp_ptf import Mechanism
 from dpfda.trust import audit as A
 from dpfda_book.mechanisms import broken, designs
 from dpfda_book.mechanisms import broken as B
@@ -252,7 +252,7 @@ def test_the_noise_law_has_no_tolerance_outside_its_range():
 
 def test_one_home_for_sigma_the_limits_and_the_declared_sensitivity():
     assert dpfda.gaussian_sigma is calibration.gaussian_sigma
-    for mod in (pipelines, designs, mechanism, privacy, secure):
+    for mod in (pipelines, designs, ftp_ptf, privacy, secure):
         src = inspect.getsource(mod)
         assert "2.0**960" not in src and "2.0 ** 960" not in src, mod.__name__
         assert "np.ldexp(2.0 * mR" not in src and "calibration_factor(excess)" not in src, mod.__name__

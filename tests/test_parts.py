@@ -2,8 +2,8 @@
 
 * Each part computes what the pipelines' stage functions compute, bit for bit.
 * The mechanisms' σ, sensitivity, summaries and moved flags are those of their parts.
-* Every part is also importable from dpfda.mechanisms.mechanism, and a pickle that names
-  the parts and the type there (as one written before they moved does) still loads.
+* Every part is also importable from dpfda.mechanisms.ftp_ptf, and a pickle that names
+  the parts and the type there loads.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import dpfda
-from dpfda.mechanisms import mechanism, mechanism_type, parts
-from dpfda.mechanisms.mechanism import ftp_mechanism, ptf_mechanism
+from dpfda.mechanisms import ftp_ptf, mechanism_type, parts
+from dpfda.mechanisms.ftp_ptf import ftp_mechanism, ptf_mechanism
 from dpfda.mechanisms.parts import (
     ClipToBox,
     FitInBall,
@@ -156,32 +156,32 @@ def test_summaries_and_moved_flags():
 
 
 # ---------------------------------------------------------------------------
-# One public home, old pickles
+# One public home, pickles that name it
 # ---------------------------------------------------------------------------
 
 
-def test_the_parts_are_importable_from_the_mechanism_module():
-    assert set(parts.__all__) <= set(mechanism.__all__)
+def test_the_parts_are_importable_from_the_ftp_ptf_module():
+    assert set(parts.__all__) <= set(ftp_ptf.__all__)
     for name in parts.__all__:
-        assert getattr(mechanism, name) is getattr(parts, name), name
-    assert mechanism.Mechanism is mechanism_type.Mechanism is dpfda.Mechanism
+        assert getattr(ftp_ptf, name) is getattr(parts, name), name
+    assert ftp_ptf.Mechanism is mechanism_type.Mechanism is dpfda.Mechanism
 
 
-def _as_before_the_split(blob: bytes) -> bytes:
-    """A protocol-0 pickle with every class named in dpfda.mechanisms.mechanism, where it used to live."""
+def _named_in_ftp_ptf(blob: bytes) -> bytes:
+    """A protocol-0 pickle with every class named in dpfda.mechanisms.ftp_ptf, which re-exports them."""
     for home in (b"dpfda.mechanisms.parts\n", b"dpfda.mechanisms.mechanism_type\n"):
-        blob = blob.replace(home, b"dpfda.mechanisms.mechanism\n")
+        blob = blob.replace(home, b"dpfda.mechanisms.ftp_ptf\n")
     return blob
 
 
 @pytest.mark.parametrize("which", ["ftp", "ptf", "design"])
-def test_a_pickle_naming_the_old_module_loads(which):
+def test_a_pickle_naming_the_ftp_ptf_module_loads(which):
     space = SPACES["gaussian"]
     mech = {"ftp": lambda: ftp_mechanism(GRID, space, RADIUS, MU),
             "ptf": lambda: ptf_mechanism(GRID, space, RADIUS, MU),
             "design": lambda: Design(GRID, space, RADIUS, region="ellipsoid").mechanism(40, MU)}[which]()
     blob = pickle.dumps(mech, protocol=0)
-    old = _as_before_the_split(blob)
+    old = _named_in_ftp_ptf(blob)
     assert b"dpfda.mechanisms.parts" in blob and b"dpfda.mechanisms.parts" not in old
     back = pickle.loads(old)
     assert type(back) is type(mech) and type(back.post) is type(mech.post)

@@ -24,10 +24,11 @@ from dpfda import (
     mu_from_epsilon_delta,
     tradeoff,
 )
+from dpfda.maths.rounding import tradeoff_atol
 from dpfda.maths.summation import U as EPS_U
 from dpfda.maths.summation import gamma
 
-from _support import reps, tradeoff_atol
+from _support import reps
 
 
 def delta_mp(mu, eps):

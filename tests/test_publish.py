@@ -102,7 +102,8 @@ def test_public_frame_refuses_a_kernel_space_saying_why_and_what_to_do():
     lam, V = np.linalg.eigh(K)
     y = np.sign(V[:, 0])
     assert np.sqrt(y @ np.linalg.solve(K, y)) > 1e3  # a band of height 1 allows an RKHS norm above 1000
-    with pytest.raises(TypeError, match="space must be a LegendreSpace, a FourierSpace or a KernelSpace, got str"):
+    with pytest.raises(TypeError, match=r"space must be an orthonormal space \(such as LegendreSpace\) "
+                                          "or a KernelSpace, got str"):
         dpfda.PublicFrame("legendre", AGES, dpfda.Domain(1, 3), 50, 120)
 
 

@@ -95,7 +95,7 @@ def test_fitted_norms_are_per_record_values_in_the_public_ball():
     Y[7] = 1e9  # one record replaced changes one entry only
     changed = norms != fitted_norms(Y, grid, dpfda.LegendreSpace(4), 2.0)
     assert changed.sum() <= 1 and not changed[np.arange(40) != 7].any()
-    c = dpfda.Curves.irregular([grid[:5], grid], [X[0, :5], X[1]], domain=(0, 1))
+    c = dpfda.Curves([X[0, :5], X[1]], [grid[:5], grid], domain=(0, 1))
     assert fitted_norms(c, None, dpfda.LegendreSpace(4), 2.0).shape == (2,)
 
 

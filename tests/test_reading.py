@@ -179,3 +179,15 @@ def test_table_columns_are_the_header_names(tmp_path):
     path.write_text("\ufeff\nchild, 1,2\na,1,2\n", encoding="utf-8")  # a BOM and a blank line first
     assert table_columns(path) == ["child", "1", "2"]
     assert table_columns(wide_table()) == ["child", "1", "1.5", "3", "2"]
+
+
+def test_curves_carry_the_public_domain_and_the_units():
+    points, X = read_curves(wide_table(), id="child")
+    c = read_curves(wide_table(), id="child", curves=True, domain=(1, 18), units="height (cm)")
+    assert c.common and c.domain == (1.0, 18.0) and c.units == "height (cm)"
+    assert np.array_equal(c.points, points) and np.array_equal(c.values, X)
+    assert read_curves(wide_table(), id="child", curves=True, domain=(1, 18)).units is None
+    with pytest.raises(ValueError, match="units are carried by a dpfda.Curves: give curves=True"):
+        read_curves(wide_table(), id="child", units="height (cm)")
+    with pytest.raises(TypeError, match="units must be a string"):
+        read_curves(wide_table(), id="child", curves=True, domain=(1, 18), units=2.54)

@@ -336,7 +336,7 @@ def test_smallest_dimension_rejects_bad_input(kwargs, err, match):
 def _own_points_curves(X, points, domain, drop):
     """X (n, T) on ``points``, each subject without the points listed in ``drop[i]``."""
     keep = [np.setdiff1d(np.arange(points.size), d) for d in drop]
-    return dpfda.Curves.irregular([points[k] for k in keep], [X[i, k] for i, k in enumerate(keep)], domain)
+    return dpfda.Curves([X[i, k] for i, k in enumerate(keep)], [points[k] for k in keep], domain)
 
 
 def test_curves_on_their_own_points_are_mapped_by_the_band_at_their_points():

@@ -261,7 +261,7 @@ def test_own_points_fits_do_not_depend_on_who_shares_the_points(data, m, fourier
         full_rank = t.size >= m and np.linalg.eigvalsh(Phi.T @ Phi)[0] > 1e-12 * max(
             np.linalg.eigvalsh(Phi.T @ Phi)[-1], 1.0)
         alone.append(BallLeastSquares(Phi).solve(x[None], radius).coef[0] if full_rank else np.zeros(m))
-    curves = dpfda.Curves.irregular(points, values, domain=(0.0, 1.0))
+    curves = dpfda.Curves(values, points, domain=(0.0, 1.0))
     expected = fixed_point_ball_mean(np.stack(alone), np.eye(m), radius)
     assert same_bits(irregular_fit_mean(curves, space, radius), expected)
 
@@ -363,7 +363,7 @@ def _own_points_curves(space, n, *, candidates=200, seed=2):
     def curves(on_a):
         pts = [A, B, A if on_a else B] + rest_t
         vals = [vA, vB, PA @ (-10 * h) if on_a else PB @ (10 * h)] + rest_x
-        return dpfda.Curves.irregular(pts, vals, domain=(0.0, 1.0))
+        return dpfda.Curves(vals, pts, domain=(0.0, 1.0))
 
     return curves(True), curves(False)
 

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
+
 import numpy as np
 import pytest
 
-from dpfda.maths.rounding import eigh_rtol, fit_rtol, pair_rtol, product_atol, psd_root_rtol, solve_rtol
-from dpfda.maths.summation import gamma
+from dpfda.maths.rounding import (
+    R_NDTR,
+    R_NDTRI,
+    eigh_rtol,
+    fit_rtol,
+    pair_rtol,
+    product_atol,
+    psd_root_rtol,
+    solve_rtol,
+)
+from dpfda.maths.summation import U, gamma
+
+from _support import QUICK
 
 
 def test_the_bound_is_condition_number_times_gamma():
@@ -195,3 +209,149 @@ def test_fit_bound_needs_the_data_ratio_off_the_span():
         assert rel <= fit_rtol(A, 20, data_ratio=ratio)
         failed_without |= rel > fit_rtol(A, 20)
     assert failed_without
+
+
+# ---------------------------------------------------------------------------
+# The rounding of G_μ and Φ (scipy's ndtri and ndtr)
+# ---------------------------------------------------------------------------
+
+
+def _mp():
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 50
+    return mp
+
+
+def _exact_g(mp, a, mu):
+    """G_μ(a) = Φ(Φ⁻¹(1 − a) − μ) with 50 digits (a and μ taken as the exact values of the doubles)."""
+    q = mp.sqrt(2) * mp.erfinv(2 * (1 - mp.mpf(a)) - 1)
+    return mp.ncdf(q - mp.mpf(mu))
+
+
+def _levels(n):
+    """n levels from 1e-12 to 1/2 and n from 1/2 to 1 − 1e-12, the ends 0 and 1 and the middle."""
+    low = np.logspace(-12, np.log10(0.5), n)
+    return np.unique(np.concatenate([[0.0, 1.0], low, 1 - low]))
+
+
+@pytest.mark.parametrize("mu", [0.0, 0.5, 1.0, 2.0, 3.0, 5.0])
+def test_tradeoff_bound_covers_scipys_curve_against_50_digits(mu):
+    """scipy's G (dpfda.tradeoff) is within tradeoff_atol of G computed with 50 digits, level by
+    level, and at a level known only to within a_err of the one given."""
+    from dpfda import tradeoff
+    from dpfda.maths.rounding import tradeoff_atol
+
+    mp = _mp()
+    a = _levels(60 if QUICK else 300)
+    g, bound = tradeoff(a, mu), tradeoff_atol(a, mu)
+    err = np.array([float(abs(mp.mpf(float(gi)) - _exact_g(mp, ai, mu))) for ai, gi in zip(a, g)])
+    assert np.all(err <= bound), (a[err > bound], err[err > bound], bound[err > bound])
+    assert bound[0] == bound[-1] == 0.0 and err[0] == err[-1] == 0.0  # exact at the ends
+    inner = a[(a > 1e-6) & (a < 1 - 1e-6)][:: 5 if QUICK else 20]
+    a_err = 1e-9 * np.minimum(inner, 1 - inner)
+    with_err = tradeoff_atol(inner, mu, a_err)
+    for ai, ei, bi, gi in zip(inner, a_err, with_err, tradeoff(inner, mu)):
+        for shifted in (mp.mpf(ai) - mp.mpf(ei), mp.mpf(ai) + mp.mpf(ei)):
+            assert abs(mp.mpf(float(gi)) - _exact_g(mp, shifted, mu)) <= bi, (ai, mu)
+
+
+def test_ndtr_bound_covers_scipys_cdf_against_50_digits():
+    from scipy import special
+
+    from dpfda.maths.rounding import ndtr_atol
+
+    mp = _mp()
+    x = np.linspace(-38.0, 38.0, 381 if QUICK else 3801)
+    exact = [mp.ncdf(mp.mpf(v)) for v in x]
+    got = special.ndtr(x)
+    assert all(abs(mp.mpf(float(g)) - e) <= b for g, e, b in zip(got, exact, ndtr_atol(x)))
+    x_err = 1e-7 * (1 + np.abs(x))
+    for v, g, e, b in zip(x, got, x_err, ndtr_atol(x, x_err)):
+        for shifted in (mp.mpf(v) - mp.mpf(e), mp.mpf(v) + mp.mpf(e)):
+            assert abs(mp.mpf(float(g)) - mp.ncdf(shifted)) <= b, v
+
+
+@functools.cache
+def _worst_g(a: float, mu: float, a_err: float = 0.0):
+    """The largest |G̃ − G_μ(a')| over |a' − a| ≤ a_err, where G̃ is computed as dpfda.tradeoff does
+    but with every step off by the whole error the bound charges it (each sign tried): 1 − a by
+    u·p; ndtri by R_NDTRI·|z|; z − μ by u·|z − μ|; ndtr's smaller tail by R_NDTR of itself; the
+    result by u. An implementation as inaccurate as Cephes's reported peaks, not scipy's own."""
+    from scipy import special
+
+    mp = _mp()
+    am, mum = mp.mpf(a), mp.mpf(mu)
+    z = abs(float(special.ndtri(1 - a)))  # the |z| the bound charges R_NDTRI of
+    exact = [_exact_g(mp, am + s * mp.mpf(a_err), mum) for s in (-1, 1)]
+    quantiles = [mp.sqrt(2) * mp.erfinv(2 * (1 - am) * (1 + s * mp.mpf(U)) - 1) for s in (-1, 1)]
+    worst = mp.mpf(0)
+    for q0, s2, s3, s4, s5 in itertools.product(quantiles, *[(-1, 1)] * 4):
+        w = q0 + s2 * mp.mpf(R_NDTRI) * z - mum
+        w += s3 * mp.mpf(U) * abs(w)
+        tail = mp.ncdf(-abs(w)) * (1 + s4 * mp.mpf(R_NDTR))
+        g = (tail if w < 0 else 1 - tail) + s5 * mp.mpf(U)
+        worst = max(worst, *(abs(g - e) for e in exact))
+    return worst
+
+
+#: (a, μ, a_err): levels in the middle and in both tails, G near 0, 1/2 and 1.
+CASES = [(a, mu, 0.0) for a in (1e-10, 1e-3, 0.3, 0.5, 0.9, 1 - 1e-6) for mu in (0.0, 1.0, 3.0)] + [
+    (0.3, 1.0, 1e-9), (1e-3, 0.0, 1e-9)]
+
+#: The relative error of computing the bound itself in doubles: its cdf term through ndtr
+#: (R_NDTR), its slope φ(ndtri(·)) through ndtri (R_NDTRI·z², z² ≤ 8.3² below the levels 1e-16),
+#: and about 20 roundings of its own arithmetic.
+OWN_RTOL = 2 * R_NDTR + 69 * R_NDTRI + 20 * U
+
+
+@pytest.mark.parametrize("term", ["a_err", "level", "quantile", "difference", "tail", "rounding"])
+def test_each_term_of_the_tradeoff_bound_is_needed(term):
+    """Negative controls: the computation with every step off by what the bound charges it stays
+    within the bound in every case, and with any one term dropped some case leaves the bound.
+    (scipy's own G is more accurate than Cephes's reported peaks: on this machine it stays inside
+    the bound without the quantile, difference or tail term too; the bound is for every build.)"""
+    from dpfda.maths import rounding
+
+    out = []
+    for a, mu, a_err in CASES:
+        worst = _worst_g(a, mu, a_err)
+        full = float(rounding.tradeoff_atol(a, mu, a_err))
+        assert worst <= full * (1 + OWN_RTOL), (a, mu, a_err, worst, full)
+        dropped = (float(rounding._tradeoff_bound(a, mu, 0.0)) if term == "a_err"
+                   else float(rounding._tradeoff_bound(a, mu, a_err, **{term: 0.0})))
+        if worst > dropped * (1 + OWN_RTOL):
+            out.append((a, mu, a_err))
+    assert out, f"no case needs the term {term}"
+
+
+def test_each_term_of_the_cdf_bound_is_needed():
+    """Negative controls of ndtr_atol: its tail term (an ndtr off by Cephes's reported R_NDTR at
+    x = 0), its rounding (scipy's own ndtr at x = 8, where Φ(8) = 1 − 6.2e-16 rounds), and the
+    argument's error (ndtr(0) against Φ(1e-3))."""
+    from scipy import special
+
+    from dpfda.maths import rounding
+
+    mp = _mp()
+    off = abs(mp.mpf(0.5) * (1 + mp.mpf(rounding.R_NDTR)) - mp.ncdf(0))
+    assert float(rounding._ndtr_bound(0.0, 0.0, tail=0.0)) < off <= float(rounding.ndtr_atol(0.0))
+    err8 = abs(mp.mpf(float(special.ndtr(8.0))) - mp.ncdf(8))
+    assert float(rounding._ndtr_bound(8.0, 0.0, rounding=0.0)) < err8 <= float(rounding.ndtr_atol(8.0))
+    moved = abs(mp.mpf(float(special.ndtr(0.0))) - mp.ncdf(mp.mpf("1e-3")))
+    assert float(rounding.ndtr_atol(0.0)) < moved <= float(rounding.ndtr_atol(0.0, 1e-3))
+
+
+@pytest.mark.parametrize("call, word", [
+    (lambda f: f(1.5, 1.0), "levels in"),
+    (lambda f: f(0.5, -1.0), "mu"),
+    (lambda f: f(0.5, np.nan), "mu"),
+    (lambda f: f(0.0, 1.0, 1e-9), "0 at the levels"),
+    (lambda f: f(0.5, 1.0, -1e-9), "a_err"),
+    (lambda f: f(1e-17, 1.0), "reaches 0 or 1"),
+    (lambda f: f(0.5, 1.0, 0.5), "reaches 0 or 1"),
+])
+def test_the_tradeoff_bound_refuses_what_it_does_not_cover(call, word):
+    from dpfda.maths.rounding import tradeoff_atol
+
+    with pytest.raises(ValueError, match=word):
+        call(tradeoff_atol)

@@ -7,6 +7,9 @@ tests/_spaces.py, for the generic tests below; closed-form Brownian-motion facts
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from numpy.polynomial import legendre as npleg
@@ -31,6 +34,7 @@ from dpfda.maths.rounding import eigh_rtol, product_atol, psd_root_rtol, solve_r
 from dpfda.maths.spaces import SPACE_FAMILIES
 from dpfda.maths.summation import gamma
 
+import _spaces
 from _spaces import CASES, GRIDS, all_spaces, case_of, held, on_grid
 from _support import bonferroni_z, reps
 
@@ -357,6 +361,27 @@ def test_every_family_has_one_case_in_the_test_registry():
     for name, cls in SPACE_FAMILIES.items():
         assert cls.family == name and cls.spec_form.split(":")[0] == name and cls.spec_help.isascii()
 
+
+
+def registry_mismatch(doc: str, tests: Path) -> tuple[set[str], set[str]]:
+    """(modules that import the registry but the docstring does not name, modules it names that do not import it)."""
+    importers = {p.name for p in tests.glob("test_*.py")
+                 if re.search(r"^\s*(from _spaces import|import _spaces\b)", p.read_text(encoding="utf-8"),
+                              re.MULTILINE)}
+    named = set(re.findall(r"\btest_\w+\.py\b", doc))
+    return importers - named, named - importers
+
+
+def test_the_registry_names_every_test_module_that_uses_it():
+    # what "the generic tests then cover it" means, module by module (benchmarks/new_space.py runs them)
+    assert registry_mismatch(_spaces.__doc__, Path(__file__).parent) == (set(), set())
+
+
+def test_a_module_left_out_of_the_registry_docstring_is_caught():
+    """Negative control: the docstring without one of its modules, and with one that does not use it."""
+    doc = _spaces.__doc__.replace("test_bands.py", "")
+    assert registry_mismatch(doc, Path(__file__).parent) == ({"test_bands.py"}, set())
+    assert registry_mismatch(doc + " test_cli.py", Path(__file__).parent)[1] == {"test_cli.py"}
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_each_case_refuses_exactly_the_grids_it_names(case):

@@ -172,7 +172,7 @@ def test_curves_on_their_own_points_and_on_the_grid() -> None:
     rng = np.random.default_rng(2)
     X = heights(40)
     keep = [np.sort(rng.choice(AGES.size, size=6, replace=False)) for _ in range(40)]
-    own = Curves.irregular([AGES[k] for k in keep], [x[k] for x, k in zip(X, keep)], (1, 18))
+    own = Curves([x[k] for x, k in zip(X, keep)], [AGES[k] for k in keep], (1, 18))
     s = spec(grid=None)
     got = FTP(s).release(own, np.random.default_rng(4))
     frame = PublicFrame(LegendreSpace(4), np.linspace(1, 18, 101), Domain(1, 18), 60, 210)
@@ -282,3 +282,33 @@ def test_the_largest_budget_the_spec_keeps_releases_at_n_1():
     with pytest.raises(SpecError) as info:  # FTP's factor is 1
         FTP(wide)
     assert info.value.argument == "mu"
+
+
+def test_a_table_whose_columns_are_not_the_grid_in_order_is_refused_by_name() -> None:
+    """A DataFrame's header is read: columns in another order once gave a reversed mean, silently."""
+    pd = pytest.importorskip("pandas")
+    X = heights()
+    mech = FTP(spec())
+    ordered = pd.DataFrame(X, columns=AGES)
+    want = mech.release(X, np.random.default_rng(1))
+    got = mech.release(ordered, np.random.default_rng(1))
+    assert np.array_equal(got.unit_release.coef, want.unit_release.coef)
+    assert np.array_equal(mech.release(pd.DataFrame(X, columns=[f"{a:g}" for a in AGES]),
+                                       np.random.default_rng(1)).unit_release.coef, want.unit_release.coef)
+    with pytest.raises(ValueError, match=r"curves: the table's columns .* are not the specification's grid"):
+        mech.release(ordered[ordered.columns[::-1]], np.random.default_rng(1))
+    with pytest.raises(ValueError, match=r"curves: the table's columns .* are not the specification's grid"):
+        mech.release(pd.DataFrame(X[:, :-1], columns=AGES[:-1]), np.random.default_rng(1))
+    with pytest.raises(ValueError, match=r"curves: the table's column labels are not numbers.*to_numpy\(\)"):
+        mech.release(pd.DataFrame(X, columns=[f"age {a:g}" for a in AGES]), np.random.default_rng(1))
+
+
+def test_a_batch_of_data_sets_is_refused_up_front_by_name() -> None:
+    """The spec releases one data set (n, T); a batch once passed and failed at .record()."""
+    batch = np.stack([heights(), heights(seed=4)])
+    for curves in (batch, Curves(batch, AGES, (1, 18))):
+        with pytest.raises(ValueError, match=r"curves: a specification releases one data set \(n, T\)"
+                                             r".*shape \(2, 60, 10\)"):
+            FTP(spec()).release(curves, np.random.default_rng(1))
+    with pytest.raises(ValueError, match=r"curves: a specification releases one data set"):
+        FTP(spec(private_radius=True)).release(batch, np.random.default_rng(1))

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_adversarial import _candidate_generators, _noise_rebuilt
 
@@ -156,13 +156,13 @@ def _subjects_agree(space: str, grid: bool, values: list, points: list, others_v
     return all(np.array_equal(t, want[0]) and np.array_equal(y, want[1]) for t, y in cases)
 
 
-_POINTS = [0.0, 20.0, 10.0, 2.5, 1e-300, float(np.nextafter(20.0, 0.0)), 7.3, 19.0]  # domain ends among them
+_POINTS = [0.0, 20.0, 10.0, 2.5, 1e-300, float(np.nextafter(20.0, 0.0)), 7.3, 19.0,  # domain ends among them
+           15.999999999999991, 15.999999999999993]  # 1 ulp apart, one point of [0, 1]: x/20 rounds them together
 
 
-def _distinct_on_unit(points: list) -> bool:
-    """Whether the points stay distinct on [0, 1] (distinct points closer than rounding can meet there)."""
-    t = Curves([np.zeros(len(points))], [points], DOMAIN).subjects()[0][0]
-    return bool(np.all(np.diff(t) > 0))
+def _meet_on_unit(points: list) -> bool:
+    """The public rule: distinct points that the domain's map t = x/20 rounds together are refused."""
+    return bool(np.any(np.diff((np.asarray(points) - DOMAIN[0]) / (DOMAIN[1] - DOMAIN[0])) <= 0))
 
 
 @st.composite
@@ -170,7 +170,6 @@ def _subject(draw: st.DrawFn) -> tuple[list, list]:
     k = draw(st.integers(1, 6))  # one point is a subject too
     pts = sorted(draw(st.lists(st.one_of(st.sampled_from(_POINTS), st.floats(0.0, 20.0)),
                                min_size=k, max_size=k, unique=True)))
-    assume(_distinct_on_unit(pts))
     return draw(st.lists(_values, min_size=k, max_size=k)), pts
 
 
@@ -182,8 +181,13 @@ def test_a_victim_on_its_own_points_is_mapped_alone_whatever_the_others(data: st
     others = data.draw(st.lists(_subject(), min_size=1, max_size=3), label="others")
     if data.draw(st.booleans(), label="others share the victim's points"):
         others = [(v, subjects[0][1]) for v, _ in others if len(v) == len(subjects[0][1])] or others
-    assert _subjects_agree(space, grid, [v for v, _ in subjects], [p for _, p in subjects],
-                           [v for v, _ in others], [p for _, p in others])
+    args = (space, grid, [v for v, _ in subjects], [p for _, p in subjects],
+            [v for v, _ in others], [p for _, p in others])
+    if any(_meet_on_unit(p) for _, p in subjects + others):  # refused by name, whoever the others are
+        with pytest.raises(ValueError, match=r"subject \d+: the points \S+ and \S+ meet on \[0, 1\]"):
+            _subjects_agree(*args)
+        return
+    assert _subjects_agree(*args)
 
 
 def test_the_bit_checks_see_a_map_that_depends_on_the_batch() -> None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 import dpfda
+from dpfda.maths.spaces import SPACE_FAMILIES, OrthonormalSpace
 from dpfda.maths.summation import gamma
+from dpfda_book.simulation.engine import latent_curves, simulate_setting
 from dpfda_book.simulation.studies import (
     DECAY_KERNELS,
     FAMILIES,
@@ -23,6 +26,8 @@ from dpfda_book.simulation.studies import (
     paper_studies,
     radius_rule,
 )
+
+from _spaces import of_size
 
 
 def _values(study, field):
@@ -81,8 +86,8 @@ def test_setting_validation_names_the_argument():
     Setting(**ok)
     for change, match in [
         ({"family": "sobolev"}, "family must be one of"),
-        ({"family": "poly"}, r"family must be one of \('kernel', 'legendre'\), got 'poly'"),
-        ({"family": "rkhs"}, r"family must be one of \('kernel', 'legendre'\), got 'rkhs'"),
+        ({"family": "poly"}, r"family must be one of \('kernel', 'legendre', .*an orthonormal family.*, got 'poly'"),
+        ({"family": "rkhs"}, r"family must be one of \('kernel', 'legendre', .*, got 'rkhs'"),
         ({"mu": 0.0}, "mu"),
         ({"mu": float("nan")}, "mu"),
         ({"sigma0": -1.0}, "sigma0"),
@@ -143,13 +148,39 @@ def test_family_names_the_space_and_other_names_are_refused_by_name():
 
 
 def test_check_family_accepts_the_families_and_names_the_argument():
-    assert FAMILIES == ("kernel", "legendre")
+    orthonormal = tuple(name for name, cls in SPACE_FAMILIES.items() if issubclass(cls, OrthonormalSpace))
+    assert FAMILIES == ("kernel",) + orthonormal and "legendre" in orthonormal
     assert [check_family(f) for f in FAMILIES] == list(FAMILIES)
+    with pytest.raises(ValueError, match="got 'gaussian'$"):  # a kernel's space is family='kernel'
+        check_family("gaussian")
     with pytest.raises(ValueError, match=r"^where must be one of .*got 3$"):
         check_family(3, "where")
     with pytest.raises(ValueError, match="got 'rkhs'$"):
         check_family("rkhs")
 
+
+
+H_M = of_size(12)
+"""Every orthonormal space of the test registry, sized for 12 points, by case id."""
+
+
+@pytest.mark.parametrize("name", list(H_M))
+def test_every_orthonormal_space_of_the_registry_is_simulated(name):
+    space = H_M[name]
+    family = space.spec.split(":")[0]
+    s = Setting(family, n=16, T=12, m=space.m, mu=1.0, sigma0=0.1, radius_rule="1.1B")
+    assert s.space == space and s.metric == "IMSE" and s.dim == space.m and s.kernel_spec is None
+    curves = latent_curves(s, seed=3)
+    # in the unit ball (B = 1): a unit vector times r <= 1, its norm rounded by γ_{2m+4} at most
+    assert curves.space == space and np.all(curves.norms() <= 1.0 + gamma(2 * space.m + 4))
+    out = simulate_setting(s, reps=3, seed=3)
+    assert all(np.all(np.isfinite(out[k])) and np.all(out[k] > 0) for k in ("err_ftp", "err_ptf"))
+    # each family draws from its own streams; the paper's Legendre keys are those of old ("poly")
+    token = "poly" if family == "legendre" else family
+    assert s.stream_canonical().startswith(f"setting|space={token}|n=16|T=12|m={space.m}|")
+    assert s.latent_canonical() == f"latent|{token}|m={space.m}|n=16|B=1.0"
+    with pytest.raises(ValueError, match="m applies only to an orthonormal family"):
+        Setting("kernel", n=16, T=12, m=space.m, mu=1.0, sigma0=0.1, radius_rule="1.1B")
 
 def test_radius_rule_refuses_a_name_that_is_not_a_string():
     with pytest.raises(TypeError, match="radius_rule name must be a string, got int"):

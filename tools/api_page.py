@@ -36,6 +36,7 @@ GROUPS = [
 # command line last, the book's settings and tolerances first and its command line last.
 LAYERS = {
     "dpfda": [
+        ("", [("validation", "Argument checks shared by every module")]),
         ("maths", [("spaces", "Function spaces"),
                    ("curves", "Curves as data"),
                    ("fitting", "Ball-constrained least squares"),
@@ -43,7 +44,7 @@ LAYERS = {
                    ("rounding", "Tolerances from rounding-error bounds")]),
         ("mechanisms", [("mechanism_type", "The Mechanism type: one type for every mechanism, the noise rule"),
                         ("parts", "The parts of a mechanism: per-curve maps, calibrations, post-processings"),
-                        ("mechanism", "FTP and PTF as mechanisms"),
+                        ("ftp_ptf", "FTP and PTF as mechanisms, and their one-call releases"),
                         ("calibration", "The one calibration: sigma, OpenDP's sensitivity, the limits"),
                         ("pipelines", "The two pipelines, stage by stage"),
                         ("release", "The release: its values anywhere, its noise band, its residual off the grid"),
@@ -56,7 +57,8 @@ LAYERS = {
                         ("privacy", "Gaussian differential privacy"),
                         ("secure", "OpenDP's samplers"),
                         ("theory", "The paper's bounds and limits")]),
-        ("trust", [("draws", "Many releases of one dataset, for the audit"),
+        ("trust", [("checks", "Argument checks of the audit and of mechanisms built elsewhere"),
+                   ("draws", "Many releases of one dataset, for the audit"),
                    ("recompute", "The audit's own recomputation"),
                    ("audit", "Empirical privacy audits")]),
         ("practice", [("specification", "One way to release: a specification, FTP and PTF"),
@@ -67,7 +69,9 @@ LAYERS = {
                       ("ledger", "The budget of a data set across releases"),
                       ("covariance_record", "The record published with a private covariance"),
                       ("examples", "Sample files to try a release on")]),
-        ("", [("cli", "python -m dpfda release")]),
+        ("", [("cli.files", "Writing an output file all or nothing"),
+              ("cli.parsing", "Command-line parsing: one-line usage errors, integer options"),
+              ("cli", "python -m dpfda release")]),
     ],
     "dpfda_book": [
         ("", [("settings", "Settings of the chapters, from the environment"),
@@ -190,7 +194,7 @@ def modules(package: str, seen: dict, home: dict, top: set) -> list[str]:
                        f"```{{eval-rst}}\n.. automodule:: {package}.{layer}\n   :no-members:\n```\n")
         else:  # the settings shared by every layer first, the command line last
             title = "The command line" if mods[-1][0] == "cli" else "Shared by every layer"
-            out.append(f"({prefix}-{mods[0][0]})=\n{level} {title}\n")
+            out.append(f"({prefix}-{mods[0][0].replace('.', '-')})=\n{level} {title}\n")
         for short, title in mods:
             name = f"{package}.{layer}.{short}" if layer else f"{package}.{short}"
             mod = importlib.import_module(name)
@@ -198,7 +202,7 @@ def modules(package: str, seen: dict, home: dict, top: set) -> list[str]:
             extra = [n for n in mod.__all__ if n not in own] + EXTRA.get(short, [])
             reexported = [n for n in extra if n in seen and seen[n] is getattr(mod, n)]
             extra = [n for n in extra if n not in reexported]
-            label = f"api-{short}" if package == "dpfda" else f"api-book-{short}"
+            label = (f"api-{short}" if package == "dpfda" else f"api-book-{short}").replace(".", "-")
             text = (f"({label})=\n{level}# `{name}`: {title}\n\n"
                     f"```{{eval-rst}}\n.. automodule:: {name}\n   :no-members:\n```\n\n")
             if own:

@@ -20,8 +20,8 @@ import mpmath
 import numpy as np
 
 import dpfda
-from dpfda_book.teaching.grader import Key, Question
-from dpfda_book.teaching.judging import DistributionTest, agrees, as_floats, chi2_z
+from dpfda_book.teaching.grader import Key, Question, function_probe, letter_question, simulation_probe
+from dpfda_book.teaching.judging import DistributionTest, agrees, chi2_z, same_seed_verdict, seeded_request
 
 ANSWER = "b"
 
@@ -76,34 +76,22 @@ SETTINGS: list[tuple[int, int, float, float, float, int]] = [
 ]
 TEST = DistributionTest.one_group(len(SETTINGS))
 
-Q2_PROBE = '''
-def probe(ns, request):
-    import numpy as np
-    import dpfda
-    f = ns.get("imse_ftp")
-    if not callable(f):
-        return {"form": False, "value": None}
-
-    def call(setting, seed):
-        n, m, radius, B, mu, R = setting
-        rng = np.random.default_rng([seed, 0])
-        space, grid = dpfda.LegendreSpace(m), dpfda.uniform_grid(2 * m)
-        theta = rng.normal(size=(n, m))
-        theta *= rng.uniform(0, radius, size=(n, 1)) / np.linalg.norm(theta, axis=1, keepdims=True)
-        X = theta @ space.at(grid).Phi.T
-        try:
-            return float(f(X, grid, space, B, mu, theta.mean(axis=0), R, np.random.default_rng([seed, 1])))
-        except Exception:
-            return None
-
-    values = [call(s, seed) for s, seed in zip(request["settings"], request["seeds"])]
-    again = call(request["settings"][0], request["seeds"][0])
-    return {"form": True, "value": {"values": values, "again": again}}
-'''
+Q2_PROBE = simulation_probe("imse_ftp", '''
+n, m, radius, B, mu, R = setting
+rng = np.random.default_rng([seed, 0])
+space, grid = dpfda.LegendreSpace(m), dpfda.uniform_grid(2 * m)
+theta = rng.normal(size=(n, m))
+theta *= rng.uniform(0, radius, size=(n, 1)) / np.linalg.norm(theta, axis=1, keepdims=True)
+X = theta @ space.at(grid).Phi.T
+try:
+    return float(f(X, grid, space, B, mu, theta.mean(axis=0), R, np.random.default_rng([seed, 1])))
+except Exception:
+    return None
+''', imports='import numpy as np\nimport dpfda')
 
 
 def _q2_request(rng: np.random.Generator) -> dict:
-    return {"settings": [list(s) for s in SETTINGS], "seeds": [int(s) for s in rng.integers(2**62, size=len(SETTINGS))]}
+    return seeded_request(SETTINGS, rng)
 
 
 def law(settings: list = SETTINGS) -> tuple[np.ndarray, np.ndarray]:
@@ -119,12 +107,7 @@ def z_values(values: np.ndarray, settings: list = SETTINGS) -> np.ndarray:
 
 
 def _q2_judge(request: dict, value: object, rng: np.random.Generator) -> bool:
-    if not isinstance(value, dict) or [tuple(s) for s in request["settings"]] != [tuple(s) for s in SETTINGS]:
-        return False
-    values, again = as_floats(value.get("values"), len(SETTINGS)), value.get("again")
-    if values is None or not isinstance(again, float) or not again == values[0]:
-        return False  # the same seed must give the same value
-    return TEST.verdict(z_values(values)).passed
+    return same_seed_verdict(request, value, SETTINGS, lambda values: TEST.verdict(z_values(values)).passed)
 
 
 def draw(reps: int, rng: np.random.Generator, variant: str = "reference") -> np.ndarray:
@@ -149,28 +132,9 @@ def draw(reps: int, rng: np.random.Generator, variant: str = "reference") -> np.
 
 VARIANTS = ("mu 2 % off", "mean over coefficients", "closed form, jittered")
 
-# ---- q3, q4 -----------------------------------------------------------------------------------------
+# ---- q4 (q3: the shared multiple-choice question) ---------------------------------------------------
 
-Q3_PROBE = '''
-def probe(ns, request):
-    answer = ns.get("q3_answer")
-    ok = isinstance(answer, str) and answer in ("a", "b", "c", "d")
-    return {"form": ok, "value": answer if ok else None}
-'''
-
-Q4_PROBE = '''
-def probe(ns, request):
-    f = ns.get("composed_mu")
-    if not callable(f):
-        return {"form": False, "value": None}
-    values = []
-    for mus in request:
-        try:
-            values.append(float(f(list(mus))))
-        except Exception:
-            values.append(None)
-    return {"form": True, "value": values}
-'''
+Q4_PROBE = function_probe("composed_mu", "mus", 'values.append(float(f(list(mus))))')
 
 
 def _q4_request(rng: np.random.Generator) -> list[list[float]]:
@@ -186,8 +150,7 @@ KEY = Key("part1", {
     "q1": Question(2, Q1_PROBE, _q1_request, _q1_judge,
                    form="delta2 and sigma_ptf must be sympy expressions.",
                    failure="At points the grader drew, your expressions do not equal the exact ones."),
-    "q3": Question(1, Q3_PROBE, lambda rng: None, lambda request, value, rng: value == ANSWER,
-                   form='q3_answer must be one of "a", "b", "c", "d".', failure="Not the right letter."),
+    "q3": letter_question(ANSWER),
     "q4": Question(1, Q4_PROBE, _q4_request, _q4_judge, form="composed_mu must be a function.",
                    failure="At budgets the grader drew, your function does not return the composed budget."),
     "q2": Question(4, Q2_PROBE, _q2_request, _q2_judge, form="imse_ftp must be a function.",

@@ -24,8 +24,8 @@ import numpy as np
 from scipy import stats
 
 import dpfda
-from dpfda_book.teaching.grader import Key, Question
-from dpfda_book.teaching.judging import DistributionTest, agrees, as_floats, chi2_z
+from dpfda_book.teaching.grader import Key, Question, function_probe, letter_question, simulation_probe
+from dpfda_book.teaching.judging import DistributionTest, agrees, chi2_z, same_seed_verdict, seeded_request
 
 ANSWER = "c"
 
@@ -79,32 +79,19 @@ SETTINGS: list[tuple[int, int, float, float, float, int]] = [
 ]
 TEST = DistributionTest.one_group(len(SETTINGS))
 
-Q2_PROBE = '''
-def probe(ns, request):
-    import numpy as np
-    import dpfda
-    f = ns.get("grid_mse")
-    if not callable(f):
-        return {"form": False, "value": None}
-
-    def call(setting, seed):
-        T, n, sigma0, B, mu, R = setting
-        grid = dpfda.uniform_grid(T)
-        space = dpfda.KernelSpace(dpfda.gaussian_kernel(request["bandwidth"][str(T)]))
-        try:
-            return float(f(dpfda.ptf, grid, space, n, sigma0, B, mu, R, np.random.default_rng(seed)))
-        except Exception:
-            return None
-
-    values = [call(s, seed) for s, seed in zip(request["settings"], request["seeds"])]
-    again = call(request["settings"][0], request["seeds"][0])
-    return {"form": True, "value": {"values": values, "again": again}}
-'''
+Q2_PROBE = simulation_probe("grid_mse", '''
+T, n, sigma0, B, mu, R = setting
+grid = dpfda.uniform_grid(T)
+space = dpfda.KernelSpace(dpfda.gaussian_kernel(request["bandwidth"][str(T)]))
+try:
+    return float(f(dpfda.ptf, grid, space, n, sigma0, B, mu, R, np.random.default_rng(seed)))
+except Exception:
+    return None
+''', imports='import numpy as np\nimport dpfda')
 
 
 def _q2_request(rng: np.random.Generator) -> dict:
-    return {"settings": [list(s) for s in SETTINGS], "bandwidth": {str(t): h for t, h in BANDWIDTH.items()},
-            "seeds": [int(s) for s in rng.integers(2**62, size=len(SETTINGS))]}
+    return seeded_request(SETTINGS, rng, bandwidth={str(t): h for t, h in BANDWIDTH.items()})
 
 
 def law(settings: list = SETTINGS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -150,12 +137,7 @@ def z_values(values: np.ndarray, settings: list = SETTINGS) -> np.ndarray:
 
 
 def _q2_judge(request: dict, value: object, rng: np.random.Generator) -> bool:
-    if not isinstance(value, dict) or [tuple(s) for s in request["settings"]] != [tuple(s) for s in SETTINGS]:
-        return False
-    values, again = as_floats(value.get("values"), len(SETTINGS)), value.get("again")
-    if values is None or not isinstance(again, float) or not again == values[0]:
-        return False
-    return TEST.verdict(z_values(values)).passed
+    return same_seed_verdict(request, value, SETTINGS, lambda values: TEST.verdict(z_values(values)).passed)
 
 
 def draw(reps: int, rng: np.random.Generator, variant: str = "reference") -> np.ndarray:
@@ -173,29 +155,12 @@ def draw(reps: int, rng: np.random.Generator, variant: str = "reference") -> np.
 
 VARIANTS = ("mu 2 % off", "no observation noise", "closed form, jittered")
 
-# ---- q3, q4 ------------------------------------------------------------------------------------------
+# ---- q4 (q3: the shared multiple-choice question) ---------------------------------------------------
 
-Q3_PROBE = '''
-def probe(ns, request):
-    answer = ns.get("q3_answer")
-    ok = isinstance(answer, str) and answer in ("a", "b", "c", "d")
-    return {"form": ok, "value": answer if ok else None}
-'''
-
-Q4_PROBE = '''
-def probe(ns, request):
-    f = ns.get("n_star")
-    if not callable(f):
-        return {"form": False, "value": None}
-    values = []
-    for T, sigma0, mu, level in request:
-        try:
-            got = f(int(T), sigma0, mu, level)
-            values.append(int(got) if hasattr(got, "__index__") and not isinstance(got, bool) else None)
-        except Exception:
-            values.append(None)
-    return {"form": True, "value": values}
-'''
+Q4_PROBE = function_probe("n_star", "T, sigma0, mu, level", '''
+got = f(int(T), sigma0, mu, level)
+values.append(int(got) if hasattr(got, "__index__") and not isinstance(got, bool) else None)
+''')
 
 
 def n_star(T: int, sigma0: float, mu: float, level: float) -> int:
@@ -221,8 +186,7 @@ def _q4_judge(request: list[list[float]], value: object, rng: np.random.Generato
 KEY = Key("part2", {
     "q1": Question(2, Q1_PROBE, _q1_request, _q1_judge, form="ratio_x must be a sympy expression.",
                    failure="At points (x, T) the grader drew, your expression does not equal the exact ratio."),
-    "q3": Question(1, Q3_PROBE, lambda rng: None, lambda request, value, rng: value == ANSWER,
-                   form='q3_answer must be one of "a", "b", "c", "d".', failure="Not the right letter."),
+    "q3": letter_question(ANSWER),
     "q4": Question(1, Q4_PROBE, _q4_request, _q4_judge, form="n_star must be a function.",
                    failure="At settings the grader drew, your function does not return the right n (an int)."),
     "q2": Question(4, Q2_PROBE, _q2_request, _q2_judge, form="grid_mse must be a function.",

@@ -22,8 +22,15 @@ import mpmath
 import numpy as np
 from scipy import stats
 
-from dpfda_book.teaching.grader import Key, Question
-from dpfda_book.teaching.judging import DistributionTest, agrees, as_floats, z_from_tails
+from dpfda_book.teaching.grader import Key, Question, function_probe, letter_question, simulation_probe
+from dpfda_book.teaching.judging import (
+    DistributionTest,
+    agrees,
+    as_floats,
+    same_seed_verdict,
+    seeded_request,
+    z_from_tails,
+)
 
 ANSWER = "a"
 
@@ -100,37 +107,21 @@ def z_values(values: np.ndarray, rng: np.random.Generator, settings: list = SETT
     return z
 
 
-Q2_PROBE = '''
-def probe(ns, request):
-    import numpy as np
-    f = ns.get("estimate_mu")
-    if not callable(f):
-        return {"form": False, "value": None}
-
-    def call(setting, seed):
-        mu, t, R = setting
-        try:
-            return float(f(mu, t, R, np.random.default_rng(seed)))
-        except Exception:
-            return None
-
-    values = [call(s, seed) for s, seed in zip(request["settings"], request["seeds"])]
-    again = call(request["settings"][0], request["seeds"][0])
-    return {"form": True, "value": {"values": values, "again": again}}
-'''
+Q2_PROBE = simulation_probe("estimate_mu", '''
+mu, t, R = setting
+try:
+    return float(f(mu, t, R, np.random.default_rng(seed)))
+except Exception:
+    return None
+''')
 
 
 def _q2_request(rng: np.random.Generator) -> dict:
-    return {"settings": [list(s) for s in SETTINGS], "seeds": [int(s) for s in rng.integers(2**62, size=len(SETTINGS))]}
+    return seeded_request(SETTINGS, rng)
 
 
 def _q2_judge(request: dict, value: object, rng: np.random.Generator) -> bool:
-    if not isinstance(value, dict) or [tuple(s) for s in request["settings"]] != [tuple(s) for s in SETTINGS]:
-        return False
-    values, again = as_floats(value.get("values"), len(SETTINGS)), value.get("again")
-    if values is None or not isinstance(again, float) or not again == values[0]:
-        return False
-    return TEST.verdict(z_values(values, rng)).passed
+    return same_seed_verdict(request, value, SETTINGS, lambda values: TEST.verdict(z_values(values, rng)).passed)
 
 
 def draw(reps: int, rng: np.random.Generator, variant: str = "reference") -> np.ndarray:
@@ -174,28 +165,9 @@ def z_grid(values: np.ndarray, rng: np.random.Generator, points: int = 201) -> n
 
 VARIANTS = ("mu 2 % off", "power, not the miss rate", "returns mu, jittered")
 
-# ---- q3, q4 -------------------------------------------------------------------------------------------
+# ---- q4 (q3: the shared multiple-choice question) ---------------------------------------------------
 
-Q3_PROBE = '''
-def probe(ns, request):
-    answer = ns.get("q3_answer")
-    ok = isinstance(answer, str) and answer in ("a", "b", "c", "d")
-    return {"form": ok, "value": answer if ok else None}
-'''
-
-Q4_PROBE = '''
-def probe(ns, request):
-    f = ns.get("tradeoff_at")
-    if not callable(f):
-        return {"form": False, "value": None}
-    values = []
-    for alpha, mu in request:
-        try:
-            values.append(float(f(alpha, mu)))
-        except Exception:
-            values.append(None)
-    return {"form": True, "value": values}
-'''
+Q4_PROBE = function_probe("tradeoff_at", "alpha, mu", 'values.append(float(f(alpha, mu)))')
 
 
 def _q4_request(rng: np.random.Generator) -> list[list[float]]:
@@ -214,8 +186,7 @@ KEY = Key("part3", {
     "q1": Question(2, Q1_PROBE, _q1_request, _q1_judge,
                    form="mu_from_rates must be a sympy expression in alpha and beta only.",
                    failure="At error rates the grader drew, your expression does not return mu."),
-    "q3": Question(1, Q3_PROBE, lambda rng: None, lambda request, value, rng: value == ANSWER,
-                   form='q3_answer must be one of "a", "b", "c", "d".', failure="Not the right letter."),
+    "q3": letter_question(ANSWER),
     "q4": Question(1, Q4_PROBE, _q4_request, _q4_judge, form="tradeoff_at must be a function.",
                    failure="At levels and budgets the grader drew, your function does not return G_mu(alpha)."),
     "q2": Question(4, Q2_PROBE, _q2_request, _q2_judge, form="estimate_mu must be a function.",

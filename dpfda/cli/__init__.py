@@ -44,8 +44,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ._files import stage_file, text_writer  # noqa: F401 (re-exported)
-from ._parsing import Parser, UsageError
 from ._release import (  # noqa: F401 (re-exported)
     add_example_parser,
     add_release_parser,
@@ -54,6 +52,8 @@ from ._release import (  # noqa: F401 (re-exported)
     run_release,
     space_option,
 )
+from .files import stage_file, text_writer  # noqa: F401 (re-exported)
+from .parsing import Parser, UsageError
 
 __all__ = ["main"]
 

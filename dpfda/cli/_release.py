@@ -32,8 +32,8 @@ from ..practice.publish import (
 )
 from ..practice.realdata import Domain
 from ..practice.specification import FTP, PTF, ReleaseSpec, SpecError, SpecifiedMechanism, SpecifiedRelease
-from ._files import discard_temporary, stage_file, text_writer
-from ._parsing import UsageError, integer_option
+from .files import discard_temporary, stage_file, text_writer
+from .parsing import UsageError, integer_option
 
 
 def _points_option(text: str, option: str) -> np.ndarray:
@@ -131,8 +131,9 @@ def add_release_parser(sub: argparse._SubParsersAction) -> None:
     rel.add_argument("--lower", default=None, metavar="L",
                      help="with --upper: a public range of every value, in the data's units (one number; "
                           "with --grid also one per grid point). The data are centred on the range and "
-                          "scaled (dpfda.PublicFrame), which gives PTF's clip and, in a legendre or fourier "
-                          "space, B' (a curve inside the range has at most that norm about its centre). In "
+                          "scaled (dpfda.PublicFrame), which gives PTF's clip and, in an orthonormal "
+                          "space (legendre:M, fourier:M, ...), B' (a curve inside the range has at most that "
+                          "norm about its centre). In "
                           "a kernel space a range bounds no RKHS norm: give --radius")
     rel.add_argument("--upper", default=None, metavar="U", help="see --lower")
     rel.add_argument("--radius", type=_number_option("--radius"), default=None, metavar="B",
@@ -181,7 +182,8 @@ def add_release_parser(sub: argparse._SubParsersAction) -> None:
                           "column's name in long form, \"value\" in wide form")
     best = rel.add_argument_group("choices made from the data or a proxy, with their cost")
     best.add_argument("--dimension-from", default=None, metavar="PROXY.csv",
-                      help="choose the dimension M of a legendre or fourier space from a PUBLIC proxy file "
+                      help="choose the dimension M of an orthonormal space that nests (legendre:M, ...) from a "
+                           "PUBLIC proxy file "
                            "(curves that are not the data released: another year, a published cohort), read "
                            "with the same layout options: the m in 1..M (M from --space) that minimises the "
                            "proxy mean's energy beyond m plus m sigma^2 (dpfda.mechanisms.dimension."
@@ -302,7 +304,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
     """Check every public choice (before the data are read): the spec, its mechanism, the rest of the command."""
     space = space_option(args.space)
     if args.dimension_from is not None and not isinstance(space, OrthonormalSpace):
-        raise UsageError("--dimension-from chooses the dimension of a legendre or fourier space; "
+        raise UsageError("--dimension-from chooses the dimension of an orthonormal space (legendre:M, fourier:M, ...); "
                          f"--space {space.spec} has none")
     grid_points, domain = _domain_and_grid(args)
     spec, mech = _specified(

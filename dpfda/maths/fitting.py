@@ -67,7 +67,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import AssumptionError, as_float_array, check_grid_vector, check_positive
+from ..validation import AssumptionError, as_float_array, check_grid_vector, check_positive
 from .summation import fixed_point_ball_mean
 
 __all__ = ["BallFit", "BallLeastSquares", "fit_ball", "row_norms"]

@@ -50,7 +50,7 @@ import numpy as np
 from numpy.polynomial import legendre as _leg
 from numpy.typing import ArrayLike
 
-from .._validation import (
+from ..validation import (
     AssumptionError,
     check_grid,
     check_int,
@@ -934,7 +934,14 @@ def _kernel_geometry(space: KernelSpace, grid: tuple) -> KernelGeometry:
 # ---------------------------------------------------------------------------
 
 SPACE_FAMILIES: dict[str, type[OrthonormalSpace] | type[Kernel]] = {
-    family.family: family for family in (LegendreSpace, FourierSpace, GaussianKernel, BrownianKernel, MaternKernel)
+    family.family: family
+    for family in (  # one class a line: a new space adds one
+        LegendreSpace,
+        FourierSpace,
+        GaussianKernel,
+        BrownianKernel,
+        MaternKernel,
+    )
 }
 """Every family of spaces a spec can name, and the class whose ``from_spec`` reads its specs.
 

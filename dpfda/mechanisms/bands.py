@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_points, check_positive
 from ..maths.spaces import GridGeometry, KernelSpace
+from ..validation import check_points, check_positive
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

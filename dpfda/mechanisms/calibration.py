@@ -27,8 +27,8 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_positive
 from ..maths.summation import calibration_factor
+from ..validation import check_positive
 
 __all__ = [
     "PARAM_MAX",

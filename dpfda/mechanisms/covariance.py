@@ -58,7 +58,7 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_data, check_int, check_positive, check_rng, check_secure
+from ..maths.curves import Curves, as_curves
 from ..maths.spaces import FunctionSpace, GridGeometry
 from ..maths.summation import (
     MEAN_ROUNDING,
@@ -69,9 +69,10 @@ from ..maths.summation import (
     fixed_point_mean,
     gamma,
 )
+from ..validation import check_data, check_int, check_positive, check_rng, check_secure
 from . import secure as opendp_noise  # a module: its sampler is looked up at each release
 from .calibration import NOISE_RESOLUTION, check_secure_budget, gaussian_sigma
-from .mechanism import ftp_mechanism, ptf_mechanism
+from .ftp_ptf import ftp_mechanism, ptf_mechanism
 from .mechanism_type import Mechanism
 from .pipelines import add_noise, check_radius, fitter
 from .release import Release
@@ -569,9 +570,12 @@ class CovarianceMechanism:
         noisy = add_noise(moment_centre, sigma_c, moment_normals)
         return self.post(mean_rel, noisy, n, secure=False)
 
-    def release(self, X: ArrayLike, rng: np.random.Generator | None, *,
+    def release(self, X: ArrayLike | Curves, rng: np.random.Generator | None, *,
                 secure: bool | None = None) -> CovarianceRelease:
-        """A private covariance of data ``X`` (n, T) or (reps, n, T): sqrt(μ_mean² + μ_cov²)-GDP.
+        """A private covariance of data ``X``: sqrt(μ_mean² + μ_cov²)-GDP.
+
+        ``X``: an array (n, T) or (reps, n, T) on the mechanism's grid, or a
+        :class:`dpfda.Curves` on that grid (:func:`dpfda.maths.curves.as_curves`).
 
         Every public parameter, both σ and (secure) OpenDP's budgets are checked before the
         data are read; both summaries are computed before any noise is drawn; the noise
@@ -587,10 +591,15 @@ class CovarianceMechanism:
         if secure:
             check_secure_budget(self.mu_mean)
             check_secure_budget(self.mu_cov)
-        X = check_data(X, self.geometry.T)
-        n = self._n(X.shape[-2])
+        curves = as_curves(X, self.geometry.grid)
+        if not (curves.common and np.array_equal(curves.grid, self.geometry.grid)):
+            raise ValueError("X: a private covariance needs every curve on the mechanism's grid; put curves "
+                             "measured at their own points on it first by a per-subject map (Curves.on_grid)")
+        values = curves.values
+        assert values is not None  # a common grid
+        n = self._n(values.shape[-2])
         sigma_m, sigma_c = self.mean_sigma(n), self.moment_sigma(n)  # errors before the data are read
-        mean_centre, moment_centre = self.summary(X)
+        mean_centre, moment_centre = self.summary(values)
         if secure:
             noisy_mean = self.mean.calibration.secure_noisy(mean_centre, n, self.mu_mean, sigma_m)
             noisy = opendp_noise.gaussian_release(moment_centre, sigma_c,
@@ -604,7 +613,7 @@ class CovarianceMechanism:
         noisy = add_noise(moment_centre, sigma_c, normals_c)
         return self.post(mean_rel, noisy, n, secure=False)
 
-    def __call__(self, X: ArrayLike, rng: np.random.Generator | None, *,
+    def __call__(self, X: ArrayLike | Curves, rng: np.random.Generator | None, *,
                  secure: bool | None = None) -> CovarianceRelease:
         """The same as :meth:`release`."""
         return self.release(X, rng, secure=secure)
@@ -767,8 +776,8 @@ def covariance_mechanism(grid: ArrayLike, space: FunctionSpace, radius: float, m
     (1.414213562373, 10)
     """
     if not isinstance(space, FunctionSpace):
-        raise TypeError(f"space must be a FunctionSpace (LegendreSpace, FourierSpace or KernelSpace), "
-                        f"got {type(space).__name__}")
+        raise TypeError(f"space must be a FunctionSpace (an orthonormal space such as LegendreSpace, "
+                        f"or a KernelSpace), got {type(space).__name__}")
     if method not in ("ftp", "ptf"):
         raise ValueError(f"method must be 'ftp' or 'ptf', got {method!r}")
     secure = check_secure(secure)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_int, check_positive
+from ..validation import check_int, check_positive
 from .covariance import CovarianceMechanism, metric_root, moment_fit_matrix
 
 __all__ = [

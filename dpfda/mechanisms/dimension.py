@@ -31,9 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array, check_grid, check_int, check_positive
-from ..maths.curves import Curves
+from ..maths.curves import Curves, as_curves
 from ..maths.spaces import FunctionSpace, OrthonormalSpace
+from ..validation import as_float_array, check_grid, check_int, check_positive
 from .calibration import noise_scale
 from .pipelines import check_radius
 
@@ -56,26 +56,18 @@ class PublicDimension:
 
 
 def _proxy_values(proxy: ArrayLike | Curves, grid: np.ndarray) -> np.ndarray:
-    if isinstance(proxy, Curves):
-        if not proxy.common:
-            raise ValueError("proxy is measured at its own points: put it on the public grid first "
-                             "(Curves.on_grid, a map of the public proxy alone)")
-        assert proxy.values is not None
-        if proxy.values.ndim != 2:
-            raise ValueError(f"proxy must be one data set (n, T), got batch axes {proxy.values.shape[:-2]}")
-        if proxy.grid.shape != grid.shape or not np.array_equal(proxy.grid, grid):
-            raise ValueError("proxy is on a different grid from grid: the rule fits the proxy on the grid given")
-        return proxy.values
-    values = as_float_array(proxy, "proxy")
-    if values.ndim == 1:
-        values = values[None, :]
-    if values.ndim != 2 or values.shape[0] < 1:
-        raise ValueError(f"proxy must be an array (k, T) of public curves, got shape {values.shape}")
-    if values.shape[1] != grid.size:
-        raise ValueError(f"proxy is on a different grid: it has {values.shape[1]} points, grid has {grid.size}")
-    if not np.all(np.isfinite(values)):
-        raise ValueError("proxy contains NaN or inf: fill or drop its gaps by a rule first (it is public)")
-    return values
+    if not isinstance(proxy, Curves):  # an array (k, T) on grid, or one curve (T,)
+        values = as_float_array(proxy, "proxy")
+        proxy = as_curves(values[None, :] if values.ndim == 1 else values, grid, name="proxy")
+    if not proxy.common:
+        raise ValueError("proxy is measured at its own points: put it on the public grid first "
+                         "(Curves.on_grid, a map of the public proxy alone)")
+    assert proxy.values is not None
+    if proxy.values.ndim != 2:
+        raise ValueError(f"proxy must be one data set (n, T), got batch axes {proxy.values.shape[:-2]}")
+    if proxy.grid.shape != grid.shape or not np.array_equal(proxy.grid, grid):
+        raise ValueError("proxy is on a different grid from grid: the rule fits the proxy on the grid given")
+    return proxy.values
 
 
 def public_dimension(proxy: ArrayLike | Curves, grid: ArrayLike,

@@ -74,7 +74,7 @@ def check_own_points_space(space: object) -> None:
     """Curves on their own points are fitted in an orthonormal H_m; a kernel space is refused by name."""
     if not isinstance(space, OrthonormalSpace):
         raise TypeError(
-            f"curves on their own points need an orthonormal space (LegendreSpace, FourierSpace), got "
+            f"curves on their own points need an orthonormal space (an OrthonormalSpace such as LegendreSpace), got "
             f"{type(space).__name__}: a kernel space's coordinates are tied to one grid of kernel sections")
 
 

@@ -102,9 +102,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_data, check_int, check_rng, check_secure
-from ..maths.curves import Curves
+from ..maths.curves import Curves, as_curves
 from ..maths.spaces import GridGeometry, KernelSpace, OrthonormalSpace
+from ..validation import check_data, check_int, check_rng, check_secure
 from .calibration import check_secure_budget
 from .irregular import IrregularPTFError
 from .parts import Calibration, Identity, PerCurveMap, PostFit
@@ -259,11 +259,13 @@ class Mechanism:
         ``X`` may be a :class:`dpfda.Curves`: FTP's summary of curves on their own points is
         the mean of each subject's fit on its points (what :meth:`release` noises).
         """
-        if isinstance(X, Curves):
-            return self._curves_summary(X)
-        X = check_data(X, self.geometry.T)
-        self._n(X.shape[-2])
-        return self.per_curve.mean(X, exact=exact)
+        curves = as_curves(X, self.geometry.grid)
+        if self._on_grid(curves):
+            self._n(curves.n)
+            return self.per_curve.mean(curves.values, exact=exact)  # type: ignore[arg-type]  # common: set
+        self._check_off_grid(curves)
+        self.sigma(curves.n)  # n checked against the mechanism's declared n
+        return self.per_curve.curves_mean(curves)  # type: ignore[attr-defined]  # checked just above
 
     def coordinates(self, rel: Release) -> np.ndarray:
         """The Gaussian mechanism's output carried by a release (``rel.noisy_coordinates``)."""
@@ -290,30 +292,13 @@ class Mechanism:
             np.array_equal(curves.grid, self.geometry.grid))
 
 
-    def _curves_summary(self, curves: Curves) -> np.ndarray:
-        """The summary this mechanism adds its noise to, for a ``Curves``: on its grid, or FTP's own-points mean.
-
-        What :meth:`_release_curves` noises (for the audit and the tests of the noise's input).
-        """
-        if self._on_grid(curves):
-            return self.summary(curves.values)  # type: ignore[arg-type]  # common: values set
-        self._check_off_grid(curves)
-        self.sigma(curves.n)  # n checked against the mechanism's declared n
-        return self.per_curve.curves_mean(curves)  # type: ignore[attr-defined]  # checked just above
-
-
-    def _release_curves(self, curves: Curves, rng: np.random.Generator | None, *, secure: bool) -> Release:
-        """``release`` of a ``Curves``: its values on the mechanism's grid, or FTP's own-points fit.
+    def _release_off_grid(self, curves: Curves, rng: np.random.Generator | None, *, secure: bool) -> Release:
+        """``release`` of curves off the mechanism's grid: FTP's fit of each subject on its own points.
 
         FTP on an orthonormal space fits curves that are not on its grid (their own points, or
         another common grid) each on the points they have; PTF refuses them by name.
         """
-        secure = check_secure(secure)
-        if self._on_grid(curves):
-            return self.release(curves.values, rng, secure=secure)  # type: ignore[arg-type]  # common: values set
         self._check_off_grid(curves)
-        if rng is None and not secure:
-            raise TypeError("rng must be a numpy.random.Generator; only secure=True may leave it out")
         if not (secure and rng is None):
             rng = check_rng(rng)
         n = curves.n
@@ -362,7 +347,11 @@ class Mechanism:
 
     def release(self, X: ArrayLike | Curves, rng: np.random.Generator | None, *,
                 secure: bool | None = None) -> Release:
-        """A release of data ``X`` (n, T) or (reps, n, T): μ-GDP.
+        """A release of data ``X``: μ-GDP.
+
+        ``X`` is a :class:`dpfda.Curves`, or an array (n, T) or (reps, n, T) on the
+        mechanism's grid, turned into one at once (:func:`dpfda.maths.curves.as_curves`:
+        the checks and errors of Curves).
 
         ``secure`` (default: the mechanism's own ``secure``) draws the noise with
         OpenDP (:mod:`dpfda.mechanisms.secure`; ``rng`` may then be None); otherwise the
@@ -371,19 +360,21 @@ class Mechanism:
         μ²/2 are checked before the data are touched.
         """
         secure = self.secure if secure is None else check_secure(secure)
-        if isinstance(X, Curves):  # a common grid, or FTP on each subject's own points
-            return self._release_curves(X, rng, secure=secure)
         if rng is None and not secure:
             raise TypeError("rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)); "
                             "only secure=True, whose noise comes from OpenDP, may leave it out")
-        X = check_data(X, self.geometry.T)
+        curves = as_curves(X, self.geometry.grid)
+        if not self._on_grid(curves):  # FTP on each subject's own points, or another grid
+            return self._release_off_grid(curves, rng, secure=secure)
         if not (secure and rng is None):
             rng = check_rng(rng)
-        n = self._n(X.shape[-2])
+        n = self._n(curves.n)
         if secure:
             check_secure_budget(self.mu)
         self.calibration.sigma(n, self.mu)  # calibration errors before any data are touched
-        return self._release_summary(self.per_curve.mean(X), n, rng, secure=secure)
+        values = curves.values  # on the mechanism's grid: a common grid, so set
+        assert values is not None
+        return self._release_summary(self.per_curve.mean(values), n, rng, secure=secure)
 
     def _release_summary(self, centre: np.ndarray, n: int, rng: np.random.Generator | None, *,
                          secure: bool) -> Release:

@@ -12,7 +12,7 @@ states the noise rule and its floating-point argument:
 
 Every part holds public parameters only (no data, no generator) and is immutable, so a
 mechanism built from them can be pickled.  They are also importable from
-:mod:`dpfda.mechanisms.mechanism`.
+:mod:`dpfda.mechanisms.ftp_ptf`.
 """
 
 from __future__ import annotations

@@ -29,15 +29,15 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import (
+from ..maths.fitting import BallFit, BallLeastSquares
+from ..maths.spaces import GridGeometry, KernelSpace
+from ..maths.summation import ball_mean_excess, box_mean_excess, fixed_point_mean
+from ..validation import (
     check_grid_vector,
     check_int,
     check_positive,
     check_rng,
 )
-from ..maths.fitting import BallFit, BallLeastSquares
-from ..maths.spaces import GridGeometry, KernelSpace
-from ..maths.summation import ball_mean_excess, box_mean_excess, fixed_point_mean
 from . import secure as opendp_noise  # a module: its sampler is looked up at each release
 from .calibration import (
     NOISE_RESOLUTION,  # noqa: F401 - re-exported: the limits' one home is .calibration

@@ -18,7 +18,7 @@ from typing import Any, overload
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array, check_positive, check_rng
+from ..validation import as_float_array, check_positive, check_rng
 from .calibration import PARAM_MAX, gaussian_sigma
 from .secure import laplace_release
 

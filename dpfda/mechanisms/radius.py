@@ -46,12 +46,12 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_positive
-from ..maths.curves import Curves
+from ..maths.curves import Curves, as_curves
 from ..maths.fitting import BallLeastSquares, row_norms
 from ..maths.spaces import FunctionSpace, OrthonormalSpace
+from ..validation import check_positive
+from .ftp_ptf import ftp
 from .irregular import check_own_points_space
-from .mechanism import ftp
 from .pipelines import check_radius
 from .privacy import compose
 from .release import Release
@@ -130,17 +130,20 @@ def fitted_norms(X: ArrayLike | Curves, grid: ArrayLike | None, space: FunctionS
     radius_max = check_radius(radius_max)
     check_own_points_space(space)
     space = cast(OrthonormalSpace, space)  # checked just above
-    if isinstance(X, Curves):
+    given_curves = isinstance(X, Curves)
+    curves = as_curves(X, grid)
+    if given_curves:
         rows = []
-        for t, x in X.subjects():
+        for t, x in curves.subjects():
             Phi = space.basis(t)
             ok = t.size >= space.m and np.linalg.eigvalsh(Phi.T @ Phi)[0] > 1e-12 * max(
                 np.linalg.eigvalsh(Phi.T @ Phi)[-1], 1.0)
             rows.append(float(row_norms(BallLeastSquares(Phi).solve(x, radius_max).coef)) if ok else 0.0)
         norms = np.array(rows)
     else:
-        geom = space.at(grid)  # type: ignore[arg-type]  # None: check_grid's named TypeError
-        norms = row_norms(BallLeastSquares(geom.Phi).solve(np.asarray(X, dtype=float), radius_max).coef)
+        geom = space.at(curves.grid)  # an array on grid: one design for all, each row fitted alone
+        assert curves.values is not None  # an array makes curves on one common grid
+        norms = row_norms(BallLeastSquares(geom.Phi).solve(curves.values, radius_max).coef)
     return np.minimum(norms, radius_max)
 
 

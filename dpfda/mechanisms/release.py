@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_points, check_rng
 from ..maths.spaces import GridGeometry, Kernel
+from ..validation import check_points, check_rng
 from . import bands
 
 if TYPE_CHECKING:

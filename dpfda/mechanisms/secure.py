@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array, check_positive
+from ..validation import as_float_array, check_positive
 from .calibration import PARAM_MAX, check_secure_budget
 
 __all__ = [

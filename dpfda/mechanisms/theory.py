@@ -23,10 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_int, check_nonnegative, check_positive, check_rng
 from ..maths.rounding import eigh_rtol
 from ..maths.spaces import GridGeometry, KernelGeometry, LegendreGeometry
 from ..maths.summation import gamma
+from ..validation import check_int, check_nonnegative, check_positive, check_rng
 from .pipelines import (
     check_radius,
     fitter,
@@ -86,7 +86,7 @@ def _is_legendre(geometry: GridGeometry) -> bool:
     if isinstance(geometry, KernelGeometry):
         return False
     raise TypeError(
-        "geometry must be the geometry of a LegendreSpace or KernelSpace (use space.at(grid)), "
+        "geometry must be the geometry of an orthonormal space or a KernelSpace (use space.at(grid)), "
         f"got {type(geometry).__name__}"
     )
 
@@ -189,7 +189,7 @@ def ftp_imse_bound(geometry: GridGeometry, B: float, radius: float, n: int, mu: 
     """
     radius, n, mu, B, sigma0 = _bound_args(geometry, B, radius, n, mu, sigma0)
     if not isinstance(geometry, LegendreGeometry):
-        raise TypeError("Theorem 10 concerns a LegendreSpace geometry")
+        raise TypeError("Theorem 10 concerns the geometry of an orthonormal H_m (a LegendreGeometry)")
     m = geometry.dim
     privacy = ftp_noiseless_error(geometry, radius, n, mu)
     if sigma0 == 0.0:
@@ -214,7 +214,7 @@ def ptf_imse_lower_bound(geometry: GridGeometry, B: float, radius: float, n: int
     """
     radius, n, mu, B, _ = _bound_args(geometry, B, radius, n, mu)
     if not isinstance(geometry, LegendreGeometry):
-        raise TypeError("Theorem 11 concerns a LegendreSpace geometry")
+        raise TypeError("Theorem 11 concerns the geometry of an orthonormal H_m (a LegendreGeometry)")
     m = geometry.dim
     A = ptf_A(geometry)
     lam = np.linalg.eigvalsh(A)

@@ -24,10 +24,10 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_int, check_positive
 from .._version import __version__
 from ..mechanisms.covariance import CovarianceRelease
 from ..mechanisms.privacy import epsilon_from_mu
+from ..validation import check_int, check_positive
 from .publish import DELTAS, evaluation_points, privacy_unit, space_description
 from .realdata import Domain, PublicFrame
 

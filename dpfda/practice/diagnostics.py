@@ -23,8 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_data
-from ..maths.curves import Curves
+from ..maths.curves import Curves, as_curves
 from ..maths.fitting import BallLeastSquares
 from ..maths.spaces import FourierSpace, GridGeometry, OrthonormalSpace
 from ..mechanisms.irregular import irregular_fit_mean
@@ -85,17 +84,17 @@ def curator_report(curves: ArrayLike | Curves, geometry: GridGeometry, radius: f
     if not isinstance(geometry, GridGeometry):
         raise TypeError(f"geometry must be a space's geometry on a grid, got {type(geometry).__name__}")
     c = None if clip is None else np.asarray(clip, dtype=float)
-    on_grid = not isinstance(curves, Curves) or (curves.common and np.array_equal(curves.grid, geometry.grid))
-    if on_grid:
-        values = curves.values if isinstance(curves, Curves) else curves
-        X = check_data(values, geometry.T, "curves")
+    curves = as_curves(curves, geometry.grid, name="curves")  # an array: on geometry's grid
+    if curves.common and np.array_equal(curves.grid, geometry.grid):
+        X = curves.values
+        assert X is not None  # a common grid
         if X.ndim != 2:
             raise ValueError(f"curves must be one dataset (n, T), got shape {X.shape}")
         parts = [_on_grid(X, frame, geometry, radius, c)]
     else:
         if c is not None:
             raise ValueError("PTF's clip needs the curves on the release's grid")
-        parts = [_own_points(curves, frame, geometry, radius)]  # type: ignore[arg-type]  # a Curves here
+        parts = [_own_points(curves, frame, geometry, radius)]
     n = sum(p["n"] for p in parts)
     count = sum(p["values"] for p in parts)
     out = {
@@ -150,7 +149,8 @@ def _own_points(curves: Curves, frame: PublicFrame | None, geometry: GridGeometr
     """The report's counts for curves on their own points (each subject fitted on the points it has)."""
     space = geometry.space
     if not isinstance(space, OrthonormalSpace):
-        raise TypeError("curves on their own points need an orthonormal space (LegendreSpace, FourierSpace)")
+        raise TypeError("curves on their own points need an orthonormal space "
+                        "(an OrthonormalSpace such as LegendreSpace)")
     if frame is not None and tuple(curves.domain) != (frame.domain.start, frame.domain.stop):
         raise ValueError(f"the curves' domain {tuple(curves.domain)} is not the frame's "
                          f"({frame.domain.start:g}, {frame.domain.stop:g})")
@@ -248,19 +248,18 @@ def curator_diagnostics(release: Release, curves: ArrayLike | Curves, *,
         raise TypeError(f"frame must be a dpfda PublicFrame, got {type(frame).__name__}")
     if frame is not None and not np.array_equal(frame.grid, release.geometry.grid):
         raise ValueError("the release was not made on this frame's grid")
+    curves = as_curves(curves, release.geometry.grid, name="curves")  # an array: on the release's grid
     out = curator_report(curves, release.geometry, float(release.radius), frame=frame, clip=release.clip)
-    own = isinstance(curves, Curves) and not (curves.common and np.array_equal(curves.grid, release.grid))
-    if own:  # FTP on the subjects' own points: its own mean of the fits
+    X = curves.values if curves.common and np.array_equal(curves.grid, release.grid) else None
+    if X is None:  # FTP on the subjects' own points: its own mean of the fits
         mapped = frame.to_unit(curves) if frame is not None else curves
-        mean_fit = irregular_fit_mean(mapped, release.space, float(release.radius))  # type: ignore[arg-type]
+        mean_fit = irregular_fit_mean(mapped, release.space, float(release.radius))
         offset = (np.asarray(release.coef) - mean_fit) / release.noise_scale
     elif release.method == "ftp":
-        X = check_data(curves.values if isinstance(curves, Curves) else curves, release.geometry.T, "curves")
         Y = frame.to_unit(X) if frame is not None else X
         mean_fit, _ = ftp_fit_mean(Y, release.geometry, float(release.radius))
         offset = (np.asarray(release.coef) - mean_fit) / release.noise_scale
     elif release.method == "ptf" and release.noisy_means is not None:
-        X = check_data(curves.values if isinstance(curves, Curves) else curves, release.geometry.T, "curves")
         Y = frame.to_unit(X) if frame is not None else X
         clip = np.asarray(release.clip, dtype=float)
         offset = (np.asarray(release.noisy_means) - ptf_clipped_mean(Y, clip)) / release.noise_scale

@@ -52,8 +52,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._validation import check_positive
 from ..mechanisms.privacy import epsilon_from_mu
+from ..validation import check_positive
 
 __all__ = ["CAP_TOLERANCE", "LEDGER_FORMAT", "BudgetExceeded", "Ledger", "LedgerError", "data_identity",
            "identity_fingerprint"]

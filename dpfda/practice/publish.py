@@ -27,13 +27,13 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array, check_positive
 from .._version import __version__
 from ..maths.spaces import FunctionSpace, OrthonormalSpace
 from ..mechanisms.bands import BAND_COVERS, band_is_exact
 from ..mechanisms.privacy import epsilon_from_mu
 from ..mechanisms.radius import PrivateRadius
 from ..mechanisms.release import Release
+from ..validation import as_float_array, check_positive
 from .diagnostics import (
     CLIP_WARNING_SHARE,
     SHRINK_WARNING_SHARE,

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
-from .._validation import non_real_dtype
 from ..maths.curves import Curves
+from ..validation import non_real_dtype
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -309,20 +309,22 @@ def _subjects(table: _CsvTable | _FrameTable, id: str, role: str) -> list[str]:
 def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = ...,
                 id: str | None = ..., point: str = ..., value: str = ..., combine: str | None = ...,
                 curves: Literal[False] = ..., domain: Iterable[float] | None = ...,
-                ) -> tuple[np.ndarray, np.ndarray]: ...
+                units: None = ...) -> tuple[np.ndarray, np.ndarray]: ...
 @overload
 def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = ...,
                 id: str | None = ..., point: str = ..., value: str = ..., combine: str | None = ...,
-                curves: Literal[True], domain: Iterable[float] | None = ...) -> Curves: ...
+                curves: Literal[True], domain: Iterable[float] | None = ...,
+                units: str | None = ...) -> Curves: ...
 @overload
 def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = ...,
                 id: str | None = ..., point: str = ..., value: str = ..., combine: str | None = ...,
                 curves: bool, domain: Iterable[float] | None = ...,
-                ) -> Any: ...  # a bool known at run time: Curves or (points, X), as typeshed does
+                units: str | None = ...) -> Any: ...  # a run-time bool: Curves or (points, X)
 def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = "wide",
                 id: str | None = None, point: str = "point", value: str = "value",
                 combine: str | None = None, curves: bool = False,
-                domain: Iterable[float] | None = None) -> Curves | tuple[np.ndarray, np.ndarray]:
+                domain: Iterable[float] | None = None,
+                units: str | None = None) -> Curves | tuple[np.ndarray, np.ndarray]:
     """Curves on one common grid from a CSV file or a DataFrame, one per subject: ``(points, X)``.
 
     One subject gives one curve: the privacy unit of a release (its neighbouring datasets
@@ -354,6 +356,10 @@ def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = 
         form) and empty cells (wide form) are then kept, each subject with the points it has.
     domain : (float, float)
         With ``curves=True``: the public interval of the points (never read from the data).
+    units : str, optional
+        With ``curves=True``: what the values are and their unit (``"height (cm)"``),
+        carried by the Curves (a release through a :class:`dpfda.ReleaseSpec` refuses
+        curves in other units than its own).
 
     Returns
     -------
@@ -361,6 +367,9 @@ def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = 
         The grid points, increasing, in the data's units.
     X : ndarray (n, T)
         One row per subject, in the order of first appearance.
+    curves : Curves
+        With ``curves=True`` instead: the same subjects, in the same order, with the public
+        ``domain`` and ``units``.
 
     Raises
     ------
@@ -394,6 +403,8 @@ def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = 
                          f"got {combine!r}")
     if curves and domain is None:
         raise ValueError("curves=True needs the public domain=(start, stop) of the points")
+    if units is not None and not curves:
+        raise ValueError("units are carried by a dpfda.Curves: give curves=True (and the domain) with units=")
     table = _read_table(source)
     if layout == "wide":
         points, X, labels = _read_wide(table, id, combine, missing_ok=curves)
@@ -402,14 +413,14 @@ def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = 
     if not curves:
         return points, X
     _check_domain(points, X, labels, domain)
-    return Curves.from_masked(points, X, domain)
+    return Curves.from_masked(X, points, domain, units=units)
 
 
 def _check_domain(points: np.ndarray, X: np.ndarray, labels: Sequence[str], domain: Iterable[float] | None) -> None:
     """Refuse a subject with a value at a point outside the public domain, naming it by its id.
 
-    The rule is :class:`dpfda.Curves`'s (a point within 10^-12 of the stop is the stop); every other
-    check is left to Curves.
+    The rule is :class:`dpfda.Curves`'s (a point 1 ulp outside is refused, a point on an end is
+    kept); every other check is left to Curves.
     """
     try:
         start, stop = (float(v) for v in domain)  # type: ignore[union-attr]  # None: TypeError, left to Curves
@@ -417,12 +428,13 @@ def _check_domain(points: np.ndarray, X: np.ndarray, labels: Sequence[str], doma
         return
     if not (np.isfinite(start) and np.isfinite(stop) and start < stop):
         return
-    t = np.where(np.isclose(points, stop, rtol=1e-12, atol=0.0), 1.0, (points - start) / (stop - start))
+    outside = (points < start) | (points > stop)
     seen = ~np.isnan(X)
-    for j in np.flatnonzero((t < 0.0) | (t > 1.0)):
+    for j in np.flatnonzero(outside):
         if not seen[:, j].all():  # a point some subjects have (all of them: the grid's point, said by Curves)
             i = int(np.argmax(seen[:, j]))
-            raise ValueError(f"subject {labels[i]!r} has a value at the point {points[j]:g}, outside the public "
+            shown = f"{points[j]:g}" if float(f"{points[j]:g}") == points[j] else repr(float(points[j]))
+            raise ValueError(f"subject {labels[i]!r} has a value at the point {shown}, outside the public "
                              f"domain [{start:g}, {stop:g}]; every point must lie in the domain (fixed before "
                              "the data are read): correct the point, or leave it out by a public rule")
 

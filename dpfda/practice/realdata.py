@@ -58,9 +58,9 @@ import numpy as np
 from numpy.polynomial import legendre as _leg
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array, check_data, check_grid, check_points, to_float
-from ..maths.curves import Curves
+from ..maths.curves import Curves, as_curves
 from ..maths.spaces import FunctionSpace, KernelSpace, LegendreSpace, OrthonormalSpace
+from ..validation import as_float_array, check_grid, check_points, to_float
 
 if TYPE_CHECKING:
     from ..mechanisms.release import Release
@@ -118,6 +118,9 @@ class Domain:
             bad = arr[(arr < self.start) | (arr > self.stop)].ravel()[0]
             raise ValueError(f"{self.name} must lie in [{self.start:g}, {self.stop:g}] (the public "
                              f"domain), got {bad:g}")
+        # One rule with dpfda.Curves: 1 ulp outside is refused, the ends are kept.  For x in
+        # [start, stop], rounding is monotone, so the map already lies in [0, 1], with
+        # stop -> 1.0 exactly (fl(stop - start)/fl(stop - start)); the clip changes nothing.
         return np.clip((arr - self.start) / self.length, 0.0, 1.0)
 
     def from_unit(self, t: ArrayLike) -> np.ndarray:
@@ -265,7 +268,7 @@ class PublicFrame:
                 "budget (dpfda.mechanisms.radius.ftp_private_radius, with that bound as radius_max)"
             )
         if not isinstance(space, (OrthonormalSpace, KernelSpace)):
-            raise TypeError(f"space must be a LegendreSpace, a FourierSpace or a KernelSpace, got "
+            raise TypeError(f"space must be an orthonormal space (such as LegendreSpace) or a KernelSpace, got "
                             f"{type(space).__name__}")
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a dpfda Domain, got {type(domain).__name__}")
@@ -357,17 +360,18 @@ class PublicFrame:
         """
         if isinstance(X, Curves):
             return self._curves_to_unit(X)
-        X = check_data(X, self.grid.size)
+        values = as_curves(X, self.grid).values  # the checks of a Curves on the frame's grid
+        assert values is not None  # an array makes curves on one common grid
         r = self.centre_at(self.grid)
         half = self.scale * self.clip  # the band's half-width about r, in the study's units
-        return (np.clip(X, r - half, r + half) - r) / self.scale
+        return (np.clip(values, r - half, r + half) - r) / self.scale
 
     def _curves_to_unit(self, curves: Curves) -> Curves:
         if tuple(curves.domain) != (self.domain.start, self.domain.stop):
             raise ValueError(f"the curves' domain {tuple(curves.domain)} is not the frame's "
                              f"({self.domain.start:g}, {self.domain.stop:g}): both map the points onto [0, 1]")
         if curves.common and np.array_equal(curves.grid, self.grid):  # on the frame's points
-            return Curves(self.to_unit(curves.values), self.grid, (0.0, 1.0))  # type: ignore[arg-type]  # common: set
+            return as_curves(self.to_unit(curves.values), self.grid)  # type: ignore[arg-type]  # common: set
         if curves.common and curves.values is not None and curves.values.ndim != 2:
             raise ValueError("a Curves with batch axes off the frame's points: map one data set at a time")
         points, values = [], []
@@ -380,8 +384,8 @@ class PublicFrame:
             points.append(t)
             values.append((np.clip(x, r - half, r + half) - r) / self.scale)
         if curves.common:
-            return Curves(np.array(values), points[0], (0.0, 1.0))
-        return Curves.irregular(points, values, (0.0, 1.0))
+            return as_curves(np.array(values), points[0])
+        return Curves(values, points, (0.0, 1.0))
 
     def _coef(self, coef: ArrayLike | Release) -> np.ndarray:
         coef = np.asarray(getattr(coef, "coef", coef), dtype=float)

@@ -45,17 +45,17 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array
-from ..maths.curves import Curves
+from ..maths.curves import Curves, as_curves
 from ..maths.spaces import FourierSpace, FunctionSpace, KernelSpace, OrthonormalSpace, space_from_spec
 from ..mechanisms.calibration import NOISE_RESOLUTION, check_secure_budget
+from ..mechanisms.ftp_ptf import ftp_mechanism, ptf_mechanism
 from ..mechanisms.irregular import DISPLAY_POINTS
-from ..mechanisms.mechanism import ftp_mechanism, ptf_mechanism
 from ..mechanisms.mechanism_type import Mechanism
 from ..mechanisms.pipelines import check_radius
 from ..mechanisms.privacy import mu_from_epsilon_delta
 from ..mechanisms.radius import PrivateRadius, ftp_private_radius
 from ..mechanisms.release import Release
+from ..validation import as_float_array
 from .publish import DELTAS, release_record
 from .realdata import Domain, PublicFrame
 
@@ -479,16 +479,37 @@ class SpecifiedMechanism:
             if spec.own_points:
                 raise TypeError("curves: this specification has no grid (each subject on its own points); "
                                 "give a dpfda.Curves, or make the spec with grid=...")
-            return as_float_array(curves, "curves")  # refuses text, booleans and complex numbers by name
         domain = (spec.domain.start, spec.domain.stop)  # type: ignore[union-attr]  # a Domain after checks
+        if not isinstance(curves, Curves):  # an array on the specification's grid, in the data's units
+            if hasattr(type(curves), "columns"):  # a table (pandas' DataFrame): its header must be the grid
+                self._check_header(curves.columns)  # type: ignore[union-attr]  # a table: checked above
+            curves = as_curves(curves, spec.points, domain, name="curves", grid_name="the specification's grid")
+        if curves.common and curves.values is not None and curves.values.ndim != 2:
+            raise ValueError(f"curves: a specification releases one data set (n, T), one row per subject; "
+                             f"got shape {curves.values.shape} (a batch of data sets: release each on its own)")
         if tuple(curves.domain) != domain:
             raise ValueError(f"curves: their domain {tuple(curves.domain)} is not the specification's {domain}")
         if curves.common and not spec.own_points:
             if curves.points is None or not np.array_equal(curves.points, spec.points):
                 raise ValueError("curves: their points are not the specification's grid (give each subject "
-                                 "on its own points with Curves.irregular, or the spec without a grid)")
+                                 "on its own points, Curves(values, points, domain), or the spec without a grid)")
             return curves.values  # type: ignore[return-value]  # common: values set
         return curves  # each subject on its own points: FTP fits each alone, PTF refuses them by name
+
+
+    def _check_header(self, columns: Iterable[object]) -> None:
+        """A table's column labels, read as numbers, must be the specification's grid in order."""
+        try:
+            labels = np.array([float(c) for c in columns])  # type: ignore[arg-type]  # refused below if not
+        except (TypeError, ValueError):
+            raise ValueError("curves: the table's column labels are not numbers, so its columns cannot be "
+                             "matched to the specification's grid; order the columns as the grid and pass "
+                             "table.to_numpy(), or give a dpfda.Curves") from None
+        points = self.spec.points
+        if not np.array_equal(labels, points):
+            raise ValueError(f"curves: the table's columns {labels.tolist()} are not the specification's grid "
+                             f"{np.asarray(points).tolist()} in order (reorder them, e.g. table[grid], or give "
+                             "a dpfda.Curves)")
 
 
 class SpecifiedRelease:

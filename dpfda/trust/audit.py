@@ -64,14 +64,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from .._validation import as_float_array, check_int, check_positive, check_rng
 from ..maths.curves import Curves
 from ..maths.spaces import FunctionSpace, OrthonormalSpace
-from ..mechanisms import mechanism as mechanisms
+from ..mechanisms import ftp_ptf as mechanisms
 from ..mechanisms.covariance import CovarianceMechanism
-from ..mechanisms.mechanism import Mechanism
+from ..mechanisms.ftp_ptf import Mechanism
 from ..mechanisms.release import Release
-from ._checks import check_grid_space, check_mechanism, check_n, check_neighbour_curves, dataset_n, geometry
+from ..validation import as_float_array, check_int, check_positive, check_rng
+from .checks import check_grid_space, check_mechanism, check_n, dataset_n, geometry, neighbours
 from .draws import repeat_mechanism, repeated
 from .recompute import (  # the audit's own recomputation, also reachable from here
     AUDIT_DIGITS,
@@ -491,7 +491,7 @@ def grouping_pair(mechanism: Mechanism, n: int, *, candidates: int = 60,
 
     def curves(a: tuple, b: tuple, third: tuple) -> Curves:
         points, values = zip(a, b, third, *((t, np.zeros(1)) for t in rest_t))
-        return Curves.irregular(list(points), list(values), domain=(0.0, 1.0))
+        return Curves(list(values), list(points), (0.0, 1.0))
 
     def on(t: np.ndarray, h: np.ndarray) -> tuple:
         return t, _toward(space.basis(t), h, 1e6 * mech.radius)  # its fit: B'·h
@@ -609,19 +609,8 @@ def audit(mechanism: Mechanism, X0: ArrayLike | Curves, X1: ArrayLike | Curves, 
     split = check_positive(split, "split")
     if split >= 1:
         raise ValueError(f"split must be in (0, 1), got {split}")
-    if isinstance(X0, Curves) or isinstance(X1, Curves):  # FTP of curves on their own points
-        X0, X1 = check_neighbour_curves(X0, X1)
-    else:
-        X0 = as_float_array(X0, "X0")
-        X1 = as_float_array(X1, "X1")
-        if X0.ndim != 2 or X0.shape != X1.shape:
-            raise ValueError(f"X0 and X1 must both be (n, T) arrays of one shape, got {X0.shape} and {X1.shape}")
-        if not (np.all(np.isfinite(X0)) and np.all(np.isfinite(X1))):
-            raise ValueError("X0 and X1 must be finite")
-        changed = int(np.sum(np.any(X0 != X1, axis=1)))
-        if changed > 1:
-            raise ValueError(f"X0 and X1 must be neighbours (differ in at most one curve); they differ in {changed}")
     mech = check_mechanism(mechanism)
+    X0, X1 = neighbours(mech, X0, X1)
     check_n(mech, X0)
 
     view: Callable[[Release], np.ndarray]

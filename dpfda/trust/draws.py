@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..mechanisms.mechanism import Mechanism
+from ..mechanisms.ftp_ptf import Mechanism
 from ..mechanisms.release import Release
 
 __all__ = ["batches", "repeat_mechanism", "repeated"]

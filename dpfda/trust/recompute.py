@@ -20,12 +20,12 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array, check_int, check_rng
 from ..maths.curves import Curves
 from ..maths.spaces import GridGeometry, OrthonormalSpace
 from ..mechanisms.covariance import CovarianceMechanism
-from ..mechanisms.mechanism import Mechanism
-from ._checks import check_mechanism, check_n, check_neighbour_curves, dataset_n
+from ..mechanisms.ftp_ptf import Mechanism
+from ..validation import as_float_array, check_int, check_rng
+from .checks import check_mechanism, check_n, dataset_n, neighbours
 
 __all__ = [
     "NoiseLaw",
@@ -188,7 +188,7 @@ class NoiseLaw:
 
 def published_law(mechanism: Mechanism, X: ArrayLike | Curves) -> NoiseLaw:
     """The noise law published by a release of ``mechanism`` on ``X`` (a probe with its own generator)."""
-    probe = mechanism.release(X if isinstance(X, Curves) else np.asarray(X, dtype=float), np.random.default_rng(0))
+    probe = mechanism.release(X, np.random.default_rng(0))  # an array: checked as Curves on its grid
     return NoiseLaw(probe.noise_scale, probe.coordinate_factor)
 
 
@@ -692,10 +692,7 @@ def recompute(mechanism: Mechanism, X0: ArrayLike | Curves, X1: ArrayLike | Curv
     only the mechanism's summaries can show it.
     """
     mech = check_mechanism(mechanism)
-    if isinstance(X0, Curves) or isinstance(X1, Curves):
-        X0, X1 = check_neighbour_curves(X0, X1)
-    else:
-        X0, X1 = as_float_array(X0, "X0"), as_float_array(X1, "X1")
+    X0, X1 = neighbours(mech, X0, X1, adjacent=False)
     check_n(mech, X0)
     n = dataset_n(X0)
     problems: list[str] = []

@@ -21,7 +21,7 @@ from typing import overload
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpfda._validation import check_int, check_positive
+from dpfda.validation import check_int, check_positive
 
 __all__ = [
     "ALPHA",

@@ -54,8 +54,8 @@ import sys
 import uuid
 from collections.abc import Sequence
 
-from dpfda.cli._files import stage_file, text_writer  # noqa: F401 (re-exported)
-from dpfda.cli._parsing import Parser, UsageError, integer_option
+from dpfda.cli.files import stage_file, text_writer  # noqa: F401 (re-exported)
+from dpfda.cli.parsing import Parser, UsageError, integer_option
 
 from ..interrupt import SignalGuard, shutdown_workers
 from ..simulation.studies import STUDY_NAMES  # noqa: F401 (re-exported)

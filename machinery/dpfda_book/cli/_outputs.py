@@ -11,8 +11,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from dpfda.cli._files import Writer, discard_temporary, stage_file, temporary_prefix, text_writer
-from dpfda.cli._parsing import UsageError
+from dpfda.cli.files import Writer, discard_temporary, stage_file, temporary_prefix, text_writer
+from dpfda.cli.parsing import UsageError
 
 from ..simulation.studies import layout_of
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dpfda import __version__
-from dpfda.cli._parsing import UsageError
+from dpfda.cli.parsing import UsageError
 
 from ..interrupt import SignalGuard, pause_for_test, shutdown_workers
 from ..simulation.models import check_law

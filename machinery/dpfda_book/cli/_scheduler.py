@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from dpfda import __version__
-from dpfda.cli._parsing import UsageError
+from dpfda.cli.parsing import UsageError
 
 SCHEDULER_TIMEOUT = 5.0
 """Seconds ``--scheduler`` waits to connect to the scheduler, and then for a worker."""

@@ -24,13 +24,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpfda._validation import check_int, check_positive
 from dpfda.maths.curves import Curves
 from dpfda.maths.fitting import BallLeastSquares
 from dpfda.maths.spaces import FunctionSpace, GridGeometry, OrthonormalSpace
 from dpfda.maths.summation import fixed_point_ball_mean
 from dpfda.mechanisms.covariance import SQRT2, CovarianceMechanism, covariance_mechanism
-from dpfda.mechanisms.mechanism import (
+from dpfda.mechanisms.ftp_ptf import (
     ClipToBox,
     FitInBall,
     FTPCalibration,
@@ -40,7 +39,8 @@ from dpfda.mechanisms.mechanism import (
     WeightedFit,
 )
 from dpfda.mechanisms.pipelines import fitter, ftp_fit_mean, ptf_clip_bounds, ptf_default_weights
-from dpfda.trust._checks import check_grid_space, check_mechanism, setup
+from dpfda.trust.checks import check_grid_space, check_mechanism, setup
+from dpfda.validation import check_int, check_positive
 
 from .designs import Design
 

@@ -82,13 +82,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpfda._validation import (
-    check_data,
-    check_int,
-    check_nonnegative,
-    check_positive,
-    check_secure,
-)
 from dpfda.maths.rounding import solve_rtol
 from dpfda.maths.spaces import FunctionSpace, GridGeometry
 from dpfda.maths.summation import (
@@ -101,7 +94,7 @@ from dpfda.maths.summation import (
 )
 from dpfda.mechanisms import secure as opendp_noise  # a module: its sampler is looked up at each release
 from dpfda.mechanisms.calibration import PARAM_MAX, check_secure_budget, declared_sensitivity, noise_scale
-from dpfda.mechanisms.mechanism import GridThenFit, Mechanism, WeightedFit
+from dpfda.mechanisms.ftp_ptf import GridThenFit, Mechanism, WeightedFit
 from dpfda.mechanisms.pipelines import (
     check_radius,
     fitter,
@@ -112,7 +105,14 @@ from dpfda.mechanisms.pipelines import (
     ptf_weight_vector,
 )
 from dpfda.mechanisms.theory import ftp_unconstrained_terms
-from dpfda.trust._checks import check_grid_space
+from dpfda.trust.checks import check_grid_space
+from dpfda.validation import (
+    check_data,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_secure,
+)
 
 from .projections import project_ball, robust_norm
 from .whitening import Whitening, cached_extent, noise_factor, scaled

@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpfda._validation import as_float_array, check_int, check_nonnegative, check_positive
+from dpfda.validation import as_float_array, check_int, check_nonnegative, check_positive
 
 __all__ = ["james_stein", "james_stein_risk", "ball_projection"]
 

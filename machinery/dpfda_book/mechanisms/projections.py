@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpfda._validation import as_float_array
 from dpfda.mechanisms.pipelines import check_radius
+from dpfda.validation import as_float_array
 
 __all__ = ["MAX_ENUMERATION_T", "project_ball", "robust_norm", "sign_vectors", "trust_region_max"]
 

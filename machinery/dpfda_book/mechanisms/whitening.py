@@ -34,8 +34,8 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpfda._validation import as_float_array
 from dpfda.maths.spaces import GridGeometry
+from dpfda.validation import as_float_array
 
 from .projections import sign_vectors, trust_region_max
 

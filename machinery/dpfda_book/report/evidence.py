@@ -35,7 +35,7 @@ import numbers
 import numpy as np
 import pandas as pd
 
-from dpfda._validation import check_nonnegative, check_positive
+from dpfda.validation import check_nonnegative, check_positive
 
 from ..montecarlo import Z, bonferroni_z, proportion_se
 from ..simulation.studies import check_family

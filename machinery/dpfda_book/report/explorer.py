@@ -47,6 +47,8 @@ EXPLORER_NAMES = {"space": "explorer-space", "T": "explorer-T", "mu": "explorer-
 def _explorer_space_key(row: pd.Series) -> str:
     """The space a widget button selects: "kernel", or "legendre" and m (e.g. "legendre3")."""
     family = check_family(row["family"], "df's column family")
+    if family not in ("kernel", "legendre"):
+        raise ValueError(f"the explorer draws the paper's spaces (family 'kernel' or 'legendre'), got {family!r}")
     return family if family == "kernel" else f"legendre{int(row['m'])}"
 
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpfda._validation import check_int
 from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean
+from dpfda.validation import check_int
 
 from ..mechanisms.designs import Design
 from .engine import Arm, per_repetition, prepare, simulate_mechanisms

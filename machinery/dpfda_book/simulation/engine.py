@@ -101,12 +101,12 @@ from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpfda._validation import check_int, check_optional_int, check_reps, check_rng
-from dpfda.maths.spaces import FunctionSpace, GridGeometry, KernelSpace
-from dpfda.mechanisms.mechanism import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
+from dpfda.maths.spaces import FunctionSpace, GridGeometry, KernelSpace, OrthonormalSpace
+from dpfda.mechanisms.ftp_ptf import Mechanism, ftp, ftp_mechanism, ptf, ptf_mechanism
 from dpfda.mechanisms.pipelines import ftp_fit_mean, ptf_clipped_mean, ptf_default_clip, ptf_default_weights
 from dpfda.mechanisms.release import Release
 from dpfda.trust.draws import batches, repeat_mechanism, repeated  # the audit's draws: one summary, fresh normals
+from dpfda.validation import check_int, check_optional_int, check_reps, check_rng
 
 from ..settings import quick as quick_mode
 from .models import KernelCurves, PolynomialCurves, polynomial_curves, rkhs_curves
@@ -155,11 +155,10 @@ def latent_curves(setting: Setting, seed: int) -> PolynomialCurves | KernelCurve
     """The fixed latent curves of a setting (``PolynomialCurves`` or ``KernelCurves``)."""
     seed = check_int(seed, "seed", 0)
     rng = latent_generator(setting, seed)
-    if setting.family == "legendre":
-        assert setting.m is not None  # Setting requires m for H_m
-        return polynomial_curves(setting.n, setting.m, rng, B=setting.B, law=setting.law)
-    assert setting.centers is not None  # Setting fills it in
     space = setting.space
+    if isinstance(space, OrthonormalSpace):  # H_m: the paper's Legendre space, or another orthonormal family
+        return polynomial_curves(setting.n, space.m, rng, B=setting.B, law=setting.law, space=space)
+    assert setting.centers is not None  # Setting fills it in
     assert isinstance(space, KernelSpace)  # family "kernel"
     return rkhs_curves(setting.n, rng, kernel=space.kernel,
                        centers=setting.centers, B=setting.B, law=setting.law)
@@ -405,7 +404,7 @@ def prepare(setting: Setting, seed: int) -> Prepared:
     def on_grid() -> tuple[np.ndarray, np.ndarray]:
         curves = _shared_latent_curves(setting, seed)
         F = curves.values(geom.grid)
-        if setting.family == "legendre":
+        if setting.orthonormal:
             assert isinstance(curves, PolynomialCurves)
             target = curves.mean_coef
         else:

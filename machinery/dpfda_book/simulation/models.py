@@ -51,8 +51,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpfda._validation import check_int, check_nonnegative, check_positive, check_rng
-from dpfda.maths.spaces import Kernel, LegendreSpace, gaussian_kernel
+from dpfda.maths.spaces import Kernel, LegendreSpace, OrthonormalSpace, gaussian_kernel
+from dpfda.validation import check_int, check_nonnegative, check_positive, check_rng
 
 __all__ = [
     "LAWS",
@@ -109,9 +109,9 @@ def uniform_ball(n: int, dim: int, radius: float, rng: np.random.Generator) -> n
 
 @dataclass(frozen=True)
 class PolynomialCurves:
-    """n latent curves θ_iᵀφ in a Legendre space."""
+    """n latent curves θ_iᵀφ in an orthonormal space (the paper's: a Legendre space)."""
 
-    space: LegendreSpace
+    space: OrthonormalSpace
     theta: np.ndarray  # (n, m)
 
     @property
@@ -192,13 +192,18 @@ def kernel_direction(shape: str, kernel: Kernel, centers: ArrayLike) -> np.ndarr
 
 
 def polynomial_curves(n: int, m: int, rng: np.random.Generator, *, B: float = 1.0,
-                      law: str = "default") -> PolynomialCurves:
+                      law: str = "default", space: OrthonormalSpace | None = None) -> PolynomialCurves:
     """θ_i i.i.d. uniform in the m-ball of radius B (appendix, polynomial setup).
 
     With ``law="shift-S"`` or ``"wave-S"`` (module docstring), θ_i = (1 − S)·g_i
-    + S·B·h with g_i drawn as above and h = (1, …, 1)/√m or e_m.
+    + S·B·h with g_i drawn as above and h = (1, …, 1)/√m or e_m.  The coefficients are
+    those of ``space``, an orthonormal H_m of dimension m (default the Legendre space: the
+    paper's); the draws do not depend on it.
     """
-    space = LegendreSpace(m)
+    if space is None:
+        space = LegendreSpace(m)
+    if not isinstance(space, OrthonormalSpace) or space.m != m:
+        raise ValueError(f"space must be an orthonormal space of dimension m={m}, got {space!r}")
     B = check_positive(B, "B")
     shape, share = _law_parts(check_law(law))
     theta = uniform_ball(n, space.m, B, rng)

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from dpfda._validation import check_int, check_jobs, check_reps
+from dpfda.validation import check_int, check_jobs, check_reps
 
 from ..interrupt import pause_for_test
 from .engine import batches, chunk_size, simulate_chunk, simulate_laws

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from dpfda._validation import check_int
+from dpfda.validation import check_int
 
 from .studies import Setting
 

@@ -86,7 +86,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 import dpfda
-from dpfda._version import __version__
+from dpfda import __version__
 
 from ..settings import STORE_ENV, quick, store_folder
 from . import engine, schedule, tabulate

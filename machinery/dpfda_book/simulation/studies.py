@@ -46,8 +46,16 @@ from typing import Any, Callable, Iterable, Iterator, cast
 
 import numpy as np
 
-from dpfda._validation import check_int, check_nonnegative, check_positive
-from dpfda.maths.spaces import GridGeometry, KernelSpace, LegendreSpace, gaussian_kernel, space_from_spec, uniform_grid
+from dpfda.maths.spaces import (
+    SPACE_FAMILIES,
+    GridGeometry,
+    KernelSpace,
+    OrthonormalSpace,
+    gaussian_kernel,
+    space_from_spec,
+    uniform_grid,
+)
+from dpfda.validation import check_int, check_nonnegative, check_positive
 
 from .models import check_law
 
@@ -137,16 +145,19 @@ def radius_rule(name: str, n: int, B: float = 1.0) -> float:
 # One setting
 # ---------------------------------------------------------------------------
 
-FAMILIES = ("kernel", "legendre")
+FAMILIES = ("kernel",) + tuple(name for name, cls in SPACE_FAMILIES.items() if issubclass(cls, OrthonormalSpace))
 """The families of function spaces a :class:`Setting` can use: ``"kernel"``
 (:class:`~dpfda.maths.spaces.KernelSpace`, an RKHS: the paper's Gaussian kernel unless the
-setting names another ``kernel``) and ``"legendre"`` (:class:`~dpfda.maths.spaces.LegendreSpace`, H_m)."""
+setting names another ``kernel``) and every orthonormal family of
+:data:`~dpfda.maths.spaces.SPACE_FAMILIES` (H_m: ``"legendre"``, the paper's, ``"fourier"``, and
+any family added there)."""
 
 # Stream compatibility, said here once: the random-stream keys (Setting.canonical,
 # Setting.latent_canonical) hash "poly" and "rkhs", the family names of dpfda 0.1.x, and add
 # nothing for the default law (its keys predate the law dimension: those of dpfda 0.1.0), so that
 # all results of the book stay bit-identical.  Never change these strings (tests/test_engine.py
-# pins keys and first draws); other modules refer to this note as _STREAM_TOKEN.
+# pins keys and first draws); other modules refer to this note as _STREAM_TOKEN.  Any other
+# orthonormal family is its own token (its name, e.g. "fourier").
 _STREAM_TOKEN = {"legendre": "poly", "kernel": "rkhs"}
 
 
@@ -175,7 +186,8 @@ def _kernel_of(kernel: object, rho: float | None) -> tuple[float | None, str | N
     space = space_from_spec(kernel)
     if not isinstance(space, KernelSpace):
         raise ValueError(f"kernel must be the spec of a kernel space (gaussian:RHO, matern:NU,RHO, ...), "
-                         f"got {kernel!r}, a {type(space).__name__}; H_m is family='legendre'")
+                         f"got {kernel!r}, a {type(space).__name__}; an orthonormal H_m is its family "
+                         "(family='legendre', m=...)")
     own = space.kernel.parameters.get("rho")
     if rho is not None and (own is None or check_positive(rho, "rho") != own):
         raise ValueError(f"rho={rho!r} disagrees with kernel {kernel!r}, whose length-scale is {own!r}: "
@@ -190,14 +202,15 @@ def check_family(value: object, name: str = "family") -> str:
 
     >>> check_family("legendre")
     'legendre'
-    >>> check_family("poly")
+    >>> check_family("poly")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: family must be one of ('kernel', 'legendre'), got 'poly'
+    ValueError: family must be one of ('kernel', 'legendre', ...), got 'poly'
     """
     if isinstance(value, str) and value in FAMILIES:
         return value
-    raise ValueError(f"{name} must be one of {FAMILIES}, got {value!r}")
+    raise ValueError(f"{name} must be one of {FAMILIES} ('kernel' or an orthonormal family of "
+                     f"dpfda's SPACE_FAMILIES), got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -206,14 +219,15 @@ class Setting:
 
     Parameters
     ----------
-    family : {"kernel", "legendre"}
-        The family of the function space (:attr:`space`).  ``"kernel"``: the
+    family : str
+        The family of the function space (:attr:`space`), one of :data:`FAMILIES`.  ``"kernel"``: the
         RKHS of ``kernel`` (the paper's Gaussian kernel with bandwidth ``rho``
         unless ``kernel`` names another; :class:`~dpfda.maths.spaces.KernelSpace`),
         latent curves from :func:`dpfda_book.simulation.models.rkhs_curves` in that RKHS with ``centers``
         kernel centres, error = grid MSE (eq. 8).  ``"legendre"``: the Legendre space H_m
         (:class:`~dpfda.maths.spaces.LegendreSpace`), latent curves from
-        :func:`dpfda_book.simulation.models.polynomial_curves`, error = IMSE (eq. 7).
+        :func:`dpfda_book.simulation.models.polynomial_curves`, error = IMSE (eq. 7); any
+        other orthonormal family (``"fourier"``) likewise, its H_m being ``family:m``.
     n : int
         Number of curves.
     T : int
@@ -228,7 +242,7 @@ class Setting:
     radius : float, optional
         B' > 0.  Computed from ``radius_rule`` when omitted.
     m : int, optional
-        Dimension of H_m (``family="legendre"`` only; T >= m, Assumption A.3).
+        Dimension of H_m (an orthonormal family only; T >= m, Assumption A.3).
     B : float
         Bound on the norm of each latent curve (Assumption A.1), default 1.
     rho : float, optional
@@ -283,9 +297,9 @@ class Setting:
         if self.radius is None:
             assign("radius", radius_rule(self.radius_rule, self.n, B))
         assign("radius", check_positive(self.radius, "radius"))
-        if self.family == "legendre":
+        if self.orthonormal:
             if self.m is None:
-                raise ValueError("m (the dimension of H_m) is required when family='legendre'")
+                raise ValueError(f"m (the dimension of H_m) is required when family={self.family!r}")
             assign("m", check_int(self.m, "m", 1))
             if self.T < self.m:
                 raise ValueError(f"T must be >= m for H_m (Assumption A.3), got T={self.T}, m={self.m}")
@@ -293,7 +307,7 @@ class Setting:
                 raise ValueError("rho, centers and kernel apply only to family='kernel'")
         else:
             if self.m is not None:
-                raise ValueError("m applies only to family='legendre'")
+                raise ValueError("m applies only to an orthonormal family (family='legendre', ...)")
             rho, kernel = _kernel_of(self.kernel, self.rho)
             assign("rho", rho)
             assign("kernel", kernel)
@@ -302,30 +316,35 @@ class Setting:
 
     # -- derived objects ---------------------------------------------------
     @property
+    def orthonormal(self) -> bool:
+        """Whether the space is an orthonormal H_m (every family but ``"kernel"``)."""
+        return self.family != "kernel"
+
+    @property
     def metric(self) -> str:
         """``"IMSE"`` (H_m, eq. 7) or ``"MSE"`` (RKHS grid MSE, eq. 8)."""
-        return "IMSE" if self.family == "legendre" else "MSE"
+        return "IMSE" if self.orthonormal else "MSE"
 
     @property
     def dim(self) -> int:
         """Dimension d of the fitted coordinates (m for H_m, T for the RKHS)."""
-        if self.family == "legendre":
+        if self.orthonormal:
             assert self.m is not None  # required for H_m (__post_init__)
             return self.m
         return self.T
 
     @property
-    def space(self) -> LegendreSpace | KernelSpace:
-        """The function space, :class:`~dpfda.LegendreSpace` (m) or :class:`~dpfda.KernelSpace` (``kernel``)."""
-        if self.family == "legendre":
+    def space(self) -> OrthonormalSpace | KernelSpace:
+        """The function space: ``family:m`` (``LegendreSpace(m)``), or :class:`~dpfda.KernelSpace` (``kernel``)."""
+        if self.orthonormal:
             assert self.m is not None  # required for H_m (__post_init__)
-            return LegendreSpace(self.m)
+            return cast(OrthonormalSpace, space_from_spec(f"{self.family}:{self.m}"))
         return cast(KernelSpace, space_from_spec(cast(str, self.kernel_spec)))
 
     @property
     def kernel_spec(self) -> str | None:
-        """The kernel's spec (``"gaussian:0.2"``, ``"matern:1.5,0.2"``); None for ``family="legendre"``."""
-        if self.family == "legendre":
+        """The kernel's spec (``"gaussian:0.2"``, ``"matern:1.5,0.2"``); None for an orthonormal family."""
+        if self.orthonormal:
             return None
         return self.kernel if self.kernel is not None else _gaussian_spec(self.rho)
 
@@ -356,7 +375,7 @@ class Setting:
         For the default law it is :meth:`canonical` itself.
         """
         parts = [
-            f"space={_STREAM_TOKEN[self.family]}",  # "poly"/"rkhs": see _STREAM_TOKEN
+            f"space={self._token()}",  # "poly"/"rkhs": see _STREAM_TOKEN
             f"n={self.n}",
             f"T={self.T}",
             f"m={self.m}",
@@ -368,6 +387,10 @@ class Setting:
             f"centers={self.centers}",
         ]
         return "setting|" + "|".join(parts) + self._kernel_key()
+
+    def _token(self) -> str:
+        """The family's token in the stream keys (see ``_STREAM_TOKEN``)."""
+        return _STREAM_TOKEN.get(self.family, self.family)
 
     def _kernel_key(self) -> str:
         """"" for the paper's Gaussian kernel of bandwidth ρ (``rho`` says it all), else "|kernel=<spec>"."""
@@ -393,8 +416,8 @@ class Setting:
         curves for the same n (and m) and law, and for the RKHS the same
         functions are evaluated on each grid.
         """
-        token = _STREAM_TOKEN[self.family]
-        if self.family == "legendre":
+        token = self._token()
+        if self.orthonormal:
             return f"latent|{token}|m={self.m}|n={self.n}|B={self.B!r}" + self._law_key()
         return (f"latent|{token}|n={self.n}|rho={self.rho!r}|centers={self.centers}|B={self.B!r}"
                 + self._kernel_key() + self._law_key())
@@ -536,8 +559,8 @@ class Study:
         ``"matern:0.5,0.2"``) may be a single value or a list.  A radius rule is a name from
         :data:`RADIUS_RULES` or a ``(name, function(n, B))`` pair.  Settings are
         ordered with ``n`` varying fastest and ``kernel`` slowest.  ``family`` (required) is
-        ``"legendre"`` or ``"kernel"`` (:data:`FAMILIES`).  ``T`` defaults to 20
-        for ``family="legendre"`` (the paper's polynomial setup).
+        ``"kernel"`` or an orthonormal family such as ``"legendre"`` (:data:`FAMILIES`).  ``T``
+        defaults to 20 for an orthonormal family (the paper's polynomial setup).
 
         Examples
         --------
@@ -554,7 +577,7 @@ class Study:
         if family is None:
             raise TypeError(f"Study.grid needs family, one of {FAMILIES}")
         check_family(family)
-        if family == "legendre" and T is None:
+        if family != "kernel" and T is None:
             T = 20
         if T is None:
             raise ValueError("T is required for family='kernel'")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpfda._version import __version__
+from dpfda import __version__
 
 from ..montecarlo import Z95, proportion_se
 from .studies import Study

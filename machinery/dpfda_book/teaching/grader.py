@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import textwrap
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,8 +49,8 @@ from otter.test_files.abstract_test import TestCase, TestCaseResult, TestFile  #
 
 from .sandbox import TIMEOUT, ProbeRun, run_probes
 
-__all__ = ["GRADED_OUTSIDE", "Key", "Outcome", "Plugin", "Question", "grade", "load_key", "notebook_cells",
-           "preload", "result_files"]
+__all__ = ["GRADED_OUTSIDE", "LETTER_PROBE", "Key", "Outcome", "Plugin", "Question", "function_probe", "grade",
+           "letter_question", "load_key", "notebook_cells", "preload", "result_files", "simulation_probe"]
 
 #: What results.json says about how the submission was graded (the "output" of the results).
 GRADED_OUTSIDE = ("Graded outside the notebook's kernel: your notebook's code cells were run in a fresh "
@@ -81,6 +82,47 @@ class Key:
 
     assignment: str
     questions: dict[str, Question]
+
+
+#: The probe of a multiple-choice question: the letter ``q3_answer`` names, if it is one of a–d.
+LETTER_PROBE = '''
+def probe(ns, request):
+    answer = ns.get("q3_answer")
+    ok = isinstance(answer, str) and answer in ("a", "b", "c", "d")
+    return {"form": ok, "value": answer if ok else None}
+'''
+
+
+def letter_question(answer: str, points: float = 1) -> Question:
+    """A multiple-choice question read from ``q3_answer``, passed by the letter ``answer`` only."""
+    if answer not in ("a", "b", "c", "d"):
+        raise ValueError(f"answer must be one of a, b, c, d, got {answer!r}")
+    return Question(points, LETTER_PROBE, lambda rng: None, lambda request, value, rng: value == answer,
+                    form='q3_answer must be one of "a", "b", "c", "d".', failure="Not the right letter.")
+
+
+def simulation_probe(name: str, call: str, imports: str = "import numpy as np") -> str:
+    """The probe of a simulation question: the function ``name`` called at each setting with its seed.
+
+    ``call`` is the body of ``call(setting, seed)`` (its own indentation removed), which returns the
+    function's value as a float or None; the probe calls it at every setting of the request, then at
+    the first again with the same seed, and returns ``{"values": [...], "again": ...}``.
+    """
+    return ("\ndef probe(ns, request):\n" + textwrap.indent(imports.strip(), "    ")
+            + f'\n    f = ns.get("{name}")\n    if not callable(f):\n        return {{"form": False, "value": None}}\n'
+            + "\n    def call(setting, seed):\n" + textwrap.indent(textwrap.dedent(call).strip(), "        ")
+            + '\n\n    values = [call(s, seed) for s, seed in zip(request["settings"], request["seeds"])]\n'
+            + '    again = call(request["settings"][0], request["seeds"][0])\n'
+            + '    return {"form": True, "value": {"values": values, "again": again}}\n')
+
+
+def function_probe(name: str, args: str, value: str) -> str:
+    """The probe of an exact function ``name``: for each ``args`` of the request, ``value`` (None if it raises)."""
+    return (f'\ndef probe(ns, request):\n    f = ns.get("{name}")\n    if not callable(f):\n'
+            f'        return {{"form": False, "value": None}}\n    values = []\n    for {args} in request:\n'
+            "        try:\n" + textwrap.indent(textwrap.dedent(value).strip(), "            ")
+            + "\n        except Exception:\n            values.append(None)\n"
+            + '    return {"form": True, "value": values}\n')
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ it is symbolic, and compared with the key's reference (:func:`agrees`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
@@ -38,7 +38,7 @@ import numpy as np
 from scipy import stats
 
 __all__ = ["LEVEL", "DistributionTest", "MonteCarloRate", "Verdict", "agrees", "as_floats", "chi2_z",
-           "decimal_string", "z_from_tails"]
+           "decimal_string", "same_seed_verdict", "seeded_request", "z_from_tails"]
 
 #: Probability of each of the test's comparisons under the intended law (see the module docstring).
 LEVEL = 2.5e-5
@@ -81,6 +81,28 @@ def as_floats(answer: Any, size: int) -> np.ndarray | None:
         else:
             return None
     return out
+
+
+def seeded_request(settings: Sequence[Sequence[Any]], rng: np.random.Generator, **extra: Any) -> dict[str, Any]:
+    """A simulation question's request: the key's ``settings``, ``extra`` entries, a fresh seed per setting."""
+    return {"settings": [list(s) for s in settings], **extra,
+            "seeds": [int(s) for s in rng.integers(2**62, size=len(settings))]}
+
+
+def same_seed_verdict(request: dict[str, Any], value: Any, settings: Sequence[Sequence[Any]],
+                      passes: Callable[[np.ndarray], bool]) -> bool:
+    """Whether a simulation answer passes.
+
+    The request was at the key's ``settings``; the answer is ``{"values": one number per setting,
+    "again": a float}`` where ``again`` (the first setting run a second time with its seed) equals
+    the first value; and ``passes(values)`` (the key's test of their law) holds.
+    """
+    if not isinstance(value, dict) or [tuple(s) for s in request["settings"]] != [tuple(s) for s in settings]:
+        return False
+    values, again = as_floats(value.get("values"), len(settings)), value.get("again")
+    if values is None or not isinstance(again, float) or not again == values[0]:
+        return False  # the same seed must give the same value
+    return bool(passes(values))
 
 
 @dataclass(frozen=True)

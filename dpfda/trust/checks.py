@@ -1,18 +1,25 @@
-"""Argument checks shared by the audit, its recomputation and the mechanisms broken on purpose."""
+"""Argument checks shared by the audit, its recomputation and mechanisms built outside the library.
+
+:func:`check_mechanism` insists on a :class:`dpfda.Mechanism` (a plain function does not say
+what to audit), :func:`check_n` on the number of curves it was calibrated for,
+:func:`check_neighbour_curves` on two neighbouring datasets, :func:`check_grid_space` on the
+argument order (grid, space, ...) every constructor takes, and :func:`setup` checks the public
+parameters of a mechanism on ``n`` curves (the book's mechanisms broken on purpose use it).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_int, check_positive
-from ..maths.curves import Curves
+from ..maths.curves import Curves, as_curves
 from ..maths.spaces import FunctionSpace, GridGeometry
-from ..mechanisms.mechanism import Mechanism
+from ..mechanisms.ftp_ptf import Mechanism
 from ..mechanisms.pipelines import check_radius
+from ..validation import check_int, check_positive
 
 __all__ = ["check_grid_space", "check_mechanism", "check_n", "check_neighbour_curves", "dataset_n", "geometry",
-           "setup"]
+           "neighbours", "setup"]
 
 
 def check_grid_space(grid: object, space: object, who: str) -> None:
@@ -29,9 +36,11 @@ def check_grid_space(grid: object, space: object, who: str) -> None:
 
 
 def geometry(grid: ArrayLike, space: FunctionSpace) -> GridGeometry:
+    """The geometry of ``space`` on ``grid``; a TypeError when ``space`` is no function space."""
     if not isinstance(space, FunctionSpace):
         raise TypeError(
-            f"space must be a FunctionSpace (a LegendreSpace or KernelSpace), got {type(space).__name__}"
+            f"space must be a FunctionSpace (an orthonormal space such as LegendreSpace, or a KernelSpace), "
+            f"got {type(space).__name__}"
         )
     return space.at(grid)
 
@@ -45,10 +54,11 @@ def setup(grid: ArrayLike, space: FunctionSpace, radius: float, mu: float,
 
 
 def check_mechanism(mechanism: object) -> Mechanism:
+    """``mechanism`` if it is a :class:`dpfda.Mechanism`, else a TypeError saying how to build one."""
     if not isinstance(mechanism, Mechanism):
         raise TypeError(
-            f"mechanism must be a dpfda.mechanisms.mechanism.Mechanism, got {type(mechanism).__name__}: build it "
-            "with dpfda.trust.audit.ftp_mechanism / ptf_mechanism (or dpfda.mechanisms.mechanism.ftp_mechanism / "
+            f"mechanism must be a dpfda.Mechanism, got {type(mechanism).__name__}: build it "
+            "with dpfda.trust.audit.ftp_mechanism / ptf_mechanism (or dpfda.ftp_mechanism / "
             "ptf_mechanism, dpfda_book.mechanisms.designs.Design(...).mechanism(n, mu), or a broken_* constructor "
             "of dpfda_book.mechanisms.broken); a plain function (X, rng) -> Release does not say what to audit"
         )
@@ -61,6 +71,7 @@ def dataset_n(X: np.ndarray | Curves) -> int:
 
 
 def check_n(mechanism: Mechanism, X: np.ndarray | Curves) -> None:
+    """A ValueError when ``X`` holds another number of curves than the ``n`` ``mechanism`` was built for."""
     n = dataset_n(X)
     if mechanism.n is not None and n != mechanism.n:
         raise ValueError(
@@ -81,3 +92,27 @@ def check_neighbour_curves(X0: object, X1: object) -> tuple[Curves, Curves]:
     if changed > 1:
         raise ValueError(f"X0 and X1 must be neighbours (differ in at most one subject); they differ in {changed}")
     return X0, X1
+
+
+def neighbours(mechanism: Mechanism, X0: object, X1: object, *,
+               adjacent: bool = True) -> tuple[np.ndarray, np.ndarray] | tuple[Curves, Curves]:
+    """Neighbouring datasets for an audit: two Curves (:func:`check_neighbour_curves`), or two arrays (n, T).
+
+    Arrays are checked as :class:`dpfda.Curves` on the mechanism's grid
+    (:func:`dpfda.maths.curves.as_curves`, errors naming ``X0`` and ``X1``), then, with
+    ``adjacent``, must have one shape and differ in at most one curve.
+    """
+    if isinstance(X0, Curves) or isinstance(X1, Curves):  # FTP of curves on their own points
+        return check_neighbour_curves(X0, X1)
+    grid = mechanism.geometry.grid
+    A = as_curves(X0, grid, name="X0").values  # type: ignore[arg-type]  # as_curves names what it refuses
+    B = as_curves(X1, grid, name="X1").values  # type: ignore[arg-type]
+    assert A is not None and B is not None  # arrays make curves on one common grid
+    if not adjacent:
+        return A, B
+    if A.ndim != 2 or A.shape != B.shape:
+        raise ValueError(f"X0 and X1 must both be (n, T) arrays of one shape, got {A.shape} and {B.shape}")
+    changed = int(np.sum(np.any(A != B, axis=1)))
+    if changed > 1:
+        raise ValueError(f"X0 and X1 must be neighbours (differ in at most one curve); they differ in {changed}")
+    return A, B

@@ -1,4 +1,9 @@
-"""Argument parsing shared by the commands: one-line usage errors and integer options."""
+"""Argument parsing shared by the commands: one-line usage errors and integer options.
+
+The library's ``python -m dpfda`` and the book's ``python -m dpfda_book`` both parse with
+:class:`Parser`, which turns argparse's errors into a :class:`UsageError` (reported in one
+line, exit code 2) instead of printing the usage and exiting.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +12,27 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import NoReturn
 
+__all__ = ["Parser", "UsageError", "integer_option"]
+
 
 class UsageError(Exception):
     """Bad command-line input: reported in one line with exit code 2."""
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit code 2, no usage dump
+    """An ``argparse.ArgumentParser`` whose errors raise :class:`UsageError` (no usage dump, no exit)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Raise :class:`UsageError` with argparse's ``message`` (one line, exit code 2, no usage dump)."""
         raise UsageError(message)
 
 
 def integer_option(name: str) -> Callable[[str], int]:
-    """A parser of integer arguments (the sign is checked by :func:`validate_reproduce`, per option)."""
+    """A parser of integer arguments, whole numbers in scientific notation too (``1e9``).
+
+    ``name`` is the option's name in the error message; the sign and range are checked by the
+    command that uses the option.
+    """
 
     def parse(text: str) -> int:
         try:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from typing import Protocol
 
 __all__ = ["Writer", "discard_temporary", "stage_file", "temporary_prefix", "text_writer"]
 
-Writer = Callable[[str], object]
-"""What :func:`stage_file` calls to write a file: ``write(tmp)`` with the temporary path."""
+class Writer(Protocol):
+    """What :func:`stage_file` calls to write a file: ``write(tmp)`` with the temporary path."""
+
+    def __call__(self, tmp: str, /) -> object:
+        """Write the whole file at ``tmp``."""
+        ...
 
 
 def _umask() -> int:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_int, check_positive, check_secure
 from ..maths.curves import Curves
 from ..maths.spaces import FunctionSpace, GridGeometry
+from ..validation import check_int, check_positive, check_secure
 from .calibration import check_secure_budget
 from .irregular import public_grid
 from .mechanism_type import Mechanism

@@ -1,4 +1,4 @@
-"""Argument checks shared by every module.
+"""Argument checks shared by every module of dpfda (and used by the book's package).
 
 Each helper raises ``TypeError`` or ``ValueError`` with a message that names
 the argument and the rule it broke, so a mistake is caught where it is made
@@ -26,6 +26,7 @@ __all__ = [
     "check_data",
     "check_points",
     "check_grid_vector",
+    "check_secure",
     "as_float_array",
     "non_real_dtype",
     "to_float",
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 FLOAT64_MAX = float(np.finfo(np.float64).max)
-"""The largest finite double (≈ 1.8e308): every computation of dpfda is in float64."""
+"""The largest finite double, about 1.8e308 (every computation of dpfda is in float64)."""
 
 
 class AssumptionError(ValueError):
@@ -141,7 +142,7 @@ def check_jobs(n_jobs: object, name: str = "n_jobs") -> int | None:
 
 
 def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
-    """Insist on an explicit :class:`numpy.random.Generator` (no global state)."""
+    """Insist on an explicit ``numpy.random.Generator`` (no global state)."""
     if not isinstance(rng, np.random.Generator):
         raise TypeError(
             f"{name} must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), "
@@ -289,7 +290,9 @@ def check_data(X: object, T: int, name: str = "X") -> np.ndarray:
     if arr.shape[-2] < 1:
         raise ValueError(f"{name} must hold at least one curve")
     if not _all_finite(arr):
-        raise ValueError(f"{name} contains NaN or inf; remove or impute those values first")
+        raise ValueError(f"{name} contains NaN or inf; remove or impute those values first, or, for curves "
+                         "with missing points, give each subject on the points it has (dpfda.Curves.from_masked "
+                         "reads a table with NaN where nothing was measured)")
     return arr
 
 
