@@ -221,16 +221,16 @@ def test_read_curves_keeps_own_points_and_empty_cells(tmp_path):
     from dpfda.practice.publish import read_curves
 
     c = read_curves(hourly_long(tmp_path / "h.csv"), layout="long", id="day", point="hour", value="temp",
-                    curves=True, domain=(-1, 23))
+                    own_points=True, domain=(-1, 23))
     assert isinstance(c, Curves) and not c.common and c.n == 60
     assert sorted({t.size for t, _ in c.subjects()}) == [23, 24]
     (tmp_path / "w.csv").write_text("id,0,1,2\na,1.0,,3.0\nb,4.0,5.0,6.0\n")
-    w = read_curves(tmp_path / "w.csv", id="id", curves=True, domain=(0, 2))
+    w = read_curves(tmp_path / "w.csv", id="id", own_points=True, domain=(0, 2))
     assert [t.tolist() for t, _ in w.subjects()] == [[0.0, 1.0], [0.0, 0.5, 1.0]]
     with pytest.raises(ValueError, match="missing value"):
-        read_curves(tmp_path / "w.csv", id="id")
-    with pytest.raises(ValueError, match="public domain"):
-        read_curves(tmp_path / "w.csv", id="id", curves=True)
+        read_curves(tmp_path / "w.csv", id="id", domain=(0, 2))
+    with pytest.raises(TypeError, match="domain"):
+        read_curves(tmp_path / "w.csv", id="id", own_points=True)  # type: ignore[call-arg]
 
 
 def test_cli_releases_own_points_by_ftp_with_a_plot_and_ptf_refuses_by_name(tmp_path, capsys):

@@ -31,7 +31,8 @@ def wide_table():
 
 
 def test_record_of_a_secure_ftp_release_through_a_frame():
-    points, X = read_curves(wide_table(), id="child")
+    curves = read_curves(wide_table(), id="child", domain=(1, 3))
+    points, X = curves.points, curves.values
     frame = dpfda.PublicFrame(dpfda.LegendreSpace(2), points, dpfda.Domain(1, 3, name="age"), 50, 120)
     rel = dpfda.ftp(frame.to_unit(X), frame.grid, frame.space, frame.radius, 2.0, secure=True)
     rec = release_record(rel, [1, 2, 3], frame=frame)

@@ -109,9 +109,10 @@ def _almost_noiseless_curve(path, points) -> np.ndarray:
     """The quickstart's fit at mu = 1e6 (noise sd below 1e-4 cm), seeded."""
     from dpfda.practice.publish import read_curves
 
-    ages, heights = read_curves(path, id="child")
-    spec = dpfda.ReleaseSpec(space="legendre:8", domain=dpfda.Domain(1, 18, name="age"), grid=ages,
-                             lower=60, upper=210, mu=1e6, secure=False)
+    ages = dpfda.Domain(1, 18, name="age")
+    heights = read_curves(path, id="child", domain=ages, units="height (cm)")
+    spec = dpfda.ReleaseSpec(space="legendre:8", domain=ages, grid=heights.points, lower=60, upper=210,
+                             units="height (cm)", mu=1e6, secure=False)
     record = dpfda.FTP(spec).release(heights, np.random.default_rng(0)).record(np.asarray(points))
     assert max(record["noise_sd"]) < 1e-4
     return np.array(record["curve"]["values"])

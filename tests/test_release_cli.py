@@ -306,14 +306,14 @@ def test_the_command_is_the_specification_s_release_and_record(tmp_path, method,
     X = 170 + 30 * curves(40)
     if layout == "wide":
         data, where = write_wide(tmp_path / "cm.csv", X), ("--id", "subject", "--grid", GRID)
-        read = dpfda.practice.reading.read_curves(data, id="subject")[1]
+        read = dpfda.practice.reading.read_curves(data, id="subject", domain=(0, 1)).values
         grid = POINTS
     else:  # long form, one reading missing: each subject on its own points
         data = write_long(tmp_path / "cm.csv", X)
         data.write_text("\n".join(data.read_text().splitlines()[:-1]) + "\n")
         where = ("--layout", "long", "--id", "subject", "--point", "t", "--value", "y", "--domain", "0,1")
         read = dpfda.practice.reading.read_curves(data, layout="long", id="subject", point="t", value="y",
-                                                  curves=True, domain=(0, 1))
+                                                  own_points=True, domain=(0, 1))
         grid = None
     code, out = release(tmp_path, data, *where, "--space", "legendre:3", "--lower", "140", "--upper", "200",
                         "--epsilon", "1", "--delta", "1e-6", "--method", method, "--eval", "0:1:7",

@@ -71,7 +71,7 @@ def test_long_form_on_own_points_with_a_range_is_the_librarys_frame_release(tmp_
     assert rec["units"] == {"points": "hour", "values": "temp"} and rec["domain"]["name"] == "hour"
     # the library, step by step: the band on the layout grid, each day mapped on its own hours
     days = dpfda.practice.reading.read_curves(data, layout="long", id="day", point="hour", value="temp",
-                                              curves=True, domain=(0, 24))
+                                              own_points=True, domain=(0, 24))
     frame = dpfda.PublicFrame(dpfda.FourierSpace(7), np.linspace(0, 24, 101), dpfda.Domain(0, 24), 20, 110)
     rel = dpfda.ftp(frame.to_unit(days), frame.grid, frame.space, frame.radius, 1.0, np.random.default_rng(7))
     assert rec["frame"]["scale"] == frame.scale and rec["radius"] == frame.radius  # the same steps on the same band
@@ -94,7 +94,7 @@ def test_a_long_file_on_its_own_points_is_as_accurate_as_the_wide_band_release(t
     X, keep = hourly(n=365)
     long = write_long(tmp_path / "long.csv", X, keep)
     days = dpfda.practice.reading.read_curves(long, layout="long", id="day", point="hour", value="temp",
-                                              curves=True, domain=(0, 24))
+                                              own_points=True, domain=(0, 24))
     wide_values = days.on_grid(HOURS / 24, periodic=True).values  # a public map of each day alone
     wide = write_wide(tmp_path / "wide.csv", wide_values)
     truth = wide_values.mean(axis=0)
@@ -324,7 +324,7 @@ def test_the_dimension_from_a_public_proxy_file(tmp_path):
     # the library's rule on the same proxy, mapped by the same frame, on the layout grid
     frame = dpfda.PublicFrame(dpfda.FourierSpace(13), np.linspace(0, 24, 101), dpfda.Domain(0, 24), 20, 110)
     curves = dpfda.practice.reading.read_curves(proxy, layout="long", id="day", point="hour", value="temp",
-                                                curves=True, domain=(0, 24)).on_grid(frame.grid, periodic=True)
+                                                own_points=True, domain=(0, 24)).on_grid(frame.grid, periodic=True)
     choice = dpfda.mechanisms.dimension.public_dimension(frame.to_unit(curves.values), frame.grid,
                                                          dpfda.FourierSpace, 365, 1.0, frame.radius, m_max=13)
     assert rec["space"]["dimension"] == choice.m < 13
@@ -357,7 +357,7 @@ def test_the_private_radius_from_the_command_line_records_the_whole_spend(tmp_pa
     assert pairs[1e-5] == float(dpfda.mechanisms.privacy.epsilon_from_mu(1.0, 1e-5))  # exact: the same function, μ = 1
     # the FTP step is the library's FTP at that B' and the rest of mu^2 (numpy's seed: FTP's noise only)
     days = dpfda.practice.reading.read_curves(data, layout="long", id="day", point="hour", value="temp",
-                                              curves=True, domain=(0, 24))
+                                              own_points=True, domain=(0, 24))
     frame = dpfda.PublicFrame(dpfda.FourierSpace(7), np.linspace(0, 24, 101), dpfda.Domain(0, 24), 20, 110)
     rel = dpfda.ftp(frame.to_unit(days), frame.grid, frame.space, chosen["value"], ftp_step["mu"],
                     np.random.default_rng(7))

@@ -360,13 +360,13 @@ def _check_out_path(out: str) -> None:
         raise UsageError(f"--out {out!r}: the folder {folder!r} does not exist")
 
 
-def _read(args: argparse.Namespace, plan: _Plan, source: str) -> Curves | tuple[np.ndarray, np.ndarray]:
-    """The curves of ``source``: a Curves on their own points, or (points, X) on the public grid."""
+def _read(args: argparse.Namespace, plan: _Plan, source: str) -> Curves:
+    """The curves of ``source``: each subject on its own points, or (with --grid) on one common grid."""
     spec = plan.spec
     try:
         data = read_curves(source, layout=args.layout, id=args.id, point=args.point, value=args.value,
-                           combine=args.combine, curves=spec.own_points,
-                           domain=(spec.domain.start, spec.domain.stop) if spec.own_points else None)  # type: ignore[union-attr]
+                           combine=args.combine, own_points=spec.own_points,
+                           domain=spec.domain)
     except ValueError as exc:
         error = _data_error(source, exc)
         if not spec.own_points and "not measured at the same points" in str(exc):
@@ -386,8 +386,10 @@ def _data_error(source: str, exc: ValueError) -> UsageError:
     return UsageError(f"{source}: {text}")
 
 
-def _common(plan: _Plan, data: tuple[np.ndarray, np.ndarray], source: str) -> np.ndarray:
-    points, X = data
+def _common(plan: _Plan, data: Curves, source: str) -> np.ndarray:
+    """The values of curves read on one common grid, which must be the public --grid."""
+    points, X = data.points, data.values
+    assert points is not None and X is not None  # read without own points: a common grid
     grid = plan.spec.points
     if points.shape != grid.shape or not np.allclose(points, grid, rtol=1e-12, atol=0.0):
         raise UsageError(f"{source}: the data's grid ({_short_points(points)}) is not the public "
@@ -404,7 +406,7 @@ def _choose_dimension(args: argparse.Namespace, plan: _Plan, n: int) -> _Plan:
     assert isinstance(space, OrthonormalSpace)
     proxy = _read(args, plan, args.dimension_from)
     family = type(space)
-    if isinstance(proxy, Curves):
+    if spec.own_points:
         curves = proxy if proxy.common and np.array_equal(proxy.grid, mech.geometry.grid) else \
             proxy.on_grid(mech.geometry.grid, periodic=isinstance(space, FourierSpace))
         assert curves.values is not None  # a common grid
@@ -459,7 +461,7 @@ def run_release(args: argparse.Namespace) -> int:
         if ledger is not None and not args.check:
             _ledger_check(ledger, plan.spec.budget_mu)
         data = _read(args, plan, args.data)
-        n = data.n if isinstance(data, Curves) else data[1].shape[0]
+        n = data.n
         if args.dimension_from is not None:
             plan = _choose_dimension(args, plan, n)
         spec, mech = plan.spec, plan.mech.mechanism
@@ -467,7 +469,7 @@ def run_release(args: argparse.Namespace) -> int:
             mech.sigma(n)  # the calibration at this public n, checked before the report
         except (TypeError, ValueError) as exc:
             raise UsageError(str(exc)) from None
-        curves: Curves | np.ndarray = data if isinstance(data, Curves) else _common(plan, data, args.data)
+        curves: Curves | np.ndarray = data if spec.own_points else _common(plan, data, args.data)
         try:
             report = curator_report(curves, mech.geometry, float(mech.radius), frame=spec.frame,
                                     clip=mech.clip if spec.frame is None else None)

@@ -1,17 +1,18 @@
-"""Curves from a table: a CSV file or a pandas DataFrame, wide or long, on one common grid.
+"""Curves from a table: a CSV file or a pandas DataFrame, wide or long, as a :class:`dpfda.Curves`.
 
 :func:`read_curves` reads curves in wide form (one row per subject, one column per grid
 point, the header holding the points) or in long form (one row per measurement: subject,
-point, value), and returns them on one common grid, one curve per subject, or stops with a
-``ValueError`` that says what is wrong and what to do.  It is strict: real, finite numbers
+point, value), and returns them as a :class:`dpfda.Curves` with the public domain and the
+units, one curve per subject, or stops with a ``ValueError`` that says what is wrong and
+what to do.  It is strict: real, finite numbers
 only, as many fields as headers on every row, no repeated header, no repeated or empty
 subject id (unless ``combine`` states how a subject's rows make one curve, :data:`COMBINE`).
 
 The paper's curves are observed at *common* points t_1 < … < t_T (§3); the estimators need
 it (PTF averages each grid point over subjects, FTP fits everyone with one design matrix).
 So every subject must have a finite value at every grid point: a missing value is an error,
-and so are curves measured at their own points, unless ``curves=True`` asks for a
-:class:`dpfda.Curves` (FTP fits each subject on the points it has).  See the book's chapter
+and so are curves measured at their own points, unless ``own_points=True`` keeps each
+subject on the points it has (FTP fits each subject on its own points).  See the book's chapter
 "Releasing your own data" for what to do then.  Also importable from
 :mod:`dpfda.practice.publish`.
 """
@@ -23,12 +24,13 @@ import numbers
 import os
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..maths.curves import Curves
 from ..validation import non_real_dtype
+from .realdata import Domain
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,14 +44,14 @@ _MISSING_HELP = (
     "neighbouring values): a per-record map, so the guarantee is unchanged; or drop the "
     "incomplete subjects, which makes n depend on the data, so the number of complete curves "
     "must itself be public or released privately. FTP can also fit each subject on the points it "
-    "has: read_curves(..., curves=True, domain=...), or leave out --grid on the command line"
+    "has: read_curves(..., own_points=True), or leave out --grid on the command line"
 )
 
 
 _OWN_POINTS_HELP = (
     "dpfda needs one common grid: curves measured at their own points are not supported (the paper "
     "assumes common points; PTF averages each point over subjects) except by FTP, which fits each "
-    "subject on its own points: read_curves(..., curves=True, domain=...), or leave out --grid on the "
+    "subject on its own points: read_curves(..., own_points=True), or leave out --grid on the "
     "command line. For PTF, put every curve on one public grid first, by a public rule applied to each "
     "subject's own curve (e.g. linear interpolation), or leave out the points off the grid by a public rule")
 
@@ -305,37 +307,26 @@ def _subjects(table: _CsvTable | _FrameTable, id: str, role: str) -> list[str]:
     return labels
 
 
-@overload
-def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = ...,
-                id: str | None = ..., point: str = ..., value: str = ..., combine: str | None = ...,
-                curves: Literal[False] = ..., domain: Iterable[float] | None = ...,
-                units: None = ...) -> tuple[np.ndarray, np.ndarray]: ...
-@overload
-def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = ...,
-                id: str | None = ..., point: str = ..., value: str = ..., combine: str | None = ...,
-                curves: Literal[True], domain: Iterable[float] | None = ...,
-                units: str | None = ...) -> Curves: ...
-@overload
-def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = ...,
-                id: str | None = ..., point: str = ..., value: str = ..., combine: str | None = ...,
-                curves: bool, domain: Iterable[float] | None = ...,
-                units: str | None = ...) -> Any: ...  # a run-time bool: Curves or (points, X)
-def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = "wide",
-                id: str | None = None, point: str = "point", value: str = "value",
-                combine: str | None = None, curves: bool = False,
-                domain: Iterable[float] | None = None,
-                units: str | None = None) -> Curves | tuple[np.ndarray, np.ndarray]:
-    """Curves on one common grid from a CSV file or a DataFrame, one per subject: ``(points, X)``.
+def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *,
+                domain: Domain | Iterable[float], layout: str = "wide", id: str | None = None,
+                point: str = "point", value: str = "value", combine: str | None = None,
+                own_points: bool = False, units: str | None = None) -> Curves:
+    """The curves of a CSV file or a DataFrame, one per subject, as a :class:`dpfda.Curves`.
 
     One subject gives one curve: the privacy unit of a release (its neighbouring datasets
     differ in one subject's curve).  A subject id that appears on two rows (wide form) or
     twice at one point (long form), or an empty id, is refused, unless ``combine`` states
-    how a subject's rows make one curve.
+    how a subject's rows make one curve.  The Curves carry the public ``domain`` and the
+    ``units``; the points (``.points``) and values (``.values``) of a common grid are the
+    table's, unchanged.
 
     Parameters
     ----------
     source : str, os.PathLike or pandas.DataFrame
         A CSV file (comma-separated, UTF-8, one header line) or a DataFrame.
+    domain : (float, float) or dpfda.Domain
+        The public interval of the points, in their units (never read from the data): a
+        point outside it is refused, naming the subject.
     layout : {"wide", "long"}
         ``"wide"``: one row per subject and one column per grid point, whose header is the
         point (e.g. ``1,1.25,1.5,...`` for ages), plus at most the subject column ``id``.
@@ -351,25 +342,23 @@ def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = 
         at a point (long) is an error.  ``"mean"``: a subject's values at each grid point
         are averaged (missing ones left out) into that subject's one curve
         (:data:`COMBINE`); a per-subject map, so the guarantee for one subject is unchanged.
-    curves : bool, default False
-        Return a :class:`dpfda.Curves` instead: subjects measured at their own points (long
-        form) and empty cells (wide form) are then kept, each subject with the points it has.
-    domain : (float, float)
-        With ``curves=True``: the public interval of the points (never read from the data).
+    own_points : bool, default False
+        ``False``: every subject must have a value at every point of one common grid (the
+        paper's setting); a missing value, or a subject measured at its own points, is
+        refused.  ``True``: each subject keeps the points it has (long form: its own points;
+        wide form: its non-empty cells), for FTP, which fits each subject on its own points;
+        a complete table still gives a common grid.
     units : str, optional
-        With ``curves=True``: what the values are and their unit (``"height (cm)"``),
-        carried by the Curves (a release through a :class:`dpfda.ReleaseSpec` refuses
-        curves in other units than its own).
+        What the values are and their unit (``"height (cm)"``), carried by the Curves (a
+        release through a :class:`dpfda.ReleaseSpec` refuses curves in other units than
+        its own).
 
     Returns
     -------
-    points : ndarray (T,)
-        The grid points, increasing, in the data's units.
-    X : ndarray (n, T)
-        One row per subject, in the order of first appearance.
-    curves : Curves
-        With ``curves=True`` instead: the same subjects, in the same order, with the public
-        ``domain`` and ``units``.
+    Curves
+        One curve per subject, in the order of first appearance.  On a common grid:
+        ``.points`` (T,) the grid points, increasing, in the data's units, and ``.values``
+        (n, T) one row per subject.
 
     Raises
     ------
@@ -378,63 +367,104 @@ def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = 
         CSV row with more or fewer fields than the header; a value that is not a real,
         finite number (a CSV cell: a decimal number, or empty for a missing value; a
         DataFrame column: int or float dtype, so booleans, dates, time spans, complex
-        numbers, categories and objects are refused); the same point twice; a missing
-        value; or (long form) a subject measured at its own points.  The message says
-        what to do.
+        numbers, categories and objects are refused); the same point twice; a point
+        outside the domain; a missing value or (long form) a subject measured at its own
+        points, unless ``own_points=True``.  The message says what to do.
     TypeError
-        ``source`` is neither a path nor a DataFrame.
+        ``source`` is neither a path nor a DataFrame; ``domain`` is not two numbers.
 
     Examples
     --------
     >>> import pandas as pd
     >>> wide = pd.DataFrame({"child": ["a", "b"], "1": [75.0, 80.0], "2": [85.0, 88.0]})
-    >>> points, X = read_curves(wide, id="child")
-    >>> points, X.shape
+    >>> heights = read_curves(wide, id="child", domain=(1, 18), units="height (cm)")
+    >>> heights
+    Curves(n=2, common grid of 2 points, domain=(1.0, 18.0), units='height (cm)')
+    >>> heights.points, heights.values.shape
     (array([1., 2.]), (2, 2))
     >>> long = wide.melt(id_vars="child", var_name="age", value_name="height")
-    >>> points2, X2 = read_curves(long, layout="long", id="child", point="age", value="height")
-    >>> bool((points2 == points).all() and (X2 == X).all())
+    >>> again = read_curves(long, layout="long", id="child", point="age", value="height", domain=(1, 18))
+    >>> bool((again.points == heights.points).all() and (again.values == heights.values).all())
     True
     """
+    domain = _public_domain(domain)
     if layout not in ("wide", "long"):
         raise ValueError(f"layout must be 'wide' or 'long', got {layout!r}")
     if combine is not None and combine not in COMBINE:
         raise ValueError(f"combine must be None (one row per subject) or one of {sorted(COMBINE)}, "
                          f"got {combine!r}")
-    if curves and domain is None:
-        raise ValueError("curves=True needs the public domain=(start, stop) of the points")
-    if units is not None and not curves:
-        raise ValueError("units are carried by a dpfda.Curves: give curves=True (and the domain) with units=")
     table = _read_table(source)
     if layout == "wide":
-        points, X, labels = _read_wide(table, id, combine, missing_ok=curves)
+        points, X, labels = _read_wide(table, id, combine, missing_ok=own_points)
     else:
-        points, X, labels = _read_long(table, id, point, value, combine, missing_ok=curves)
-    if not curves:
-        return points, X
+        points, X, labels = _read_long(table, id, point, value, combine, missing_ok=own_points)
     _check_domain(points, X, labels, domain)
+    _check_subjects(points, X, labels, domain)
     return Curves.from_masked(X, points, domain, units=units)
 
 
-def _check_domain(points: np.ndarray, X: np.ndarray, labels: Sequence[str], domain: Iterable[float] | None) -> None:
+def _public_domain(domain: object) -> tuple[float, float]:
+    """The domain as (start, stop), checked by the rules of :class:`dpfda.Curves` before the data are read."""
+    if isinstance(domain, Domain):
+        return domain.start, domain.stop
+    try:
+        start, stop = (float(v) for v in domain)  # type: ignore[attr-defined]  # not iterable: TypeError
+    except (TypeError, ValueError):
+        raise TypeError(f"domain must be the public interval (start, stop) of the points, or a dpfda.Domain, "
+                        f"got {domain!r}") from None
+    if not (np.isfinite(start) and np.isfinite(stop) and start < stop):
+        raise ValueError(f"domain must be finite with start < stop, got ({start!r}, {stop!r})")
+    return start, stop
+
+
+def _show(x: float) -> str:
+    """A number as short as it reads back exactly (``20``, or ``19.999999999999996`` 1 ulp below)."""
+    short = f"{float(x):g}"
+    return short if float(short) == float(x) else repr(float(x))
+
+
+def _check_subjects(points: np.ndarray, X: np.ndarray, labels: Sequence[str], domain: tuple[float, float]) -> None:
+    """Refuse, naming it by its id, a subject without values or whose points meet on [0, 1].
+
+    The rules are :class:`dpfda.Curves`'s, which names a subject by its row: two distinct
+    points of a subject that the map t = (x - start)/(stop - start) rounds together.
+    """
+    seen = ~np.isnan(X)
+    empty = ~seen.any(axis=1)
+    if empty.any():
+        raise ValueError(f"subject {labels[int(np.argmax(empty))]!r} has no value at any point")
+    if seen.all():
+        return  # a common grid: its points are checked by Curves, as one grid
+    start, stop = domain
+    with np.errstate(over="ignore", invalid="ignore"):  # a point no subject has may lie far outside
+        t = (points - start) / (stop - start)  # every point a subject has lies in the domain (checked)
+    if np.all(np.diff(t) > 0):
+        return
+    for i in range(X.shape[0]):
+        mine, ti = points[seen[i]], t[seen[i]]
+        meet = np.flatnonzero(np.diff(ti) <= 0)
+        if meet.size:
+            j = int(meet[0])
+            raise ValueError(f"subject {labels[i]!r}: the points {_show(mine[j])} and {_show(mine[j + 1])} meet "
+                             f"on [0, 1] (both map to {_show(ti[j])}): give each point of a subject once, distinct "
+                             "after the domain's map t = (x - start)/(stop - start)")
+
+
+def _check_domain(points: np.ndarray, X: np.ndarray, labels: Sequence[str], domain: tuple[float, float]) -> None:
     """Refuse a subject with a value at a point outside the public domain, naming it by its id.
 
     The rule is :class:`dpfda.Curves`'s (a point 1 ulp outside is refused, a point on an end is
-    kept); every other check is left to Curves.
+    kept); a common grid's point outside is said by Curves, for the grid.
     """
-    try:
-        start, stop = (float(v) for v in domain)  # type: ignore[union-attr]  # None: TypeError, left to Curves
-    except (TypeError, ValueError):
-        return
-    if not (np.isfinite(start) and np.isfinite(stop) and start < stop):
+    start, stop = domain
+    seen = ~np.isnan(X)
+    if seen.all():
         return
     outside = (points < start) | (points > stop)
-    seen = ~np.isnan(X)
     for j in np.flatnonzero(outside):
-        if not seen[:, j].all():  # a point some subjects have (all of them: the grid's point, said by Curves)
+        if seen[:, j].any():
             i = int(np.argmax(seen[:, j]))
-            shown = f"{points[j]:g}" if float(f"{points[j]:g}") == points[j] else repr(float(points[j]))
-            raise ValueError(f"subject {labels[i]!r} has a value at the point {shown}, outside the public "
+            raise ValueError(f"subject {labels[i]!r} has a value at the point {_show(points[j])}, outside the public "
                              f"domain [{start:g}, {stop:g}]; every point must lie in the domain (fixed before "
                              "the data are read): correct the point, or leave it out by a public rule")
 
