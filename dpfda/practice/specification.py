@@ -15,7 +15,9 @@ nothing more.  Its :meth:`~dpfda.SpecifiedMechanism.release` maps each record al
 frame (:meth:`dpfda.PublicFrame.to_unit`), releases through :meth:`dpfda.Mechanism.release`
 (the same privacy path, noise drawn last) and returns a :class:`~dpfda.SpecifiedRelease`: the
 curve in the data's units anywhere on the domain, its noise in those units, and its own
-record (:func:`~dpfda.practice.publish.release_record`).
+record (:func:`~dpfda.practice.publish.release_record`).  When the curator's diagnostics
+flag the data (values in other units than the range, B' far below the curves: the command
+line's rules), it says so with a :class:`~dpfda.CuratorWarning`, which changes nothing released.
 
 >>> import numpy as np
 >>> import dpfda
@@ -75,7 +77,7 @@ class SpecError(ValueError):
 class CuratorWarning(UserWarning):
     """The curator's diagnostics flag the data a release was made from (other units, too small a B', ...).
 
-    Raised as a warning by :meth:`SpecifiedMechanism.release` after the noise is drawn, from
+    Emitted by :meth:`SpecifiedMechanism.release` after the noise is drawn, from
     :func:`~dpfda.practice.diagnostics.curator_report`'s rules (those ``python -m dpfda release``
     prints to stderr).  Its text is computed from the data without noise: not private, for the
     curator only, never part of the release, its pickle or its record.  Silence it with the
