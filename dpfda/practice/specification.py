@@ -446,14 +446,14 @@ class SpecifiedMechanism:
 
         After the noise is drawn, the curator's diagnostics of ``curves`` (those ``python -m dpfda
         release`` prints to stderr: :func:`~dpfda.practice.diagnostics.curator_report`) are
-        computed, and if they flag anything — more than ``CLIP_WARNING_SHARE`` (5%) of the values
-        clipped (data in other units than the range?), more than ``SHRINK_WARNING_SHARE`` (25%) of
-        the fits shrunk onto the ball (B' far below the curves?), subjects with too few points, a
-        periodic domain observed at both ends — a :class:`~dpfda.CuratorWarning` says what, and
-        what to check.  Its text is computed from the
-        data without noise, so it is not private: it is for the curator, never published, and it
-        is not part of the release, its pickle or its record; the release is the same, bit for bit,
-        whether the warning is shown or not.  Silence it with the standard filters,
+        computed, and if they flag anything — more than ``diagnostics.CLIP_WARNING_SHARE`` (5%) of
+        the values clipped (data in other units than the range?), more than
+        ``diagnostics.SHRINK_WARNING_SHARE`` (25%) of the fits shrunk onto the ball (B' far below
+        the curves?), subjects with too few points, a periodic domain observed at both ends — a
+        :class:`~dpfda.CuratorWarning` says what, and what to check.  Its text is computed from
+        the data without noise, so it is not private: it is for the curator, never published, and
+        it is not part of the release, its pickle or its record; the release is the same, bit for
+        bit, whether the warning is shown or not.  Silence it with the standard filters,
         ``warnings.filterwarnings("ignore", category=dpfda.CuratorWarning)``; turned into an error
         (``"error"``), it discards the release it flags.
         """
