@@ -125,7 +125,7 @@ def test_the_report_names_subjects_with_too_few_points_and_periodic_ends():
     report = curator_report(days, space.at(np.linspace(0, 1, 101)), 1000.0)
     assert report["too_few_points"] == 2 and report["both_ends"] == 1
     assert any("fits each of them as the zero curve" in w for w in report["warnings"])
-    assert any("both ends of the domain" in w and "--domain 1,13" in w for w in report["warnings"])
+    assert any("both ends of the domain" in w and "domain=(1, 13)" in w for w in report["warnings"])
     legendre = curator_report(days, dpfda.LegendreSpace(7).at(np.linspace(0, 1, 101)), 1000.0)
     assert legendre["both_ends"] is None  # not periodic: two different instants
 

@@ -10,6 +10,8 @@ show that the replacements do catch a draw.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import opendp.core
 import pandas as pd
@@ -225,3 +227,93 @@ def test_dataframes_given_to_a_mechanism_follow_the_same_rules(no_noise, name, e
         dpfda.ptf(values, grid, space, 1.0, 1.0, no_draws())
     good = dpfda.ftp(FRAME.drop(columns="id"), grid, space, 1.0, 1.0, np.random.Generator(np.random.PCG64(0)))
     assert good.n == 3  # a table of real numbers is data like an array
+
+
+# --- messages a curator can act on: the file once, the subject by its id, the true reason ---
+
+def _long(ids, points, values):
+    return "id,point,value\n" + "".join(f"{i},{p},{v}\n" for i, p, v in zip(ids, points, values))
+
+
+def test_the_command_line_names_the_file_once(tmp_path, capsys, no_noise):
+    text = _long(["a", "a", "a", "a"], [0, 0.5, 1, 1], [1, 2, 3, 4])  # subject a twice at 1
+    code, out, said = _run_cli(tmp_path, capsys, text, "long")
+    assert code == 2 and not out.exists()
+    assert "subject 'a' has two values at point 1" in said.err
+    assert said.err.count("data.csv") == 1, said.err
+    # the same file name once for a file that is not there
+    missing = cli.main(["release", str(tmp_path / "absent.csv"), "--id", "id", "--out", str(out), *GRID])
+    err = capsys.readouterr().err
+    assert missing == 2 and err.count("absent.csv") == 1, err
+
+
+def test_a_point_off_the_grid_names_the_subject_that_has_it(tmp_path, capsys, no_noise):
+    ids = [f"c{k}" for k in range(8) for _ in range(3)] + ["c7"]
+    points = [0, 0.5, 1] * 8 + [0.3]
+    text = _long(ids, points, np.arange(25.0) / 25)
+    for said in (_run_cli(tmp_path, capsys, text, "long")[2].err,
+                 pytest.raises(ValueError, read_curves, tmp_path / "data.csv", layout="long", id="id")
+                 .value.args[0]):
+        assert "subject 'c7' has a value at 0.3" in said, said
+        assert "'c0'" not in said and "0, 0.5, 1" in said  # the points every other subject has
+        assert "fill each gap" not in said  # the missing-values help is for missing values
+    said = _run_cli(tmp_path, capsys, text, "long")[2].err
+    assert "none; the points every subject has: 0, 0.5, 1; the public --grid: 3 points: 0, 0.5, 1). " in said
+
+
+def test_a_budget_no_n_can_use_is_refused_before_the_data_are_read(tmp_path, capsys, no_noise):
+    code = cli.main(["release", str(tmp_path / "absent.csv"), "--id", "id", "--out", str(tmp_path / "r.json"),
+                     *GRID[:-1], "1e300"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("dpfda: error: --mu: mu=1e+300 is too large") and "absent" not in err, err
+
+
+def test_a_subject_missing_a_point_is_still_named(tmp_path, no_noise):
+    ids = [f"c{k}" for k in range(8) for _ in range(3)]
+    points = [0, 0.5, 1] * 8
+    keep = [i for i in range(24) if i != 3 * 5 + 1]  # c5 has nothing at 0.5
+    text = _long([ids[i] for i in keep], [points[i] for i in keep], [0.1] * len(keep))
+    (tmp_path / "data.csv").write_text(text)
+    with pytest.raises(ValueError, match="subject 'c5' has 2 of them and none at 0.5"):
+        read_curves(tmp_path / "data.csv", layout="long", id="id")
+
+
+def test_a_point_outside_the_domain_names_the_subject_by_its_id(no_noise):
+    table = pd.DataFrame({"id": ["k1", "k1", "k9", "k9"], "point": [0.0, 1.0, 0.5, 1.5],
+                          "value": [1.0, 2.0, 3.0, 4.0]})
+    with pytest.raises(ValueError) as info:
+        read_curves(table, layout="long", id="id", curves=True, domain=(0, 1))
+    assert "subject 'k9'" in str(info.value) and "1.5" in str(info.value)
+    assert "subject 1" not in str(info.value)
+    ok = read_curves(table[table.id == "k1"], layout="long", id="id", curves=True, domain=(0, 1))
+    assert ok.n == 1  # control: within the domain, read
+
+
+def test_the_mean_of_values_near_the_largest_float_does_not_overflow(no_noise):
+    big = np.finfo(float).max
+    a, b = 0.95 * big, 0.97 * big  # their sum overflows, their mean does not
+    table = pd.DataFrame({"id": ["s", "s", "s", "t"], "point": [0.0, 0.0, 1.0, 0.0], "value": [a, b, 1.0, 2.0]})
+    _, X = read_curves(table.assign(point=[0.0, 0.0, 1.0, 1.0]).iloc[[0, 1, 2]], layout="long", id="id",
+                       combine="mean")
+    exact = (Fraction(a) + Fraction(b)) / 2
+    # two roundings (the sum of the halves, the division), each within half an ulp: 2 eps relative
+    assert np.isfinite(X[0, 0]) and abs(Fraction(X[0, 0]) - exact) <= 2 * np.finfo(float).eps * exact
+    # row order does not matter (each cell summed in increasing order)
+    _, Y = read_curves(table.iloc[[1, 0, 2]], layout="long", id="id", combine="mean")
+    assert Y[0, 0] == X[0, 0]
+    # ordinary values keep the plain mean, bit for bit
+    _, Z = read_curves(pd.DataFrame({"id": ["s"] * 3, "point": [0.0] * 3, "value": [0.1, 0.7, 0.2]}),
+                       layout="long", id="id", combine="mean")
+    assert Z[0, 0] == (0.1 + 0.2 + 0.7) / 3
+
+
+def test_a_mean_near_the_largest_float_reaches_the_report(tmp_path, capsys, no_noise):
+    """The mean of values whose sum overflows is read, and the curator's report shows it (no noise: --check)."""
+    big = np.finfo(float).max
+    data = tmp_path / "data.csv"
+    values = [repr(float(big * 0.96)), repr(float(big * 0.98)), 1, 2]
+    data.write_text(_long(["a", "a", "a", "a"], [0, 0, 0.5, 1], values))
+    code = cli.main(["release", str(data), "--id", "id", "--layout", "long", "--combine", "mean", "--check",
+                     "--out", str(tmp_path / "r.json"), *GRID])
+    err = capsys.readouterr().err
+    assert code == 0 and "NaN" not in err and "1.74376e+308" in err, err

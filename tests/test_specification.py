@@ -264,6 +264,29 @@ def test_curves_carry_their_units_into_the_record() -> None:
     assert Curves(X, AGES, (1, 18), units="cm").on_grid(Domain(1, 18).to_unit(AGES)).units == "cm"
 
 
+@pytest.mark.parametrize("budget, argument", [({"mu": 1e300}, "mu"), ({"mu": 2.0**41 * 3}, "mu"),
+                                              ({"epsilon": 1e300, "delta": 1e-6}, "epsilon")])
+@pytest.mark.parametrize("secure", [True, False])
+def test_a_budget_no_n_can_use_is_refused_before_any_data(budget, argument, secure):
+    """σ/bound = 2·factor/(nμ) ≥ 2^-40 at every n ≥ 1 needs μ ≤ 2^41·factor; factor ≤ √T (PTF), 1 (FTP)."""
+    grid = np.linspace(0, 1, 5)  # √T ≈ 2.24 < 3
+    with pytest.raises(SpecError) as info:
+        ReleaseSpec(space="legendre:3", domain=(0, 1), grid=grid, lower=0, upper=1, secure=secure, **budget)
+    assert info.value.argument == argument and "2^-40" in str(info.value)
+
+
+def test_the_largest_budget_the_spec_keeps_releases_at_n_1():
+    grid = np.linspace(0, 1, 5)
+    rng = np.random.default_rng(0)
+    spec = ReleaseSpec(space="legendre:3", domain=(0, 1), grid=grid, lower=0, upper=1, mu=2.0**41, secure=False)
+    assert np.isfinite(FTP(spec).release(np.full((1, 5), 0.5), rng=rng)(grid)).all()
+    wide = ReleaseSpec(space="legendre:3", domain=(0, 1), grid=grid, lower=0, upper=1, mu=2.0**41 * 2, secure=False)
+    assert np.isfinite(PTF(wide).release(np.full((1, 5), 0.5), rng=rng)(grid)).all()  # factor √5 > 2
+    with pytest.raises(SpecError) as info:  # FTP's factor is 1
+        FTP(wide)
+    assert info.value.argument == "mu"
+
+
 def test_a_table_whose_columns_are_not_the_grid_in_order_is_refused_by_name() -> None:
     """A DataFrame's header is read: columns in another order once gave a reversed mean, silently."""
     pd = pytest.importorskip("pandas")

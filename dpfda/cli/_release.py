@@ -377,8 +377,22 @@ def _read(args: argparse.Namespace, plan: _Plan, source: str) -> Curves | tuple[
                            combine=args.combine, curves=spec.own_points,
                            domain=(spec.domain.start, spec.domain.stop) if spec.own_points else None)  # type: ignore[union-attr]
     except ValueError as exc:
-        raise UsageError(f"{source}: {exc}") from None
+        error = _data_error(source, exc)
+        if not spec.own_points and "not measured at the same points" in str(exc):
+            error = UsageError(str(error).replace(
+                "). ", f"; the public --grid: {_short_points(spec.points)}). ", 1))
+        raise error from None
     return data
+
+
+def _data_error(source: str, exc: ValueError) -> UsageError:
+    """The reader's message with the file named once, as the command line names it."""
+    text = str(exc)
+    for said in (f"{source!r}: ", "source: "):
+        if text.startswith(said):
+            text = text[len(said):]
+    text = text.replace(f"no such file {source!r}", "no such file").replace(f"{source!r} is not", "not")
+    return UsageError(f"{source}: {text}")
 
 
 def _common(plan: _Plan, data: tuple[np.ndarray, np.ndarray], source: str) -> np.ndarray:
@@ -463,8 +477,11 @@ def run_release(args: argparse.Namespace) -> int:
         except (TypeError, ValueError) as exc:
             raise UsageError(str(exc)) from None
         curves: Curves | np.ndarray = data if isinstance(data, Curves) else _common(plan, data, args.data)
-        report = curator_report(curves, mech.geometry, float(mech.radius), frame=spec.frame,
-                                clip=mech.clip if spec.frame is None else None)
+        try:
+            report = curator_report(curves, mech.geometry, float(mech.radius), frame=spec.frame,
+                                    clip=mech.clip if spec.frame is None else None)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{args.data}: {exc}") from None
         print(diagnostics_text(report), file=sys.stderr)  # before any noise: the curator only
         if spec.private_radius:
             print("  (--private-radius: B' above is the cap, the largest radius considered; the B' released is "
@@ -501,7 +518,7 @@ def _columns(source: str) -> list[str]:
     try:
         return table_columns(source)
     except ValueError as exc:
-        raise UsageError(f"{source}: {exc}") from None
+        raise _data_error(source, exc) from None
 
 
 @contextlib.contextmanager

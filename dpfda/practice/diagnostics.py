@@ -207,7 +207,7 @@ def _warn(out: dict, radius: float, frame: PublicFrame | None) -> None:
     if out["both_ends"]:
         warn.append(f"{out['both_ends']} curve(s) are observed at both ends of the domain, which a periodic "
                     "space takes for one instant: is the domain one period long (for months 1 to 12: "
-                    "--domain 1,13)?")
+                    "domain=(1, 13), or --domain 1,13 on the command line)?")
 
 
 def curator_diagnostics(release: Release, curves: ArrayLike | Curves, *,

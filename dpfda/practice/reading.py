@@ -46,6 +46,39 @@ _MISSING_HELP = (
 )
 
 
+_OWN_POINTS_HELP = (
+    "dpfda needs one common grid: curves measured at their own points are not supported (the paper "
+    "assumes common points; PTF averages each point over subjects) except by FTP, which fits each "
+    "subject on its own points: read_curves(..., curves=True, domain=...), or leave out --grid on the "
+    "command line. For PTF, put every curve on one public grid first, by a public rule applied to each "
+    "subject's own curve (e.g. linear interpolation), or leave out the points off the grid by a public rule")
+
+
+def _odd_one(present: np.ndarray, labels: Sequence[str], points: np.ndarray, order: np.ndarray) -> str:
+    """Which subject breaks the common grid, named by its id, and the points every subject has.
+
+    A subject with a point few others have (a point off the others' grid), or else one without a
+    point most have.
+    """
+    held = present.sum(axis=0)
+    n = present.shape[0]
+    shared = points[order][held[order] == n]
+    grid = f"the points every subject has: {_short(shared)}" if shared.size else "no point is common to all"
+    j = int(np.argmin(held))  # the point fewest subjects have
+    if 2 * held[j] <= n:  # a point off the others' grid: name a subject that has it
+        i = int(np.argmax(present[:, j]))
+        return (f"subject {labels[i]!r} has a value at {points[j]:g}, where {n - int(held[j])} of the {n} "
+                f"subjects have none; {grid}")
+    i, j = (int(k) for k in np.argwhere(~present)[0])
+    return (f"subject {labels[i]!r} has {int(present[i].sum())} of them and none at {points[j]:g}, where "
+            f"{int(held[j])} of the {n} subjects have one; {grid}")
+
+
+def _short(points: np.ndarray) -> str:
+    text = [f"{p:g}" for p in points]
+    return ", ".join(text if len(text) <= 8 else text[:4] + ["…"] + text[-2:])
+
+
 COMBINE = {
     "mean": "the mean of the subject's values at each grid point, missing values left out",
 }
@@ -57,7 +90,8 @@ _MONTHS = frozenset(
      "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"])
 _MONTH_HINT = ("; these look like month names: give the months as numbers (1, 2, …, 12 for January to "
                "December; rename the columns, or map the point column, by that public rule) and, for a "
-               "periodic space, the domain one year long, --domain 1,13 (domain=(1, 13)), so that December "
+               "periodic space, the domain one year long, domain=(1, 13) (--domain 1,13 on the command "
+               "line), so that December "
                "and January are a month apart rather than the same instant")
 
 
@@ -373,14 +407,40 @@ def read_curves(source: str | os.PathLike[str] | pd.DataFrame, *, layout: str = 
         raise ValueError("units are carried by a dpfda.Curves: give curves=True (and the domain) with units=")
     table = _read_table(source)
     if layout == "wide":
-        points, X = _read_wide(table, id, combine, missing_ok=curves)
+        points, X, labels = _read_wide(table, id, combine, missing_ok=curves)
     else:
-        points, X = _read_long(table, id, point, value, combine, missing_ok=curves)
-    return Curves.from_masked(X, points, domain, units=units) if curves else (points, X)
+        points, X, labels = _read_long(table, id, point, value, combine, missing_ok=curves)
+    if not curves:
+        return points, X
+    _check_domain(points, X, labels, domain)
+    return Curves.from_masked(X, points, domain, units=units)
+
+
+def _check_domain(points: np.ndarray, X: np.ndarray, labels: Sequence[str], domain: Iterable[float] | None) -> None:
+    """Refuse a subject with a value at a point outside the public domain, naming it by its id.
+
+    The rule is :class:`dpfda.Curves`'s (a point 1 ulp outside is refused, a point on an end is
+    kept); every other check is left to Curves.
+    """
+    try:
+        start, stop = (float(v) for v in domain)  # type: ignore[union-attr]  # None: TypeError, left to Curves
+    except (TypeError, ValueError):
+        return
+    if not (np.isfinite(start) and np.isfinite(stop) and start < stop):
+        return
+    outside = (points < start) | (points > stop)
+    seen = ~np.isnan(X)
+    for j in np.flatnonzero(outside):
+        if not seen[:, j].all():  # a point some subjects have (all of them: the grid's point, said by Curves)
+            i = int(np.argmax(seen[:, j]))
+            shown = f"{points[j]:g}" if float(f"{points[j]:g}") == points[j] else repr(float(points[j]))
+            raise ValueError(f"subject {labels[i]!r} has a value at the point {shown}, outside the public "
+                             f"domain [{start:g}, {stop:g}]; every point must lie in the domain (fixed before "
+                             "the data are read): correct the point, or leave it out by a public rule")
 
 
 def _read_wide(table: _CsvTable | _FrameTable, id: str | None, combine: str | None,
-               missing_ok: bool = False) -> tuple[np.ndarray, np.ndarray]:
+               missing_ok: bool = False) -> tuple[np.ndarray, np.ndarray, list[str]]:
     where, columns = table.where, list(table.names)
     if id is not None:
         if id not in columns:
@@ -417,7 +477,7 @@ def _read_wide(table: _CsvTable | _FrameTable, id: str | None, combine: str | No
 
 
 def _read_long(table: _CsvTable | _FrameTable, id: str | None, point: str, value: str,
-               combine: str | None, missing_ok: bool = False) -> tuple[np.ndarray, np.ndarray]:
+               combine: str | None, missing_ok: bool = False) -> tuple[np.ndarray, np.ndarray, list[str]]:
     where = table.where
     if id is None:
         raise ValueError("long form needs the subject column: id=... (--id on the command line)")
@@ -448,9 +508,34 @@ def _read_long(table: _CsvTable | _FrameTable, id: str | None, point: str, value
                      missing_ok)
 
 
+def _without_overflow(X: np.ndarray, total: np.ndarray, count: np.ndarray, r: np.ndarray, c: np.ndarray,
+                      v: np.ndarray, labels: Sequence[str], points: np.ndarray, where: str) -> np.ndarray:
+    """The means whose sums overflowed (finite values near the float64 limit), recomputed.
+
+    Such a cell's k values are scaled by 2^-ceil(log2 k) (exact for values this large), added in
+    the same increasing order, divided by k and scaled back: a function of the cell's values
+    alone.  A mean still beyond the float64 range is refused with that reason.
+    """
+    over = (count > 0) & ~np.isfinite(total)
+    if not over.any():
+        return X
+    scale = np.where(over, 2.0 ** -np.ceil(np.log2(np.maximum(count, 1.0))), 1.0)
+    mine = over[r, c]
+    scaled = np.zeros_like(total)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.add.at(scaled, (r[mine], c[mine]), v[mine] * scale[r[mine], c[mine]])
+        X = np.where(over, scaled / np.maximum(count, 1.0) / scale, X)
+    if not np.isfinite(X[over]).all():
+        i, j = (int(k) for k in np.argwhere(over & ~np.isfinite(X))[0])
+        raise ValueError(f"{where}: the mean of subject {labels[i]!r}'s {int(count[i, j])} values at point "
+                         f"{points[j]:g} lies beyond the float64 range (about 1.8e308); rescale the values by a "
+                         "public factor (change their units) before reading them")
+    return X
+
+
 def _assemble(subjects: Sequence[str], cols: np.ndarray, vals: np.ndarray, points: np.ndarray,
               where: str, order: np.ndarray,
-              missing_ok: bool = False) -> tuple[np.ndarray, np.ndarray]:
+              missing_ok: bool = False) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Cells (subject, point column, value) as one curve per subject, in order of first appearance.
 
     A subject's values at one point are averaged, missing ones left out (one value: itself,
@@ -470,23 +555,17 @@ def _assemble(subjects: Sequence[str], cols: np.ndarray, vals: np.ndarray, point
     order_in_cell = np.lexsort((v, c, r))
     r, c, v = r[order_in_cell], c[order_in_cell], v[order_in_cell]
     total, count = np.zeros(shape), np.zeros(shape)
-    np.add.at(total, (r, c), v)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.add.at(total, (r, c), v)
     np.add.at(count, (r, c), 1.0)
     with np.errstate(invalid="ignore"):
         X = np.where(count > 0, total / np.maximum(count, 1.0), np.nan)
+    X = _without_overflow(X, total, count, r, c, v, labels, points, where)
     if not present.all() and not missing_ok:
-        i, j = np.argwhere(~present)[0]
-        raise ValueError(
-            f"{where}: the subjects are not measured at the same points (together they use "
-            f"{points.size} distinct points; subject {labels[i]!r} has {int(present[i].sum())} of them and "
-            f"none at {points[j]:g}). dpfda needs one common grid: curves measured at their own "
-            "points are not supported (the "
-            "paper assumes common points; PTF averages each point over subjects) except by FTP, "
-            "which fits each subject on its own points: read_curves(..., curves=True, domain=...), "
-            "or leave out --grid on the command line. For PTF, put every curve "
-            "on one public grid first, by a public rule applied to each subject's own curve (e.g. "
-            "linear interpolation); if only a few values are absent: " + _MISSING_HELP)
+        raise ValueError(f"{where}: the subjects are not measured at the same points (together they use "
+                         f"{points.size} distinct points; {_odd_one(present, labels, points, order)}). "
+                         + _OWN_POINTS_HELP)
     points, X = points[order], X[:, order]
     if not missing_ok:
         _check_complete(X, labels, points, where)
-    return points, X
+    return points, X, labels

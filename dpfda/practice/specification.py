@@ -50,7 +50,7 @@ from numpy.typing import ArrayLike
 
 from ..maths.curves import Curves, as_curves
 from ..maths.spaces import FourierSpace, FunctionSpace, KernelSpace, OrthonormalSpace, space_from_spec
-from ..mechanisms.calibration import check_secure_budget
+from ..mechanisms.calibration import NOISE_RESOLUTION, check_secure_budget
 from ..mechanisms.ftp_ptf import ftp_mechanism, ptf_mechanism
 from ..mechanisms.irregular import DISPLAY_POINTS
 from ..mechanisms.mechanism_type import Mechanism
@@ -245,6 +245,7 @@ class ReleaseSpec:
                                       f"domain (1, 13){this}); or, if the last point is the next period's first "
                                       "(hour 24 of hours 0 to 24 on the domain (0, 24)), leave it out of the "
                                       "grid and the data")
+        self._resolvable(math.sqrt(points.size) if not own_points else 1.0, "FTP or PTF")
         put(self, "points", _frozen(points))
         put(self, "unit_grid", _frozen(unit))
         put(self, "frame", self._frame(space, domain, own_points))
@@ -260,6 +261,27 @@ class ReleaseSpec:
             for value in vars(self.frame).values():
                 if isinstance(value, np.ndarray):
                     value.setflags(write=False)
+
+    def _resolvable(self, factor: float, which: str) -> None:
+        """Refuse a μ no n can use: σ/bound = 2·factor·c/(n·μ) below 2^-40 already at n = 1.
+
+        ``factor`` is PTF's √T or FTP's 1; c ≥ 1 covers rounding (at most 1 + 2^-10 + 8u,
+        :func:`dpfda.maths.summation.calibration_factor`), so μ is refused only above
+        2^41·factor·(1 + 2^-9), where every n ≥ 1 is refused at release.  With a private
+        radius the mean gets at least μ·sqrt(1 - share).
+        """
+        mu = self.budget_mu
+        mean_mu = mu * math.sqrt(1.0 - float(self.radius_share or 0.0)) if self.private_radius else mu
+        limit = 2.0 / NOISE_RESOLUTION * factor * (1.0 + 2.0**-9)
+        if mean_mu <= limit:
+            return
+        given = (f"mu={self.mu!r}" if self.mu is not None
+                 else f"epsilon={self.epsilon!r} with delta={self.delta!r} (mu={mu:.4g})")
+        raise SpecError("mu" if self.mu is not None else "epsilon",
+                        f"{given} is too large for {which}: the noise scale 2·bound"
+                        + ("" if factor == 1.0 else "·sqrt(T)") + "/(n·mu) would be below 2^-40 of the bound "
+                        "for every n >= 1, so rounding would erase the noise from the released mean; mu must "
+                        f"be at most about {limit:.4g}" + (" for the mean's part" if self.private_radius else ""))
 
     def _private_radius(self, space: FunctionSpace) -> None:
         """``private_radius`` and its two numbers: an orthonormal space, a share and a quantile in (0, 1)."""
@@ -368,6 +390,7 @@ def FTP(spec: ReleaseSpec) -> SpecifiedMechanism:
     spec = _check_spec(spec)
     if spec.clip is not None:
         raise SpecError("clip", "FTP does not clip (clip is PTF's); leave it out or use PTF")
+    spec._resolvable(1.0, "FTP")
     mech = _build("mu", lambda: ftp_mechanism(spec.unit_grid, spec.space, spec.unit_radius,  # type: ignore[arg-type]
                                                spec.budget_mu, secure=spec.secure))
     return SpecifiedMechanism(spec, mech)
