@@ -387,3 +387,17 @@ def test_the_warning_changes_no_bit_of_the_release_and_enters_no_record_or_pickl
     record = json.dumps(shown.record(at))
     for word in ("clipped", "shrunk", "NOT private", "diagnostic", "CuratorWarning"):
         assert word not in record and word.encode() not in pickle.dumps(shown), word
+
+
+def test_diagnostics_that_fail_never_cost_the_release(monkeypatch) -> None:
+    """The report runs after the noise: its failure on some record must not decide whether a release is returned."""
+    import dpfda.practice.specification as specification
+
+    def broken(*args: object, **kwargs: object) -> dict:
+        raise ValueError("curves contains NaN or inf")
+
+    want = FTP(spec()).release(heights(), np.random.default_rng(5))
+    monkeypatch.setattr(specification, "curator_report", broken)
+    with pytest.warns(dpfda.CuratorWarning, match=r"could not be computed \(ValueError: curves contains NaN or inf\)"):
+        got = FTP(spec()).release(heights(), np.random.default_rng(5))
+    assert got.unit_release.coef.tobytes() == want.unit_release.coef.tobytes()

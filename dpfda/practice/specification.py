@@ -476,7 +476,8 @@ class SpecifiedMechanism:
         :class:`~dpfda.CuratorWarning` says what, and what to check.  Its text is computed from
         the data without noise, so it is not private: it is for the curator, never published, and
         it is not part of the release, its pickle or its record; the release is the same, bit for
-        bit, whether the warning is shown or not.  Silence it with the standard filters,
+        bit, whether the warning is shown or not, and a failure of the diagnostics is a warning
+        too, never an error.  Silence it with the standard filters,
         ``warnings.filterwarnings("ignore", category=dpfda.CuratorWarning)``; turned into an error
         (``"error"``), it discards the release it flags.
         """
@@ -510,8 +511,15 @@ class SpecifiedMechanism:
         to it (with a private radius, B' is the cap); nothing it computes reaches the release.
         """
         spec, mech = self.spec, self.mechanism
-        report = curator_report(data, mech.geometry, float(mech.radius), frame=spec.frame,
-                                clip=mech.clip if spec.frame is None else None)
+        try:
+            report = curator_report(data, mech.geometry, float(mech.radius), frame=spec.frame,
+                                    clip=mech.clip if spec.frame is None else None)
+        except Exception as exc:  # noqa: BLE001 - advisory: a record must not decide whether a release is returned
+            warnings.warn(CuratorWarning(
+                f"the curator's diagnostics of the data of this {mech.method.upper()} release could not be computed "
+                f"({type(exc).__name__}: {exc}); the release is made and unaffected. Look at the data with "
+                "dpfda.practice.diagnostics.curator_report(...) (NOT private, for the curator only)"), stacklevel=3)
+            return
         if not report["warnings"]:
             return
         radius = "B' (radius" + ("; with private_radius, the cap" if spec.private_radius else "") + ")"
@@ -522,8 +530,8 @@ class SpecifiedMechanism:
         else:
             check = f"Check the data's units, and {radius} against the size of the curves"
         if report["both_ends"]:
-            check += ("; a periodic domain is one period long, its stop the same instant as its start (for "
-                      "hours 0 to 24, leave hour 24 out: it is the next day's 0; months 1 to 12: domain=(1, 13))")
+            check += ("; a periodic domain is one period long, its stop the same instant as its start (hours 0 "
+                      "to 24: leave hour 24 out, it is the next day's hour 0)")
         warnings.warn(CuratorWarning(
             f"the curator's diagnostics flag the data of this {mech.method.upper()} release ({report['note']}): "
             + " ".join(report["warnings"]) + f" {check}. A release as planned keeps every choice public; a choice "
