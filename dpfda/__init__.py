@@ -71,7 +71,15 @@ from .mechanisms.privacy import (
 )
 from .mechanisms.release import Release
 from .practice.realdata import Domain, PublicFrame, legendre_derivative
-from .practice.specification import FTP, PTF, ReleaseSpec, SpecError, SpecifiedMechanism, SpecifiedRelease
+from .practice.specification import (
+    FTP,
+    PTF,
+    CuratorWarning,
+    ReleaseSpec,
+    SpecError,
+    SpecifiedMechanism,
+    SpecifiedRelease,
+)
 from .validation import AssumptionError
 
 _LAZY = {"audit": "trust.audit", "secure": "mechanisms.secure", "theory": "mechanisms.theory"}
@@ -94,6 +102,7 @@ __all__ = [
     "AssumptionError",
     "BallFit",
     "BallLeastSquares",
+    "CuratorWarning",
     "Curves",
     "Domain",
     "FTP",

@@ -62,6 +62,7 @@ def test_readme_quickstart_runs_in_order_as_written_twice(tmp_path):
         check_record(record)
         # the radius from clips <= 1 (a sum of 3T terms, γ_{3T} under 1e-12 for T <= 100)
         assert record["frame"]["scale"] > 0 and record["radius"] <= 1.0 + 1e-12
+        assert "CuratorWarning" not in runs[1].stderr  # the Python block's data fit its range: no warning
         cli_run = runs[2]
         assert "ε = 4.38 at δ = 1e-05" in cli_run.stdout and "OpenDP" in cli_run.stdout
         assert "curator's diagnostics" in cli_run.stderr and "WARNING" not in cli_run.stderr

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -276,6 +277,19 @@ def test_the_curator_sees_diagnostics_on_stderr_never_in_the_record(tmp_path, ca
     code, out = release(tmp_path, *common, "--radius", "1", name="radius.json")
     assert code == 0
     assert "WARNING: 100% of the curves' fits were shrunk onto the ball of radius B' = 1" in capsys.readouterr().err
+
+
+def test_the_command_says_its_diagnostics_once_without_the_python_warning(tmp_path, capsys):
+    """The release the command makes would warn in Python too; the command's stderr has said it already."""
+    X = 170.0 + 10.0 * curves()
+    (tmp_path / "in.csv").write_text(pd.DataFrame(X / 2.54, columns=[f"{p:g}" for p in POINTS]).to_csv(index=False))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, _ = release(tmp_path, tmp_path / "in.csv", "--grid", GRID, "--space", "legendre:3", "--mu", "1",
+                          "--lower", "140", "--upper", "200", "--insecure-numpy-noise", "--seed", "1")
+    err = capsys.readouterr().err
+    assert code == 0 and err.count("WARNING: 100% of the values were clipped") == 1
+    assert not [w for w in caught if issubclass(w.category, dpfda.CuratorWarning)]
 
 
 def test_help_says_the_diagnostics_are_not_private(capsys):

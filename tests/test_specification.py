@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import pickle
+import warnings
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -146,6 +148,7 @@ def test_a_release_through_the_spec_is_the_library_release_bit_for_bit(method: s
         "height (cm)"
 
 
+@pytest.mark.filterwarnings("ignore::dpfda.CuratorWarning")  # a wrong radius on purpose
 def test_the_bit_for_bit_comparison_sees_a_wrong_mapping() -> None:
     """Negative control: a spec that maps the data otherwise (another range, hence another scale and
     B') or spends another budget gives another release with the same generator."""
@@ -312,3 +315,89 @@ def test_a_batch_of_data_sets_is_refused_up_front_by_name() -> None:
             FTP(spec()).release(curves, np.random.default_rng(1))
     with pytest.raises(ValueError, match=r"curves: a specification releases one data set"):
         FTP(spec(private_radius=True)).release(batch, np.random.default_rng(1))
+
+
+# The curator's warning: what the command line prints to stderr, raised by release() as a warning.
+
+@pytest.mark.parametrize("method", [FTP, PTF])
+def test_heights_in_mm_against_a_range_in_cm_warn_the_curator(method: Callable) -> None:
+    """Every value in mm lies above the range in cm: the mean comes out near the band's top, and is flagged."""
+    X = heights()
+    with pytest.warns(dpfda.CuratorWarning) as caught:
+        rel = method(spec()).release(10 * X, np.random.default_rng(5))
+    assert len(caught) == 1
+    text = str(caught[0].message)
+    assert "100% of the values were clipped" in text and "units" in text and "NOT private" in text
+    assert "lower, upper" in text and "radius" in text and "category=dpfda.CuratorWarning" in text
+    assert caught[0].filename == __file__  # points at the caller's line
+    assert rel(AGES).min() > 150  # the silent wrong answer it warns about: near the band's top (210)
+
+
+def test_fits_far_outside_the_ball_warn_the_curator() -> None:
+    s = spec(lower=None, upper=None, radius=1.0)  # B' = 1 cm for heights of 80 to 180 cm
+    with pytest.warns(dpfda.CuratorWarning, match=r"100% of the curves' fits were shrunk onto the ball of radius "
+                                                  r"B' = 1 .*radius"):
+        FTP(s).release(heights(), np.random.default_rng(5))
+
+
+def test_a_periodic_day_with_hours_0_and_24_on_own_points_warns_the_curator() -> None:
+    s = ReleaseSpec(space="fourier:5", domain=(0, 24), lower=-30, upper=45, mu=1.0, secure=False)
+    rng = np.random.default_rng(3)
+    hours = [np.array([0.0, 4.0, 8.0, 12.0, 16.0, 20.0, 24.0])] * 30
+    temps = [10 + rng.normal(0, 1, h.size) for h in hours]
+    with pytest.warns(dpfda.CuratorWarning, match=r"30 curve\(s\) are observed at both ends of the domain"):
+        FTP(s).release(Curves(temps, hours, (0, 24)), np.random.default_rng(5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dpfda.CuratorWarning)  # hour 24 left out (the next day's 0): fine
+        FTP(s).release(Curves([x[:-1] for x in temps], [h[:-1] for h in hours], (0, 24)), np.random.default_rng(5))
+
+
+@pytest.mark.parametrize("method", [FTP, PTF])
+def test_fine_data_do_not_warn_the_curator(method: Callable) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dpfda.CuratorWarning)
+        method(spec()).release(heights(), np.random.default_rng(5))
+        method(spec(units="height (cm)")).release(Curves(heights(), AGES, (1, 18)), np.random.default_rng(5))
+        if method is FTP:
+            rng = np.random.default_rng(2)
+            keep = [np.sort(rng.choice(AGES.size, size=6, replace=False)) for _ in range(40)]
+            X = heights(40)
+            method(spec(grid=None)).release(Curves([x[k] for x, k in zip(X, keep)], [AGES[k] for k in keep],
+                                                   (1, 18)), np.random.default_rng(4))
+            method(spec(private_radius=True)).release(heights(), np.random.default_rng(5))
+
+
+@pytest.mark.parametrize("method", [FTP, PTF])
+def test_the_warning_changes_no_bit_of_the_release_and_enters_no_record_or_pickle(method: Callable) -> None:
+    """The same seed, warnings shown or ignored: the same release, record and pickle, none holding a diagnostic."""
+    X, at = 10 * heights(), np.linspace(1, 18, 9)  # flagged: in mm
+    runs = []
+    for action in ("always", "ignore"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter(action)
+            rel = method(spec()).release(X, np.random.default_rng(8))
+        runs.append((rel, [w for w in caught if issubclass(w.category, dpfda.CuratorWarning)]))
+    (shown, warned), (ignored, silent) = runs
+    assert len(warned) == 1 and not silent
+    assert shown.unit_release.coef.tobytes() == ignored.unit_release.coef.tobytes()
+    assert shown(at).tobytes() == ignored(at).tobytes()
+    assert shown.record(at) == ignored.record(at)
+    assert pickle.dumps(shown) == pickle.dumps(ignored)
+    assert set(vars(shown)) == {"spec", "unit_release", "units", "private_radius"}
+    record = json.dumps(shown.record(at))
+    for word in ("clipped", "shrunk", "NOT private", "diagnostic", "CuratorWarning"):
+        assert word not in record and word.encode() not in pickle.dumps(shown), word
+
+
+def test_diagnostics_that_fail_never_cost_the_release(monkeypatch) -> None:
+    """The report runs after the noise: its failure on some record must not decide whether a release is returned."""
+    import dpfda.practice.specification as specification
+
+    def broken(*args: object, **kwargs: object) -> dict:
+        raise ValueError("curves contains NaN or inf")
+
+    want = FTP(spec()).release(heights(), np.random.default_rng(5))
+    monkeypatch.setattr(specification, "curator_report", broken)
+    with pytest.warns(dpfda.CuratorWarning, match=r"could not be computed \(ValueError: curves contains NaN or inf\)"):
+        got = FTP(spec()).release(heights(), np.random.default_rng(5))
+    assert got.unit_release.coef.tobytes() == want.unit_release.coef.tobytes()

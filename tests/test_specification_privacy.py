@@ -38,6 +38,10 @@ from dpfda.mechanisms import secure as S
 from dpfda.mechanisms.mechanism_type import Mechanism
 from dpfda.mechanisms.pipelines import ftp_fit_mean
 
+# Worst-case records lie far outside any range: the curator's warning about them is expected, and what
+# it changes (nothing in the release) is tested in test_specification.py.
+pytestmark = pytest.mark.filterwarnings("ignore::dpfda.CuratorWarning")
+
 TOL = 1e-9  # realised μ may exceed μ by this relative amount (test_record_independence: the calibration bound)
 BIG = float(np.finfo(float).max)
 TINY = float(np.nextafter(0.0, 1.0))  # the smallest subnormal, 5e-324

@@ -20,7 +20,7 @@ from dpfda.maths import spaces  # noqa: E402
 
 GROUPS = [
     ("Releasing a mean curve", ["ReleaseSpec", "FTP", "PTF", "SpecifiedMechanism", "SpecifiedRelease", "SpecError",
-                                "Curves"]),
+                                "CuratorWarning", "Curves"]),
     ("The pipelines step by step", ["ftp", "ptf", "Release", "ftp_sigma", "ptf_sigmas"]),
     ("Mechanisms as objects", ["Mechanism", "ftp_mechanism", "ptf_mechanism"]),
     ("Real data on the paper's terms", ["Domain", "PublicFrame", "legendre_derivative"]),

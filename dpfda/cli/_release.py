@@ -8,6 +8,7 @@ import json
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 
@@ -31,7 +32,15 @@ from ..practice.publish import (
     table_columns,
 )
 from ..practice.realdata import Domain
-from ..practice.specification import FTP, PTF, ReleaseSpec, SpecError, SpecifiedMechanism, SpecifiedRelease
+from ..practice.specification import (
+    FTP,
+    PTF,
+    CuratorWarning,
+    ReleaseSpec,
+    SpecError,
+    SpecifiedMechanism,
+    SpecifiedRelease,
+)
 from .files import discard_temporary, stage_file, text_writer
 from .parsing import UsageError, integer_option
 
@@ -551,7 +560,9 @@ def _release(args: argparse.Namespace, plan: _Plan, curves: Curves | np.ndarray)
     """The noise: drawn here, once, by the spec's mechanism (with --private-radius: the quantile's, then FTP's)."""
     rng = None if plan.spec.secure else np.random.default_rng(args.seed)
     try:
-        return plan.mech.release(curves, rng)
+        with warnings.catch_warnings():  # the curator's diagnostics are on stderr already, before the noise
+            warnings.simplefilter("ignore", CuratorWarning)
+            return plan.mech.release(curves, rng)
     except ImportError as exc:
         raise UsageError(f"{exc} (or, for teaching only, --insecure-numpy-noise)") from None
     except (TypeError, ValueError) as exc:

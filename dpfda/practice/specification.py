@@ -15,7 +15,9 @@ nothing more.  Its :meth:`~dpfda.SpecifiedMechanism.release` maps each record al
 frame (:meth:`dpfda.PublicFrame.to_unit`), releases through :meth:`dpfda.Mechanism.release`
 (the same privacy path, noise drawn last) and returns a :class:`~dpfda.SpecifiedRelease`: the
 curve in the data's units anywhere on the domain, its noise in those units, and its own
-record (:func:`~dpfda.practice.publish.release_record`).
+record (:func:`~dpfda.practice.publish.release_record`).  When the curator's diagnostics
+flag the data (values in other units than the range, B' far below the curves: the command
+line's rules), it says so with a :class:`~dpfda.CuratorWarning`, which changes nothing released.
 
 >>> import numpy as np
 >>> import dpfda
@@ -39,6 +41,7 @@ release through a specification equals theirs bit for bit with the same generato
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -56,10 +59,11 @@ from ..mechanisms.privacy import mu_from_epsilon_delta
 from ..mechanisms.radius import PrivateRadius, ftp_private_radius
 from ..mechanisms.release import Release
 from ..validation import as_float_array
+from .diagnostics import curator_report
 from .publish import DELTAS, release_record
 from .realdata import Domain, PublicFrame
 
-__all__ = ["FTP", "PTF", "ReleaseSpec", "SpecError", "SpecifiedMechanism", "SpecifiedRelease"]
+__all__ = ["FTP", "PTF", "CuratorWarning", "ReleaseSpec", "SpecError", "SpecifiedMechanism", "SpecifiedRelease"]
 
 
 class SpecError(ValueError):
@@ -68,6 +72,17 @@ class SpecError(ValueError):
     def __init__(self, argument: str, rule: str) -> None:
         self.argument = argument
         super().__init__(f"{argument}: {rule}")
+
+
+class CuratorWarning(UserWarning):
+    """The curator's diagnostics flag the data a release was made from (other units, too small a B', ...).
+
+    Emitted by :meth:`SpecifiedMechanism.release` after the noise is drawn, from
+    :func:`~dpfda.practice.diagnostics.curator_report`'s rules (those ``python -m dpfda release``
+    prints to stderr).  Its text is computed from the data without noise: not private, for the
+    curator only, never part of the release, its pickle or its record.  Silence it with the
+    standard filters: ``warnings.filterwarnings("ignore", category=dpfda.CuratorWarning)``.
+    """
 
 
 def _frozen(a: ArrayLike) -> np.ndarray:
@@ -451,6 +466,20 @@ class SpecifiedMechanism:
         out with OpenDP's noise.  Each record is mapped on its own into the frame
         (:meth:`dpfda.PublicFrame.to_unit`), then :meth:`dpfda.Mechanism.release` checks the
         rest and adds the noise.
+
+        After the noise is drawn, the curator's diagnostics of ``curves`` (those ``python -m dpfda
+        release`` prints to stderr: :func:`~dpfda.practice.diagnostics.curator_report`) are
+        computed, and if they flag anything — more than ``diagnostics.CLIP_WARNING_SHARE`` (5%) of
+        the values clipped (data in other units than the range?), more than
+        ``diagnostics.SHRINK_WARNING_SHARE`` (25%) of the fits shrunk onto the ball (B' far below
+        the curves?), subjects with too few points, a periodic domain observed at both ends — a
+        :class:`~dpfda.CuratorWarning` says what, and what to check.  Its text is computed from
+        the data without noise, so it is not private: it is for the curator, never published, and
+        it is not part of the release, its pickle or its record; the release is the same, bit for
+        bit, whether the warning is shown or not, and a failure of the diagnostics is a warning
+        too, never an error.  Silence it with the standard filters,
+        ``warnings.filterwarnings("ignore", category=dpfda.CuratorWarning)``; turned into an error
+        (``"error"``), it discards the release it flags.
         """
         spec = self.spec
         if spec.secure and rng is not None:
@@ -469,8 +498,46 @@ class SpecifiedMechanism:
             chosen = ftp_private_radius(mapped, mech.geometry.grid, spec.space, spec.budget_mu,  # type: ignore[arg-type]
                                         radius_max=float(mech.radius), share=spec.radius_share,  # type: ignore[arg-type]
                                         quantile=spec.radius_quantile, secure=spec.secure, rng=rng)  # type: ignore[arg-type]
-            return SpecifiedRelease(spec, chosen.release, units=units, private_radius=chosen)
-        return SpecifiedRelease(spec, self.mechanism.release(mapped, rng), units=units)
+            released = SpecifiedRelease(spec, chosen.release, units=units, private_radius=chosen)
+        else:
+            released = SpecifiedRelease(spec, self.mechanism.release(mapped, rng), units=units)
+        self._warn_curator(data)  # after the noise is drawn; it only reads the data
+        return released
+
+    def _warn_curator(self, data: np.ndarray | Curves) -> None:
+        """The command line's diagnostics of ``data`` (:func:`curator_report`), as a CuratorWarning if they flag any.
+
+        The report reads the data in the data's units, as ``python -m dpfda release`` gives them
+        to it (with a private radius, B' is the cap); nothing it computes reaches the release.
+        """
+        spec, mech = self.spec, self.mechanism
+        try:
+            report = curator_report(data, mech.geometry, float(mech.radius), frame=spec.frame,
+                                    clip=mech.clip if spec.frame is None else None)
+        except Exception as exc:  # noqa: BLE001 - advisory: a record must not decide whether a release is returned
+            warnings.warn(CuratorWarning(
+                f"the curator's diagnostics of the data of this {mech.method.upper()} release could not be computed "
+                f"({type(exc).__name__}: {exc}); the release is made and unaffected. Look at the data with "
+                "dpfda.practice.diagnostics.curator_report(...) (NOT private, for the curator only)"), stacklevel=3)
+            return
+        if not report["warnings"]:
+            return
+        radius = "B' (radius" + ("; with private_radius, the cap" if spec.private_radius else "") + ")"
+        if spec.frame is not None:
+            check = f"Check the data's units against the public range (lower, upper), and {radius} against the curves"
+        elif mech.clip is not None:
+            check = f"Check the data's units against PTF's clip (clip, or B' times the basis' norm) and {radius}"
+        else:
+            check = f"Check the data's units, and {radius} against the size of the curves"
+        if report["both_ends"]:
+            check += ("; a periodic domain is one period long, its stop the same instant as its start (hours 0 "
+                      "to 24: leave hour 24 out, it is the next day's hour 0)")
+        warnings.warn(CuratorWarning(
+            f"the curator's diagnostics flag the data of this {mech.method.upper()} release ({report['note']}): "
+            + " ".join(report["warnings"]) + f" {check}. A release as planned keeps every choice public; a choice "
+            "changed because of this warning is a function of the data that no mu covers, and a second release "
+            "spends budget again. Every figure: dpfda.practice.diagnostics.curator_report(...); silence with "
+            "warnings.filterwarnings('ignore', category=dpfda.CuratorWarning)"), stacklevel=3)
 
     def _on_grid(self, curves: ArrayLike | Curves) -> np.ndarray | Curves:
         """The data as the mechanism takes them: an array on the grid, or Curves on their own points."""
