@@ -209,8 +209,9 @@ def test_the_domain_is_public_and_checked_before_the_data_are_read():
         read_curves("/nonexistent/curves.csv", domain=None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="domain must be finite with start < stop"):
         read_curves("/nonexistent/curves.csv", domain=(3, 1))
-    with pytest.raises(ValueError, match=r"points mapped onto \[0, 1\].*|outside the public domain"):
-        read_curves(wide_table(), id="child", domain=(1, 2.5))  # the grid's point 3 lies outside
+    with pytest.raises(ValueError, match=r"every subject has a value at the grid point 3, outside the public "
+                       r"domain \[1, 2.5\]"):
+        read_curves(wide_table(), id="child", domain=(1, 2.5))  # a point of the table's grid lies outside
 
 
 def test_own_points_keep_each_subject_on_the_points_it_has():

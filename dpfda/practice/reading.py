@@ -454,19 +454,19 @@ def _check_domain(points: np.ndarray, X: np.ndarray, labels: Sequence[str], doma
     """Refuse a subject with a value at a point outside the public domain, naming it by its id.
 
     The rule is :class:`dpfda.Curves`'s (a point 1 ulp outside is refused, a point on an end is
-    kept); a common grid's point outside is said by Curves, for the grid.
+    kept); a point every subject has is named as the grid's.
     """
     start, stop = domain
     seen = ~np.isnan(X)
-    if seen.all():
-        return
     outside = (points < start) | (points > stop)
     for j in np.flatnonzero(outside):
         if seen[:, j].any():
             i = int(np.argmax(seen[:, j]))
-            raise ValueError(f"subject {labels[i]!r} has a value at the point {_show(points[j])}, outside the public "
-                             f"domain [{start:g}, {stop:g}]; every point must lie in the domain (fixed before "
-                             "the data are read): correct the point, or leave it out by a public rule")
+            who = ("every subject has a value at the grid point" if seen[:, j].all()
+                   else f"subject {labels[i]!r} has a value at the point")
+            raise ValueError(f"{who} {_show(points[j])}, outside the public domain [{start:g}, {stop:g}]; every "
+                             "point must lie in the domain (fixed before the data are read): correct the point, "
+                             "or leave it out by a public rule")
 
 
 def _read_wide(table: _CsvTable | _FrameTable, id: str | None, combine: str | None,
