@@ -335,7 +335,7 @@ class Setting:
 
     @property
     def space(self) -> OrthonormalSpace | KernelSpace:
-        """The function space: ``family:m`` (``LegendreSpace(m)``), or :class:`~dpfda.KernelSpace` (``kernel``)."""
+        """The setting's space, ``family:m`` (``LegendreSpace(m)``) or :class:`~dpfda.KernelSpace` (``kernel``)."""
         if self.orthonormal:
             assert self.m is not None  # required for H_m (__post_init__)
             return cast(OrthonormalSpace, space_from_spec(f"{self.family}:{self.m}"))

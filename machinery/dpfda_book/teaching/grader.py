@@ -84,7 +84,7 @@ class Key:
     questions: dict[str, Question]
 
 
-#: The probe of a multiple-choice question: the letter ``q3_answer`` names, if it is one of a–d.
+#: A multiple-choice question's probe, which reads the letter ``q3_answer`` names if it is one of a–d.
 LETTER_PROBE = '''
 def probe(ns, request):
     answer = ns.get("q3_answer")
